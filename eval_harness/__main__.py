@@ -1,0 +1,5 @@
+"""``python -m eval_harness`` runs the CLI."""
+
+from eval_harness.cli.app import main
+
+main()

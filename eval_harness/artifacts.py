@@ -1,0 +1,309 @@
+"""Run directories: the crash-safe on-disk format.
+
+``results/<run_id>/``
+  ``manifest.json``  written atomically (temp file, fsync, rename, fsync of the directory)
+  ``samples.jsonl``  append-only; one record per line, each line written by a single ``write`` call
+  ``summary.json``   written atomically at the end of every session
+  ``.lock``          ``flock``-ed by the process writing the run; the kernel drops it when the process dies
+
+A process killed at any instant leaves a samples file whose complete lines are all valid; at most the
+last line is torn (it has no newline). Readers drop it and resume truncates it before appending. When a
+key ``(sample_id, epoch)`` occurs more than once (``--retry-errors``), the last record wins.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
+from eval_harness.types import SCHEMA_VERSION, RunManifest, RunSummary, SampleRecord
+
+MANIFEST = "manifest.json"
+SAMPLES = "samples.jsonl"
+SUMMARY = "summary.json"
+LOCK = ".lock"
+
+# Records are written by pydantic with ``sample_id`` then ``epoch`` first and no spaces, so the key of a
+# line can be read without parsing it: resuming over a million records takes a second, not ten.
+_KEY_PREFIX = re.compile(rb'\{"sample_id":"((?:[^"\\]|\\.)*)","epoch":(\d+),')
+_ERROR_MARK = b',"error":{"type":'
+
+
+def record_key(sample_id: str, epoch: int) -> str:
+    """The identity of a record as one string (cheaper to hold a million of than tuples)."""
+    return f"{sample_id}\x1f{epoch}"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The files of one run directory."""
+
+    dir: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.dir / MANIFEST
+
+    @property
+    def samples(self) -> Path:
+        return self.dir / SAMPLES
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / SUMMARY
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / LOCK
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a mix."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_model(path: Path, model: BaseModel) -> None:
+    """Write a pydantic document atomically, pretty-printed for humans."""
+    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _read_document(path: Path, model: type[BaseModel]) -> Any:
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: not found; is {path.parent} a run directory?") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ArtifactError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{path}: expected a JSON object")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path}: schema_version {version!r} cannot be read by this build (it reads {SCHEMA_VERSION})"
+        )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = ".".join(str(p) for p in first["loc"])
+        raise ArtifactError(f"{path}: {location}: {first['msg']}") from None
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """The manifest of ``run_dir``, checked against this build's schema version."""
+    manifest: RunManifest = _read_document(RunPaths(run_dir).manifest, RunManifest)
+    return manifest
+
+
+def read_summary(run_dir: Path) -> RunSummary:
+    """The summary of ``run_dir``."""
+    summary: RunSummary = _read_document(RunPaths(run_dir).summary, RunSummary)
+    return summary
+
+
+class RunLock:
+    """An exclusive ``flock`` on the run directory, released by the kernel if the process dies."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._path = RunPaths(run_dir).lock
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunLockedError(
+                f"{self._path.parent} is being written by another process (pid {holder}); "
+                "wait for it to finish or stop it first"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class SampleWriter:
+    """Appends records to samples.jsonl: one ``write`` per line, ``fsync`` at most every interval.
+
+    A line reaches the page cache when ``append`` returns, so killing the process loses nothing already
+    appended; an OS crash or power loss can lose the records of the last ``fsync_interval_s`` seconds.
+    """
+
+    def __init__(self, path: Path, fsync_interval_s: float = 0.5) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._interval = fsync_interval_s
+        self._last_sync = time.monotonic()
+        self._dirty = False
+        self.written = 0
+
+    def append(self, record: SampleRecord) -> None:
+        line = SampleRecord.__pydantic_serializer__.to_json(record) + b"\n"
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self.written += 1
+        self._dirty = True
+        if time.monotonic() - self._last_sync >= self._interval:
+            self.sync()
+
+    def sync(self) -> None:
+        if self._dirty:
+            os.fsync(self._fd)
+            self._dirty = False
+        self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        self.sync()
+        os.close(self._fd)
+
+
+def repair_tail(path: Path) -> int:
+    """Truncate a torn last line (no trailing newline); return how many bytes were dropped."""
+    if not path.exists():
+        return 0
+    with path.open("r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        position = size
+        chunk = 1 << 16
+        while position > 0:
+            start = max(0, position - chunk)
+            handle.seek(start)
+            block = handle.read(position - start)
+            newline = block.rfind(b"\n")
+            if newline != -1:
+                keep = start + newline + 1
+                break
+            position = start
+        else:
+            keep = 0
+        if keep < size:
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return size - keep
+
+
+@dataclass
+class KeyScan:
+    """What a resume needs to know of an existing samples file."""
+
+    done: set[str] = field(default_factory=set)
+    errored: set[str] = field(default_factory=set)
+    lines: int = 0
+    torn_bytes: int = 0
+
+
+def _parse_key(line: bytes) -> tuple[str, bool] | None:
+    match = _KEY_PREFIX.match(line)
+    if match is not None:
+        raw_id, epoch = match.group(1), int(match.group(2))
+        sample_id = orjson.loads(b'"' + raw_id + b'"') if b"\\" in raw_id else raw_id.decode()
+        return record_key(sample_id, epoch), _ERROR_MARK in line
+    try:
+        obj = orjson.loads(line)
+        return record_key(str(obj["sample_id"]), int(obj["epoch"])), obj.get("error") is not None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _complete_lines(path: Path) -> Iterator[bytes]:
+    """The complete lines of the file; a torn last line (no newline) is skipped."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        for line in handle:
+            if line.endswith(b"\n"):
+                yield line
+
+
+def scan_keys(path: Path) -> KeyScan:
+    """Keys already recorded and, among them, those whose last record holds an error."""
+    scan = KeyScan()
+    for line in _complete_lines(path):
+        parsed = _parse_key(line)
+        if parsed is None:
+            raise ArtifactError(f"{path}:{scan.lines + 1}: not a sample record; the file is damaged")
+        scan.lines += 1
+        key, has_error = parsed
+        scan.done.add(key)
+        if has_error:
+            scan.errored.add(key)
+        else:
+            scan.errored.discard(key)
+    return scan
+
+
+def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
+    """Stream the latest record of every key as a plain dict (fast: no model validation).
+
+    Two passes: the first finds keys recorded more than once (rare: only ``--retry-errors`` makes
+    them), the second yields each line unless a later line of the same key supersedes it.
+    """
+    seen: set[str] = set()
+    last_line_of: dict[str, int] = {}
+    for index, line in enumerate(_complete_lines(path)):
+        parsed = _parse_key(line)
+        if parsed is None:
+            raise ArtifactError(f"{path}:{index + 1}: not a sample record; the file is damaged")
+        key = parsed[0]
+        if key in seen:
+            last_line_of[key] = index
+        else:
+            seen.add(key)
+    del seen
+    for index, line in enumerate(_complete_lines(path)):
+        record: dict[str, Any] = orjson.loads(line)
+        if last_line_of:
+            key = record_key(str(record["sample_id"]), int(record["epoch"]))
+            if last_line_of.get(key, index) != index:
+                continue
+        yield record
+
+
+def iter_records(path: Path) -> Iterator[SampleRecord]:
+    """Stream the latest record of every key as validated ``SampleRecord`` models."""
+    for raw in iter_record_dicts(path):
+        yield SampleRecord.model_validate(raw)

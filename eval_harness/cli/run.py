@@ -1,0 +1,171 @@
+"""``eval-harness run`` and ``eval-harness resume``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from eval_harness.cli import render
+from eval_harness.config import RunConfig, parse_key_values
+from eval_harness.errors import ConfigError, GateFailedError
+from eval_harness.runner import Runner, RunPlan, RunResult, dry_run, plan_resume, plan_run
+
+EXIT_INTERRUPTED = 130
+
+ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
+
+
+async def _execute(plan: RunPlan, display: render.ProgressDisplay) -> RunResult:
+    runner = Runner(plan, display)
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            display.note(
+                f"stopping: no new samples; in-flight ones get {plan.config.grace_s:g}s to finish "
+                "(Ctrl-C again to quit at once; what is written stays valid)"
+            )
+            runner.request_stop()
+        else:
+            os._exit(EXIT_INTERRUPTED)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_interrupt)
+    try:
+        return await runner.run()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _finish(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
+    if not quiet:
+        render.print_result(result)
+    if result.fatal is not None:
+        raise ConfigError(f"run stopped early: {result.fatal}")
+    if result.status == "interrupted":
+        render.stderr.print(f"interrupted; resume with: {result.resume_command}", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    overall = result.summary.overall
+    if fail_below is not None and (overall.mean is None or overall.mean < fail_below):
+        raise GateFailedError(f"gate failed: overall mean {render.pct(overall.mean)}% is below {100 * fail_below:g}%")
+    if max_error_rate is not None and overall.error_rate > max_error_rate:
+        raise GateFailedError(
+            f"gate failed: error rate {render.pct(overall.error_rate)}% is above {100 * max_error_rate:g}%"
+        )
+
+
+def _start(plan: RunPlan, quiet: bool) -> RunResult:
+    label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
+    with render.ProgressDisplay(plan.manifest.expected_records, label, enabled=not quiet) as display:
+        return asyncio.run(_execute(plan, display))
+
+
+def _generation_overrides(temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if temperature is not None:
+        overrides["temperature"] = temperature
+    if max_tokens is not None:
+        overrides["max_tokens"] = max_tokens
+    return overrides
+
+
+def run_command(
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Task name (see 'eval-harness tasks') or spec path.")
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="provider/model, e.g. mock/strong, openai/gpt-4o-mini.")
+    ] = "mock/default",
+    model_arg: ModelArg = None,
+    dataset: Annotated[Path | None, typer.Option(help="Dataset file overriding the task's own.")] = None,
+    output_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("results"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name (default: timestamp + suffix).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Samples in flight at most.")] = 16,
+    epochs: Annotated[int, typer.Option(min=1, help="Run each sample K times.")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the mock, few-shot choice and sampling.")] = 0,
+    timeout: Annotated[float, typer.Option(min=0.001, help="Per-sample timeout in seconds, retries included.")] = 120.0,
+    max_retries: Annotated[int, typer.Option(min=0, help="Retries of a transient provider error.")] = 5,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Max output tokens.")] = None,
+    dry_run_: Annotated[
+        bool, typer.Option("--dry-run", help="Render prompts and estimate cost; call nothing.")
+    ] = False,
+    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")] = None,
+    max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
+    retry_errors: Annotated[bool, typer.Option(help="On resume, re-run samples whose record holds an error.")] = False,
+    force: Annotated[bool, typer.Option(help="Resume even though the dataset/template/scorers/model changed.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
+) -> None:
+    """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
+    if resume is not None:
+        _resume(resume, concurrency, timeout, retry_errors, force, fail_below, max_error_rate, quiet)
+        return
+    if task is None:
+        raise ConfigError("--task is required (or --resume RUN_DIR); see 'eval-harness tasks'")
+    config = RunConfig(
+        task=task,
+        model=model,
+        model_args=parse_key_values(model_arg or [], "--model-arg"),
+        dataset=dataset,
+        output_dir=output_dir,
+        run_id=run_id,
+        concurrency=concurrency,
+        epochs=epochs,
+        limit=limit,
+        seed=seed,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        generation=_generation_overrides(temperature, max_tokens),
+    )
+    plan = plan_run(config)
+    if dry_run_:
+        render.print_dry_run(dry_run(plan))
+        return
+    _finish(_start(plan, quiet), fail_below, max_error_rate, quiet)
+
+
+def _resume(
+    run_dir: Path,
+    concurrency: int | None,
+    timeout: float | None,
+    retry_errors: bool,
+    force: bool,
+    fail_below: float | None,
+    max_error_rate: float | None,
+    quiet: bool,
+) -> None:
+    overrides = {"concurrency": concurrency, "timeout_s": timeout}
+    plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
+    if plan.forced:
+        render.stderr.print(f"--force: resuming although {'; '.join(plan.forced)}", markup=False)
+    _finish(_start(plan, quiet), fail_below, max_error_rate, quiet)
+
+
+def resume_command(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory, e.g. results/<run_id>.")],
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Samples in flight (default: as before).")] = None,
+    timeout: Annotated[float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds.")] = None,
+    retry_errors: Annotated[bool, typer.Option(help="Re-run samples whose record holds an error.")] = False,
+    force: Annotated[bool, typer.Option(help="Resume even though the dataset/template/scorers/model changed.")] = False,
+    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X.")] = None,
+    max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
+) -> None:
+    """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append."""
+    _resume(run_dir, concurrency, timeout, retry_errors, force, fail_below, max_error_rate, quiet)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)
+    app.command("resume")(resume_command)

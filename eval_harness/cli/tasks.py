@@ -1,0 +1,17 @@
+"""``eval-harness tasks``: the tasks on the search path with their dataset, template and scorers."""
+
+from __future__ import annotations
+
+import typer
+
+from eval_harness.cli import render
+from eval_harness.tasks import list_tasks
+
+
+def tasks_command() -> None:
+    """List the available tasks."""
+    render.print_tasks(list_tasks())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tasks")(tasks_command)

@@ -1,0 +1,114 @@
+"""Run configuration: one frozen ``RunConfig`` built from flags, and ``Settings`` read from the environment.
+
+``RunConfig`` is passed whole to the runner, never unpacked into keyword arguments. ``Settings`` holds
+secrets as ``SecretStr`` so that printing or dumping it never shows a key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from eval_harness.errors import ConfigError
+
+DEFAULT_CONCURRENCY = 16
+DEFAULT_OUTPUT_DIR = Path("results")
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs from the command line. Frozen: build a new one to change it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field(description="Task name (from tasks/) or a path to a task spec .toml.")
+    model: str = Field(default="mock/default", description="provider/model, e.g. mock/strong or openai/gpt-4o.")
+    model_args: dict[str, str] = Field(default_factory=dict, description="Raw --model-arg KEY=VALUE pairs.")
+    dataset: Path | None = Field(default=None, description="Dataset path overriding the task's own.")
+    output_dir: Path = Field(default=DEFAULT_OUTPUT_DIR, description="Parent directory of run directories.")
+    run_id: str | None = Field(default=None, description="Run directory name; default timestamp + suffix.")
+    concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, description="Samples in flight at most.")
+    epochs: int = Field(default=1, ge=1, description="Times each sample is run.")
+    limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N samples.")
+    seed: int = Field(default=0, description="Seed for sampling, few-shot choice and the mock.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-sample timeout, retries included.")
+    max_retries: int = Field(default=5, ge=0, description="Retries per provider call after the first try.")
+    rpm: float | None = Field(default=None, gt=0, description="Client-side requests-per-minute limit.")
+    tpm: float | None = Field(default=None, gt=0, description="Client-side tokens-per-minute limit.")
+    cache: bool = Field(default=False, description="Serve and store responses in the on-disk cache.")
+    cache_dir: Path | None = Field(default=None, description="Response cache directory.")
+    judge_model: str | None = Field(default=None, description="provider/model for judge scorers.")
+    generation: dict[str, Any] = Field(default_factory=dict, description="Overrides of the task's generation.")
+    fsync_interval_s: float = Field(default=0.5, ge=0, description="Longest time a written record waits for fsync.")
+    grace_s: float = Field(default=5.0, ge=0, description="On interrupt, how long in-flight samples may finish.")
+
+
+class Settings(BaseModel):
+    """Provider settings from the environment and ``.env``. Secrets are ``SecretStr``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openai_organization: str | None = None
+    openai_project: str | None = None
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    cache_dir: Path | None = None
+
+    @classmethod
+    def load(cls, env_file: Path | None = Path(".env")) -> Settings:
+        """Read ``.env`` (if present) under the real environment, which wins."""
+        values: dict[str, str | None] = {}
+        if env_file is not None and env_file.is_file():
+            from dotenv import dotenv_values
+
+            values.update(dotenv_values(env_file))
+        values.update(os.environ)
+
+        def pick(*names: str) -> str | None:
+            for name in names:
+                value = values.get(name)
+                if value:
+                    return value
+            return None
+
+        def secret(name: str) -> SecretStr | None:
+            value = pick(name)
+            return SecretStr(value) if value else None
+
+        cache_dir = pick("EVAL_HARNESS_CACHE_DIR")
+        return cls(
+            openai_api_key=secret("OPENAI_API_KEY"),
+            openai_base_url=pick("OPENAI_BASE_URL"),
+            openai_organization=pick("OPENAI_ORG_ID", "OPENAI_ORGANIZATION"),
+            openai_project=pick("OPENAI_PROJECT_ID", "OPENAI_PROJECT"),
+            anthropic_api_key=secret("ANTHROPIC_API_KEY"),
+            anthropic_base_url=pick("ANTHROPIC_BASE_URL"),
+            cache_dir=Path(cache_dir) if cache_dir else None,
+        )
+
+    def secrets(self) -> list[str]:
+        """Every secret value, for redaction of messages."""
+        return [s.get_secret_value() for s in (self.openai_api_key, self.anthropic_api_key) if s is not None]
+
+
+def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:
+    """Parse repeated ``KEY=VALUE`` flags, rejecting malformed ones with the flag's name."""
+    parsed: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """Replace every secret in ``text`` so it can be shown or stored."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return text

@@ -1,0 +1,510 @@
+"""Datasets: stream a JSONL or CSV file into ``Sample`` records, validate every line, hash the content.
+
+Files are read line by line in binary, so a 1 GB file never sits in memory, invalid UTF-8 is reported on
+the line where it occurs, and a pathological 10 MB line is refused without being parsed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import heapq
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from eval_harness.errors import DatasetError, DatasetUnreadableError
+from eval_harness.types import ChatMessage, DatasetSpec, Sample
+
+MAX_LINE_BYTES = 10 * 1024 * 1024
+PROBLEMS_SHOWN = 50
+_BOM = b"\xef\xbb\xbf"
+_FOREIGN_MAGIC = {
+    b"\x1f\x8b": "it is gzip-compressed; decompress it first",
+    b"\xff\xfe": "it is UTF-16 encoded; save it as UTF-8",
+    b"\xfe\xff": "it is UTF-16 encoded; save it as UTF-8",
+    b"PK\x03\x04": "it is a zip archive, not JSONL",
+}
+_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a dataset, shown as ``FILE:LINE: field: message``."""
+
+    path: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass
+class DatasetReport:
+    """The outcome of validating a whole file."""
+
+    path: str
+    sha256: str = ""
+    lines: int = 0
+    valid: int = 0
+    blank_lines: list[int] = field(default_factory=list)
+    axis_counts: Counter[str] = field(default_factory=Counter)
+    duplicate_ids: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found (blank lines and warnings are allowed)."""
+        return self.problem_count == 0
+
+    def add(self, problem: Problem) -> None:
+        self.problem_count += 1
+        if len(self.problems) < PROBLEMS_SHOWN:
+            self.problems.append(problem)
+
+    def problem_lines(self) -> list[str]:
+        """The shown problems, then a count of the rest."""
+        lines = [str(p) for p in self.problems]
+        if self.problem_count > len(self.problems):
+            lines.append(f"... and {self.problem_count - len(self.problems)} more problems")
+        return lines
+
+
+class _FieldProblem(Exception):
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field_name = field_name
+        self.message = message
+
+
+@dataclass
+class _Scan:
+    """State shared by validation and iteration so both derive the same ids."""
+
+    report: DatasetReport
+    seen_ids: dict[str, int] = field(default_factory=dict)
+    derived_seen: Counter[str] = field(default_factory=Counter)
+
+
+def validate_dataset(path: Path, spec: DatasetSpec | None = None) -> DatasetReport:
+    """Check every line of ``path``; never raises for content problems, only for an unreadable file."""
+    scan = _Scan(DatasetReport(path=str(path)))
+    for _ in _scan(path, spec or DatasetSpec(), scan):
+        pass
+    return scan.report
+
+
+def iter_samples(path: Path, spec: DatasetSpec | None = None) -> Iterator[Sample]:
+    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first)."""
+    scan = _Scan(DatasetReport(path=str(path)))
+    yield from _scan(path, spec or DatasetSpec(), scan)
+
+
+def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
+    """Validate and load a whole (small) file, raising ``DatasetError`` listing its problems."""
+    report = validate_dataset(path, spec)
+    if not report.ok:
+        raise DatasetError(f"{path}: {report.problem_count} problem(s) in the dataset", report.problem_lines())
+    return list(iter_samples(path, spec))
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with _open(path) as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        if path.is_dir():
+            raise DatasetUnreadableError(f"{path}: cannot read the dataset: it is a directory")
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DatasetUnreadableError(f"{path}: cannot read the dataset: no such file") from None
+    except OSError as exc:
+        raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
+
+
+def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
+    report = scan.report
+    digest = hashlib.sha256()
+    with _open(path) as handle:
+        head = handle.peek(8) if hasattr(handle, "peek") else b""
+        for magic, why in _FOREIGN_MAGIC.items():
+            if head.startswith(magic):
+                raise DatasetUnreadableError(f"{path}: cannot read the dataset: {why}")
+        hashing = _HashingReader(handle, digest)
+        if spec.format == "csv":
+            yield from _scan_csv(path, spec, scan, hashing)
+        else:
+            yield from _scan_jsonl(path, spec, scan, hashing)
+    report.sha256 = digest.hexdigest()
+    if report.lines == 0 and report.problem_count == 0:
+        report.add(Problem(str(path), 1, "file", "the file is empty"))
+    elif report.lines == len(report.blank_lines) and report.problem_count == 0:
+        report.add(Problem(str(path), 1, "file", "the file holds only blank lines"))
+
+
+class _HashingReader:
+    """Feeds every byte read to a digest, so one pass both validates and hashes."""
+
+    def __init__(self, raw: IO[bytes], digest: Any) -> None:
+        self._raw = raw
+        self._digest = digest
+
+    def readline(self, limit: int = -1) -> bytes:
+        data = self._raw.readline(limit)
+        self._digest.update(data)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        self._digest.update(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _read_line(reader: _HashingReader) -> tuple[bytes, bool]:
+    """One line (without newline) and whether it exceeded ``MAX_LINE_BYTES`` (then it is discarded)."""
+    line = reader.readline(MAX_LINE_BYTES + 1)
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+        return line, False
+    while line and not line.endswith(b"\n"):
+        line = reader.readline(1 << 20)
+    return b"", True
+
+
+def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
+    report = scan.report
+    where = str(path)
+    lineno = 0
+    while True:
+        raw, too_long = _read_line(reader)
+        if not raw and not too_long:
+            break
+        lineno += 1
+        report.lines += 1
+        if too_long:
+            report.add(Problem(where, lineno, "line", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB"))
+            continue
+        if lineno == 1 and raw.startswith(_BOM):
+            report.add(Problem(where, 1, "file", "starts with a UTF-8 byte-order mark; save it without BOM"))
+            raw = raw[len(_BOM) :]
+        stripped = raw.strip()
+        if not stripped:
+            report.blank_lines.append(lineno)
+            continue
+        try:
+            text = stripped.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
+            continue
+        try:
+            obj = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text)}"))
+            continue
+        if not isinstance(obj, dict):
+            report.add(Problem(where, lineno, "line", f"expected a JSON object, got {_json_type(obj)}"))
+            continue
+        sample = _checked_sample(obj, stripped, spec, scan, where, lineno, path)
+        if sample is not None:
+            yield sample
+
+
+def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
+    report = scan.report
+    where = str(path)
+    text = io.TextIOWrapper(reader, encoding="utf-8-sig", newline="")  # type: ignore[type-var]
+    rows = csv.reader(text)
+    columns = spec.csv_columns
+    try:
+        for row in rows:
+            lineno = rows.line_num
+            if columns is None:
+                columns = [c.strip() for c in row]
+                continue
+            report.lines += 1
+            if not row or all(not cell.strip() for cell in row):
+                report.blank_lines.append(lineno)
+                continue
+            if len(row) != len(columns):
+                report.add(Problem(where, lineno, "row", f"expected {len(columns)} columns, got {len(row)}"))
+                continue
+            obj: dict[str, Any] = dict(zip(columns, row, strict=True))
+            raw = "\x1f".join(row).encode("utf-8")
+            sample = _checked_sample(obj, raw, spec, scan, where, lineno, path)
+            if sample is not None:
+                yield sample
+    except UnicodeDecodeError as exc:
+        report.add(Problem(where, rows.line_num + 1, "line", f"invalid UTF-8 ({exc.reason}); reading stopped"))
+    except csv.Error as exc:
+        report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
+
+
+def _checked_sample(
+    obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int, path: Path
+) -> Sample | None:
+    report = scan.report
+    try:
+        sample = _to_sample(obj, spec, path)
+    except _FieldProblem as problem:
+        report.add(Problem(where, lineno, problem.field_name, problem.message))
+        return None
+    if sample.id == "":
+        derived = hashlib.sha256(raw).hexdigest()[:16]
+        scan.derived_seen[derived] += 1
+        count = scan.derived_seen[derived]
+        if count > 1:
+            report.warnings.append(f"{where}:{lineno}: duplicate content; id {derived}-{count} was derived")
+            derived = f"{derived}-{count}"
+        sample = sample.model_copy(update={"id": derived})
+    first = scan.seen_ids.get(sample.id)
+    if first is not None:
+        report.add(Problem(where, lineno, "id", f"duplicate id {sample.id!r} (first on line {first})"))
+        report.duplicate_ids.append(sample.id)
+        return None
+    scan.seen_ids[sample.id] = lineno
+    report.valid += 1
+    report.axis_counts[sample.axis] += 1
+    return sample
+
+
+def _source(spec: DatasetSpec, name: str) -> str | list[str]:
+    return spec.fields.get(name, name)
+
+
+def _to_sample(obj: dict[str, Any], spec: DatasetSpec, path: Path) -> Sample:
+    """Map and type-check one record; raise ``_FieldProblem`` naming the first bad field."""
+    used: set[str] = set()
+
+    def take(name: str) -> Any:
+        source = _source(spec, name)
+        if isinstance(source, list):
+            used.update(source)
+            missing = [s for s in source if s not in obj]
+            if missing:
+                raise _FieldProblem(missing[0], f"missing (mapped to {name})")
+            return [obj[s] for s in source]
+        used.add(source)
+        return obj.get(source)
+
+    sample_id = _check_id(take("id"), _label(spec, "id"))
+    input_value = _check_input(take("input"), _label(spec, "input"))
+    target = _check_target(take("target"), _label(spec, "target"), spec.target_pattern)
+    axis = _check_axis(take("axis"), _label(spec, "axis"), spec, path)
+    tags = _check_str_list(take("tags"), _label(spec, "tags"), allow_none=True) or []
+    choices = _check_str_list(take("choices"), _label(spec, "choices"), allow_none=True)
+    metadata = take("metadata")
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise _FieldProblem(_label(spec, "metadata"), f"expected an object, got {_json_type(metadata)}")
+    extra = {k: v for k, v in obj.items() if k not in used}
+    if spec.target_pattern is not None:
+        target_source = _source(spec, "target")
+        if isinstance(target_source, str):
+            extra.setdefault("target_raw", obj.get(target_source))
+    return Sample(
+        id=sample_id,
+        input=input_value,
+        target=target,
+        axis=axis,
+        tags=tags,
+        choices=choices,
+        metadata={**extra, **metadata} if extra else metadata,
+    )
+
+
+def _label(spec: DatasetSpec, name: str) -> str:
+    source = _source(spec, name)
+    return name if source == name else f"{','.join(source) if isinstance(source, list) else source}"
+
+
+def _check_id(value: Any, label: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _FieldProblem(label, f"expected a string, got {_json_type(value)}")
+    text = str(value)
+    if not text.strip():
+        raise _FieldProblem(label, "is empty")
+    return text
+
+
+def _check_input(value: Any, label: str) -> str | list[ChatMessage]:
+    if value is None:
+        raise _FieldProblem(label, "missing (required)")
+    if isinstance(value, str):
+        if not value.strip():
+            raise _FieldProblem(label, "is empty")
+        return value
+    if isinstance(value, list):
+        if not value:
+            raise _FieldProblem(label, "is an empty list of messages")
+        messages = []
+        for index, message in enumerate(value):
+            where = f"{label}[{index}]"
+            if not isinstance(message, dict):
+                raise _FieldProblem(where, f"expected a message object, got {_json_type(message)}")
+            role, content = message.get("role"), message.get("content")
+            if role not in _ROLES:
+                raise _FieldProblem(f"{where}.role", f"expected one of {', '.join(_ROLES)}, got {role!r}")
+            if not isinstance(content, str):
+                raise _FieldProblem(f"{where}.content", f"expected a string, got {_json_type(content)}")
+            messages.append(ChatMessage(role=role, content=content))
+        return messages
+    raise _FieldProblem(label, f"expected a string or a list of messages, got {_json_type(value)}")
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _check_target(value: Any, label: str, pattern: str | None) -> str | list[str]:
+    if value is None:
+        raise _FieldProblem(label, "missing (required)")
+    text = _scalar_text(value)
+    if text is not None:
+        return _apply_pattern(text, label, pattern)
+    if isinstance(value, list) and value:
+        items = [_scalar_text(v) for v in value]
+        if any(item is None for item in items):
+            raise _FieldProblem(label, "expected a list of strings")
+        return [_apply_pattern(item, label, pattern) for item in items if item is not None]
+    if isinstance(value, list):
+        raise _FieldProblem(label, "is an empty list")
+    raise _FieldProblem(label, f"expected a string or a list of strings, got {_json_type(value)}")
+
+
+def _apply_pattern(text: str, label: str, pattern: str | None) -> str:
+    if pattern is None:
+        return text
+    found = _compiled(pattern).search(text)
+    if found is None:
+        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}")
+    return (found.group(1) if found.groups() else found.group(0)).strip()
+
+
+def _check_axis(value: Any, label: str, spec: DatasetSpec, path: Path) -> str:
+    if spec.axis is not None:
+        return spec.axis.replace("{stem}", path.stem)
+    if spec.axis_pattern is not None:
+        found = _compiled(spec.axis_pattern).search(path.name)
+        if found is not None:
+            return found.group(1)
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value.strip():
+        raise _FieldProblem(label, f"expected a non-empty string, got {_json_type(value)}")
+    return value
+
+
+def _check_str_list(value: Any, label: str, *, allow_none: bool) -> list[str] | None:
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, list):
+        raise _FieldProblem(label, f"expected a list of strings, got {_json_type(value)}")
+    items = [_scalar_text(v) for v in value]
+    if any(item is None for item in items):
+        raise _FieldProblem(label, "expected a list of strings")
+    return [item for item in items if item is not None]
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern not in _PATTERNS:
+        _PATTERNS[pattern] = re.compile(pattern, re.MULTILINE | re.DOTALL)
+    return _PATTERNS[pattern]
+
+
+def _json_error(text: str) -> str:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    return "not valid JSON"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _rank(seed: int, sample_id: str) -> bytes:
+    return hashlib.sha256(f"{seed}\x1f{sample_id}".encode()).digest()
+
+
+def sample(samples: Iterable[Sample], n: int, seed: int) -> list[Sample]:
+    """A deterministic random subset of ``n`` samples, in their original order.
+
+    Each sample's rank is a hash of (seed, id), so the choice does not depend on file order and a
+    superset file gives a superset sample for the same seed.
+    """
+    ranked = heapq.nsmallest(n, ((_rank(seed, s.id), index, s) for index, s in enumerate(samples)))
+    return [s for _, _, s in sorted(ranked, key=lambda item: item[1])]
+
+
+def split(
+    samples: Iterable[Sample], fractions: Sequence[float] | dict[str, float], seed: int
+) -> dict[str, list[Sample]]:
+    """Stratified split by axis: within each axis, samples ranked by hash(seed, id) are cut by fraction.
+
+    ``fractions`` may be a list (parts named "0", "1", ...) or a mapping name → fraction; they must sum to
+    1. Counts use largest-remainder rounding per axis, so every part gets its share of every axis.
+    """
+    named = fractions if isinstance(fractions, dict) else {str(i): f for i, f in enumerate(fractions)}
+    if abs(sum(named.values()) - 1.0) > 1e-9 or any(f < 0 for f in named.values()):
+        raise ValueError("split fractions must be non-negative and sum to 1")
+    by_axis: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_axis.setdefault(s.axis, []).append(s)
+    parts: dict[str, list[Sample]] = {name: [] for name in named}
+    for axis_samples in by_axis.values():
+        ordered = sorted(axis_samples, key=lambda s: _rank(seed, s.id))
+        quotas = {name: f * len(ordered) for name, f in named.items()}
+        counts = {name: int(q) for name, q in quotas.items()}
+        leftover = len(ordered) - sum(counts.values())
+        for name in sorted(quotas, key=lambda k: counts[k] - quotas[k])[:leftover]:
+            counts[name] += 1
+        start = 0
+        for name in named:
+            parts[name].extend(ordered[start : start + counts[name]])
+            start += counts[name]
+    return parts

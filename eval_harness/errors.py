@@ -1,0 +1,129 @@
+"""The whole error tree of eval-harness, in one place.
+
+Every error a user can meet is an ``EvalHarnessError``; its message is printed verbatim on one line by
+the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
+
+::
+
+    EvalHarnessError                     exit 2 unless noted
+    ├── ConfigError                      bad flags, .env, task spec or model argument
+    │   └── UnknownNameError             a registry lookup failed ("did you mean ...?")
+    ├── DatasetError                     the dataset cannot be used (carries the problems found)
+    │   └── DatasetUnreadableError       the file cannot be opened or decoded at all
+    ├── TemplateError                    a prompt template failed to load or render (names file:line)
+    ├── ArtifactError                    a run directory cannot be read or written safely
+    │   ├── RunLockedError               another process is writing this run
+    │   ├── SchemaVersionError           an artifact of a version this build cannot read
+    │   └── ResumeMismatchError          resume refused: dataset/template/scorers/model changed
+    ├── AuthenticationError              401/403 from a provider: the run stops early
+    ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
+    ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
+    │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
+    │   ├── ProviderResponseError        a body that is not the documented schema (HTML, bad JSON ...)
+    │   ├── ProviderTimeoutError         connect/read timeout or the per-sample timeout
+    │   └── ProviderConnectionError      connection refused/reset
+    └── ScoringError                     a scorer failed on a sample (recorded, output kept)
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
+
+
+class EvalHarnessError(Exception):
+    """Base class; ``str(error)`` is the one line shown to the user."""
+
+    exit_code: int = 2
+
+
+class ConfigError(EvalHarnessError):
+    """Bad flags, .env values, task spec or model arguments."""
+
+
+class UnknownNameError(ConfigError):
+    """A name was looked up in a registry (provider, scorer, task) and not found."""
+
+
+class DatasetError(EvalHarnessError):
+    """The dataset has problems; ``problems`` holds ``FILE:LINE: field: message`` strings."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class DatasetUnreadableError(DatasetError):
+    """The dataset file cannot be opened, or is not text at all."""
+
+
+class TemplateError(EvalHarnessError):
+    """A template could not be loaded or rendered; the message names the template file and line."""
+
+
+class ArtifactError(EvalHarnessError):
+    """A run directory or one of its files cannot be read or written safely."""
+
+
+class RunLockedError(ArtifactError):
+    """Another live process holds the run directory's lock."""
+
+
+class SchemaVersionError(ArtifactError):
+    """An artifact carries a schema_version this build cannot read."""
+
+
+class ResumeMismatchError(ArtifactError):
+    """Resume was refused because what the fingerprint covers has changed."""
+
+
+class AuthenticationError(EvalHarnessError):
+    """The provider rejected the credentials (401/403); continuing would fail every sample."""
+
+
+class GateFailedError(EvalHarnessError):
+    """A quality gate (--fail-below, --max-error-rate, --fail-on-regression) failed."""
+
+    exit_code = 1
+
+
+class ProviderError(EvalHarnessError):
+    """One provider call failed. ``retry_cause`` is set when trying again may succeed."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_cause: RetryCause | None = None,
+        retry_after: float | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retry_cause = retry_cause
+        self.retry_after = retry_after
+        self.status_code = status_code
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error status."""
+
+
+class ProviderResponseError(ProviderError):
+    """The provider's body did not follow its documented schema."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The call timed out."""
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection could not be made or was dropped."""
+
+
+class ScoringError(EvalHarnessError):
+    """A scorer raised on one sample; the generated output is kept in the record."""
+
+    exit_code = 1

@@ -1,0 +1,117 @@
+"""The provider contract: one abstract async method, ``generate``; everything else has a default.
+
+A provider file is pure wire translation. Retries, rate limits, concurrency and caching live in
+``gateway.py``, which wraps any provider; whether an error is worth retrying is decided here, next to the
+wire knowledge, and carried on ``ProviderError.retry_cause``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from eval_harness.config import Settings
+from eval_harness.errors import ConfigError
+from eval_harness.registry import Registry
+from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage
+
+
+class ProviderOptions(BaseModel):
+    """Per-model options from ``--model-arg KEY=VALUE``; subclasses add their own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def public(self) -> dict[str, Any]:
+        """The options as recorded in a manifest: secrets are dropped."""
+        return {
+            name: value for name, value in self.model_dump(mode="python").items() if not isinstance(value, SecretStr)
+        }
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """What a provider may know about the run it serves."""
+
+    settings: Settings = field(default_factory=Settings)
+    concurrency: int = 16
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+
+
+class Provider(ABC):
+    """A model behind some API. Subclasses implement ``generate`` and set ``Options``."""
+
+    Options: ClassVar[type[ProviderOptions]] = ProviderOptions
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        self.model = model
+        self.options = options
+        self.context = context
+
+    @property
+    def model_id(self) -> str:
+        """``provider/model`` as the user wrote it."""
+        return f"{type(self).provider_name}/{self.model}"
+
+    provider_name: ClassVar[str] = ""
+
+    @abstractmethod
+    async def generate(self, request: GenerateRequest) -> Completion:
+        """Call the model once; raise ``ProviderError`` (with ``retry_cause`` when transient)."""
+
+    async def aclose(self) -> None:
+        """Release connections; the default has none."""
+        return None
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach an artifact, log or message."""
+        return self.context.settings.secrets()
+
+    def cost(self, usage: Usage) -> float | None:
+        """USD for ``usage``; None when the price is unknown (never a silent 0)."""
+        return None
+
+    def request_body(self, request: GenerateRequest) -> dict[str, Any] | None:
+        """The exact wire body for ``request`` (used as the response-cache key); None if not cacheable."""
+        return None
+
+
+def estimate_tokens(messages: list[ChatMessage] | str) -> int:
+    """A provider-independent token estimate (~4 characters a token) for dry-run cost estimates."""
+    if isinstance(messages, str):
+        return math.ceil(len(messages) / 4)
+    return sum(math.ceil(len(m.content) / 4) + 4 for m in messages)
+
+
+PROVIDERS: Registry[type[Provider]] = Registry("provider")
+
+
+def register_provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
+    """Class decorator: make ``name/<model>`` resolve to this provider."""
+
+    def decorate(cls: type[Provider]) -> type[Provider]:
+        cls.provider_name = name
+        return PROVIDERS.register(name)(cls)
+
+    return decorate
+
+
+def create_provider(model_id: str, raw_args: dict[str, str], context: ProviderContext) -> Provider:
+    """Build the provider for ``provider/model`` with validated options."""
+    prefix, sep, model = model_id.partition("/")
+    if not sep or not model:
+        raise ConfigError(f"model {model_id!r} must look like provider/model, e.g. mock/strong or openai/gpt-4o")
+    cls = PROVIDERS.get(prefix)
+    try:
+        options = cls.Options.model_validate(raw_args)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "model-arg"
+        known = ", ".join(cls.Options.model_fields) or "none"
+        raise ConfigError(f"--model-arg {key}: {first['msg']} (provider {prefix}; options: {known})") from None
+    return cls(model, options, context)

@@ -1,0 +1,707 @@
+"""The run loop: stream samples through template → provider → scorers into the crash-safe artifact.
+
+``plan_run`` (new run) and ``plan_resume`` (existing run) check everything that can be checked before a
+single call is made — dataset, template, scorers, model arguments, the resume fingerprint — and create
+nothing on failure. ``Runner.run`` then keeps at most ``concurrency`` samples in flight with a fixed pool
+of worker coroutines pulling from one stream, so memory does not grow with the dataset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from eval_harness import __version__
+from eval_harness.aggregate import summarize
+from eval_harness.artifacts import (
+    KeyScan,
+    RunLock,
+    RunPaths,
+    SampleWriter,
+    iter_record_dicts,
+    read_manifest,
+    record_key,
+    repair_tail,
+    scan_keys,
+    write_model,
+)
+from eval_harness.config import RunConfig, Settings, redact
+from eval_harness.datasets import DatasetReport, iter_samples, split, validate_dataset
+from eval_harness.datasets import sample as sample_subset
+from eval_harness.errors import (
+    ArtifactError,
+    AuthenticationError,
+    ConfigError,
+    DatasetError,
+    ProviderError,
+    ProviderTimeoutError,
+    ResumeMismatchError,
+)
+from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
+from eval_harness.providers.gateway import Gateway, GenerationOutcome, RetryPolicy
+from eval_harness.scorers.base import Scorer, build_scorer, combine
+from eval_harness.tasks import LoadedTask, find_task
+from eval_harness.templates import PromptTemplate, load_template
+from eval_harness.types import (
+    ChatMessage,
+    Completion,
+    DatasetInfo,
+    ErrorInfo,
+    GenerateConfig,
+    GenerateRequest,
+    ModelInfo,
+    RunManifest,
+    RunStatus,
+    RunSummary,
+    Sample,
+    SampleRecord,
+    TaskInfo,
+    Usage,
+)
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id() -> str:
+    """A sortable, unique default run id: UTC timestamp plus a short random suffix."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class Progress:
+    """A snapshot for progress displays."""
+
+    done: int
+    total: int
+    errors: int
+    score_sum: float
+    scored: int
+    cost_usd: float
+    cost_known: bool
+    elapsed_s: float
+    session_done: int
+
+    @property
+    def mean(self) -> float | None:
+        """Mean final score of this session's scored samples."""
+        return self.score_sum / self.scored if self.scored else None
+
+
+class ProgressListener(Protocol):
+    """Receives progress; the CLI renders it, tests may record it."""
+
+    def update(self, progress: Progress) -> None: ...
+
+
+@dataclass
+class RunPlan:
+    """Everything checked and built before the first call."""
+
+    config: RunConfig
+    task: LoadedTask
+    dataset_path: Path
+    dataset_report: DatasetReport
+    template: PromptTemplate
+    scorers: list[tuple[str, Scorer]]
+    provider: Provider
+    generation: GenerateConfig
+    examples: list[Sample]
+    excluded_ids: frozenset[str]
+    manifest: RunManifest
+    run_dir: Path
+    resuming: bool = False
+    retry_errors: bool = False
+    forced: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    """What a finished (or interrupted) session produced."""
+
+    run_dir: Path
+    manifest: RunManifest
+    summary: RunSummary
+    new_records: int
+    skipped: int
+    status: RunStatus
+    fatal: str | None = None
+
+    @property
+    def resume_command(self) -> str:
+        """The exact command that continues this run."""
+        return f"eval-harness resume {self.run_dir}"
+
+
+@dataclass
+class DryRun:
+    """Rendered prompts and an estimate of what the run would spend."""
+
+    count: int
+    first_prompts: list[list[ChatMessage]]
+    prompt_tokens: int
+    max_output_tokens: int | None
+    estimated_cost_usd: float | None
+
+
+def _fingerprint_parts(
+    dataset_sha256: str, template: PromptTemplate, task: LoadedTask, model: ModelInfo, seed: int
+) -> dict[str, Any]:
+    spec = task.spec
+    return {
+        "dataset_sha256": dataset_sha256,
+        "template_sha256": template.sha256,
+        "system_prompt": spec.system_prompt,
+        "scorers": [s.model_dump(mode="json") for s in spec.scorers],
+        "pass_threshold": spec.pass_threshold,
+        "model": model.model_dump(mode="json"),
+        "seed": seed,
+    }
+
+
+def _fingerprint(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _validated_dataset(task: LoadedTask, path: Path) -> DatasetReport:
+    report = validate_dataset(path, task.spec.dataset)
+    if not report.ok:
+        raise DatasetError(
+            f"{path}: the dataset has {report.problem_count} problem(s); fix them or run "
+            f"'eval-harness validate-dataset --path {path} --task {task.spec.name}'",
+            report.problem_lines(),
+        )
+    return report
+
+
+def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sample], frozenset[str]]:
+    """Few-shot examples and the sample ids they take away from evaluation."""
+    spec = task.spec.few_shot
+    if spec is None or spec.k == 0:
+        return [], frozenset()
+    if spec.holdout_fraction is not None:
+        everything = list(iter_samples(dataset_path, task.spec.dataset))
+        parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
+        pool = parts["shots"]
+        return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
+    if spec.path_from_dataset is not None:
+        pattern, _, replacement = spec.path_from_dataset.partition("=>")
+        pool_path = Path(re.sub(pattern.strip(), replacement.strip(), str(dataset_path)))
+    elif spec.path is not None:
+        pool_path = task.resolve(spec.path)
+    else:
+        raise ConfigError(f"{task.path}: few_shot needs path, path_from_dataset or holdout_fraction")
+    if pool_path.resolve() == dataset_path.resolve():
+        raise ConfigError(
+            f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
+        )
+    report = validate_dataset(pool_path, task.spec.dataset)
+    if not report.ok:
+        raise DatasetError(f"{pool_path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
+    return sample_subset(iter_samples(pool_path, task.spec.dataset), spec.k, spec.seed), frozenset()
+
+
+def _build_scorers(task: LoadedTask) -> list[tuple[str, Scorer]]:
+    return [(spec.key, build_scorer(spec, where=str(task.path))) for spec in task.spec.scorers]
+
+
+def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
+    merged = {**task.spec.generation.model_dump(exclude_none=True), **overrides}
+    try:
+        return GenerateConfig.model_validate(merged)
+    except ValueError as exc:
+        raise ConfigError(f"generation options: {exc}") from None
+
+
+def _provider_context(config: RunConfig, settings: Settings) -> ProviderContext:
+    return ProviderContext(settings=settings, concurrency=config.concurrency, read_timeout_s=config.timeout_s)
+
+
+def _counted_samples(
+    task: LoadedTask, path: Path, report: DatasetReport, excluded: frozenset[str], limit: int | None
+) -> int:
+    available = report.valid - len(excluded)
+    return min(available, limit) if limit is not None else available
+
+
+def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
+    """Check a new run completely; raises before anything is written."""
+    settings = settings or Settings.load()
+    task = find_task(config.task)
+    dataset_path = task.dataset_path(config.dataset)
+    report = _validated_dataset(task, dataset_path)
+    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
+    scorers = _build_scorers(task)
+    provider = create_provider(config.model, config.model_args, _provider_context(config, settings))
+    generation = _generation(task, config.generation)
+    examples, excluded = _few_shot(task, dataset_path, config.seed)
+    run_id = config.run_id or new_run_id()
+    if not _RUN_ID.match(run_id):
+        raise ConfigError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+    run_dir = config.output_dir / run_id
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise ArtifactError(
+            f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
+        )
+    model = ModelInfo(id=config.model, args=provider.options.public())
+    count = _counted_samples(task, dataset_path, report, excluded, config.limit)
+    now = _now()
+    manifest = RunManifest(
+        run_id=run_id,
+        status="running",
+        created_at=now,
+        updated_at=now,
+        harness_version=__version__,
+        task=TaskInfo(
+            name=task.spec.name,
+            source=str(task.path),
+            template=task.spec.template,
+            template_sha256=template.sha256,
+            system_prompt=task.spec.system_prompt,
+            scorers=list(task.spec.scorers),
+            pass_threshold=task.spec.pass_threshold,
+            generation=generation,
+            few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
+        ),
+        model=model,
+        dataset=DatasetInfo(
+            path=str(dataset_path.resolve()),
+            sha256=report.sha256,
+            sample_count=report.valid,
+            format=task.spec.dataset.format,
+        ),
+        seed=config.seed,
+        epochs=config.epochs,
+        limit=config.limit,
+        concurrency=config.concurrency,
+        timeout_s=config.timeout_s,
+        fingerprint=_fingerprint(_fingerprint_parts(report.sha256, template, task, model, config.seed)),
+        expected_records=count * config.epochs,
+        sessions=0,
+    )
+    return RunPlan(
+        config=config,
+        task=task,
+        dataset_path=dataset_path,
+        dataset_report=report,
+        template=template,
+        scorers=scorers,
+        provider=provider,
+        generation=generation,
+        examples=examples,
+        excluded_ids=excluded,
+        manifest=manifest,
+        run_dir=run_dir,
+    )
+
+
+def plan_resume(
+    run_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    retry_errors: bool = False,
+    force: bool = False,
+    settings: Settings | None = None,
+) -> RunPlan:
+    """Check that an existing run can continue: the fingerprint's parts must still match."""
+    settings = settings or Settings.load()
+    manifest = read_manifest(run_dir)
+    overrides = dict(overrides or {})
+    task_ref = (
+        manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
+    )
+    task = find_task(task_ref)
+    config = RunConfig(
+        task=task_ref,
+        model=manifest.model.id,
+        model_args={k: _arg_text(v) for k, v in manifest.model.args.items()},
+        dataset=Path(manifest.dataset.path),
+        output_dir=run_dir.parent,
+        run_id=manifest.run_id,
+        concurrency=overrides.pop("concurrency", None) or manifest.concurrency,
+        epochs=manifest.epochs,
+        limit=manifest.limit,
+        seed=manifest.seed,
+        timeout_s=overrides.pop("timeout_s", None) or manifest.timeout_s,
+        generation=manifest.task.generation.model_dump(exclude_none=True),
+        **{k: v for k, v in overrides.items() if v is not None},
+    )
+    dataset_path = Path(manifest.dataset.path)
+    report = _validated_dataset(task, dataset_path)
+    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
+    provider = create_provider(config.model, config.model_args, _provider_context(config, settings))
+    model = ModelInfo(id=config.model, args=provider.options.public())
+    changed = []
+    if report.sha256 != manifest.dataset.sha256:
+        changed.append(f"dataset {dataset_path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
+    if template.sha256 != manifest.task.template_sha256:
+        changed.append(
+            f"template {task.spec.template} (sha256 {manifest.task.template_sha256[:12]} → {template.sha256[:12]})"
+        )
+    if [s.model_dump() for s in task.spec.scorers] != [s.model_dump() for s in manifest.task.scorers]:
+        changed.append(f"scorer config of task {task.spec.name}")
+    if (
+        task.spec.system_prompt != manifest.task.system_prompt
+        or task.spec.pass_threshold != manifest.task.pass_threshold
+    ):
+        changed.append(f"system prompt or pass threshold of task {task.spec.name}")
+    if model != manifest.model:
+        changed.append(f"model ({manifest.model.id} → {model.id})")
+    fingerprint = _fingerprint(_fingerprint_parts(report.sha256, template, task, model, manifest.seed))
+    if fingerprint != manifest.fingerprint and not changed:
+        changed.append("run fingerprint")
+    if changed and not force:
+        raise ResumeMismatchError(
+            f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
+            "Use --force to resume anyway (the mix is recorded), or start a new run"
+        )
+    scorers = _build_scorers(task)
+    examples, excluded = _few_shot(task, dataset_path, config.seed)
+    return RunPlan(
+        config=config,
+        task=task,
+        dataset_path=dataset_path,
+        dataset_report=report,
+        template=template,
+        scorers=scorers,
+        provider=provider,
+        generation=GenerateConfig.model_validate(config.generation),
+        examples=examples,
+        excluded_ids=excluded,
+        manifest=manifest,
+        run_dir=run_dir,
+        resuming=True,
+        retry_errors=retry_errors,
+        forced=changed,
+    )
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _work_items(plan: RunPlan) -> Iterator[tuple[Sample, int]]:
+    """(sample, epoch) pairs in dataset order, after hold-out and --limit."""
+    taken = 0
+    limit = plan.config.limit
+    for sample in iter_samples(plan.dataset_path, plan.task.spec.dataset):
+        if sample.id in plan.excluded_ids:
+            continue
+        if limit is not None and taken >= limit:
+            return
+        taken += 1
+        for epoch in range(plan.config.epochs):
+            yield sample, epoch
+
+
+def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
+    """Render every prompt and estimate tokens and cost; calls nothing and writes nothing."""
+    first: list[list[ChatMessage]] = []
+    count = 0
+    prompt_tokens = 0
+    for sample, _epoch in _work_items(plan):
+        messages = plan.template.render(sample, plan.examples)
+        if len(first) < show:
+            first.append(messages)
+        count += 1
+        prompt_tokens += estimate_tokens(messages)
+    max_out = plan.generation.max_tokens
+    cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
+    return DryRun(count, first, prompt_tokens, max_out * count if max_out else None, cost)
+
+
+class Runner:
+    """Executes a plan; ``request_stop`` (first Ctrl-C) drains in-flight samples and marks the run interrupted."""
+
+    def __init__(self, plan: RunPlan, listener: ProgressListener | None = None) -> None:
+        self.plan = plan
+        self.listener = listener
+        self.gateway = Gateway(plan.provider, RetryPolicy(max_retries=plan.config.max_retries))
+        self._stop = asyncio.Event()
+        self._fatal: BaseException | None = None
+        self._writer: SampleWriter | None = None
+        self._secrets = plan.provider.secrets()
+        self._specs = plan.task.spec.scorers
+        self._threshold = plan.task.spec.pass_threshold
+
+    def request_stop(self) -> None:
+        """Stop scheduling new samples; in-flight ones get ``grace_s`` to finish."""
+        self._stop.set()
+
+    async def run(self) -> RunResult:
+        """Run the plan to completion, interruption or a fatal error; always leaves a valid artifact."""
+        plan = self.plan
+        paths = RunPaths(plan.run_dir)
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with RunLock(plan.run_dir):
+            repair_tail(paths.samples)
+            scan = scan_keys(paths.samples) if plan.resuming else KeyScan()
+            previous = self._previous_outputs(paths.samples, scan) if plan.retry_errors else {}
+            manifest = plan.manifest.model_copy(
+                update={"status": "running", "updated_at": _now(), "sessions": plan.manifest.sessions + 1}
+            )
+            write_model(paths.manifest, manifest)
+            self._writer = SampleWriter(paths.samples, plan.config.fsync_interval_s)
+            self._progress = Progress(
+                done=len(scan.done) - (len(scan.errored) if plan.retry_errors else 0),
+                total=manifest.expected_records,
+                errors=0,
+                score_sum=0.0,
+                scored=0,
+                cost_usd=0.0,
+                cost_known=True,
+                elapsed_s=0.0,
+                session_done=0,
+            )
+            skipped = 0
+
+            def todo() -> Iterator[tuple[Sample, int, dict[str, Any] | None]]:
+                nonlocal skipped
+                for sample, epoch in _work_items(plan):
+                    key = record_key(sample.id, epoch)
+                    if key in scan.done and not (plan.retry_errors and key in scan.errored):
+                        skipped += 1
+                        continue
+                    yield sample, epoch, previous.get(key)
+
+            try:
+                await self._execute(todo(), started)
+            finally:
+                self._writer.close()
+            status: RunStatus
+            if self._fatal is not None:
+                status = "failed"
+            elif self._stop.is_set():
+                status = "interrupted"
+            else:
+                status = "complete"
+            manifest = manifest.model_copy(
+                update={
+                    "status": status,
+                    "updated_at": _now(),
+                    "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
+                }
+            )
+            summary = summarize(paths.samples, manifest)
+            if status == "complete" and summary.missing > 0:
+                status = "interrupted"
+                manifest = manifest.model_copy(update={"status": status})
+                summary = summary.model_copy(update={"status": status})
+            write_model(paths.summary, summary)
+            write_model(paths.manifest, manifest)
+        await self.gateway.aclose()
+        fatal = redact(str(self._fatal), self._secrets) if self._fatal is not None else None
+        return RunResult(plan.run_dir, manifest, summary, self._writer.written, skipped, status, fatal)
+
+    def _previous_outputs(self, path: Path, scan: KeyScan) -> dict[str, dict[str, Any]]:
+        """Records with a scoring error whose output can be re-scored without calling the model."""
+        if not scan.errored:
+            return {}
+        kept = {}
+        for record in iter_record_dicts(path):
+            key = record_key(record["sample_id"], record["epoch"])
+            error = record.get("error") or {}
+            if key in scan.errored and error.get("stage") == "score" and record.get("output") is not None:
+                kept[key] = record
+        return kept
+
+    async def _execute(self, work: Iterator[tuple[Sample, int, dict[str, Any] | None]], started: float) -> None:
+        workers = [asyncio.create_task(self._worker(work, started)) for _ in range(self.plan.config.concurrency)]
+        stop_wait = asyncio.create_task(self._stop.wait())
+        everything = asyncio.gather(*workers)
+        try:
+            await asyncio.wait([everything, stop_wait], return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
+            if not everything.done():
+                grace = 0.0 if self._fatal is not None else self.plan.config.grace_s
+                await asyncio.wait(workers, timeout=grace)
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            stop_wait.cancel()
+            if not everything.done():
+                everything.cancel()
+            await asyncio.gather(everything, stop_wait, return_exceptions=True)
+
+    async def _worker(self, work: Iterator[tuple[Sample, int, dict[str, Any] | None]], started: float) -> None:
+        for sample, epoch, previous in work:
+            if self._stop.is_set():
+                return
+            try:
+                record = await self._process(sample, epoch, previous)
+            except AuthenticationError as exc:
+                self._fatal = exc
+                self._stop.set()
+                return
+            self._append(record, started)
+
+    def _append(self, record: SampleRecord, started: float) -> None:
+        assert self._writer is not None
+        self._writer.append(record)
+        progress = self._progress
+        progress.done += 1
+        progress.session_done += 1
+        if record.error is not None:
+            progress.errors += 1
+        if record.score is not None:
+            progress.scored += 1
+            progress.score_sum += record.score
+        if record.cost_usd is None:
+            progress.cost_known = False
+        else:
+            progress.cost_usd += record.cost_usd
+        progress.elapsed_s = time.monotonic() - started
+        if self.listener is not None:
+            self.listener.update(progress)
+
+    async def _process(self, sample: Sample, epoch: int, previous: dict[str, Any] | None) -> SampleRecord:
+        plan = self.plan
+        messages = plan.template.render(sample, plan.examples)
+        if previous is not None:
+            return await self._rescore(sample, epoch, messages, previous)
+        request = GenerateRequest(
+            messages=messages, config=plan.generation, sample=sample, epoch=epoch, seed=plan.config.seed
+        )
+        try:
+            async with asyncio.timeout(plan.config.timeout_s):
+                outcome = await self.gateway.generate(request)
+        except TimeoutError:
+            outcome = GenerationOutcome(
+                None, ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s"), 1
+            )
+        base = {
+            "sample_id": sample.id,
+            "epoch": epoch,
+            "axis": sample.axis,
+            "tags": sample.tags,
+            "input": sample.input,
+            "target": sample.target,
+            "prompt": messages,
+            "attempts": outcome.attempts,
+            "retries": outcome.retries,
+            "backoff_s": round(outcome.backoff_s, 3),
+        }
+        if outcome.completion is None:
+            error = outcome.error or ProviderError("no completion")
+            return SampleRecord(
+                **base,
+                error=self._error_info(error, "generate"),
+                finished_at=_now(),
+            )
+        completion = outcome.completion
+        return await self._scored(base, sample, completion)
+
+    async def _scored(self, base: dict[str, Any], sample: Sample, completion: Completion) -> SampleRecord:
+        scores: dict[str, float] = {}
+        explanations: dict[str, str] = {}
+        answers: dict[str, str] = {}
+        judge_usage: Usage | None = None
+        judge_cost: float | None = None
+        error: ErrorInfo | None = None
+        for key, scorer in self.plan.scorers:
+            try:
+                result = await scorer.score(completion.text, sample, completion)
+            except Exception as exc:  # a scorer's bug is data about one sample, not the end of the run
+                error = ErrorInfo(
+                    type=type(exc).__name__, message=redact(f"{key}: {exc}", self._secrets), stage="score"
+                )
+                break
+            scores[key] = result.value
+            if result.explanation:
+                explanations[key] = result.explanation
+            if result.answer is not None:
+                answers[key] = result.answer
+            if result.usage is not None:
+                judge_usage = result.usage if judge_usage is None else judge_usage + result.usage
+            if result.cost_usd is not None:
+                judge_cost = (judge_cost or 0.0) + result.cost_usd
+        final = None if error else combine(scores, self._specs)
+        return SampleRecord(
+            **base,
+            output=completion.text,
+            scores=scores,
+            score=final,
+            passed=None if final is None else final >= self._threshold,
+            latency_ms=round(completion.latency_ms, 3),
+            usage=completion.usage,
+            cost_usd=0.0 if completion.cached else completion.cost_usd,
+            error=error,
+            finished_at=_now(),
+            explanations=explanations,
+            answers=answers,
+            judge_usage=judge_usage,
+            judge_cost_usd=judge_cost,
+            cached=completion.cached,
+            model=completion.model,
+            request_id=completion.request_id,
+            finish_reason=completion.finish_reason,
+            thinking=completion.thinking,
+        )
+
+    async def _rescore(
+        self, sample: Sample, epoch: int, messages: list[ChatMessage], previous: dict[str, Any]
+    ) -> SampleRecord:
+        completion = Completion(
+            text=previous["output"],
+            finish_reason=previous.get("finish_reason"),
+            usage=Usage.model_validate(previous.get("usage") or {}),
+            cost_usd=previous.get("cost_usd"),
+            latency_ms=previous.get("latency_ms") or 0.0,
+            model=previous.get("model"),
+            request_id=previous.get("request_id"),
+            thinking=previous.get("thinking"),
+            cached=bool(previous.get("cached")),
+        )
+        base = {
+            "sample_id": sample.id,
+            "epoch": epoch,
+            "axis": sample.axis,
+            "tags": sample.tags,
+            "input": sample.input,
+            "target": sample.target,
+            "prompt": messages,
+            "attempts": previous.get("attempts", 1),
+            "retries": previous.get("retries") or {},
+            "backoff_s": previous.get("backoff_s") or 0.0,
+        }
+        return await self._scored(base, sample, completion)
+
+    def _error_info(self, error: BaseException, stage: str) -> ErrorInfo:
+        message = redact(str(error) or type(error).__name__, self._secrets)
+        return ErrorInfo(type=type(error).__name__, message=message, stage="score" if stage == "score" else "generate")
+
+
+def run_directory_exists(run_dir: Path) -> bool:
+    """True when ``run_dir`` holds a manifest."""
+    return RunPaths(run_dir).manifest.is_file()
+
+
+__all__ = [
+    "DryRun",
+    "Progress",
+    "ProgressListener",
+    "RunPlan",
+    "RunResult",
+    "Runner",
+    "dry_run",
+    "new_run_id",
+    "plan_resume",
+    "plan_run",
+    "run_directory_exists",
+]

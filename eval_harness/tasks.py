@@ -1,0 +1,117 @@
+"""Task specs: find ``tasks/<name>.toml`` on the search path and parse it into a ``TaskSpec``.
+
+A task root is the directory holding ``tasks/``, ``templates/`` and ``data/``; paths inside a spec are
+relative to it. The search path is ``$EVAL_HARNESS_HOME``, then the current directory, then the tasks
+bundled with the package, so a user's own task of the same name wins over a built-in one.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from eval_harness.errors import ConfigError, UnknownNameError
+from eval_harness.types import TaskSpec
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    """A parsed task spec and where it came from."""
+
+    spec: TaskSpec
+    path: Path
+    root: Path
+
+    @property
+    def templates_dir(self) -> Path:
+        """Where the spec's template is looked up."""
+        return self.root / "templates"
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the spec, made absolute against the task root."""
+        path = Path(relative).expanduser()
+        return path if path.is_absolute() else self.root / path
+
+    def dataset_path(self, override: Path | None = None) -> Path:
+        """The dataset to run: the override when given, else the spec's default."""
+        if override is not None:
+            return override
+        if self.spec.dataset.path is None:
+            raise ConfigError(f"{self.path}: the task names no dataset; pass --dataset")
+        return self.resolve(self.spec.dataset.path)
+
+
+def search_roots() -> list[Path]:
+    """Task roots in priority order (existing ones only, no duplicates)."""
+    candidates = []
+    home = os.environ.get("EVAL_HARNESS_HOME")
+    if home:
+        candidates.append(Path(home))
+    candidates.append(Path.cwd())
+    candidates.append(_PACKAGE_DIR / "_bundled")  # installed wheel
+    candidates.append(_PACKAGE_DIR.parent)  # editable install / source tree
+    roots: list[Path] = []
+    for candidate in candidates:
+        resolved = candidate.resolve()
+        if (resolved / "tasks").is_dir() and resolved not in roots:
+            roots.append(resolved)
+    return roots
+
+
+def find_task(name_or_path: str) -> LoadedTask:
+    """Load a task by name (search path) or by the path of a .toml spec."""
+    as_path = Path(name_or_path).expanduser()
+    if as_path.suffix == ".toml" or os.sep in name_or_path:
+        if not as_path.is_file():
+            raise ConfigError(f"{as_path}: no such task spec file")
+        root = as_path.resolve().parent
+        if root.name == "tasks":
+            root = root.parent
+        return load_task_file(as_path, root)
+    for root in search_roots():
+        candidate = root / "tasks" / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return load_task_file(candidate, root)
+    known = sorted({t.spec.name for t in list_tasks()})
+    import difflib
+
+    close = difflib.get_close_matches(name_or_path, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UnknownNameError(f"unknown task {name_or_path!r}{hint} (known: {', '.join(known) or 'none'})")
+
+
+def load_task_file(path: Path, root: Path) -> LoadedTask:
+    """Parse one spec file; errors name the file and the field."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the task spec: {exc}") from None
+    data.setdefault("name", path.stem)
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = ".".join(str(part) for part in first["loc"]) or "spec"
+        raise ConfigError(f"{path}: {location}: {first['msg']}") from None
+    return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve())
+
+
+def list_tasks() -> list[LoadedTask]:
+    """Every task on the search path; a name found twice is listed once (the first wins)."""
+    seen: dict[str, LoadedTask] = {}
+    for root in search_roots():
+        for path in sorted((root / "tasks").glob("*.toml")):
+            try:
+                task = load_task_file(path, root)
+            except ConfigError:
+                continue
+            seen.setdefault(task.spec.name, task)
+    return list(seen.values())

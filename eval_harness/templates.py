@@ -1,0 +1,122 @@
+"""Prompt templates: Jinja2 in a sandbox with ``StrictUndefined``; the only module that imports jinja2.
+
+A template renders the user turn of the prompt. Dataset values are passed as variables, never as template
+source, so a sample containing ``{{ ... }}`` is inserted literally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from eval_harness.errors import TemplateError
+from eval_harness.types import ChatMessage, Sample
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A loaded template with the sha256 of its source, ready to render samples into chat messages."""
+
+    name: str
+    path: Path
+    sha256: str
+    system_prompt: str | None
+    variables: dict[str, Any]
+    _template: jinja2.Template
+
+    def render(self, sample: Sample, examples: Sequence[Sample] = ()) -> list[ChatMessage]:
+        """The chat messages for ``sample``: system prompt, earlier turns of a chat input, the rendered turn."""
+        history: list[ChatMessage] = []
+        if isinstance(sample.input, str):
+            question = sample.input
+        else:
+            history = list(sample.input[:-1])
+            question = sample.input[-1].content
+        choices = sample.choices or []
+        context = {
+            **self.variables,
+            "input": question,
+            "sample": sample,
+            "target": sample.targets[0],
+            "choices": choices,
+            "letters": string.ascii_uppercase[: len(choices)],
+            "examples": [_example(e) for e in examples],
+            "metadata": sample.metadata,
+        }
+        try:
+            text = self._template.render(context)
+        except jinja2.TemplateError as exc:
+            raise TemplateError(_located(exc, self.path)) from None
+        messages: list[ChatMessage] = []
+        if self.system_prompt:
+            messages.append(ChatMessage(role="system", content=self.system_prompt))
+        messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
+        messages.append(ChatMessage(role="user", content=text.strip()))
+        return messages
+
+
+def _example(sample: Sample) -> dict[str, Any]:
+    choices = sample.choices or []
+    return {
+        "input": sample.input if isinstance(sample.input, str) else sample.input[-1].content,
+        "target": sample.targets[0],
+        "choices": choices,
+        "letters": string.ascii_uppercase[: len(choices)],
+        "metadata": sample.metadata,
+    }
+
+
+def load_template(
+    directory: Path, name: str, system_prompt: str | None = None, variables: dict[str, Any] | None = None
+) -> PromptTemplate:
+    """Load ``directory/name``; a syntax error names the file and line."""
+    path = directory / name
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        known = ", ".join(sorted(p.name for p in directory.glob("*.jinja2"))) or "none"
+        raise TemplateError(f"{path}: template not found (templates here: {known})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TemplateError(f"{path}: cannot read the template: {exc}") from None
+    environment = ImmutableSandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    try:
+        template = environment.get_template(name)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
+    return PromptTemplate(
+        name=name,
+        path=path,
+        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        system_prompt=system_prompt,
+        variables=dict(variables or {}),
+        _template=template,
+    )
+
+
+def _located(exc: jinja2.TemplateError, path: Path) -> str:
+    """``file:line: message`` for a render error, found in the frames Jinja maps back to the template."""
+    line: int | None = getattr(exc, "lineno", None)
+    filename = str(path)
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        frame_file = tb.tb_frame.f_code.co_filename
+        if frame_file.endswith(".jinja2") or frame_file == str(path):
+            filename, line = frame_file, tb.tb_lineno
+        tb = tb.tb_next
+    where = f"{filename}:{line}" if line else filename
+    return f"{where}: {type(exc).__name__}: {exc}"

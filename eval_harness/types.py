@@ -1,0 +1,339 @@
+"""Pydantic records at the boundaries: samples in, completions from providers, records and manifests out.
+
+Field order in ``SampleRecord`` is part of the artifact format: ``sample_id`` and ``epoch`` come first so
+that a resume can read the keys of a million records without parsing whole lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""Version of manifest.json, samples.jsonl and summary.json written by this build."""
+
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+class ChatMessage(BaseModel):
+    """One chat turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant"] = Field(description="Who speaks this turn.")
+    content: str = Field(description="The turn's text.")
+
+
+class Sample(BaseModel):
+    """One dataset item after field mapping."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Stable identifier; derived from the line's content when the file has none.")
+    input: str | list[ChatMessage] = Field(description="The question, or a list of chat messages.")
+    target: str | list[str] = Field(description="The reference answer, or several acceptable ones.")
+    axis: str = Field(default="default", description="The capability axis this sample measures.")
+    tags: list[str] = Field(default_factory=list, description="Free labels for slicing results.")
+    choices: list[str] | None = Field(default=None, description="Options of a multiple-choice item.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else the dataset carries.")
+
+    @property
+    def targets(self) -> list[str]:
+        """All acceptable references as a list."""
+        return [self.target] if isinstance(self.target, str) else list(self.target)
+
+
+class GenerateConfig(BaseModel):
+    """Sampling options passed to every provider; ``None`` means the provider's default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(default=None, description="Sampling temperature.")
+    top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
+    max_tokens: int | None = Field(default=None, description="Upper bound on generated tokens.")
+    stop: list[str] | None = Field(default=None, description="Stop sequences.")
+    seed: int | None = Field(default=None, description="Sampling seed where the API supports one.")
+
+
+class GenerateRequest(BaseModel):
+    """What the runner asks a provider for. ``sample`` and ``epoch`` are context a real API never sees;
+    the deterministic mock uses them to decide its answer."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: list[ChatMessage] = Field(description="Rendered prompt, system message first when present.")
+    config: GenerateConfig = Field(default_factory=GenerateConfig, description="Sampling options.")
+    sample: Sample = Field(description="The sample being evaluated.")
+    epoch: int = Field(default=0, description="Which repetition of the sample this is.")
+    seed: int = Field(default=0, description="The run's seed.")
+
+
+class Usage(BaseModel):
+    """Token counts as the provider reports them."""
+
+    prompt_tokens: int = Field(default=0, description="Input tokens.")
+    completion_tokens: int = Field(default=0, description="Output tokens (reasoning included).")
+    cached_tokens: int | None = Field(default=None, description="Input tokens served from a prompt cache.")
+    reasoning_tokens: int | None = Field(default=None, description="Output tokens spent on hidden reasoning.")
+
+    def __add__(self, other: Usage) -> Usage:
+        def add_optional(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=add_optional(self.cached_tokens, other.cached_tokens),
+            reasoning_tokens=add_optional(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+
+class Completion(BaseModel):
+    """One provider answer, the same shape whatever the provider."""
+
+    text: str = Field(description="The answer text (thinking excluded).")
+    finish_reason: str | None = Field(default=None, description="Why generation stopped, as reported.")
+    usage: Usage = Field(default_factory=Usage, description="Token counts.")
+    cost_usd: float | None = Field(default=None, description="Cost in USD; None when the price is unknown.")
+    latency_ms: float = Field(default=0.0, description="Wall time of the successful call.")
+    model: str | None = Field(default=None, description="Model name the server reports.")
+    request_id: str | None = Field(default=None, description="Provider request id, for support tickets.")
+    thinking: str | None = Field(default=None, description="Extended-thinking text, kept apart from text.")
+    cached: bool = Field(default=False, description="True when served from the response cache.")
+
+
+class Score(BaseModel):
+    """One scorer's verdict on one output."""
+
+    value: float = Field(ge=0.0, le=1.0, description="Score in [0, 1].")
+    answer: str | None = Field(default=None, description="What the scorer extracted from the output.")
+    explanation: str | None = Field(default=None, description="Why the scorer gave this value.")
+    usage: Usage | None = Field(default=None, description="Tokens a model-based scorer spent.")
+    cost_usd: float | None = Field(default=None, description="Cost a model-based scorer spent.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Scorer-specific detail.")
+
+
+class ErrorInfo(BaseModel):
+    """Why a sample has no (complete) score."""
+
+    type: str = Field(description="Error class, e.g. ProviderHTTPError or ScoringError.")
+    message: str = Field(description="One-line message; never contains secrets.")
+    stage: Literal["generate", "score"] = Field(default="generate", description="Where it failed.")
+
+
+class SampleRecord(BaseModel):
+    """One line of samples.jsonl: the outcome of one (sample_id, epoch)."""
+
+    sample_id: str
+    epoch: int
+    axis: str
+    tags: list[str] = Field(default_factory=list)
+    input: str | list[ChatMessage]
+    target: str | list[str]
+    prompt: list[ChatMessage]
+    output: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict, description="Per-scorer values in [0, 1].")
+    score: float | None = Field(default=None, description="The final score; None when there is an error.")
+    passed: bool | None = None
+    latency_ms: float | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    error: ErrorInfo | None = None
+    attempts: int = 0
+    finished_at: str
+    explanations: dict[str, str] = Field(default_factory=dict, description="Per-scorer explanations.")
+    answers: dict[str, str] = Field(default_factory=dict, description="What each scorer extracted.")
+    judge_usage: Usage | None = Field(default=None, description="Tokens spent by model-based scorers.")
+    judge_cost_usd: float | None = None
+    cached: bool = False
+    model: str | None = Field(default=None, description="Model name reported by the server.")
+    request_id: str | None = None
+    finish_reason: str | None = None
+    thinking: str | None = None
+    retries: dict[str, int] = Field(default_factory=dict, description="Retries of this sample by cause.")
+    backoff_s: float = Field(default=0.0, description="Seconds this sample waited in retry backoff.")
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """The record's identity in a run."""
+        return (self.sample_id, self.epoch)
+
+
+class ScorerSpec(BaseModel):
+    """A scorer as named in a task spec: registry name plus its arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Registry name, e.g. exact_match.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments for the scorer factory.")
+    weight: float = Field(default=1.0, ge=0.0, description="Weight in the final weighted mean.")
+    gate: bool = Field(default=False, description="When true, a score below 1 makes the final score 0.")
+    alias: str | None = Field(default=None, description="Key in the record; defaults to name.")
+
+    @property
+    def key(self) -> str:
+        """The name under which this scorer's value is stored."""
+        return self.alias or self.name
+
+
+class TaskInfo(BaseModel):
+    """What the manifest records about the task."""
+
+    name: str
+    source: str | None = Field(default=None, description="Path of the task spec file used.")
+    template: str
+    template_sha256: str
+    system_prompt: str | None = None
+    scorers: list[ScorerSpec]
+    pass_threshold: float
+    generation: GenerateConfig
+    few_shot: dict[str, Any] | None = None
+
+
+class DatasetInfo(BaseModel):
+    """What the manifest records about the dataset."""
+
+    path: str
+    sha256: str
+    sample_count: int
+    format: str = "jsonl"
+
+
+class ModelInfo(BaseModel):
+    """The model under evaluation; ``args`` never hold secrets."""
+
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunManifest(BaseModel):
+    """manifest.json: everything needed to resume or reproduce a run."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    status: RunStatus
+    created_at: str
+    updated_at: str
+    harness_version: str
+    task: TaskInfo
+    model: ModelInfo
+    dataset: DatasetInfo
+    seed: int
+    epochs: int
+    limit: int | None
+    concurrency: int
+    timeout_s: float
+    fingerprint: str
+    expected_records: int = Field(description="sample_count after --limit, times epochs.")
+    source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
+    sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
+    wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
+
+
+class AxisStats(BaseModel):
+    """Aggregates of one axis (or of the whole run, axis='overall')."""
+
+    axis: str
+    n: int = Field(description="Records (errors included).")
+    errors: int
+    error_rate: float
+    mean: float | None = Field(description="Mean final score, errors counted as 0.")
+    mean_excluding_errors: float | None
+    ci: tuple[float, float] | None
+    ci_method: str
+    pass_rate: float | None
+    cost_total_usd: float | None
+    cost_mean_usd: float | None
+    cost_known: bool = Field(description="False when some record has an unknown (null) cost.")
+    accuracy_per_dollar: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class RunSummary(BaseModel):
+    """summary.json: aggregates over the whole artifact (every session of the run)."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    status: RunStatus
+    task: str
+    model: str
+    expected_records: int
+    records: int
+    missing: int
+    micro_mean: float | None = Field(description="Mean over samples.")
+    macro_mean: float | None = Field(description="Mean over axes of the per-axis means.")
+    error_policy: str = "errors counted as wrong (score 0)"
+    axes: list[AxisStats]
+    overall: AxisStats
+    judge_cost_usd: float | None
+    errors_by_type: dict[str, int]
+    retries_by_cause: dict[str, int]
+    backoff_s: float
+    cached_records: int
+    wall_time_s: float | None = Field(description="Sum of the sessions' wall times.")
+
+
+SAMPLE_FIELDS = ("id", "input", "target", "axis", "tags", "choices", "metadata")
+
+
+class DatasetSpec(BaseModel):
+    """How to read a dataset file into ``Sample`` records, as written in a task spec."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = Field(default=None, description="Default dataset, relative to the task root.")
+    format: Literal["jsonl", "csv"] = Field(default="jsonl", description="File format.")
+    csv_columns: list[str] | None = Field(
+        default=None, description="Column names of a header-less CSV; None means the first row is a header."
+    )
+    fields: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="Sample field -> source field (or several, for choices), e.g. {input = 'question'}.",
+    )
+    target_pattern: str | None = Field(
+        default=None, description="Regex applied to the target; its first group becomes the target."
+    )
+    axis: str | None = Field(
+        default=None, description="Constant axis for every sample; '{stem}' is the file name's stem."
+    )
+    axis_pattern: str | None = Field(
+        default=None, description="Regex on the file name whose first group is the axis (e.g. MMLU subject)."
+    )
+
+
+class FewShotSpec(BaseModel):
+    """Where few-shot examples come from; never from the samples under evaluation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    k: int = Field(ge=0, description="Examples per prompt.")
+    path: str | None = Field(default=None, description="File of examples, relative to the task root.")
+    path_from_dataset: str | None = Field(
+        default=None,
+        description="Derive the examples file from the dataset path with a regex 'PATTERN => REPLACEMENT'.",
+    )
+    holdout_fraction: float | None = Field(
+        default=None, gt=0, lt=1, description="Hold out this stratified fraction of the dataset as the pool."
+    )
+    seed: int = Field(default=0, description="Seed for choosing the examples.")
+
+
+class TaskSpec(BaseModel):
+    """A task spec file (tasks/<name>.toml) after parsing."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    template: str = Field(description="Template file name under templates/.")
+    system_prompt: str | None = None
+    pass_threshold: float = Field(default=0.5, ge=0, le=1, description="A sample passes at or above this.")
+    dataset: DatasetSpec = Field(default_factory=DatasetSpec)
+    generation: GenerateConfig = Field(default_factory=GenerateConfig)
+    scorers: list[ScorerSpec] = Field(min_length=1)
+    few_shot: FewShotSpec | None = None
+    template_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for the template.")
