@@ -40,6 +40,7 @@ class RunConfig(BaseModel):
     cache: bool = Field(default=False, description="Serve and store responses in the on-disk cache.")
     cache_dir: Path | None = Field(default=None, description="Response cache directory.")
     judge_model: str | None = Field(default=None, description="provider/model for judge scorers.")
+    judge_args: dict[str, str] = Field(default_factory=dict, description="Raw --judge-arg KEY=VALUE pairs.")
     generation: dict[str, Any] = Field(default_factory=dict, description="Overrides of the task's generation.")
     fsync_interval_s: float = Field(default=0.5, ge=0, description="Longest time a written record waits for fsync.")
     grace_s: float = Field(default=5.0, ge=0, description="On interrupt, how long in-flight samples may finish.")

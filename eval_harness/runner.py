@@ -48,8 +48,8 @@ from eval_harness.errors import (
     ResumeMismatchError,
 )
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
-from eval_harness.providers.gateway import Gateway, GenerationOutcome, RetryPolicy
-from eval_harness.scorers.base import Scorer, build_scorer, combine
+from eval_harness.providers.gateway import Gateway, GenerationOutcome
+from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
@@ -116,8 +116,9 @@ class RunPlan:
     dataset_path: Path
     dataset_report: DatasetReport
     template: PromptTemplate
-    scorers: list[tuple[str, Scorer]]
+    scoring: ScoringPipeline
     provider: Provider
+    judge: Gateway | None
     generation: GenerateConfig
     examples: list[Sample]
     excluded_ids: frozenset[str]
@@ -214,8 +215,15 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
     return sample_subset(iter_samples(pool_path, task.spec.dataset), spec.k, spec.seed), frozenset()
 
 
-def _build_scorers(task: LoadedTask) -> list[tuple[str, Scorer]]:
-    return [(spec.key, build_scorer(spec, where=str(task.path))) for spec in task.spec.scorers]
+def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
+    if config.judge_model is None:
+        return None
+    provider = create_provider(config.judge_model, config.judge_args, _provider_context(config, settings))
+    return Gateway.from_config(provider, config)
+
+
+def _scoring(task: LoadedTask, judge: Gateway | None) -> ScoringPipeline:
+    return ScoringPipeline(task.spec.scorers, judge, where=str(task.path))
 
 
 def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
@@ -244,8 +252,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     dataset_path = task.dataset_path(config.dataset)
     report = _validated_dataset(task, dataset_path)
     template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    scorers = _build_scorers(task)
     provider = create_provider(config.model, config.model_args, _provider_context(config, settings))
+    judge = _judge(config, settings)
+    scoring = _scoring(task, judge)
     generation = _generation(task, config.generation)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     run_id = config.run_id or new_run_id()
@@ -298,8 +307,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         dataset_path=dataset_path,
         dataset_report=report,
         template=template,
-        scorers=scorers,
+        scoring=scoring,
         provider=provider,
+        judge=judge,
         generation=generation,
         examples=examples,
         excluded_ids=excluded,
@@ -368,7 +378,8 @@ def plan_resume(
             f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
             "Use --force to resume anyway (the mix is recorded), or start a new run"
         )
-    scorers = _build_scorers(task)
+    judge = _judge(config, settings)
+    scoring = _scoring(task, judge)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     return RunPlan(
         config=config,
@@ -376,8 +387,9 @@ def plan_resume(
         dataset_path=dataset_path,
         dataset_report=report,
         template=template,
-        scorers=scorers,
+        scoring=scoring,
         provider=provider,
+        judge=judge,
         generation=GenerateConfig.model_validate(config.generation),
         examples=examples,
         excluded_ids=excluded,
@@ -431,12 +443,11 @@ class Runner:
     def __init__(self, plan: RunPlan, listener: ProgressListener | None = None) -> None:
         self.plan = plan
         self.listener = listener
-        self.gateway = Gateway(plan.provider, RetryPolicy(max_retries=plan.config.max_retries))
+        self.gateway = Gateway.from_config(plan.provider, plan.config)
         self._stop = asyncio.Event()
         self._fatal: BaseException | None = None
         self._writer: SampleWriter | None = None
         self._secrets = plan.provider.secrets()
-        self._specs = plan.task.spec.scorers
         self._threshold = plan.task.spec.pass_threshold
 
     def request_stop(self) -> None:
@@ -506,6 +517,8 @@ class Runner:
             write_model(paths.summary, summary)
             write_model(paths.manifest, manifest)
         await self.gateway.aclose()
+        if plan.judge is not None:
+            await plan.judge.aclose()
         fatal = redact(str(self._fatal), self._secrets) if self._fatal is not None else None
         return RunResult(plan.run_dir, manifest, summary, self._writer.written, skipped, status, fatal)
 
@@ -608,34 +621,15 @@ class Runner:
         return await self._scored(base, sample, completion)
 
     async def _scored(self, base: dict[str, Any], sample: Sample, completion: Completion) -> SampleRecord:
-        scores: dict[str, float] = {}
-        explanations: dict[str, str] = {}
-        answers: dict[str, str] = {}
-        judge_usage: Usage | None = None
-        judge_cost: float | None = None
-        error: ErrorInfo | None = None
-        for key, scorer in self.plan.scorers:
-            try:
-                result = await scorer.score(completion.text, sample, completion)
-            except Exception as exc:  # a scorer's bug is data about one sample, not the end of the run
-                error = ErrorInfo(
-                    type=type(exc).__name__, message=redact(f"{key}: {exc}", self._secrets), stage="score"
-                )
-                break
-            scores[key] = result.value
-            if result.explanation:
-                explanations[key] = result.explanation
-            if result.answer is not None:
-                answers[key] = result.answer
-            if result.usage is not None:
-                judge_usage = result.usage if judge_usage is None else judge_usage + result.usage
-            if result.cost_usd is not None:
-                judge_cost = (judge_cost or 0.0) + result.cost_usd
-        final = None if error else combine(scores, self._specs)
+        result = await self.plan.scoring.score(completion.text, sample, completion)
+        error = result.error
+        if error is not None:
+            error = error.model_copy(update={"message": redact(error.message, self._secrets)})
+        final = result.final
         return SampleRecord(
             **base,
             output=completion.text,
-            scores=scores,
+            scores=result.scores,
             score=final,
             passed=None if final is None else final >= self._threshold,
             latency_ms=round(completion.latency_ms, 3),
@@ -643,10 +637,10 @@ class Runner:
             cost_usd=0.0 if completion.cached else completion.cost_usd,
             error=error,
             finished_at=_now(),
-            explanations=explanations,
-            answers=answers,
-            judge_usage=judge_usage,
-            judge_cost_usd=judge_cost,
+            explanations=result.explanations,
+            answers=result.answers,
+            judge_usage=result.judge_usage,
+            judge_cost_usd=result.judge_cost_usd,
             cached=completion.cached,
             model=completion.model,
             request_id=completion.request_id,

@@ -6,7 +6,7 @@ that a resume can read the keys of a million records without parsing whole lines
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -337,3 +337,12 @@ class TaskSpec(BaseModel):
     scorers: list[ScorerSpec] = Field(min_length=1)
     few_shot: FewShotSpec | None = None
     template_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for the template.")
+
+
+class CompletionClient(Protocol):
+    """Anything that turns a request into a completion: how scorers reach a judge model.
+
+    Raises ``ProviderError`` when the call fails after its retries.
+    """
+
+    async def complete(self, request: GenerateRequest) -> Completion: ...

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
+from pathlib import Path
 
 import typer
 
@@ -18,16 +21,19 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
-    from eval_harness.cli import report, run, tasks, validate
+def _register_commands() -> None:
+    """Every module of this package with a ``register(app)`` adds its commands: a new command is one file."""
+    package = Path(__file__).parent
+    for module_info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
+        if module_info.name in ("app", "render") or module_info.ispkg:
+            continue
+        module = importlib.import_module(f"eval_harness.cli.{module_info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
 
-    run.register(app)
-    validate.register(app)
-    tasks.register(app)
-    report.register(app)
 
-
-_register()
+_register_commands()
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import typer
 
 from eval_harness.aggregate import summarize
 from eval_harness.artifacts import RunPaths, read_manifest
-from eval_harness.cli import render
+from eval_harness.cli.render.profile import print_profile
 
 
 def report_command(
@@ -22,7 +22,7 @@ def report_command(
     if format_ == "json":
         typer.echo(summary.model_dump_json(indent=2))
     else:
-        render.print_profile(summary)
+        print_profile(summary)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from eval_harness.cli import render
+from eval_harness.cli.render import run as run_views
 from eval_harness.config import RunConfig, parse_key_values
 from eval_harness.errors import ConfigError, GateFailedError
 from eval_harness.runner import Runner, RunPlan, RunResult, dry_run, plan_resume, plan_run
@@ -20,7 +21,7 @@ EXIT_INTERRUPTED = 130
 ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
 
 
-async def _execute(plan: RunPlan, display: render.ProgressDisplay) -> RunResult:
+async def _execute(plan: RunPlan, display: run_views.ProgressDisplay) -> RunResult:
     runner = Runner(plan, display)
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -48,7 +49,7 @@ async def _execute(plan: RunPlan, display: render.ProgressDisplay) -> RunResult:
 
 def _finish(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
     if not quiet:
-        render.print_result(result)
+        run_views.print_result(result)
     if result.fatal is not None:
         raise ConfigError(f"run stopped early: {result.fatal}")
     if result.status == "interrupted":
@@ -65,7 +66,7 @@ def _finish(result: RunResult, fail_below: float | None, max_error_rate: float |
 
 def _start(plan: RunPlan, quiet: bool) -> RunResult:
     label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
-    with render.ProgressDisplay(plan.manifest.expected_records, label, enabled=not quiet) as display:
+    with run_views.ProgressDisplay(plan.manifest.expected_records, label, enabled=not quiet) as display:
         return asyncio.run(_execute(plan, display))
 
 
@@ -105,6 +106,11 @@ def run_command(
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
     retry_errors: Annotated[bool, typer.Option(help="On resume, re-run samples whose record holds an error.")] = False,
     force: Annotated[bool, typer.Option(help="Resume even though the dataset/template/scorers/model changed.")] = False,
+    rpm: Annotated[float | None, typer.Option(help="Client-side limit: requests per minute.")] = None,
+    tpm: Annotated[float | None, typer.Option(help="Client-side limit: tokens per minute.")] = None,
+    cache: Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")] = False,
+    judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
+    judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
 ) -> None:
     """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
@@ -127,10 +133,15 @@ def run_command(
         timeout_s=timeout,
         max_retries=max_retries,
         generation=_generation_overrides(temperature, max_tokens),
+        rpm=rpm,
+        tpm=tpm,
+        cache=cache,
+        judge_model=judge_model,
+        judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )
     plan = plan_run(config)
     if dry_run_:
-        render.print_dry_run(dry_run(plan))
+        run_views.print_dry_run(dry_run(plan))
         return
     _finish(_start(plan, quiet), fail_below, max_error_rate, quiet)
 

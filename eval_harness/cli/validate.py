@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from eval_harness.cli import render
+from eval_harness.cli.render.datasets import print_dataset_report
 from eval_harness.validate import validate
 
 
@@ -17,7 +17,7 @@ def validate_dataset_command(
 ) -> None:
     """Check every line of a dataset and print a summary and each problem as FILE:LINE: field: message."""
     report = validate(path, task)
-    render.print_dataset_report(report)
+    print_dataset_report(report)
     if not report.ok:
         raise typer.Exit(1)
 

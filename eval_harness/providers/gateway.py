@@ -18,6 +18,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from eval_harness.config import RunConfig
 from eval_harness.errors import AuthenticationError, ProviderError
 from eval_harness.providers.base import Provider
 from eval_harness.types import Completion, GenerateRequest
@@ -56,6 +57,11 @@ class Gateway:
         self.retries_by_cause: Counter[str] = Counter()
         self.backoff_s = 0.0
         self._exponential = wait_exponential_jitter(initial=self.policy.initial_wait_s, max=self.policy.max_wait_s)
+
+    @classmethod
+    def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
+        """The gateway a run uses, from its flags."""
+        return cls(provider, RetryPolicy(max_retries=config.max_retries))
 
     async def generate(self, request: GenerateRequest) -> GenerationOutcome:
         """One generation, retried on transient errors; never raises ``ProviderError``."""
@@ -103,6 +109,13 @@ class Gateway:
         self.retries_by_cause.update(outcome.retries)
         self.backoff_s += waited
         return outcome
+
+    async def complete(self, request: GenerateRequest) -> Completion:
+        """``generate`` for callers that want a completion or an exception (judges implement ``Generator``)."""
+        outcome = await self.generate(request)
+        if outcome.completion is None:
+            raise outcome.error or ProviderError("no completion")
+        return outcome.completion
 
     def _wait(self, state: RetryCallState) -> float:
         """Retry-After from the server when it gave one, else exponential backoff with jitter."""

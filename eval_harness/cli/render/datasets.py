@@ -1,0 +1,43 @@
+"""Views of datasets and tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from eval_harness.cli.render import stdout
+from eval_harness.datasets import DatasetReport
+from eval_harness.tasks import LoadedTask
+
+
+def print_dataset_report(report: DatasetReport) -> None:
+    axes = ", ".join(f"{axis} {count:,}" for axis, count in sorted(report.axis_counts.items())) or "none"
+    stdout.print(
+        f"{report.path}: {report.lines:,} lines, {report.valid:,} valid, {len(report.blank_lines):,} blank, "
+        f"{len(report.duplicate_ids):,} duplicate ids, {report.problem_count:,} problems"
+    )
+    stdout.print(f"axes: {axes}")
+    stdout.print(f"sha256: {report.sha256}")
+    if report.blank_lines:
+        shown = ", ".join(map(str, report.blank_lines[:10]))
+        more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""
+        stdout.print(f"blank lines (allowed, skipped): {shown}{more}")
+    for warning in report.warnings[:10]:
+        stdout.print(f"warning: {warning}", markup=False)
+    for line in report.problem_lines():
+        stdout.print(line, markup=False)
+
+
+def print_tasks(tasks: Sequence[LoadedTask]) -> None:
+    table = Table(title="tasks", title_justify="left")
+    for name in ("task", "dataset", "template", "scorers"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("description")
+    for task in tasks:
+        spec = task.spec
+        scorers = ", ".join(
+            s.name + (f"({', '.join(f'{k}={v}' for k, v in s.args.items())})" if s.args else "") for s in spec.scorers
+        )
+        table.add_row(spec.name, spec.dataset.path or "(--dataset)", spec.template, scorers, spec.description)
+    stdout.print(table)

@@ -1,0 +1,91 @@
+"""Views of a run: progress while it goes, the dry-run preview, the result at the end."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from eval_harness.cli.render import money, pct, stderr, stdout
+from eval_harness.cli.render.profile import print_profile
+from eval_harness.runner import DryRun, RunResult
+from eval_harness.runner import Progress as RunProgress
+
+
+def print_result(result: RunResult) -> None:
+    print_profile(result.summary)
+    stdout.print(
+        f"run {result.manifest.run_id}: {result.status}, {result.new_records:,} new records, "
+        f"{result.skipped:,} already done → {result.run_dir}"
+    )
+
+
+def print_dry_run(dry: DryRun) -> None:
+    for index, messages in enumerate(dry.first_prompts, 1):
+        stdout.rule(f"prompt {index}")
+        for message in messages:
+            stdout.print(f"[{message.role}]", style="bold", markup=False)
+            stdout.print(message.content, markup=False)
+    stdout.rule()
+    cost = money(dry.estimated_cost_usd) if dry.estimated_cost_usd is not None else "unknown (no price for this model)"
+    outputs = f"≤ {dry.max_output_tokens:,}" if dry.max_output_tokens is not None else "unbounded (no max_tokens)"
+    stdout.print(
+        f"{dry.count:,} prompts rendered; nothing was called or written. Estimated prompt tokens "
+        f"{dry.prompt_tokens:,}, output tokens {outputs}, cost ≤ {cost}"
+    )
+
+
+class ProgressDisplay:
+    """A rich progress bar on a terminal; a plain line every few seconds otherwise (to stderr)."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True, plain_interval_s: float = 5.0) -> None:
+        self._enabled = enabled
+        self._interactive = enabled and sys.stderr.isatty()
+        self._label = label
+        self._interval = plain_interval_s
+        self._last_plain = time.monotonic()
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        if self._interactive:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[stats]}"),
+                console=stderr,
+                transient=True,
+            )
+            self._task = self._progress.add_task(label, total=total, completed=0, rate="", stats="")
+
+    def __enter__(self) -> ProgressDisplay:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def update(self, progress: RunProgress) -> None:
+        if not self._enabled:
+            return
+        rate = progress.session_done / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
+        cost = f"${progress.cost_usd:.4f}" if progress.cost_known else "unknown"
+        stats = f"mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=progress.done, rate=f"{rate:,.0f}/s", stats=stats)
+            return
+        now = time.monotonic()
+        if now - self._last_plain >= self._interval or progress.done == progress.total:
+            self._last_plain = now
+            print(
+                f"{self._label}: {progress.done:,}/{progress.total:,} done · {rate:,.0f}/s · {stats}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def note(self, message: str) -> None:
+        stderr.print(message, markup=False)
