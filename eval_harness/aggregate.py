@@ -6,6 +6,7 @@ Errors are counted as wrong (score 0) in ``mean``; ``mean_excluding_errors`` is 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ class _Accumulator:
     scores: list[float] = field(default_factory=list)
     errors: int = 0
     passed: int = 0
-    cost_total: float = 0.0
+    costs: list[float] = field(default_factory=list)
     cost_known: bool = True
     latencies: list[float] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -43,7 +44,7 @@ class _Accumulator:
             if record.get("error") is None:
                 self.cost_known = False
         else:
-            self.cost_total += cost
+            self.costs.append(cost)
         latency = record.get("latency_ms")
         if latency is not None:
             self.latencies.append(latency)
@@ -55,7 +56,7 @@ class _Accumulator:
         self.scores.extend(other.scores)
         self.errors += other.errors
         self.passed += other.passed
-        self.cost_total += other.cost_total
+        self.costs.extend(other.costs)
         self.cost_known = self.cost_known and other.cost_known
         self.latencies.extend(other.latencies)
         self.prompt_tokens += other.prompt_tokens
@@ -67,7 +68,8 @@ class _Accumulator:
         clean = n - self.errors
         mean, low, high, method = mean_ci(scores, method=ci_method, seed=seed) if n else (None, None, None, "none")
         excluding = (float(scores.sum()) / clean) if clean else None  # errors contribute 0 to the sum
-        cost_total = self.cost_total if self.cost_known else None
+        # fsum is exact, so the total does not depend on the order records were written in (resumes reorder them).
+        cost_total = math.fsum(self.costs) if self.cost_known else None
         cost_mean = cost_total / n if cost_total is not None and n else None
         latencies = np.asarray(self.latencies, dtype=float)
         p50, p95 = np.percentile(latencies, [50, 95]).tolist() if latencies.size else (None, None)

@@ -25,7 +25,9 @@ class RunConfig(BaseModel):
 
     task: str = Field(description="Task name (from tasks/) or a path to a task spec .toml.")
     model: str = Field(default="mock/default", description="provider/model, e.g. mock/strong or openai/gpt-4o.")
-    model_args: dict[str, str] = Field(default_factory=dict, description="Raw --model-arg KEY=VALUE pairs.")
+    model_args: dict[str, Any] = Field(
+        default_factory=dict, description="--model-arg KEY=VALUE pairs (strings), or typed values from a manifest."
+    )
     dataset: Path | None = Field(default=None, description="Dataset path overriding the task's own.")
     output_dir: Path = Field(default=DEFAULT_OUTPUT_DIR, description="Parent directory of run directories.")
     run_id: str | None = Field(default=None, description="Run directory name; default timestamp + suffix.")

@@ -21,7 +21,7 @@ from typing import IO, Any
 import orjson
 
 from eval_harness.errors import DatasetError, DatasetUnreadableError
-from eval_harness.types import ChatMessage, DatasetSpec, Sample
+from eval_harness.types import SAMPLE_FIELDS, ChatMessage, DatasetSpec, Sample
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
 PROBLEMS_SHOWN = 50
@@ -82,10 +82,11 @@ class DatasetReport:
 
 
 class _FieldProblem(Exception):
-    def __init__(self, field_name: str, message: str) -> None:
+    def __init__(self, field_name: str, message: str, *, labelled: bool = False) -> None:
         super().__init__(message)
         self.field_name = field_name
         self.message = message
+        self.labelled = labelled
 
 
 @dataclass
@@ -93,13 +94,14 @@ class _Scan:
     """State shared by validation and iteration so both derive the same ids."""
 
     report: DatasetReport
+    build_samples: bool = True
     seen_ids: dict[str, int] = field(default_factory=dict)
     derived_seen: Counter[str] = field(default_factory=Counter)
 
 
 def validate_dataset(path: Path, spec: DatasetSpec | None = None) -> DatasetReport:
     """Check every line of ``path``; never raises for content problems, only for an unreadable file."""
-    scan = _Scan(DatasetReport(path=str(path)))
+    scan = _Scan(DatasetReport(path=str(path)), build_samples=False)
     for _ in _scan(path, spec or DatasetSpec(), scan):
         pass
     return scan.report
@@ -176,11 +178,19 @@ class _HashingReader:
         self._digest.update(data)
         return data
 
+
+
+class _HashingRaw(io.RawIOBase):
+    """The same, as a raw stream, so that the csv module can read through a TextIOWrapper."""
+
+    def __init__(self, reader: _HashingReader) -> None:
+        self._reader = reader
+
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray) -> int:
-        data = self.read(len(buffer))
+    def readinto(self, buffer: Any) -> int:
+        data = self._reader.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
@@ -236,7 +246,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
 def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
     report = scan.report
     where = str(path)
-    text = io.TextIOWrapper(reader, encoding="utf-8-sig", newline="")  # type: ignore[type-var]
+    text = io.TextIOWrapper(io.BufferedReader(_HashingRaw(reader)), encoding="utf-8-sig", newline="")
     rows = csv.reader(text)
     columns = spec.csv_columns
     try:
@@ -266,86 +276,110 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader
 def _checked_sample(
     obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int, path: Path
 ) -> Sample | None:
+    """The line's sample (None on a problem, which is reported); in validation-only scans, no model is built."""
     report = scan.report
     try:
-        sample = _to_sample(obj, spec, path)
+        fields = _sample_fields(obj, spec, path)
     except _FieldProblem as problem:
         report.add(Problem(where, lineno, problem.field_name, problem.message))
         return None
-    if sample.id == "":
-        derived = hashlib.sha256(raw).hexdigest()[:16]
-        scan.derived_seen[derived] += 1
-        count = scan.derived_seen[derived]
+    sample_id: str = fields["id"]
+    if sample_id == "":
+        sample_id = hashlib.sha256(raw).hexdigest()[:16]
+        scan.derived_seen[sample_id] += 1
+        count = scan.derived_seen[sample_id]
         if count > 1:
-            report.warnings.append(f"{where}:{lineno}: duplicate content; id {derived}-{count} was derived")
-            derived = f"{derived}-{count}"
-        sample = sample.model_copy(update={"id": derived})
-    first = scan.seen_ids.get(sample.id)
+            report.warnings.append(f"{where}:{lineno}: duplicate content; id {sample_id}-{count} was derived")
+            sample_id = f"{sample_id}-{count}"
+        fields["id"] = sample_id
+    first = scan.seen_ids.get(sample_id)
     if first is not None:
-        report.add(Problem(where, lineno, "id", f"duplicate id {sample.id!r} (first on line {first})"))
-        report.duplicate_ids.append(sample.id)
+        report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
+        report.duplicate_ids.append(sample_id)
         return None
-    scan.seen_ids[sample.id] = lineno
+    scan.seen_ids[sample_id] = lineno
     report.valid += 1
-    report.axis_counts[sample.axis] += 1
-    return sample
+    report.axis_counts[fields["axis"]] += 1
+    return Sample(**fields) if scan.build_samples else None
 
 
 def _source(spec: DatasetSpec, name: str) -> str | list[str]:
     return spec.fields.get(name, name)
 
 
-def _to_sample(obj: dict[str, Any], spec: DatasetSpec, path: Path) -> Sample:
-    """Map and type-check one record; raise ``_FieldProblem`` naming the first bad field."""
-    used: set[str] = set()
+_SAMPLE_FIELD_SET = frozenset(SAMPLE_FIELDS)
 
-    def take(name: str) -> Any:
-        source = _source(spec, name)
+
+def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set[str] | frozenset[str]]:
+    """The record's values under sample field names, and the source fields they came from."""
+    if not spec.fields:
+        return obj, _SAMPLE_FIELD_SET
+    values: dict[str, Any] = {}
+    used: set[str] = set()
+    for name in SAMPLE_FIELDS:
+        source = spec.fields.get(name, name)
         if isinstance(source, list):
             used.update(source)
-            missing = [s for s in source if s not in obj]
+            missing = [column for column in source if column not in obj]
             if missing:
-                raise _FieldProblem(missing[0], f"missing (mapped to {name})")
-            return [obj[s] for s in source]
-        used.add(source)
-        return obj.get(source)
+                raise _FieldProblem(missing[0], f"missing (mapped to {name})", labelled=True)
+            values[name] = [obj[column] for column in source]
+        else:
+            used.add(source)
+            if source in obj:
+                values[name] = obj[source]
+    return values, used
 
-    sample_id = _check_id(take("id"), _label(spec, "id"))
-    input_value = _check_input(take("input"), _label(spec, "input"))
-    target = _check_target(take("target"), _label(spec, "target"), spec.target_pattern)
-    axis = _check_axis(take("axis"), _label(spec, "axis"), spec, path)
-    tags = _check_str_list(take("tags"), _label(spec, "tags"), allow_none=True) or []
-    choices = _check_str_list(take("choices"), _label(spec, "choices"), allow_none=True)
-    metadata = take("metadata")
-    if metadata is None:
-        metadata = {}
-    elif not isinstance(metadata, dict):
-        raise _FieldProblem(_label(spec, "metadata"), f"expected an object, got {_json_type(metadata)}")
+
+def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path) -> dict[str, Any]:
+    """Map and type-check one record; raise ``_FieldProblem`` naming the first bad field as the file names it."""
+    values, used = _mapped(obj, spec)
+    try:
+        sample_id = _check_id(values.get("id"))
+        input_value = _check_input(values.get("input"))
+        target = _check_target(values.get("target"), spec.target_pattern)
+        axis = _check_axis(values.get("axis"), spec, path)
+        tags = _check_str_list(values.get("tags"), "tags") or []
+        choices = _check_str_list(values.get("choices"), "choices")
+        metadata = values.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
+            raise _FieldProblem("metadata", f"expected an object, got {_json_type(metadata)}")
+    except _FieldProblem as problem:
+        if problem.labelled:
+            raise
+        raise _FieldProblem(_label(spec, problem.field_name), problem.message, labelled=True) from None
     extra = {k: v for k, v in obj.items() if k not in used}
     if spec.target_pattern is not None:
         target_source = _source(spec, "target")
         if isinstance(target_source, str):
             extra.setdefault("target_raw", obj.get(target_source))
-    return Sample(
-        id=sample_id,
-        input=input_value,
-        target=target,
-        axis=axis,
-        tags=tags,
-        choices=choices,
-        metadata={**extra, **metadata} if extra else metadata,
-    )
+    return {
+        "id": sample_id,
+        "input": input_value,
+        "target": target,
+        "axis": axis,
+        "tags": tags,
+        "choices": choices,
+        "metadata": {**extra, **metadata} if extra else metadata,
+    }
 
 
-def _label(spec: DatasetSpec, name: str) -> str:
-    source = _source(spec, name)
-    return name if source == name else f"{','.join(source) if isinstance(source, list) else source}"
+def _label(spec: DatasetSpec, field_path: str) -> str:
+    """``input[0].role`` as the file names it: the mapped source field replaces the sample field."""
+    head = field_path.split("[", 1)[0].split(".", 1)[0]
+    rest = field_path[len(head) :]
+    source = _source(spec, head)
+    return (",".join(source) if isinstance(source, list) else source) + rest
 
 
-def _check_id(value: Any, label: str) -> str:
+def _check_id(value: Any, label: str = "id") -> str:
+    if type(value) is str and value.strip():  # the common case first: this runs once per line
+        return value
     if value is None:
         return ""
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise _FieldProblem(label, f"expected a string, got {_json_type(value)}")
     text = str(value)
     if not text.strip():
@@ -353,7 +387,9 @@ def _check_id(value: Any, label: str) -> str:
     return text
 
 
-def _check_input(value: Any, label: str) -> str | list[ChatMessage]:
+def _check_input(value: Any, label: str = "input") -> str | list[ChatMessage]:
+    if type(value) is str and value.strip():
+        return value
     if value is None:
         raise _FieldProblem(label, "missing (required)")
     if isinstance(value, str):
@@ -381,12 +417,14 @@ def _check_input(value: Any, label: str) -> str | list[ChatMessage]:
 def _scalar_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return None
 
 
-def _check_target(value: Any, label: str, pattern: str | None) -> str | list[str]:
+def _check_target(value: Any, pattern: str | None, label: str = "target") -> str | list[str]:
+    if type(value) is str and pattern is None:
+        return value
     if value is None:
         raise _FieldProblem(label, "missing (required)")
     text = _scalar_text(value)
@@ -411,7 +449,9 @@ def _apply_pattern(text: str, label: str, pattern: str | None) -> str:
     return (found.group(1) if found.groups() else found.group(0)).strip()
 
 
-def _check_axis(value: Any, label: str, spec: DatasetSpec, path: Path) -> str:
+def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") -> str:
+    if type(value) is str and value.strip() and spec.axis is None and spec.axis_pattern is None:
+        return value
     if spec.axis is not None:
         return spec.axis.replace("{stem}", path.stem)
     if spec.axis_pattern is not None:
@@ -425,8 +465,8 @@ def _check_axis(value: Any, label: str, spec: DatasetSpec, path: Path) -> str:
     return value
 
 
-def _check_str_list(value: Any, label: str, *, allow_none: bool) -> list[str] | None:
-    if value is None and allow_none:
+def _check_str_list(value: Any, label: str) -> list[str] | None:
+    if value is None:
         return None
     if not isinstance(value, list):
         raise _FieldProblem(label, f"expected a list of strings, got {_json_type(value)}")
@@ -458,7 +498,7 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "a number"
     if isinstance(value, str):
         return "a string"

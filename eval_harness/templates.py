@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,6 +31,7 @@ class PromptTemplate:
     system_prompt: str | None
     variables: dict[str, Any]
     _template: jinja2.Template
+    _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict)
 
     def render(self, sample: Sample, examples: Sequence[Sample] = ()) -> list[ChatMessage]:
         """The chat messages for ``sample``: system prompt, earlier turns of a chat input, the rendered turn."""
@@ -48,7 +49,7 @@ class PromptTemplate:
             "target": sample.targets[0],
             "choices": choices,
             "letters": string.ascii_uppercase[: len(choices)],
-            "examples": [_example(e) for e in examples],
+            "examples": self._examples(examples),
             "metadata": sample.metadata,
         }
         try:
@@ -61,6 +62,15 @@ class PromptTemplate:
         messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
         messages.append(ChatMessage(role="user", content=text.strip()))
         return messages
+
+
+    def _examples(self, examples: Sequence[Sample]) -> list[dict[str, Any]]:
+        # A run renders every prompt with the same examples: build their variables once, not per sample.
+        key = tuple(e.id for e in examples)
+        cached = self._example_cache.get(key)
+        if cached is None:
+            cached = self._example_cache[key] = [_example(e) for e in examples]
+        return cached
 
 
 def _example(sample: Sample) -> dict[str, Any]:

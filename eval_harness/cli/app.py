@@ -36,10 +36,11 @@ def _register_commands() -> None:
 _register_commands()
 
 
-def main() -> None:
-    """Run the CLI; an ``EvalHarnessError`` becomes its message on stderr and its exit code."""
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
+    exit code, never a traceback."""
     try:
-        app()
+        app(args=argv, prog_name="eval-harness")
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         for problem in exc.problems:
@@ -48,6 +49,9 @@ def main() -> None:
     except EvalHarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from eval_harness.cli import render
-from eval_harness.cli.render import run as run_views
-from eval_harness.config import RunConfig, parse_key_values
 from eval_harness.errors import ConfigError, GateFailedError
-from eval_harness.runner import Runner, RunPlan, RunResult, dry_run, plan_resume, plan_run
+
+if TYPE_CHECKING:
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import RunPlan, RunResult
 
 EXIT_INTERRUPTED = 130
 
 ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
 
 
-async def _execute(plan: RunPlan, display: run_views.ProgressDisplay) -> RunResult:
+async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
+    import asyncio
+    import signal
+
+    from eval_harness.runner import Runner
+
     runner = Runner(plan, display)
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -48,6 +51,9 @@ async def _execute(plan: RunPlan, display: run_views.ProgressDisplay) -> RunResu
 
 
 def _finish(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
+    from eval_harness.cli import render
+    from eval_harness.cli.render import run as run_views
+
     if not quiet:
         run_views.print_result(result)
     if result.fatal is not None:
@@ -65,6 +71,10 @@ def _finish(result: RunResult, fail_below: float | None, max_error_rate: float |
 
 
 def _start(plan: RunPlan, quiet: bool) -> RunResult:
+    import asyncio
+
+    from eval_harness.cli.render import run as run_views
+
     label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
     with run_views.ProgressDisplay(plan.manifest.expected_records, label, enabled=not quiet) as display:
         return asyncio.run(_execute(plan, display))
@@ -117,6 +127,10 @@ def run_command(
     if resume is not None:
         _resume(resume, concurrency, timeout, retry_errors, force, fail_below, max_error_rate, quiet)
         return
+    from eval_harness.cli.render import run as run_views
+    from eval_harness.config import RunConfig, parse_key_values
+    from eval_harness.runner import dry_run, plan_run
+
     if task is None:
         raise ConfigError("--task is required (or --resume RUN_DIR); see 'eval-harness tasks'")
     config = RunConfig(
@@ -156,6 +170,10 @@ def _resume(
     max_error_rate: float | None,
     quiet: bool,
 ) -> None:
+
+    from eval_harness.cli import render
+    from eval_harness.runner import plan_resume
+
     overrides = {"concurrency": concurrency, "timeout_s": timeout}
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
     if plan.forced:

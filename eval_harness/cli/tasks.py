@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from eval_harness.cli.render.datasets import print_tasks
-from eval_harness.tasks import list_tasks
-
 
 def tasks_command() -> None:
     """List the available tasks."""
+    from eval_harness.cli.render.datasets import print_tasks
+    from eval_harness.tasks import list_tasks
+
     print_tasks(list_tasks())
 
 

@@ -101,7 +101,7 @@ def register_provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     return decorate
 
 
-def create_provider(model_id: str, raw_args: dict[str, str], context: ProviderContext) -> Provider:
+def create_provider(model_id: str, raw_args: dict[str, Any], context: ProviderContext) -> Provider:
     """Build the provider for ``provider/model`` with validated options."""
     prefix, sep, model = model_id.partition("/")
     if not sep or not model:

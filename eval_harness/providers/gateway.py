@@ -56,7 +56,7 @@ class Gateway:
         self.policy = policy or RetryPolicy()
         self.retries_by_cause: Counter[str] = Counter()
         self.backoff_s = 0.0
-        self._exponential = wait_exponential_jitter(initial=self.policy.initial_wait_s, max=self.policy.max_wait_s)
+        self._exponential = wait_exponential_jitter(multiplier=self.policy.initial_wait_s, max=self.policy.max_wait_s)
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:

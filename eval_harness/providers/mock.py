@@ -63,10 +63,16 @@ class MockOptions(ProviderOptions):
         return self
 
 
-def _unit(*parts: object) -> float:
-    """A uniform number in [0, 1) from a hash of ``parts``."""
-    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+_DRAWS = ("latency", "error", "correct", "wrong", "format", "chatter")
+
+
+def _draws(seed: int, model: str, sample_id: str, epoch: int) -> dict[str, float]:
+    """Independent uniform numbers in [0, 1), one per decision, from one hash of the sample's identity.
+
+    Nothing else goes into the hash, so an answer never depends on completion order, concurrency or resumption.
+    """
+    digest = hashlib.blake2b(f"{seed}\x1f{model}\x1f{sample_id}\x1f{epoch}".encode(), digest_size=48).digest()
+    return {name: int.from_bytes(digest[8 * i : 8 * i + 8], "big") / 2**64 for i, name in enumerate(_DRAWS)}
 
 
 def _wrong_answer(sample: Sample, right: str, salt: float) -> str:
@@ -100,18 +106,17 @@ class MockProvider(Provider):
         options = self.options
         assert isinstance(options, MockOptions)
         sample = request.sample
-        key = (request.seed, self.model, sample.id, request.epoch)
-        delay_ms = options.latency_ms + options.jitter_ms * _unit(*key, "latency")
+        draw = _draws(request.seed, self.model, sample.id, request.epoch)
+        delay_ms = options.latency_ms + options.jitter_ms * draw["latency"]
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
-        if options.error_rate and _unit(*key, "error") < options.error_rate:
+        if options.error_rate and draw["error"] < options.error_rate:
             raise ProviderError(f"mock/{self.model}: simulated provider error (error_rate={options.error_rate})")
         skill = options.skill_by_axis.get(sample.axis, options.skill)
         right = sample.targets[0]
-        answer = right if _unit(*key, "correct") < skill else _wrong_answer(sample, right, _unit(*key, "wrong"))
-        if _unit(*key, "format") >= options.format_ok:
-            template = _CHATTER[int(_unit(*key, "chatter") * len(_CHATTER))]
-            answer = template.format(answer=answer)
+        answer = right if draw["correct"] < skill else _wrong_answer(sample, right, draw["wrong"])
+        if draw["format"] >= options.format_ok:
+            answer = _CHATTER[int(draw["chatter"] * len(_CHATTER))].format(answer=answer)
         usage = Usage(
             prompt_tokens=sum(math.ceil(len(m.content) / 4) + 4 for m in request.messages),
             completion_tokens=math.ceil(len(answer) / 4) + 1,
@@ -123,7 +128,7 @@ class MockProvider(Provider):
             cost_usd=self.cost(usage),
             latency_ms=delay_ms,
             model=self.model_id,
-            request_id=f"mock-{hashlib.blake2b(repr(key).encode(), digest_size=6).hexdigest()}",
+            request_id=f"mock-{sample.id}-{request.epoch}",
         )
 
     def cost(self, usage: Usage) -> float | None:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis.
 stdout = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # a resume command must stay one line
 
 
 def pct(value: float | None, digits: int = 1) -> str:

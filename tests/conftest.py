@@ -1,0 +1,119 @@
+"""Shared fixtures: a throw-away task root, and the real CLI driven in-process or as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+@dataclass
+class CliResult:
+    """What one CLI invocation produced."""
+
+    code: int
+    out: str
+    err: str
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any] | str]) -> Path:
+    """Write records (dicts as JSON, strings verbatim) one per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
+    return path
+
+
+@dataclass
+class TaskRoot:
+    """A directory holding tasks/, templates/ and data/ like the repository does."""
+
+    root: Path
+
+    def task(self, name: str, body: str) -> Path:
+        path = self.root / "tasks" / f"{name}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+        return path
+
+    def template(self, name: str, body: str) -> Path:
+        path = self.root / "templates" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+        return path
+
+    def data(self, name: str, records: Iterable[dict[str, Any] | str]) -> Path:
+        return write_jsonl(self.root / "data" / name, records)
+
+
+def arithmetic_records(count: int, axes: tuple[str, ...] = ("alpha", "beta")) -> list[dict[str, Any]]:
+    """Simple deterministic samples spread over ``axes``."""
+    return [
+        {"id": f"q{i:04d}", "axis": axes[i % len(axes)], "input": f"What is {i} + 1?", "target": str(i + 1)}
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def task_root(tmp_path: Path) -> TaskRoot:
+    """A task root with an `adder` task over 40 samples on two axes."""
+    root = TaskRoot(tmp_path / "project")
+    root.template("plain.jinja2", "{{ input }}\nAnswer only.\n")
+    root.data("adder.jsonl", arithmetic_records(40))
+    root.task(
+        "adder",
+        'name = "adder"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
+    )
+    return root
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``eval-harness ARGS`` in-process through the real entry point."""
+    from eval_harness.cli.app import main
+
+    def invoke(*args: str | Path) -> CliResult:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        else:  # pragma: no cover - typer always exits
+            code = 0
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke
+
+
+def run_subprocess(*args: str | Path, cwd: Path | None = None, timeout: float = 120, **kwargs: Any) -> CliResult:
+    """Run ``python -m eval_harness ARGS`` as a real process."""
+    env = {**os.environ, "COLUMNS": "200"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "eval_harness", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Every complete line of a run's samples.jsonl, parsed."""
+    lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    return [json.loads(line) for line in lines if line.endswith("\n")]

@@ -1,0 +1,159 @@
+"""The on-disk format: atomic documents, append-only records, torn tails, last-record-wins, the run lock."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_harness.artifacts import (
+    RunLock,
+    SampleWriter,
+    iter_record_dicts,
+    iter_records,
+    read_manifest,
+    record_key,
+    repair_tail,
+    scan_keys,
+    write_atomic,
+)
+from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
+from eval_harness.types import ChatMessage, ErrorInfo, SampleRecord
+
+
+def record(sample_id: str, epoch: int = 0, error: bool = False, score: float = 1.0) -> SampleRecord:
+    return SampleRecord(
+        sample_id=sample_id,
+        epoch=epoch,
+        axis="a",
+        input="q",
+        target="t",
+        prompt=[ChatMessage(role="user", content="q")],
+        output=None if error else "t",
+        scores={} if error else {"exact_match": score},
+        score=None if error else score,
+        error=ErrorInfo(type="ProviderError", message="boom") if error else None,
+        attempts=1,
+        finished_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+def write_records(path: Path, records: list[SampleRecord]) -> None:
+    writer = SampleWriter(path, fsync_interval_s=0)
+    for item in records:
+        writer.append(item)
+    writer.close()
+
+
+def test_each_record_is_one_json_line_with_the_key_first(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a"), record("b", 1)])
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["sample_id"] for line in lines] == ["a", "b"]
+    assert all(line.startswith('{"sample_id":') and ',"epoch":' in line for line in lines)
+    assert list(json.loads(lines[0])) == list(SampleRecord.model_fields)
+
+
+def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_text("old")
+    write_atomic(path, b"new")
+    assert path.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_repair_tail_drops_only_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a"), record("b")])
+    intact = path.read_bytes()
+    with path.open("ab") as handle:
+        handle.write(b'{"sample_id":"c","epoch":0,"axis":"a","inp')
+    assert repair_tail(path) == len(b'{"sample_id":"c","epoch":0,"axis":"a","inp')
+    assert path.read_bytes() == intact
+    assert repair_tail(path) == 0
+
+
+def test_repair_tail_of_a_file_that_is_all_torn_empties_it(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    path.write_bytes(b'{"sample_id":"a"')
+    repair_tail(path)
+    assert path.read_bytes() == b""
+
+
+def test_readers_skip_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a")])
+    with path.open("ab") as handle:
+        handle.write(b'{"sample_id":"b","ep')
+    assert [r["sample_id"] for r in iter_record_dicts(path)] == ["a"]
+    assert scan_keys(path).done == {record_key("a", 0)}
+
+
+def test_scan_keys_finds_keys_and_those_whose_last_record_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a"), record("b", error=True), record("c", error=True), record("c", score=0.0)])
+    scan = scan_keys(path)
+    assert scan.done == {record_key(k, 0) for k in "abc"}
+    assert scan.errored == {record_key("b", 0)}
+    assert scan.lines == 4
+
+
+def test_keys_with_quotes_backslashes_and_unicode_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    odd = 'we"ird\\id\u00e9\u2028'
+    write_records(path, [record(odd, 3)])
+    assert scan_keys(path).done == {record_key(odd, 3)}
+
+
+def test_last_record_of_a_key_wins_and_keeps_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a", error=True), record("b"), record("a", score=0.5)])
+    records = list(iter_records(path))
+    assert [(r.sample_id, r.score) for r in records] == [("b", 1.0), ("a", 0.5)]
+
+
+def test_a_line_that_is_not_a_record_is_reported_with_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    write_records(path, [record("a")])
+    with path.open("a") as handle:
+        handle.write("garbage\n")
+    with pytest.raises(ArtifactError, match=r"samples.jsonl:2: not a sample record"):
+        scan_keys(path)
+
+
+def test_manifest_of_a_newer_schema_is_refused_by_version(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema_version": 99, "run_id": "x"}))
+    with pytest.raises(SchemaVersionError, match="schema_version 99 cannot be read by this build"):
+        read_manifest(tmp_path)
+
+
+def test_missing_manifest_says_it_is_not_a_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="not found; is .* a run directory"):
+        read_manifest(tmp_path)
+
+
+def test_second_process_cannot_take_the_run_lock(tmp_path: Path) -> None:
+    with RunLock(tmp_path):
+        probe = (
+            "import sys; from pathlib import Path; from eval_harness.artifacts import RunLock\n"
+            "from eval_harness.errors import RunLockedError\n"
+            "try:\n    RunLock(Path(sys.argv[1])).acquire()\nexcept RunLockedError as e:\n    print(e); sys.exit(3)\n"
+        )
+        result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 3
+    assert "is being written by another process (pid" in result.stdout
+
+
+def test_lock_is_free_again_after_release(tmp_path: Path) -> None:
+    with RunLock(tmp_path):
+        pass
+    with RunLock(tmp_path):
+        pass
+    lock = RunLock(tmp_path)
+    lock.acquire()
+    with pytest.raises(RunLockedError):
+        RunLock(tmp_path).acquire()
+    lock.release()

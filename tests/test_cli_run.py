@@ -1,0 +1,197 @@
+"""The real `eval-harness` command end to end with the mock provider."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, CliResult, TaskRoot, read_records, run_subprocess, write_jsonl
+
+Cli = Callable[..., CliResult]
+
+
+def adder(task_root: TaskRoot) -> Path:
+    return task_root.root / "tasks" / "adder.toml"
+
+
+def test_run_prints_the_capability_profile_and_writes_the_run(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--model", "mock/m", "--model-arg", "skill=0.7",
+                 "--output-dir", out_dir, "--run-id", "r1")
+    assert result.code == 0, result.err
+    assert "alpha" in result.out and "beta" in result.out and "overall" in result.out
+    assert "macro mean (over 2 axes)" in result.out and "micro mean (over 40 samples)" in result.out
+    assert "run r1: complete, 40 new records" in result.out
+    assert {p.name for p in (out_dir / "r1").iterdir()} >= {"manifest.json", "samples.jsonl", "summary.json"}
+
+
+def test_builtin_capability_profile_runs_with_the_bundled_data(cli: Cli, tmp_path: Path) -> None:
+    result = cli("run", "--task", "capability_profile", "--model", "mock/m", "--output-dir", tmp_path,
+                 "--run-id", "cp", "--quiet")
+    assert result.code == 0, result.err
+    summary = json.loads((tmp_path / "cp" / "summary.json").read_text())
+    assert [a["axis"] for a in summary["axes"]] == ["arithmetic", "long_context", "multi_step", "string_ops"]
+    assert [a["n"] for a in summary["axes"]] == [60, 60, 60, 60]
+
+
+def test_math_cot_extracts_final_numbers_from_chatter(cli: Cli, tmp_path: Path) -> None:
+    result = cli("run", "--task", "math_cot", "--model", "mock/m", "--model-arg", "skill=1",
+                 "--model-arg", "format_ok=0", "--output-dir", tmp_path, "--run-id", "m", "--quiet")
+    assert result.code == 0, result.err
+    records = read_records(tmp_path / "m")
+    assert len(records) >= 30
+    assert all(r["score"] == 1.0 and r["output"] != r["target"] for r in records)
+    assert "The answer is 26." in records[0]["prompt"][-1]["content"]  # few-shot examples rendered
+
+
+def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "--task", adder(task_root), "--dry-run", "--output-dir", task_root.root / "results")
+    assert result.code == 0
+    assert [f"prompt {i}" in result.out for i in (1, 2, 3, 4)] == [True, True, True, False]
+    assert "What is 2 + 1?" in result.out and "What is 3 + 1?" not in result.out
+    assert "40 prompts rendered; nothing was called or written" in result.out
+    assert not (task_root.root / "results").exists()
+
+
+def test_run_refuses_a_broken_dataset_with_exit_2_and_no_run_directory(cli: Cli, task_root: TaskRoot) -> None:
+    data = task_root.data("adder.jsonl", [{"input": "a", "target": "b"}, {"input": "a"}, "[1]"])
+    result = cli("run", "--task", adder(task_root), "--output-dir", task_root.root / "results")
+    assert result.code == 2
+    assert f"{data}:2: target: missing (required)" in result.err
+    assert f"{data}:3: line: expected a JSON object, got an array" in result.err
+    assert "Traceback" not in result.err
+    assert not (task_root.root / "results").exists()
+
+
+def test_validate_dataset_exit_codes(cli: Cli, tmp_path: Path) -> None:
+    good = write_jsonl(tmp_path / "good.jsonl", [{"input": "a", "target": "b", "axis": "x"}, ""])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"input": "a", "target": "b"}, "nope"])
+    ok = cli("validate-dataset", "--path", good)
+    assert ok.code == 0
+    assert "2 lines, 1 valid, 1 blank, 0 duplicate ids, 0 problems" in ok.out and "axes: x 1" in ok.out
+    problems = cli("validate-dataset", "--path", bad)
+    assert problems.code == 1
+    assert f"{bad}:2: line: invalid JSON: Expecting value at column 1" in problems.out
+    missing = cli("validate-dataset", "--path", tmp_path / "missing.jsonl")
+    assert missing.code == 2 and "cannot read the dataset: no such file" in missing.err
+    assert "Traceback" not in missing.err + problems.err
+
+
+def test_validate_dataset_uses_the_task_field_mapping(cli: Cli, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "gsm.jsonl", [{"question": "1+1?", "answer": "two\n#### 2"}])
+    assert cli("validate-dataset", "--path", path).code == 1  # no mapping: input and target missing
+    root = TaskRoot(tmp_path / "root")
+    root.template("t.jinja2", "{{ input }}")
+    spec = root.task(
+        "gsm",
+        'name = "gsm"\ntemplate = "t.jinja2"\n[dataset]\nfields = { input = "question", target = "answer" }\n'
+        'target_pattern = "####\\\\s*(.+)$"\n[[scorers]]\nname = "exact_match"\n',
+    )
+    assert cli("validate-dataset", "--path", path, "--task", spec).code == 0
+
+
+def test_tasks_lists_the_builtin_tasks(cli: Cli) -> None:
+    result = cli("tasks")
+    assert result.code == 0
+    assert "capability_profile" in result.out and "math_cot" in result.out and "exact_match" in result.out
+
+
+def test_fail_below_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "--task", adder(task_root), "--model-arg", "skill=0.5", "--output-dir",
+                 task_root.root / "results", "--fail-below", "0.9", "--quiet")
+    assert result.code == 1 and "gate failed: overall mean" in result.err
+
+
+def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "--task", adder(task_root), "--model-arg", "error_rate=0.5", "--output-dir",
+                 task_root.root / "results", "--max-error-rate", "0.1", "--quiet")
+    assert result.code == 1 and "gate failed: error rate" in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--task", "capability_profil"], "unknown task 'capability_profil'; did you mean 'capability_profile'"),
+        (["run", "--task", "capability_profile", "--model-arg", "skill"], "--model-arg expects KEY=VALUE"),
+        (["run", "--task", "capability_profile", "--model-arg", "skil=1"], "--model-arg skil: Extra inputs"),
+        (["run", "--task", "capability_profile", "--model", "nosuch/x"], "unknown provider 'nosuch'"),
+        (["run"], "--task is required"),
+        (["resume", "/nonexistent/run"], "manifest.json: not found"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, args: list[str], message: str) -> None:
+    result = cli(*args, "--output-dir", tmp_path) if args[0] == "run" else cli(*args)
+    assert result.code == 2
+    assert message in result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+def test_resume_alias_and_resume_flag_both_continue_a_run(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0
+    samples = out_dir / "r" / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    samples.write_bytes(b"".join(lines[:10]))
+    first = cli("resume", out_dir / "r", "-q")
+    assert first.code == 0 and len(read_records(out_dir / "r")) == 40
+    again = cli("run", "--resume", out_dir / "r")
+    assert again.code == 0 and "0 new records, 40 already done" in again.out
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    result = run_subprocess("--help")
+    assert result.code == 0
+    for command in ("run", "resume", "validate-dataset", "tasks", "report"):
+        assert command in result.out
+
+
+def start_slow_run(tmp_path: Path, run_id: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--model", "mock/slow",
+         "--model-arg", "latency_ms=50", "--concurrency", "4", "--output-dir", str(tmp_path), "--run-id", run_id],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )
+
+
+def wait_for_records(path: Path, count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {count} records")
+
+
+def test_ctrl_c_stops_cleanly_prints_the_resume_command_and_exits_130(tmp_path: Path) -> None:
+    process = start_slow_run(tmp_path, "sig")
+    wait_for_records(tmp_path / "sig" / "samples.jsonl", 8)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert f"resume with: eval-harness resume {tmp_path / 'sig'}" in err
+    manifest = json.loads((tmp_path / "sig" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    records = read_records(tmp_path / "sig")
+    assert len(records) == len({(r["sample_id"], r["epoch"]) for r in records}) < 240
+    finished = run_subprocess("resume", tmp_path / "sig", "-q", cwd=REPO)
+    assert finished.code == 0
+    assert len(read_records(tmp_path / "sig")) == 240
+
+
+def test_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
+    process = start_slow_run(tmp_path, "busy")
+    try:
+        wait_for_records(tmp_path / "busy" / "samples.jsonl", 2)
+        second = run_subprocess("resume", tmp_path / "busy", cwd=REPO)
+        assert second.code == 2
+        assert "is being written by another process (pid" in second.err
+    finally:
+        process.kill()
+        process.communicate()

@@ -1,0 +1,71 @@
+"""The resume guarantee: after any number of SIGKILLs and resumes, exactly one valid record per
+(sample_id, epoch), and with the mock provider a summary equal to that of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO, read_records, run_subprocess
+
+MODEL = ["--model", "mock/crashy", "--model-arg", "skill=0.7", "--model-arg", "latency_ms=4",
+         "--model-arg", "jitter_ms=8", "--model-arg", "error_rate=0.05", "--model-arg", "cost_per_1k_tokens=0.2"]
+RUN = ["--task", "capability_profile", "--epochs", "2", "--concurrency", "8", *MODEL]
+
+
+def comparable(summary_path: Path) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads(summary_path.read_text())
+    for volatile in ("wall_time_s", "run_id"):
+        summary.pop(volatile)
+    return summary
+
+
+def kill_at_random(args: list[str], run_dir: Path, rng: random.Random) -> bool:
+    """Start the command, SIGKILL it at a random moment once it writes records; False if it finished first."""
+    process = subprocess.Popen([sys.executable, "-m", "eval_harness", *args], cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    samples = run_dir / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while not samples.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(rng.uniform(0.0, 0.25))
+    finished = process.poll() is not None
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    return not finished
+
+
+def test_sigkill_at_random_moments_then_resume_is_exactly_once_and_equal(tmp_path: Path) -> None:
+    whole = run_subprocess("run", *RUN, "--output-dir", tmp_path, "--run-id", "whole", "-q", cwd=REPO)
+    assert whole.code == 0, whole.err
+    expected_keys = sorted((r["sample_id"], r["epoch"]) for r in read_records(tmp_path / "whole"))
+    assert len(expected_keys) == 480
+
+    rng = random.Random(20261129)
+    run_dir = tmp_path / "crashed"
+    kills = 0
+    command = ["run", *RUN, "--output-dir", str(tmp_path), "--run-id", "crashed", "-q"]
+    for _ in range(5):
+        if kill_at_random(command, run_dir, rng):
+            kills += 1
+        command = ["resume", str(run_dir), "-q"]
+        # Every complete line is a valid record after every kill, whatever the moment.
+        raw = (run_dir / "samples.jsonl").read_bytes()
+        complete = raw[: raw.rfind(b"\n") + 1]
+        keys = [(r["sample_id"], r["epoch"]) for r in map(json.loads, complete.splitlines())]
+        assert len(keys) == len(set(keys)), "a key was recorded twice"
+    assert kills >= 3, "the run finished before it could be killed; slow the mock down"
+
+    final = run_subprocess("resume", run_dir, "-q", cwd=REPO)
+    assert final.code == 0, final.err
+    records = read_records(run_dir)
+    assert sorted((r["sample_id"], r["epoch"]) for r in records) == expected_keys
+    assert comparable(run_dir / "summary.json") == comparable(tmp_path / "whole" / "summary.json")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["sessions"] >= 2

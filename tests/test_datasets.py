@@ -1,0 +1,276 @@
+"""The dataset layer: streaming, validation problems with FILE:LINE: field, ids, hashing, sampling, splits."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED, arithmetic_records, write_jsonl
+from eval_harness.datasets import (
+    MAX_LINE_BYTES,
+    PROBLEMS_SHOWN,
+    iter_samples,
+    load_samples,
+    sample,
+    split,
+    validate_dataset,
+)
+from eval_harness.errors import DatasetError, DatasetUnreadableError
+from eval_harness.types import DatasetSpec
+
+
+def problems_of(path: Path, spec: DatasetSpec | None = None) -> list[str]:
+    return [str(p) for p in validate_dataset(path, spec).problems]
+
+
+def test_valid_file_reports_counts_axes_and_sha256(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", arithmetic_records(6, axes=("a", "b", "c")))
+    report = validate_dataset(path)
+    assert report.ok
+    assert (report.lines, report.valid) == (6, 6)
+    assert dict(report.axis_counts) == {"a": 2, "b": 2, "c": 2}
+    assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"input": "a", "target": "b"}, '{"input": "x", "target": }'])
+    assert problems_of(path) == [f"{path}:2: line: invalid JSON: Expecting value at column 26"]
+
+
+def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", ['["input", "target"]', "42"])
+    assert problems_of(path) == [
+        f"{path}:1: line: expected a JSON object, got an array",
+        f"{path}:2: line: expected a JSON object, got a number",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({"target": "b"}, "input: missing (required)"),
+        ({"input": "a"}, "target: missing (required)"),
+        ({"input": 5, "target": "b"}, "input: expected a string or a list of messages, got a number"),
+        ({"input": "  ", "target": "b"}, "input: is empty"),
+        ({"input": "a", "target": {"x": 1}}, "target: expected a string or a list of strings, got an object"),
+        ({"input": "a", "target": []}, "target: is an empty list"),
+        ({"input": "a", "target": "b", "id": 1.5}, "id: expected a string, got a number"),
+        ({"input": "a", "target": "b", "axis": 3}, "axis: expected a non-empty string, got a number"),
+        ({"input": "a", "target": "b", "tags": "x"}, "tags: expected a list of strings, got a string"),
+        ({"input": "a", "target": "b", "choices": [1, None]}, "choices: expected a list of strings"),
+        ({"input": "a", "target": "b", "metadata": [1]}, "metadata: expected an object, got an array"),
+        ({"input": [{"role": "robot", "content": "x"}], "target": "b"}, "input[0].role: expected one of"),
+        ({"input": [{"role": "user", "content": 7}], "target": "b"}, "input[0].content: expected a string"),
+    ],
+)
+def test_wrong_or_missing_field_is_named(tmp_path: Path, record: dict[str, object], expected: str) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [record])
+    problems = problems_of(path)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{path}:1: {expected}")
+
+
+def test_mapped_field_problem_names_the_source_field(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"question": 3, "answer": "x"}])
+    spec = DatasetSpec(fields={"input": "question", "target": "answer"})
+    assert problems_of(path, spec) == [f"{path}:1: question: expected a string or a list of messages, got a number"]
+
+
+def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": "a", "input": "x", "target": "y"}, {"id": "b", "input": "x", "target": "y"},
+         {"id": "a", "input": "z", "target": "w"}],
+    )
+    report = validate_dataset(path)
+    assert [str(p) for p in report.problems] == [f"{path}:3: id: duplicate id 'a' (first on line 1)"]
+    assert report.duplicate_ids == ["a"]
+
+
+def test_empty_file_is_a_problem(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"")
+    assert problems_of(path) == [f"{path}:1: file: the file is empty"]
+
+
+def test_byte_order_mark_is_reported_and_the_line_still_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"input": "a", "target": "b"}).encode() + b"\n")
+    report = validate_dataset(path)
+    assert [str(p) for p in report.problems] == [
+        f"{path}:1: file: starts with a UTF-8 byte-order mark; save it without BOM"
+    ]
+    assert report.valid == 1
+
+
+def test_invalid_utf8_is_reported_on_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    good = json.dumps({"input": "a", "target": "b"}).encode()
+    path.write_bytes(good + b"\n" + b'{"input": "caf\xe9", "target": "b"}\n')
+    assert problems_of(path) == [f"{path}:2: line: invalid UTF-8 at byte 14"]
+
+
+def test_blank_lines_are_allowed_and_reported(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"input": "a", "target": "b"}, "", "   ", {"input": "c", "target": "d"}])
+    report = validate_dataset(path)
+    assert report.ok
+    assert report.blank_lines == [2, 3]
+    assert report.valid == 2
+
+
+def test_line_over_10_mb_is_refused_without_parsing_it(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    with path.open("wb") as handle:
+        handle.write(json.dumps({"input": "a", "target": "b"}).encode() + b"\n")
+        handle.write(b'{"input": "' + b"x" * (MAX_LINE_BYTES + 10) + b'", "target": "b"}\n')
+        handle.write(json.dumps({"input": "c", "target": "d"}).encode() + b"\n")
+    report = validate_dataset(path)
+    assert [str(p) for p in report.problems] == [f"{path}:2: line: longer than 10 MB"]
+    assert report.valid == 2
+    assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", ["not json"] * 120)
+    report = validate_dataset(path)
+    assert report.problem_count == 120
+    assert len(report.problems) == PROBLEMS_SHOWN
+    assert report.problem_lines()[-1] == "... and 70 more problems"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, "no such file"),
+        (lambda p: p.mkdir(), "it is a directory"),
+        (lambda p: p.write_bytes(gzip.compress(b'{"input": "a"}\n')), "gzip-compressed"),
+        (lambda p: p.write_bytes("{}\n".encode("utf-16")), "UTF-16"),
+    ],
+)
+def test_unreadable_file_raises_with_the_reason(tmp_path: Path, make: object, message: str) -> None:
+    path = tmp_path / "d.jsonl"
+    make(path)  # type: ignore[operator]
+    with pytest.raises(DatasetUnreadableError, match=message):
+        validate_dataset(path)
+
+
+def test_missing_id_is_derived_from_content_and_stable(tmp_path: Path) -> None:
+    record = {"input": "a", "target": "b"}
+    path = write_jsonl(tmp_path / "d.jsonl", [record])
+    first = [s.id for s in iter_samples(path)]
+    again = [s.id for s in iter_samples(write_jsonl(tmp_path / "e.jsonl", [{"id": "x", "input": "q", "target": "r"}, record]))]
+    assert first[0] == again[1] == hashlib.sha256(json.dumps(record).encode()).hexdigest()[:16]
+
+
+def test_identical_lines_without_ids_get_distinct_derived_ids_and_a_warning(tmp_path: Path) -> None:
+    record = {"input": "a", "target": "b"}
+    path = write_jsonl(tmp_path / "d.jsonl", [record, record])
+    report = validate_dataset(path)
+    ids = [s.id for s in iter_samples(path)]
+    assert report.ok and len(set(ids)) == 2
+    assert ids[1] == ids[0] + "-2"
+    assert "duplicate content" in report.warnings[0]
+
+
+def test_samples_are_streamed_with_defaults_and_extra_fields_kept_as_metadata(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": 7, "input": "a", "target": 42, "source": "web"}])
+    (only,) = iter_samples(path)
+    assert (only.id, only.target, only.axis, only.tags) == ("7", "42", "default", [])
+    assert only.metadata == {"source": "web"}
+
+
+def test_chat_message_input_and_several_targets(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"input": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], "target": ["x", "y"]}],
+    )
+    (only,) = iter_samples(path)
+    assert [m.role for m in only.input] == ["system", "user"]  # type: ignore[union-attr]
+    assert only.targets == ["x", "y"]
+
+
+def test_field_mapping_and_target_pattern_read_gsm8k_style_answers(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "2 plus 2\n#### 1,004"}])
+    spec = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"####\s*(.+)$")
+    (only,) = iter_samples(path, spec)
+    assert (only.input, only.target) == ("2+2?", "1,004")
+    assert only.metadata["target_raw"] == "2 plus 2\n#### 1,004"
+
+
+def test_target_not_matching_the_pattern_is_a_problem(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"question": "q", "answer": "no marker"}])
+    spec = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"####\s*(.+)$")
+    assert problems_of(path, spec) == [f"{path}:1: answer: does not match target_pattern '####\\\\s*(.+)$'"]
+
+
+def test_headerless_csv_with_choice_columns_and_axis_from_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "anatomy_test.csv"
+    path.write_text('"Which, of these?",one,two,three,four,C\nSecond "q",a,b,c,d,A\n', encoding="utf-8")
+    spec = DatasetSpec(
+        format="csv",
+        csv_columns=["question", "A", "B", "C", "D", "answer"],
+        fields={"input": "question", "target": "answer", "choices": ["A", "B", "C", "D"]},
+        axis_pattern=r"(.+)_test\.csv$",
+    )
+    report = validate_dataset(path, spec)
+    samples = list(iter_samples(path, spec))
+    assert report.ok and report.valid == 2
+    assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (samples[0].input, samples[0].choices, samples[0].target, samples[0].axis) == (
+        "Which, of these?", ["one", "two", "three", "four"], "C", "anatomy"
+    )
+
+
+def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("q,a,b,c,d,A\nshort,row\n", encoding="utf-8")
+    spec = DatasetSpec(format="csv", csv_columns=["question", "A", "B", "C", "D", "answer"],
+                       fields={"input": "question", "target": "answer"})
+    assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
+
+
+def test_load_samples_raises_with_every_problem_listed(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", ["nope", {"input": "a"}])
+    with pytest.raises(DatasetError) as raised:
+        load_samples(path)
+    assert raised.value.problems == [
+        f"{path}:1: line: invalid JSON: Expecting value at column 1",
+        f"{path}:2: target: missing (required)",
+    ]
+
+
+def test_sample_is_deterministic_and_independent_of_file_order(tmp_path: Path) -> None:
+    records = arithmetic_records(50)
+    forward = list(iter_samples(write_jsonl(tmp_path / "f.jsonl", records)))
+    backward = list(iter_samples(write_jsonl(tmp_path / "b.jsonl", list(reversed(records)))))
+    chosen = sample(forward, 10, seed=3)
+    assert [s.id for s in chosen] == [s.id for s in sample(forward, 10, seed=3)]
+    assert {s.id for s in chosen} == {s.id for s in sample(backward, 10, seed=3)}
+    assert {s.id for s in chosen} != {s.id for s in sample(forward, 10, seed=4)}
+    assert [s.id for s in chosen] == sorted(s.id for s in chosen)  # original order kept
+
+
+def test_split_is_stratified_by_axis_and_covers_every_sample_once(tmp_path: Path) -> None:
+    samples = list(iter_samples(write_jsonl(tmp_path / "d.jsonl", arithmetic_records(30, axes=("a", "b", "c")))))
+    parts = split(samples, {"train": 0.2, "test": 0.8}, seed=1)
+    assert sorted(s.id for part in parts.values() for s in part) == sorted(s.id for s in samples)
+    for axis in "abc":
+        assert sum(1 for s in parts["train"] if s.axis == axis) == 2
+    assert [s.id for s in parts["train"]] == [s.id for s in split(samples, {"train": 0.2, "test": 0.8}, 1)["train"]]
+
+
+def test_split_rejects_fractions_not_summing_to_one() -> None:
+    with pytest.raises(ValueError, match="sum to 1"):
+        split([], [0.5, 0.4], seed=0)
+
+
+@pytest.mark.skipif(not (SHARED / "datasets").is_dir(), reason="../shared/datasets is only present in this workplace")
+def test_last_line_without_newline_is_kept() -> None:
+    path = SHARED / "datasets" / "openbookqa" / "test.jsonl"
+    spec = DatasetSpec(fields={"input": "question", "target": "answer"})
+    report = validate_dataset(path, spec)
+    assert (report.valid, report.problem_count) == (500, 0)

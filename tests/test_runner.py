@@ -1,0 +1,269 @@
+"""The runner end to end through its Python API: records, epochs, errors, timeouts, resume, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import probe
+from conftest import TaskRoot, arithmetic_records, read_records
+from eval_harness.artifacts import read_manifest, read_summary
+from eval_harness.config import RunConfig
+from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
+from eval_harness.runner import RunResult, Runner, dry_run, plan_resume, plan_run
+
+
+@pytest.fixture(autouse=True)
+def reset_probe() -> None:
+    probe.ProbeProvider.reset()
+    probe.FLAKY["broken"] = True
+
+
+def config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
+    values: dict[str, Any] = {
+        "task": str(task_root.root / "tasks" / "adder.toml"),
+        "model": "mock/m",
+        "output_dir": task_root.root / "results",
+        "run_id": "r1",
+    }
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def run(cfg: RunConfig) -> RunResult:
+    return asyncio.run(Runner(plan_run(cfg)).run())
+
+
+def resume(run_dir: Path, **kwargs: Any) -> RunResult:
+    return asyncio.run(Runner(plan_resume(run_dir, **kwargs)).run())
+
+
+def keys(run_dir: Path) -> list[tuple[str, int]]:
+    return [(r["sample_id"], r["epoch"]) for r in read_records(run_dir)]
+
+
+def summary_without_timing(run_dir: Path) -> dict[str, Any]:
+    summary = read_summary(run_dir).model_dump(mode="json")
+    summary.pop("wall_time_s")
+    summary.pop("run_id")
+    return summary
+
+
+def test_complete_run_writes_manifest_samples_and_summary(task_root: TaskRoot) -> None:
+    result = run(config(task_root, model_args={"skill": "0.5", "cost_per_1k_tokens": "1"}))
+    run_dir = task_root.root / "results" / "r1"
+    manifest = read_manifest(run_dir)
+    assert result.status == manifest.status == "complete"
+    assert manifest.dataset.sample_count == 40 and manifest.expected_records == 40
+    assert manifest.task.template_sha256 and manifest.dataset.sha256 and manifest.fingerprint
+    assert manifest.model.args["skill"] == 0.5
+    records = read_records(run_dir)
+    assert len(records) == 40 and len(set(keys(run_dir))) == 40
+    first = records[0]
+    assert set(first) >= {"sample_id", "epoch", "axis", "tags", "input", "target", "prompt", "output", "scores",
+                          "score", "passed", "latency_ms", "usage", "cost_usd", "error", "attempts", "finished_at"}
+    summary = read_summary(run_dir)
+    assert summary.records == 40 and summary.missing == 0
+    assert [a.axis for a in summary.axes] == ["alpha", "beta"]
+    assert summary.micro_mean == pytest.approx(sum(r["score"] for r in records) / 40)
+
+
+def test_epochs_run_every_sample_k_times(task_root: TaskRoot) -> None:
+    run(config(task_root, epochs=3, limit=5))
+    run_dir = task_root.root / "results" / "r1"
+    assert sorted(keys(run_dir)) == sorted((f"q{i:04d}", e) for i in range(5) for e in range(3))
+    assert read_manifest(run_dir).expected_records == 15
+
+
+def test_limit_takes_the_first_samples(task_root: TaskRoot) -> None:
+    run(config(task_root, limit=7))
+    assert sorted(k for k, _ in keys(task_root.root / "results" / "r1")) == [f"q{i:04d}" for i in range(7)]
+
+
+def test_samples_in_flight_never_exceed_concurrency(task_root: TaskRoot) -> None:
+    run(config(task_root, model="probe/p", model_args={"latency_ms": "20"}, concurrency=4))
+    assert probe.ProbeProvider.max_in_flight == 4
+    assert probe.ProbeProvider.calls == 40
+
+
+def test_failing_samples_are_recorded_and_the_run_goes_on(task_root: TaskRoot) -> None:
+    result = run(config(task_root, model_args={"error_rate": "0.25"}))
+    records = read_records(task_root.root / "results" / "r1")
+    failed = [r for r in records if r["error"]]
+    assert result.status == "complete" and len(records) == 40
+    assert 3 <= len(failed) <= 20
+    assert all(r["error"]["type"] == "ProviderError" and r["score"] is None and r["output"] is None for r in failed)
+    assert result.summary.overall.errors == len(failed)
+
+
+def test_per_sample_timeout_becomes_an_error_record(task_root: TaskRoot) -> None:
+    run(config(task_root, model_args={"latency_ms": "2000"}, timeout_s=0.05, limit=3))
+    records = read_records(task_root.root / "results" / "r1")
+    assert [r["error"]["type"] for r in records] == ["ProviderTimeoutError"] * 3
+    assert "per-sample timeout of 0.05s" in records[0]["error"]["message"]
+
+
+def test_transient_errors_are_retried_and_counted(task_root: TaskRoot) -> None:
+    run(config(task_root, model="probe/p", model_args={"fail_first": "2", "retry_after": "0.001"}, limit=3))
+    records = read_records(task_root.root / "results" / "r1")
+    assert [(r["attempts"], r["retries"], r["score"]) for r in records] == [(3, {"rate_limit": 2}, 1.0)] * 3
+    assert read_summary(task_root.root / "results" / "r1").retries_by_cause == {"rate_limit": 6}
+
+
+def test_retries_are_bounded_by_max_retries(task_root: TaskRoot) -> None:
+    run(config(task_root, model="probe/p", model_args={"fail_first": "9", "retry_after": "0"}, max_retries=2, limit=1))
+    (record,) = read_records(task_root.root / "results" / "r1")
+    assert record["attempts"] == 3 and record["error"]["message"] == "probe: 429 slow down"
+
+
+def test_authentication_failure_stops_the_run_early(task_root: TaskRoot) -> None:
+    result = run(config(task_root, model="probe/p", model_args={"auth_fail_after": "3"}, concurrency=1))
+    assert result.status == "failed"
+    assert result.fatal == "probe: 401 invalid api key"
+    assert len(read_records(task_root.root / "results" / "r1")) == 3
+
+
+def test_scoring_failure_keeps_the_output_and_retry_errors_rescores_without_calling_the_model(
+    task_root: TaskRoot,
+) -> None:
+    task_root.task(
+        "flaky",
+        'name = "flaky"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\nname = "flaky"\n',
+    )
+    run(config(task_root, task=str(task_root.root / "tasks" / "flaky.toml"), model="probe/p", limit=4))
+    run_dir = task_root.root / "results" / "r1"
+    records = read_records(run_dir)
+    assert all(r["output"] == r["target"] and r["error"]["stage"] == "score" for r in records)
+    assert probe.ProbeProvider.calls == 4
+    probe.FLAKY["broken"] = False
+    result = resume(run_dir, retry_errors=True)
+    assert probe.ProbeProvider.calls == 4  # no new generation
+    assert result.new_records == 4
+    final = {r["sample_id"]: r for r in read_records(run_dir)}
+    assert all(r["error"] is None and r["score"] == 1.0 for r in final.values())
+    assert result.summary.records == 4 and result.summary.overall.errors == 0
+
+
+def test_retry_errors_regenerates_failed_generations(task_root: TaskRoot) -> None:
+    run(config(task_root, model_args={"latency_ms": "2000"}, timeout_s=0.05, limit=2))
+    run_dir = task_root.root / "results" / "r1"
+    result = resume(run_dir, retry_errors=True, overrides={"timeout_s": 30.0})
+    assert result.new_records == 2 and result.summary.overall.errors == 0
+    assert len(read_records(run_dir)) == 4  # superseded records stay in the file; readers keep the last
+
+
+def interrupt_after(task_root: TaskRoot, records_kept: int, torn: bytes = b"") -> Path:
+    """A completed run cut back to its first records (plus a torn tail), as a crash would leave it."""
+    run(config(task_root, model_args={"skill": "0.6", "cost_per_1k_tokens": "0.5"}, run_id="cut"))
+    run_dir = task_root.root / "results" / "cut"
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_bytes(b"".join(lines[:records_kept]) + torn)
+    (run_dir / "summary.json").unlink()
+    return run_dir
+
+
+def test_resume_after_a_crash_runs_only_the_missing_keys_and_equals_an_uninterrupted_run(task_root: TaskRoot) -> None:
+    run(config(task_root, model_args={"skill": "0.6", "cost_per_1k_tokens": "0.5"}, run_id="whole"))
+    run_dir = interrupt_after(task_root, 13, torn=b'{"sample_id":"q0013","epoch":0,"ax')
+    result = resume(run_dir)
+    assert (result.new_records, result.skipped, result.status) == (27, 13, "complete")
+    assert sorted(keys(run_dir)) == sorted(keys(task_root.root / "results" / "whole"))
+    assert summary_without_timing(run_dir) == summary_without_timing(task_root.root / "results" / "whole")
+    assert read_manifest(run_dir).sessions == 2
+
+
+def test_resume_of_a_complete_run_does_nothing(task_root: TaskRoot) -> None:
+    run(config(task_root))
+    result = resume(task_root.root / "results" / "r1")
+    assert (result.new_records, result.skipped, result.status) == (0, 40, "complete")
+
+
+def test_resume_refuses_a_changed_dataset_and_force_overrides(task_root: TaskRoot) -> None:
+    run_dir = interrupt_after(task_root, 5)
+    task_root.data("adder.jsonl", arithmetic_records(41))
+    with pytest.raises(ResumeMismatchError, match=r"changed since the run started: dataset .*adder.jsonl"):
+        plan_resume(run_dir)
+    assert plan_resume(run_dir, force=True).forced[0].startswith("dataset")
+
+
+def test_resume_refuses_a_changed_template(task_root: TaskRoot) -> None:
+    run_dir = interrupt_after(task_root, 5)
+    task_root.template("plain.jinja2", "{{ input }}\nAnswer with a number.\n")
+    with pytest.raises(ResumeMismatchError, match="template plain.jinja2"):
+        plan_resume(run_dir)
+
+
+def test_resume_refuses_changed_scorers(task_root: TaskRoot) -> None:
+    run_dir = interrupt_after(task_root, 5)
+    spec = task_root.root / "tasks" / "adder.toml"
+    spec.write_text(spec.read_text().replace('mode = "numeric"', 'mode = "strict"'))
+    with pytest.raises(ResumeMismatchError, match="scorer config of task adder"):
+        plan_resume(run_dir)
+
+
+def test_a_new_run_refuses_an_existing_run_directory(task_root: TaskRoot) -> None:
+    run(config(task_root))
+    with pytest.raises(ArtifactError, match="already exists; resume it with 'eval-harness resume"):
+        plan_run(config(task_root))
+
+
+def test_broken_dataset_stops_before_anything_is_created(task_root: TaskRoot) -> None:
+    task_root.data("adder.jsonl", [{"input": "a", "target": "b"}, "{oops"])
+    with pytest.raises(DatasetError) as raised:
+        plan_run(config(task_root))
+    assert raised.value.problems == [f"{task_root.root / 'data' / 'adder.jsonl'}:2: line: invalid JSON: "
+                                     "Expecting property name enclosed in double quotes at column 2"]
+    assert not (task_root.root / "results").exists()
+
+
+def test_dry_run_renders_every_prompt_and_writes_nothing(task_root: TaskRoot) -> None:
+    preview = dry_run(plan_run(config(task_root, epochs=2, generation={"max_tokens": 10})))
+    assert preview.count == 80
+    assert [m[-1].content for m in preview.first_prompts] == [
+        "What is 0 + 1?\nAnswer only.", "What is 0 + 1?\nAnswer only.", "What is 1 + 1?\nAnswer only."
+    ]
+    assert preview.max_output_tokens == 800
+    assert preview.estimated_cost_usd == 0.0
+    assert not (task_root.root / "results").exists()
+
+
+def test_request_stop_marks_the_run_interrupted_and_resume_finishes_it(task_root: TaskRoot) -> None:
+    plan = plan_run(config(task_root, model_args={"latency_ms": "30"}, concurrency=2, grace_s=2.0))
+
+    async def stop_soon() -> RunResult:
+        runner = Runner(plan)
+        task = asyncio.create_task(runner.run())
+        await asyncio.sleep(0.2)
+        runner.request_stop()
+        return await task
+
+    result = asyncio.run(stop_soon())
+    run_dir = task_root.root / "results" / "r1"
+    assert result.status == read_manifest(run_dir).status == "interrupted"
+    done = len(read_records(run_dir))
+    assert 0 < done < 40 and result.summary.missing == 40 - done
+    finished = resume(run_dir)
+    assert finished.status == "complete" and len(set(keys(run_dir))) == len(keys(run_dir)) == 40
+
+
+def test_manifest_never_holds_secrets(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = "sk-canary-1234567890abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
+    run(config(task_root))
+    for path in (task_root.root / "results" / "r1").iterdir():
+        assert canary not in path.read_text()
+
+
+def test_copied_run_directory_resumes_from_its_new_place(task_root: TaskRoot) -> None:
+    run_dir = interrupt_after(task_root, 10)
+    moved = task_root.root / "elsewhere" / "cut"
+    shutil.copytree(run_dir, moved)
+    result = resume(moved)
+    assert result.status == "complete" and len(read_records(moved)) == 40
+    assert json.loads((moved / "manifest.json").read_text())["run_id"] == "cut"

@@ -1,0 +1,115 @@
+"""Prompt templates: sandboxed Jinja2, literal dataset values, located errors, few-shot and chat inputs."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from eval_harness.errors import TemplateError
+from eval_harness.templates import load_template
+from eval_harness.types import ChatMessage, Sample
+
+
+def write(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_rendered_prompt_has_system_then_user_turn(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "Q: {{ input }}\n")
+    template = load_template(tmp_path, "t.jinja2", system_prompt="Be brief.")
+    messages = template.render(Sample(id="1", input="2+2?", target="4"))
+    assert messages == [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="Q: 2+2?")]
+
+
+def test_template_sha256_is_of_the_source(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "{{ input }}")
+    assert load_template(tmp_path, "t.jinja2").sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_dataset_text_with_template_syntax_is_inserted_literally(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "Q: {{ input }} / {{ metadata.note }}")
+    sample = Sample(id="1", input="{{ 7 * 7 }} {% if true %}yes{% endif %}", target="x", metadata={"note": "{{ x }}"})
+    (message,) = load_template(tmp_path, "t.jinja2").render(sample)
+    assert message.content == "Q: {{ 7 * 7 }} {% if true %}yes{% endif %} / {{ x }}"
+
+
+def test_undefined_variable_names_template_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "line one\n{{ input }}\n{{ missing_variable }}\n")
+    template = load_template(tmp_path, "t.jinja2")
+    with pytest.raises(TemplateError) as raised:
+        template.render(Sample(id="1", input="a", target="b"))
+    assert str(raised.value).startswith(f"{path}:3: UndefinedError: 'missing_variable' is undefined")
+
+
+def test_syntax_error_names_template_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "ok\n{% for x in %}\n{% endfor %}\n")
+    with pytest.raises(TemplateError, match=rf"^{path}:2: "):
+        load_template(tmp_path, "t.jinja2")
+
+
+def test_missing_template_lists_the_ones_available(tmp_path: Path) -> None:
+    write(tmp_path, "other.jinja2", "x")
+    with pytest.raises(TemplateError, match=r"template not found \(templates here: other.jinja2\)"):
+        load_template(tmp_path, "nope.jinja2")
+
+
+def test_sandbox_blocks_access_to_python_internals(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "{{ input.__class__.__mro__[1].__subclasses__() }}")
+    with pytest.raises(TemplateError, match="SecurityError|UndefinedError"):
+        load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"))
+
+
+def test_few_shot_examples_and_choices_are_available(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "t.jinja2",
+        "{% for e in examples %}{{ e.input }} -> {{ e.target }}\n{% endfor %}"
+        "{{ input }}\n{% for c in choices %}{{ letters[loop.index0] }}. {{ c }}\n{% endfor %}",
+    )
+    template = load_template(tmp_path, "t.jinja2")
+    shots = [Sample(id="s1", input="1+1", target="2"), Sample(id="s2", input="2+2", target="4")]
+    (message,) = template.render(Sample(id="1", input="Pick", target="B", choices=["x", "y"]), shots)
+    assert message.content == "1+1 -> 2\n2+2 -> 4\nPick\nA. x\nB. y"
+
+
+def test_chain_of_thought_and_xml_switches_come_from_task_variables(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "{{ input }}\n{% if cot %}Think step by step.{% endif %}{% if xml %}<answer>{% endif %}")
+    plain = load_template(tmp_path, "t.jinja2", variables={"cot": False, "xml": False})
+    both = load_template(tmp_path, "t.jinja2", variables={"cot": True, "xml": True})
+    sample = Sample(id="1", input="Q", target="A")
+    assert plain.render(sample)[0].content == "Q"
+    assert both.render(sample)[0].content == "Q\nThink step by step.<answer>"
+
+
+def test_chat_input_keeps_history_and_templates_the_last_turn(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "[{{ input }}]")
+    sample = Sample(
+        id="1",
+        input=[
+            ChatMessage(role="user", content="hi"),
+            ChatMessage(role="assistant", content="hello"),
+            ChatMessage(role="user", content="question"),
+        ],
+        target="x",
+    )
+    messages = load_template(tmp_path, "t.jinja2", system_prompt="S").render(sample)
+    assert [(m.role, m.content) for m in messages] == [
+        ("system", "S"), ("user", "hi"), ("assistant", "hello"), ("user", "[question]")
+    ]
+
+
+def test_builtin_templates_render_the_builtin_tasks() -> None:
+    from eval_harness.runner import plan_run  # noqa: F401  (import check: templates load through the runner)
+    from eval_harness.tasks import find_task
+
+    for name in ("capability_profile", "math_cot"):
+        task = find_task(name)
+        template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt,
+                                 task.spec.template_vars)
+        messages = template.render(Sample(id="1", input="What is 2 + 2?", target="4"))
+        assert "What is 2 + 2?" in messages[-1].content
