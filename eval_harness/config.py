@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from eval_harness.errors import ConfigError
+from eval_harness.types import ScorerSpec
 
 DEFAULT_CONCURRENCY = 16
 DEFAULT_OUTPUT_DIR = Path("results")
@@ -44,6 +45,9 @@ class RunConfig(BaseModel):
     judge_model: str | None = Field(default=None, description="provider/model for judge scorers.")
     judge_args: dict[str, str] = Field(default_factory=dict, description="Raw --judge-arg KEY=VALUE pairs.")
     generation: dict[str, Any] = Field(default_factory=dict, description="Overrides of the task's generation.")
+    scorer_task: str | None = Field(default=None, description="Take scorers and pass threshold from this task.")
+    scorers: list[ScorerSpec] | None = Field(default=None, description="Scorers to use instead of the task's.")
+    source_run: Path | None = Field(default=None, description="Rescore: replay this run's outputs, call no model.")
     fsync_interval_s: float = Field(default=0.5, ge=0, description="Longest time a written record waits for fsync.")
     grace_s: float = Field(default=5.0, ge=0, description="On interrupt, how long in-flight samples may finish.")
 

@@ -13,7 +13,7 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -94,22 +94,29 @@ class _Scan:
     """State shared by validation and iteration so both derive the same ids."""
 
     report: DatasetReport
-    build_samples: bool = True
+    validating: bool = False
+    skip: Callable[[str], bool] | None = None
     seen_ids: dict[str, int] = field(default_factory=dict)
     derived_seen: Counter[str] = field(default_factory=Counter)
 
 
 def validate_dataset(path: Path, spec: DatasetSpec | None = None) -> DatasetReport:
     """Check every line of ``path``; never raises for content problems, only for an unreadable file."""
-    scan = _Scan(DatasetReport(path=str(path)), build_samples=False)
+    scan = _Scan(DatasetReport(path=str(path)), validating=True)
     for _ in _scan(path, spec or DatasetSpec(), scan):
         pass
     return scan.report
 
 
-def iter_samples(path: Path, spec: DatasetSpec | None = None) -> Iterator[Sample]:
-    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first)."""
-    scan = _Scan(DatasetReport(path=str(path)))
+def iter_samples(
+    path: Path, spec: DatasetSpec | None = None, skip: Callable[[str], bool] | None = None
+) -> Iterator[Sample]:
+    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first).
+
+    ``skip(sample_id)`` is asked before a sample is built: a resume passes over a million finished samples
+    at the cost of reading their ids.
+    """
+    scan = _Scan(DatasetReport(path=str(path)), skip=skip)
     yield from _scan(path, spec or DatasetSpec(), scan)
 
 
@@ -177,7 +184,6 @@ class _HashingReader:
         data = self._raw.read(size)
         self._digest.update(data)
         return data
-
 
 
 class _HashingRaw(io.RawIOBase):
@@ -276,31 +282,49 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader
 def _checked_sample(
     obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int, path: Path
 ) -> Sample | None:
-    """The line's sample (None on a problem, which is reported); in validation-only scans, no model is built."""
+    """The line's sample, or None: a problem (reported), a skipped id, or a validation-only scan."""
     report = scan.report
     try:
+        sample_id = _line_id(obj, raw, spec, scan, where, lineno)
+        if scan.skip is not None and scan.skip(sample_id):
+            report.valid += 1
+            return None
         fields = _sample_fields(obj, spec, path)
     except _FieldProblem as problem:
         report.add(Problem(where, lineno, problem.field_name, problem.message))
         return None
-    sample_id: str = fields["id"]
-    if sample_id == "":
-        sample_id = hashlib.sha256(raw).hexdigest()[:16]
-        scan.derived_seen[sample_id] += 1
-        count = scan.derived_seen[sample_id]
-        if count > 1:
-            report.warnings.append(f"{where}:{lineno}: duplicate content; id {sample_id}-{count} was derived")
-            sample_id = f"{sample_id}-{count}"
-        fields["id"] = sample_id
-    first = scan.seen_ids.get(sample_id)
-    if first is not None:
-        report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
-        report.duplicate_ids.append(sample_id)
-        return None
-    scan.seen_ids[sample_id] = lineno
+    fields["id"] = sample_id
+    if scan.validating:
+        first = scan.seen_ids.get(sample_id)
+        if first is not None:
+            report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
+            report.duplicate_ids.append(sample_id)
+            return None
+        scan.seen_ids[sample_id] = lineno
     report.valid += 1
     report.axis_counts[fields["axis"]] += 1
-    return Sample(**fields) if scan.build_samples else None
+    return None if scan.validating else Sample(**fields)
+
+
+def _line_id(obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int) -> str:
+    """The sample id: the (mapped) id field, else a hash of the line, made unique among identical lines."""
+    source = _source(spec, "id")
+    if isinstance(source, list):
+        raise _FieldProblem(",".join(source), "id must map to one field")
+    try:
+        sample_id = _check_id(obj.get(source))
+    except _FieldProblem as problem:
+        raise _FieldProblem(source, problem.message) from None
+    if sample_id:
+        return sample_id
+    sample_id = hashlib.sha256(raw).hexdigest()[:16]
+    scan.derived_seen[sample_id] += 1
+    count = scan.derived_seen[sample_id]
+    if count > 1:
+        if scan.validating:
+            scan.report.warnings.append(f"{where}:{lineno}: duplicate content; id {sample_id}-{count} was derived")
+        sample_id = f"{sample_id}-{count}"
+    return sample_id
 
 
 def _source(spec: DatasetSpec, name: str) -> str | list[str]:

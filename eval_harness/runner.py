@@ -13,7 +13,7 @@ import hashlib
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from eval_harness.artifacts import (
     write_model,
 )
 from eval_harness.config import RunConfig, Settings, redact
-from eval_harness.datasets import DatasetReport, iter_samples, split, validate_dataset
+from eval_harness.datasets import DatasetReport, file_sha256, iter_samples, split, validate_dataset
 from eval_harness.datasets import sample as sample_subset
 from eval_harness.errors import (
     ArtifactError,
@@ -49,6 +49,7 @@ from eval_harness.errors import (
 )
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway, GenerationOutcome
+from eval_harness.providers.replay import ReplayProvider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate, load_template
@@ -65,6 +66,7 @@ from eval_harness.types import (
     RunSummary,
     Sample,
     SampleRecord,
+    ScorerSpec,
     TaskInfo,
     Usage,
 )
@@ -119,6 +121,7 @@ class RunPlan:
     dataset_report: DatasetReport
     template: PromptTemplate
     scoring: ScoringPipeline
+    pass_threshold: float
     provider: Provider
     judge: Gateway | None
     generation: GenerateConfig
@@ -160,16 +163,35 @@ class DryRun:
     estimated_cost_usd: float | None
 
 
+@dataclass(frozen=True)
+class ScoringSetup:
+    """The scorers a run applies and where they came from (the task, another task, or named explicitly)."""
+
+    specs: list[ScorerSpec]
+    pass_threshold: float
+    source: LoadedTask | None
+
+    @property
+    def where(self) -> str:
+        return str(self.source.path) if self.source else "--scorer"
+
+
+def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
+    if config.scorers is not None:
+        return ScoringSetup(list(config.scorers), task.spec.pass_threshold, None)
+    source = find_task(config.scorer_task) if config.scorer_task else task
+    return ScoringSetup(list(source.spec.scorers), source.spec.pass_threshold, source)
+
+
 def _fingerprint_parts(
-    dataset_sha256: str, template: PromptTemplate, task: LoadedTask, model: ModelInfo, seed: int
+    dataset_sha256: str, template: PromptTemplate, task: LoadedTask, setup: ScoringSetup, model: ModelInfo, seed: int
 ) -> dict[str, Any]:
-    spec = task.spec
     return {
         "dataset_sha256": dataset_sha256,
         "template_sha256": template.sha256,
-        "system_prompt": spec.system_prompt,
-        "scorers": [s.model_dump(mode="json") for s in spec.scorers],
-        "pass_threshold": spec.pass_threshold,
+        "system_prompt": task.spec.system_prompt,
+        "scorers": [s.model_dump(mode="json") for s in setup.specs],
+        "pass_threshold": setup.pass_threshold,
         "model": model.model_dump(mode="json"),
         "seed": seed,
     }
@@ -188,6 +210,18 @@ def _validated_dataset(task: LoadedTask, path: Path) -> DatasetReport:
             report.problem_lines(),
         )
     return report
+
+
+def _resumed_dataset(task: LoadedTask, path: Path, manifest: RunManifest) -> DatasetReport:
+    """The dataset of a resumed run: when its bytes still hash to the manifest's sha256 it was validated
+    when the run started, so the hash is all that is checked (a second per-line validation of a million
+    samples would dominate the resume)."""
+    sha256 = file_sha256(path)
+    if sha256 == manifest.dataset.sha256:
+        return DatasetReport(
+            path=str(path), sha256=sha256, lines=manifest.dataset.sample_count, valid=manifest.dataset.sample_count
+        )
+    return _validated_dataset(task, path)
 
 
 def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sample], frozenset[str]]:
@@ -224,8 +258,18 @@ def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
     return Gateway.from_config(provider, config)
 
 
-def _scoring(task: LoadedTask, judge: Gateway | None) -> ScoringPipeline:
-    return ScoringPipeline(task.spec.scorers, judge, where=str(task.path))
+def _provider(config: RunConfig, settings: Settings) -> Provider:
+    """The model under evaluation, or, for a rescore, a replay of the source run's outputs."""
+    context = _provider_context(config, settings)
+    if config.source_run is not None:
+        return ReplayProvider(config.model, config.source_run, context)
+    return create_provider(config.model, config.model_args, context)
+
+
+def _model_info(config: RunConfig, provider: Provider) -> ModelInfo:
+    if isinstance(provider, ReplayProvider):  # the model that produced the replayed outputs, as recorded
+        return ModelInfo(id=config.model, args=dict(config.model_args))
+    return ModelInfo(id=config.model, args=provider.options.public())
 
 
 def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
@@ -234,6 +278,14 @@ def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
         return GenerateConfig.model_validate(merged)
     except ValueError as exc:
         raise ConfigError(f"generation options: {exc}") from None
+
+
+def judge_info(judge: Gateway | None) -> ModelInfo | None:
+    """What the manifest records of the judge model (never secrets)."""
+    if judge is None:
+        return None
+    provider = judge.provider
+    return ModelInfo(id=provider.model_id, args=provider.options.public())
 
 
 def _provider_context(config: RunConfig, settings: Settings) -> ProviderContext:
@@ -254,9 +306,10 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     dataset_path = task.dataset_path(config.dataset)
     report = _validated_dataset(task, dataset_path)
     template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    provider = create_provider(config.model, config.model_args, _provider_context(config, settings))
+    provider = _provider(config, settings)
     judge = _judge(config, settings)
-    scoring = _scoring(task, judge)
+    setup = _scoring_setup(task, config)
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
     generation = _generation(task, config.generation)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     run_id = config.run_id or new_run_id()
@@ -267,7 +320,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    model = ModelInfo(id=config.model, args=provider.options.public())
+    model = _model_info(config, provider)
     count = _counted_samples(task, dataset_path, report, excluded, config.limit)
     now = _now()
     manifest = RunManifest(
@@ -282,8 +335,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             template=task.spec.template,
             template_sha256=template.sha256,
             system_prompt=task.spec.system_prompt,
-            scorers=list(task.spec.scorers),
-            pass_threshold=task.spec.pass_threshold,
+            scorers=setup.specs,
+            pass_threshold=setup.pass_threshold,
+            scorers_source=str(setup.source.path) if setup.source else None,
             generation=generation,
             few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
         ),
@@ -299,9 +353,11 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         limit=config.limit,
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
-        fingerprint=_fingerprint(_fingerprint_parts(report.sha256, template, task, model, config.seed)),
+        fingerprint=_fingerprint(_fingerprint_parts(report.sha256, template, task, setup, model, config.seed)),
         expected_records=count * config.epochs,
         sessions=0,
+        source_run=str(config.source_run.resolve()) if config.source_run else None,
+        judge=judge_info(judge),
     )
     return RunPlan(
         config=config,
@@ -310,6 +366,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         dataset_report=report,
         template=template,
         scoring=scoring,
+        pass_threshold=setup.pass_threshold,
         provider=provider,
         judge=judge,
         generation=generation,
@@ -336,8 +393,14 @@ def plan_resume(
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
     task = find_task(task_ref)
+    explicit_scorers = manifest.task.scorers_source is None
     config = RunConfig(
         task=task_ref,
+        scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
+        scorers=list(manifest.task.scorers) if explicit_scorers else None,
+        source_run=Path(manifest.source_run) if manifest.source_run else None,
+        judge_model=manifest.judge.id if manifest.judge else None,
+        judge_args=dict(manifest.judge.args) if manifest.judge else {},
         model=manifest.model.id,
         model_args=dict(manifest.model.args),
         dataset=Path(manifest.dataset.path),
@@ -352,10 +415,11 @@ def plan_resume(
         **{k: v for k, v in overrides.items() if v is not None},
     )
     dataset_path = Path(manifest.dataset.path)
-    report = _validated_dataset(task, dataset_path)
+    report = _resumed_dataset(task, dataset_path, manifest)
     template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    provider = create_provider(config.model, config.model_args, _provider_context(config, settings))
-    model = ModelInfo(id=config.model, args=provider.options.public())
+    provider = _provider(config, settings)
+    model = _model_info(config, provider)
+    setup = _scoring_setup(task, config)
     changed = []
     if report.sha256 != manifest.dataset.sha256:
         changed.append(f"dataset {dataset_path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
@@ -363,16 +427,13 @@ def plan_resume(
         changed.append(
             f"template {task.spec.template} (sha256 {manifest.task.template_sha256[:12]} → {template.sha256[:12]})"
         )
-    if [s.model_dump() for s in task.spec.scorers] != [s.model_dump() for s in manifest.task.scorers]:
-        changed.append(f"scorer config of task {task.spec.name}")
-    if (
-        task.spec.system_prompt != manifest.task.system_prompt
-        or task.spec.pass_threshold != manifest.task.pass_threshold
-    ):
+    if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
+        changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
+    if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
     if model != manifest.model:
         changed.append(f"model ({manifest.model.id} → {model.id})")
-    fingerprint = _fingerprint(_fingerprint_parts(report.sha256, template, task, model, manifest.seed))
+    fingerprint = _fingerprint(_fingerprint_parts(report.sha256, template, task, setup, model, manifest.seed))
     if fingerprint != manifest.fingerprint and not changed:
         changed.append("run fingerprint")
     if changed and not force:
@@ -381,7 +442,7 @@ def plan_resume(
             "Use --force to resume anyway (the mix is recorded), or start a new run"
         )
     judge = _judge(config, settings)
-    scoring = _scoring(task, judge)
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     return RunPlan(
         config=config,
@@ -390,6 +451,7 @@ def plan_resume(
         dataset_report=report,
         template=template,
         scoring=scoring,
+        pass_threshold=setup.pass_threshold,
         provider=provider,
         judge=judge,
         generation=GenerateConfig.model_validate(config.generation),
@@ -403,13 +465,25 @@ def plan_resume(
     )
 
 
-def _work_items(plan: RunPlan) -> Iterator[tuple[Sample, int]]:
-    """(sample, epoch) pairs in dataset order, after hold-out and --limit."""
+def _work_items(plan: RunPlan, finished: Callable[[str], bool] | None = None) -> Iterator[tuple[Sample, int]]:
+    """(sample, epoch) pairs in dataset order, after hold-out and --limit.
+
+    ``finished(sample_id)`` lets a resume pass over samples whose every epoch is recorded without building
+    them; they still count toward --limit.
+    """
     taken = 0
     limit = plan.config.limit
-    for sample in iter_samples(plan.dataset_path, plan.task.spec.dataset):
-        if sample.id in plan.excluded_ids:
-            continue
+
+    def pass_over(sample_id: str) -> bool:
+        nonlocal taken
+        if sample_id in plan.excluded_ids:
+            return True
+        if finished is not None and finished(sample_id):
+            taken += 1
+            return True
+        return False
+
+    for sample in iter_samples(plan.dataset_path, plan.task.spec.dataset, skip=pass_over):
         if limit is not None and taken >= limit:
             return
         taken += 1
@@ -444,7 +518,7 @@ class Runner:
         self._fatal: BaseException | None = None
         self._writer: SampleWriter | None = None
         self._secrets = plan.provider.secrets()
-        self._threshold = plan.task.spec.pass_threshold
+        self._threshold = plan.pass_threshold
 
     def request_stop(self) -> None:
         """Stop scheduling new samples; in-flight ones get ``grace_s`` to finish."""
@@ -478,11 +552,23 @@ class Runner:
             )
             skipped = 0
 
+            epochs = range(plan.config.epochs)
+
+            def recorded(key: str) -> bool:
+                return key in scan.done and not (plan.retry_errors and key in scan.errored)
+
+            def finished(sample_id: str) -> bool:
+                nonlocal skipped
+                if all(recorded(record_key(sample_id, epoch)) for epoch in epochs):
+                    skipped += len(epochs)
+                    return True
+                return False
+
             def todo() -> Iterator[tuple[Sample, int, dict[str, Any] | None]]:
                 nonlocal skipped
-                for sample, epoch in _work_items(plan):
+                for sample, epoch in _work_items(plan, finished if scan.done else None):
                     key = record_key(sample.id, epoch)
-                    if key in scan.done and not (plan.retry_errors and key in scan.errored):
+                    if recorded(key):
                         skipped += 1
                         continue
                     yield sample, epoch, previous.get(key)

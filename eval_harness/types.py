@@ -187,6 +187,9 @@ class TaskInfo(BaseModel):
     system_prompt: str | None = None
     scorers: list[ScorerSpec]
     pass_threshold: float
+    scorers_source: str | None = Field(
+        default=None, description="Task spec the scorers came from; None when they were named explicitly."
+    )
     generation: GenerateConfig
     few_shot: dict[str, Any] | None = None
 
@@ -227,6 +230,7 @@ class RunManifest(BaseModel):
     fingerprint: str
     expected_records: int = Field(description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
+    judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")
     sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
     wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
 

@@ -50,7 +50,7 @@ async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
             loop.remove_signal_handler(sig)
 
 
-def _finish(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
+def finish_run(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
     from eval_harness.cli import render
     from eval_harness.cli.render import run as run_views
 
@@ -70,7 +70,7 @@ def _finish(result: RunResult, fail_below: float | None, max_error_rate: float |
         )
 
 
-def _start(plan: RunPlan, quiet: bool) -> RunResult:
+def start_run(plan: RunPlan, quiet: bool) -> RunResult:
     import asyncio
 
     from eval_harness.cli.render import run as run_views
@@ -157,7 +157,7 @@ def run_command(
     if dry_run_:
         run_views.print_dry_run(dry_run(plan))
         return
-    _finish(_start(plan, quiet), fail_below, max_error_rate, quiet)
+    finish_run(start_run(plan, quiet), fail_below, max_error_rate, quiet)
 
 
 def _resume(
@@ -178,7 +178,7 @@ def _resume(
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
     if plan.forced:
         render.stderr.print(f"--force: resuming although {'; '.join(plan.forced)}", markup=False)
-    _finish(_start(plan, quiet), fail_below, max_error_rate, quiet)
+    finish_run(start_run(plan, quiet), fail_below, max_error_rate, quiet)
 
 
 def resume_command(

@@ -31,13 +31,13 @@ def print_dataset_report(report: DatasetReport) -> None:
 
 def print_tasks(tasks: Sequence[LoadedTask]) -> None:
     table = Table(title="tasks", title_justify="left")
-    for name in ("task", "dataset", "template", "scorers"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("description")
+    table.add_column("task", no_wrap=True)
+    table.add_column("dataset", no_wrap=True)
+    table.add_column("template", no_wrap=True)
+    table.add_column("scorers")
+    table.add_column("description", ratio=1)
     for task in tasks:
         spec = task.spec
-        scorers = ", ".join(
-            s.name + (f"({', '.join(f'{k}={v}' for k, v in s.args.items())})" if s.args else "") for s in spec.scorers
-        )
+        scorers = ", ".join(s.key for s in spec.scorers)
         table.add_row(spec.name, spec.dataset.path or "(--dataset)", spec.template, scorers, spec.description)
     stdout.print(table)

@@ -1,0 +1,77 @@
+"""Re-scoring without re-generating: a new run whose "model" replays the outputs of an earlier run.
+
+The new run is an ordinary run in every other way (manifest, samples.jsonl, summary, resume); its
+manifest names the source run, keeps the source's model and dataset, and lists the new scorers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_harness.artifacts import read_manifest
+from eval_harness.config import RunConfig
+from eval_harness.errors import ConfigError, ResumeMismatchError
+from eval_harness.runner import RunPlan, plan_run
+from eval_harness.types import ScorerSpec
+
+
+def parse_scorer(text: str) -> ScorerSpec:
+    """``NAME`` or ``NAME:key=value,key=value`` (values stay strings; scorers convert them)."""
+    name, _, raw_args = text.partition(":")
+    args: dict[str, str] = {}
+    for pair in filter(None, raw_args.split(",")):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--scorer {text!r}: arguments must look like key=value")
+        args[key.strip()] = value.strip()
+    if not name.strip():
+        raise ConfigError(f"--scorer {text!r}: missing the scorer name")
+    return ScorerSpec(name=name.strip(), args=args)
+
+
+def plan_rescore(
+    source_run: Path,
+    *,
+    task: str | None = None,
+    scorers: list[str] | None = None,
+    output_dir: Path | None = None,
+    run_id: str | None = None,
+    concurrency: int = 16,
+    judge_model: str | None = None,
+    judge_args: dict[str, str] | None = None,
+) -> RunPlan:
+    """Plan a run that applies ``task``'s scorers (or the named ``scorers``) to ``source_run``'s outputs."""
+    if (task is None) == (not scorers):
+        raise ConfigError("rescore needs either --task TASK or one or more --scorer NAME")
+    source = read_manifest(source_run)
+    task_ref = source.task.source if source.task.source and Path(source.task.source).is_file() else source.task.name
+    config = RunConfig(
+        task=task_ref,
+        scorer_task=task,
+        scorers=[parse_scorer(s) for s in scorers] if scorers else None,
+        source_run=source_run,
+        model=source.model.id,
+        model_args=dict(source.model.args),
+        dataset=Path(source.dataset.path),
+        output_dir=output_dir or source_run.parent,
+        run_id=run_id,
+        concurrency=concurrency,
+        epochs=source.epochs,
+        limit=source.limit,
+        seed=source.seed,
+        generation=source.task.generation.model_dump(exclude_none=True),
+        judge_model=judge_model,
+        judge_args=judge_args or {},
+    )
+    plan = plan_run(config)
+    if plan.dataset_report.sha256 != source.dataset.sha256:
+        raise ResumeMismatchError(
+            f"cannot rescore {source_run}: its dataset {source.dataset.path} changed since that run "
+            f"(sha256 {source.dataset.sha256[:12]} → {plan.dataset_report.sha256[:12]})"
+        )
+    if plan.template.sha256 != source.task.template_sha256:
+        raise ResumeMismatchError(
+            f"cannot rescore {source_run}: template {source.task.template} changed since that run, so the "
+            "recorded prompts would not be the ones the model saw"
+        )
+    return plan
