@@ -232,13 +232,13 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             report.blank_lines.append(lineno)
             continue
         try:
-            text = stripped.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
-            continue
-        try:
-            obj = orjson.loads(stripped)
+            obj = orjson.loads(stripped)  # also rejects invalid UTF-8; which of the two is found out below
         except orjson.JSONDecodeError:
+            try:
+                text = stripped.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
+                continue
             report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text)}"))
             continue
         if not isinstance(obj, dict):

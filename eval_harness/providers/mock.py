@@ -12,7 +12,8 @@ import hashlib
 import math
 import re
 import string
-from typing import Any
+import struct
+from typing import Any, NamedTuple
 
 from pydantic import Field, model_validator
 
@@ -63,16 +64,22 @@ class MockOptions(ProviderOptions):
         return self
 
 
-_DRAWS = ("latency", "error", "correct", "wrong", "format", "chatter")
+class _Draws(NamedTuple):
+    latency: float
+    error: float
+    correct: float
+    wrong: float
+    format: float
+    chatter: float
 
 
-def _draws(seed: int, model: str, sample_id: str, epoch: int) -> dict[str, float]:
+def _draws(seed: int, model: str, sample_id: str, epoch: int) -> _Draws:
     """Independent uniform numbers in [0, 1), one per decision, from one hash of the sample's identity.
 
     Nothing else goes into the hash, so an answer never depends on completion order, concurrency or resumption.
     """
     digest = hashlib.blake2b(f"{seed}\x1f{model}\x1f{sample_id}\x1f{epoch}".encode(), digest_size=48).digest()
-    return {name: int.from_bytes(digest[8 * i : 8 * i + 8], "big") / 2**64 for i, name in enumerate(_DRAWS)}
+    return _Draws(*(word / 2**64 for word in struct.unpack(">6Q", digest)))
 
 
 def _wrong_answer(sample: Sample, right: str, salt: float) -> str:
@@ -107,16 +114,16 @@ class MockProvider(Provider):
         assert isinstance(options, MockOptions)
         sample = request.sample
         draw = _draws(request.seed, self.model, sample.id, request.epoch)
-        delay_ms = options.latency_ms + options.jitter_ms * draw["latency"]
+        delay_ms = options.latency_ms + options.jitter_ms * draw.latency
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
-        if options.error_rate and draw["error"] < options.error_rate:
+        if options.error_rate and draw.error < options.error_rate:
             raise ProviderError(f"mock/{self.model}: simulated provider error (error_rate={options.error_rate})")
         skill = options.skill_by_axis.get(sample.axis, options.skill)
         right = sample.targets[0]
-        answer = right if draw["correct"] < skill else _wrong_answer(sample, right, draw["wrong"])
-        if draw["format"] >= options.format_ok:
-            answer = _CHATTER[int(draw["chatter"] * len(_CHATTER))].format(answer=answer)
+        answer = right if draw.correct < skill else _wrong_answer(sample, right, draw.wrong)
+        if draw.format >= options.format_ok:
+            answer = _CHATTER[int(draw.chatter * len(_CHATTER))].format(answer=answer)
         usage = Usage(
             prompt_tokens=sum(math.ceil(len(m.content) / 4) + 4 for m in request.messages),
             completion_tokens=math.ceil(len(answer) / 4) + 1,
