@@ -49,6 +49,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/resume.py
+	$(BIN)/python bench/scoring.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

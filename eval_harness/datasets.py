@@ -364,7 +364,14 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path) -> dict[s
         target = _check_target(values.get("target"), spec.target_pattern)
         axis = _check_axis(values.get("axis"), spec, path)
         tags = _check_str_list(values.get("tags"), "tags") or []
-        choices = _check_str_list(values.get("choices"), "choices")
+        raw_choices = values.get("choices")
+        if isinstance(raw_choices, str) and spec.choices_pattern is not None:
+            # One option per line: '.' must not run across lines here, unlike in target_pattern.
+            matches = _compiled(spec.choices_pattern, re.MULTILINE).finditer(raw_choices)
+            raw_choices = [m.group(1).strip() for m in matches]
+            if not raw_choices:
+                raise _FieldProblem("choices", f"does not match choices_pattern {spec.choices_pattern!r}")
+        choices = _check_str_list(raw_choices, "choices")
         metadata = values.get("metadata")
         if metadata is None:
             metadata = {}
@@ -500,13 +507,14 @@ def _check_str_list(value: Any, label: str) -> list[str] | None:
     return [item for item in items if item is not None]
 
 
-_PATTERNS: dict[str, re.Pattern[str]] = {}
+_PATTERNS: dict[tuple[str, int], re.Pattern[str]] = {}
 
 
-def _compiled(pattern: str) -> re.Pattern[str]:
-    if pattern not in _PATTERNS:
-        _PATTERNS[pattern] = re.compile(pattern, re.MULTILINE | re.DOTALL)
-    return _PATTERNS[pattern]
+def _compiled(pattern: str, flags: int = re.MULTILINE | re.DOTALL) -> re.Pattern[str]:
+    key = (pattern, flags)
+    if key not in _PATTERNS:
+        _PATTERNS[key] = re.compile(pattern, flags)
+    return _PATTERNS[key]
 
 
 def _json_error(text: str) -> str:

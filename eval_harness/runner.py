@@ -184,9 +184,18 @@ def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
 
 
 def _fingerprint_parts(
-    dataset_sha256: str, template: PromptTemplate, task: LoadedTask, setup: ScoringSetup, model: ModelInfo, seed: int
+    dataset_sha256: str,
+    template: PromptTemplate,
+    task: LoadedTask,
+    setup: ScoringSetup,
+    scoring: ScoringPipeline,
+    model: ModelInfo,
+    judge: ModelInfo | None,
+    seed: int,
 ) -> dict[str, Any]:
     return {
+        "judge": judge.model_dump(mode="json") if judge else None,
+        "scorer_fingerprints": scoring.fingerprints(),
         "dataset_sha256": dataset_sha256,
         "template_sha256": template.sha256,
         "system_prompt": task.spec.system_prompt,
@@ -236,7 +245,12 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
     if spec.path_from_dataset is not None:
         pattern, _, replacement = spec.path_from_dataset.partition("=>")
-        pool_path = Path(re.sub(pattern.strip(), replacement.strip(), str(dataset_path)))
+        derived = re.sub(pattern.strip(), replacement.strip(), str(dataset_path))
+        if derived == str(dataset_path):
+            raise ConfigError(
+                f"{task.path}: few_shot.path_from_dataset {pattern.strip()!r} does not match {dataset_path}"
+            )
+        pool_path = Path(derived)
     elif spec.path is not None:
         pool_path = task.resolve(spec.path)
     else:
@@ -353,7 +367,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         limit=config.limit,
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
-        fingerprint=_fingerprint(_fingerprint_parts(report.sha256, template, task, setup, model, config.seed)),
+        fingerprint=_fingerprint(
+            _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
+        ),
         expected_records=count * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
@@ -433,16 +449,18 @@ def plan_resume(
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
     if model != manifest.model:
         changed.append(f"model ({manifest.model.id} → {model.id})")
-    fingerprint = _fingerprint(_fingerprint_parts(report.sha256, template, task, setup, model, manifest.seed))
+    judge = _judge(config, settings)
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
+    fingerprint = _fingerprint(
+        _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), manifest.seed)
+    )
     if fingerprint != manifest.fingerprint and not changed:
-        changed.append("run fingerprint")
+        changed.append("a judge rubric or the judge model")
     if changed and not force:
         raise ResumeMismatchError(
             f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
             "Use --force to resume anyway (the mix is recorded), or start a new run"
         )
-    judge = _judge(config, settings)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     return RunPlan(
         config=config,
@@ -721,6 +739,7 @@ class Runner:
             finished_at=_now(),
             explanations=result.explanations,
             answers=result.answers,
+            score_metadata=result.metadata,
             judge_usage=result.judge_usage,
             judge_cost_usd=result.judge_cost_usd,
             cached=completion.cached,

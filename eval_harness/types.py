@@ -144,6 +144,9 @@ class SampleRecord(BaseModel):
     finished_at: str
     explanations: dict[str, str] = Field(default_factory=dict, description="Per-scorer explanations.")
     answers: dict[str, str] = Field(default_factory=dict, description="What each scorer extracted.")
+    score_metadata: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-scorer details: judge samples, position-swap verdicts, breakdowns."
+    )
     judge_usage: Usage | None = Field(default=None, description="Tokens spent by model-based scorers.")
     judge_cost_usd: float | None = None
     cached: bool = False
@@ -306,6 +309,11 @@ class DatasetSpec(BaseModel):
     )
     axis_pattern: str | None = Field(
         default=None, description="Regex on the file name whose first group is the axis (e.g. MMLU subject)."
+    )
+    choices_pattern: str | None = Field(
+        default=None,
+        description="For choices given as one string: a regex whose first group, over each match, is an option "
+        r"(e.g. '^[A-Z]\. (.*)$' for OpenBookQA's 'A. ...\nB. ...').",
     )
 
 

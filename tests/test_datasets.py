@@ -274,3 +274,29 @@ def test_last_line_without_newline_is_kept() -> None:
     spec = DatasetSpec(fields={"input": "question", "target": "answer"})
     report = validate_dataset(path, spec)
     assert (report.valid, report.problem_count) == (500, 0)
+
+
+def test_choices_given_as_one_string_are_split_by_choices_pattern(tmp_path: Path) -> None:
+    record = {"question": "Q?", "options": "A. first one\nB. second\nC. third\nD. fourth", "answer": "B. second"}
+    path = write_jsonl(tmp_path / "obqa.jsonl", [record])
+    spec = DatasetSpec(
+        fields={"input": "question", "choices": "options", "target": "answer"},
+        choices_pattern=r"^[A-Z]\. (.*)$",
+        target_pattern=r"^([A-D])\.",
+    )
+    (only,) = iter_samples(path, spec)
+    assert only.choices == ["first one", "second", "third", "fourth"]
+    assert only.target == "B"
+
+
+@pytest.mark.skipif(not (SHARED / "datasets").is_dir(), reason="../shared/datasets is only present in this workplace")
+def test_openbookqa_maps_choices_and_letters_from_the_original_file() -> None:
+    spec = DatasetSpec(
+        fields={"input": "question", "choices": "options", "target": "answer"},
+        choices_pattern=r"^[A-Z]\. (.*)$",
+        target_pattern=r"^([A-D])\.",
+    )
+    path = SHARED / "datasets" / "openbookqa" / "test.jsonl"
+    samples = list(iter_samples(path, spec))
+    assert validate_dataset(path, spec).ok and len(samples) == 500
+    assert all(len(s.choices or []) == 4 and s.target in "ABCD" for s in samples)

@@ -1,27 +1,51 @@
 """The scorer contract and the registry; how per-scorer values combine into the final score.
 
 A scorer is built by a factory registered with ``@register_scorer("name")`` from the arguments a task
-spec gives it. A factory that declares a ``judge`` parameter receives the judge model's generator.
+spec gives it. Two parameter names are reserved and injected by ``build_scorer`` rather than read from the
+spec: ``judge`` (the judge model's ``CompletionClient``; a factory whose ``judge`` has a default of None
+gets None when no ``--judge-model`` was given) and ``where`` (the task spec's path, to find rubric files).
+
+Staged scoring: a spec whose ``args`` hold ``skip_when = { KEY = CONDITION }`` runs after every scorer
+without one, and is skipped when any condition holds on an earlier scorer's value — for example a judge
+with ``skip_when = { exact_match = 1.0 }`` is never called on answers exact match already settled. A
+condition is a number (equality) or a string such as ``">= 0.9"``. A skipped scorer has no value; its
+explanation says why, and the final score is the weighted mean of the scorers that ran.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+import operator
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from eval_harness.errors import ConfigError
+from eval_harness.errors import AuthenticationError, ConfigError, ScoringError
 from eval_harness.registry import Registry
 from eval_harness.types import Completion, CompletionClient, ErrorInfo, Sample, Score, ScorerSpec, Usage
+
+INJECTED = ("judge", "where")
+"""Factory parameters filled by ``build_scorer``, never from a task spec."""
+
+STAGE_ARG = "skip_when"
+"""The ``args`` key that makes a scorer staged; ``build_scorer`` removes it before calling the factory."""
 
 
 class Scorer(ABC):
     """Scores one output of one sample into ``Score`` with a value in [0, 1]."""
 
+    expensive: bool = False
+    """True for scorers that call a model: the pipeline runs them after the cheap ones."""
+
+    fingerprint: str | None = None
+    """Identity of material the scorer reads besides its args (a rubric template's sha256), for resume checks."""
+
     @abstractmethod
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
-        """Score ``output``; raise to record a scoring error (the output is kept)."""
+        """Score ``output``; raise ``SkipScore`` to abstain, anything else to record a scoring error."""
 
 
 class FunctionScorer(Scorer):
@@ -32,6 +56,23 @@ class FunctionScorer(Scorer):
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
         return self.function(output, sample)
+
+
+class SkipScore(Exception):
+    """Raised by a scorer that abstains on this sample (an optional judge without a judge model).
+
+    The pipeline records ``"skipped: <reason>"`` as the explanation and leaves the scorer out of the
+    final score.
+    """
+
+
+class SpentScoringError(ScoringError):
+    """A model-based scorer failed after spending tokens; the spend is still counted as judge usage."""
+
+    def __init__(self, message: str, usage: Usage | None = None, cost_usd: float | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.cost_usd = cost_usd
 
 
 ScorerFactory = Callable[..., Scorer]
@@ -47,11 +88,17 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
     """Build the scorer a spec names; a bad argument is a ``ConfigError`` naming ``where``."""
     factory = SCORERS.get(spec.name)
     parameters = inspect.signature(factory).parameters
-    kwargs = dict(spec.args)
+    kwargs = {k: v for k, v in spec.args.items() if k != STAGE_ARG}
+    for reserved in INJECTED:
+        if reserved in kwargs:
+            raise ConfigError(f"{where}: scorer {spec.name!r}: {reserved!r} cannot be set in args")
     if "judge" in parameters:
-        if judge is None:
+        if judge is not None:
+            kwargs["judge"] = judge
+        elif parameters["judge"].default is inspect.Parameter.empty:
             raise ConfigError(f"{where}: scorer {spec.name!r} needs a judge model; pass --judge-model")
-        kwargs["judge"] = judge
+    if "where" in parameters:
+        kwargs["where"] = where
     try:
         inspect.signature(factory).bind(**kwargs)
     except TypeError as exc:
@@ -62,55 +109,201 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
         raise ConfigError(f"{where}: scorer {spec.name!r}: {exc}") from None
 
 
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": lambda a, b: math.isclose(a, b, abs_tol=1e-12),
+    "!=": lambda a, b: not math.isclose(a, b, abs_tol=1e-12),
+}
+_CONDITION = re.compile(r"^\s*(>=|<=|==|!=|>|<)?\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``key OP threshold``: when it holds on an earlier scorer's value, a staged scorer is skipped."""
+
+    key: str
+    op: str
+    threshold: float
+
+    def holds(self, values: Mapping[str, float]) -> bool:
+        """True when the earlier scorer ran and its value meets the condition."""
+        value = values.get(self.key)
+        return value is not None and _OPERATORS[self.op](value, self.threshold)
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.op} {self.threshold:g}"
+
+
+def parse_conditions(raw: Any, where: str) -> list[Condition]:
+    """Parse a ``skip_when`` table: ``{ exact_match = 1.0, rougeL = ">= 0.9" }``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping) or not raw:
+        raise ConfigError(f"{where}: {STAGE_ARG} must be a table such as {{ exact_match = 1.0 }}")
+    conditions = []
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ConfigError(f"{where}: {STAGE_ARG}.{key}: expected a number or a string like '>= 0.9'")
+        if isinstance(value, str):
+            match = _CONDITION.match(value)
+            if match is None:
+                raise ConfigError(f"{where}: {STAGE_ARG}.{key}: cannot read {value!r}; write e.g. '>= 0.9'")
+            conditions.append(Condition(str(key), match.group(1) or "==", float(match.group(2))))
+        else:
+            conditions.append(Condition(str(key), "==", float(value)))
+    return conditions
+
+
 def combine(values: Mapping[str, float], specs: Sequence[ScorerSpec]) -> float:
-    """The final score: weighted mean of the scorers with weight > 0; 0 when any gate is not fully met."""
-    for spec in specs:
+    """The final score: weighted mean of the scorers with weight > 0; 0 when any gate is not fully met.
+
+    Scorers absent from ``values`` (skipped) take no part. Gates are pass/fail conditions, not part of
+    the mean, unless every present scorer is a gate.
+    """
+    present = [s for s in specs if s.key in values]
+    for spec in present:
         if spec.gate and values[spec.key] < 1.0:
             return 0.0
-    weighted = [(values[s.key], s.weight) for s in specs if s.weight > 0 and not s.gate]
+    weighted = [(values[s.key], s.weight) for s in present if s.weight > 0 and not s.gate]
     if not weighted:
-        weighted = [(values[s.key], 1.0) for s in specs]
+        weighted = [(values[s.key], 1.0) for s in present]
     total = sum(w for _, w in weighted)
     return sum(v * w for v, w in weighted) / total if total else 0.0
 
 
+def add_spend(
+    usage: Usage | None, cost: float | None, known: bool, more_usage: Usage | None, more_cost: float | None
+) -> tuple[Usage | None, float | None, bool]:
+    """Accumulate model spend; the cost becomes unknown (None) as soon as one part is unknown."""
+    if more_usage is not None:
+        usage = more_usage if usage is None else usage + more_usage
+        if more_cost is None:
+            known = False
+    if more_cost is not None:
+        cost = (cost or 0.0) + more_cost
+    return usage, (cost if known else None), known
+
+
 @dataclass
 class ScoringResult:
-    """Every scorer's verdict on one output, and the final score (None when a scorer failed)."""
+    """Every scorer's verdict on one output, and the final score (None when a scorer failed).
+
+    ``scores`` also holds each scorer's breakdown (``Score.metadata["breakdown"]``) under
+    ``"<key>.<part>"``, e.g. a judge's per-criterion values; those parts take no part in ``final``.
+    ``metadata`` holds each scorer's ``Score.metadata`` (judge samples, position-swap verdicts ...).
+    """
 
     scores: dict[str, float] = field(default_factory=dict)
     explanations: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
     judge_usage: Usage | None = None
     judge_cost_usd: float | None = None
     error: ErrorInfo | None = None
     final: float | None = None
 
 
+@dataclass
+class _Step:
+    key: str
+    scorer: Scorer
+    conditions: list[Condition]
+
+
 class ScoringPipeline:
-    """The task's scorers in order; a failing scorer becomes the record's scoring error."""
+    """The task's scorers in stages: cheap ones, then model-based ones, then staged ones.
+
+    A failing scorer becomes the record's scoring error and stops the later (more expensive) stages;
+    only ``AuthenticationError`` propagates, so that a refused judge key stops the run.
+    """
 
     def __init__(self, specs: Sequence[ScorerSpec], judge: CompletionClient | None = None, where: str = "task") -> None:
         self.specs = list(specs)
-        self.scorers = [(spec.key, build_scorer(spec, judge, where)) for spec in self.specs]
+        keys = [spec.key for spec in self.specs]
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicates:
+            raise ConfigError(f"{where}: scorer key {duplicates[0]!r} is used twice; give one an alias")
+        steps = [
+            _Step(spec.key, build_scorer(spec, judge, where), parse_conditions(spec.args.get(STAGE_ARG), where))
+            for spec in self.specs
+        ]
+        unstaged = {step.key for step in steps if not step.conditions}
+        for step in steps:
+            for condition in step.conditions:
+                if condition.key not in unstaged:
+                    raise ConfigError(
+                        f"{where}: scorer {step.key!r}: {STAGE_ARG} names {condition.key!r}, which is not an "
+                        f"unstaged scorer of this task (known: {', '.join(sorted(unstaged)) or 'none'})"
+                    )
+        self.steps = sorted(steps, key=lambda s: (bool(s.conditions), s.scorer.expensive))
+        self.scorers = [(step.key, step.scorer) for step in self.steps]
+
+    def fingerprints(self) -> dict[str, str]:
+        """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a
+        changed rubric can be detected on resume although the task spec is unchanged."""
+        return {step.key: step.scorer.fingerprint for step in self.steps if step.scorer.fingerprint}
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> ScoringResult:
-        """Apply every scorer; never raises for a scorer's failure."""
+        """Apply every scorer; raises only ``AuthenticationError``, any other failure becomes ``error``."""
         result = ScoringResult()
-        for key, scorer in self.scorers:
+        values: dict[str, float] = {}
+        known = True
+        for step in self.steps:
+            decisive = next((c for c in step.conditions if c.holds(values)), None)
+            if decisive is not None:
+                result.skipped.append(step.key)
+                result.explanations[step.key] = f"skipped: {decisive} is decisive"
+                continue
             try:
-                verdict = await scorer.score(output, sample, completion)
+                verdict = await step.scorer.score(output, sample, completion)
+            except SkipScore as skip:
+                result.skipped.append(step.key)
+                result.explanations[step.key] = f"skipped: {skip}"
+                continue
+            except AuthenticationError:
+                raise  # a judge or embeddings key is refused: the runner stops the run, as for the model's key
             except Exception as exc:  # a scorer's failure is data about one sample, not the end of the run
-                result.error = ErrorInfo(type=type(exc).__name__, message=f"{key}: {exc}", stage="score")
+                if isinstance(exc, SpentScoringError):
+                    result.judge_usage, result.judge_cost_usd, known = add_spend(
+                        result.judge_usage, result.judge_cost_usd, known, exc.usage, exc.cost_usd
+                    )
+                result.error = ErrorInfo(type=type(exc).__name__, message=f"{step.key}: {exc}", stage="score")
                 return result
-            result.scores[key] = verdict.value
-            if verdict.explanation:
-                result.explanations[key] = verdict.explanation
-            if verdict.answer is not None:
-                result.answers[key] = verdict.answer
-            if verdict.usage is not None:
-                result.judge_usage = verdict.usage if result.judge_usage is None else result.judge_usage + verdict.usage
-            if verdict.cost_usd is not None:
-                result.judge_cost_usd = (result.judge_cost_usd or 0.0) + verdict.cost_usd
-        result.final = combine(result.scores, self.specs)
+            values[step.key] = verdict.value
+            self._record(result, step.key, verdict)
+            result.judge_usage, result.judge_cost_usd, known = add_spend(
+                result.judge_usage, result.judge_cost_usd, known, verdict.usage, verdict.cost_usd
+            )
+        if not values:
+            result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
+            return result
+        result.final = combine(values, self.specs)
         return result
+
+    @staticmethod
+    def _record(result: ScoringResult, key: str, verdict: Score) -> None:
+        result.scores[key] = verdict.value
+        breakdown = verdict.metadata.get("breakdown")
+        if isinstance(breakdown, Mapping):
+            for part, value in breakdown.items():
+                result.scores[f"{key}.{part}"] = float(value)
+        if verdict.explanation:
+            result.explanations[key] = verdict.explanation
+        if verdict.answer is not None:
+            result.answers[key] = verdict.answer
+        if verdict.metadata:
+            result.metadata[key] = dict(verdict.metadata)
+
+
+def best_reference(references: Sequence[str], measure: Callable[[str], float]) -> tuple[float, str]:
+    """The best value of ``measure`` over ``references`` and the reference that gave it (first on ties)."""
+    best_value, best = measure(references[0]), references[0]
+    for reference in references[1:]:
+        value = measure(reference)
+        if value > best_value:
+            best_value, best = value, reference
+    return best_value, best

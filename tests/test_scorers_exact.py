@@ -1,0 +1,143 @@
+"""Exact match in its three modes, and how numeric mode reads the predicted number (expected values by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval_harness.errors import ConfigError
+from eval_harness.scorers import build_scorer, exact_match
+from eval_harness.scorers.exact import extract_number
+from eval_harness.types import Sample, ScorerSpec
+
+
+def sample(target: str | list[str]) -> Sample:
+    return Sample(id="s", input="q", target=target)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference", "expected"),
+    [
+        ("  Paris\n", "Paris", 1.0),
+        ("paris", "Paris", 0.0),
+        ("Paris.", "Paris", 0.0),
+        ("", "", 1.0),
+        ("東京", "東京", 1.0),
+    ],
+)
+def test_strict_mode_only_ignores_outer_whitespace(prediction: str, reference: str, expected: float) -> None:
+    assert exact_match(prediction, reference, "strict") == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference", "expected"),
+    [
+        ("  PARIS!! ", "paris", 1.0),
+        ("New   York,\tcity", "new york city", 1.0),
+        ("Straße", "STRASSE", 1.0),  # casefold folds ß to ss
+        ("ｐａｒｉｓ", "paris", 1.0),  # NFKC folds full-width letters
+        ("Paris France", "Paris", 0.0),
+        ("", "", 1.0),
+    ],
+)
+def test_lenient_mode_folds_case_punctuation_and_whitespace(prediction: str, reference: str, expected: float) -> None:
+    assert exact_match(prediction, reference, "lenient") == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference"),
+    [
+        ("42", "42"),
+        ("42.0", "42"),
+        ("forty-two", "42"),
+        ("$1,234", "1234"),
+        ("1,234.50", "1234.5"),
+        ("-3", "-3"),
+        ("−3", "-3"),  # unicode minus
+        ("minus three", "-3"),
+        ("50%", "50"),
+        ("50%", "0.5"),
+        ("one hundred and five", "105"),
+        ("The answer is 7.", "7"),
+        ("Working: 3 + 4 = 7\n#### 7", "7"),
+        ("It travels 260km in total", "260"),
+        ("\\boxed{12}", "12"),
+        ("1/2", "0.5"),
+        ("So she pays $1,600,000.", "1,600,000"),
+    ],
+)
+def test_numeric_mode_compares_numbers_by_value(prediction: str, reference: str) -> None:
+    assert exact_match(prediction, reference, "numeric") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference"),
+    [
+        ("41", "42"),
+        ("no idea", "42"),
+        ("", "42"),
+        ("42", "not a number"),
+        ("3", "-3"),
+        ("1,234", "1.234"),
+    ],
+)
+def test_numeric_mode_rejects_other_or_missing_numbers(prediction: str, reference: str) -> None:
+    assert exact_match(prediction, reference, "numeric") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("First 5 apples, then 10 - 3 = 7", 7.0),  # the last number, and '- 3' is not -3
+        ("The answer is 12. Check: 12 * 2 = 24", 12.0),  # the number after 'answer is' wins over the last one
+        ("Answer: 8 because 2 + 6", 8.0),
+        ("#### 18\nThe answer is 20", 18.0),  # '####' wins over 'answer is'
+        ("answer is unclear; 5 then 9", 5.0),  # no number right after the marker: the first one after it
+        ("The one with 4 legs", 4.0),  # 'the one' is a pronoun, not 1
+        ("no one knows", None),
+        ("COVID-19 caused 30 closures", 30.0),  # a hyphen inside a word is not a minus sign
+        ("x2 and y3", None),  # digits glued after letters are not numbers
+    ],
+)
+def test_extract_number_reads_the_final_answer(text: str, expected: float | None) -> None:
+    number = extract_number(text)
+    assert (number.value if number is not None else None) == expected
+
+
+def test_unknown_mode_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown exact_match mode 'fuzzy'"):
+        exact_match("a", "a", "fuzzy")
+
+
+def test_scorer_with_unknown_mode_is_a_config_error_naming_the_task() -> None:
+    with pytest.raises(ConfigError, match=r"tasks/t\.toml: scorer 'exact_match': unknown mode 'fuzzy'"):
+        build_scorer(ScorerSpec(name="exact_match", args={"mode": "fuzzy"}), where="tasks/t.toml")
+
+
+async def test_scorer_takes_the_best_of_several_references() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "lenient"}))
+    score = await scorer.score("the nile", sample(["Amazon", "The Nile"]))
+    assert score.value == 1.0
+
+
+async def test_numeric_scorer_reports_the_number_it_read() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
+    score = await scorer.score("I get $1,234.50 in total", sample("1234.5"))
+    assert (score.value, score.answer) == (1.0, "1234.5")
+    assert score.explanation == "read 1234.5; equals '1234.5'"
+
+
+async def test_numeric_scorer_explains_a_missing_number() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
+    score = await scorer.score("I cannot say", sample("7"))
+    assert score.value == 0.0 and score.explanation == "no number found in the output; expected '7'"
+
+
+async def test_numeric_tolerance_accepts_rounding_within_it() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric", "tolerance": 0.001}))
+    assert (await scorer.score("3.14", sample("3.14159"))).value == 0.0
+    assert (await scorer.score("3.142", sample("3.14159"))).value == 1.0
+
+
+def test_very_long_text_reads_its_last_number() -> None:
+    text = "word " * 100_000 + "so the total is 99"
+    assert exact_match(text, "99", "numeric") == 1.0
