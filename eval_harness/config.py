@@ -30,6 +30,7 @@ class RunConfig(BaseModel):
         default_factory=dict, description="--model-arg KEY=VALUE pairs (strings), or typed values from a manifest."
     )
     dataset: Path | None = Field(default=None, description="Dataset path overriding the task's own.")
+    skip_invalid: bool = Field(default=False, description="Run the valid lines of a dataset that has problems.")
     output_dir: Path = Field(default=DEFAULT_OUTPUT_DIR, description="Parent directory of run directories.")
     run_id: str | None = Field(default=None, description="Run directory name; default timestamp + suffix.")
     concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, description="Samples in flight at most.")

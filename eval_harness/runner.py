@@ -210,15 +210,16 @@ def _fingerprint(parts: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _validated_dataset(task: LoadedTask, path: Path) -> DatasetReport:
+def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
     report = validate_dataset(path, task.spec.dataset)
-    if not report.ok:
-        raise DatasetError(
-            f"{path}: the dataset has {report.problem_count} problem(s); fix them or run "
-            f"'eval-harness validate-dataset --path {path} --task {task.spec.name}'",
-            report.problem_lines(),
-        )
-    return report
+    if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
+        return report
+    hint = (
+        "duplicate ids make --skip-invalid ambiguous; fix them"
+        if skip_invalid and report.duplicate_ids
+        else "fix them, or pass --skip-invalid to run the valid lines only"
+    )
+    raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
 
 
 def _resumed_dataset(task: LoadedTask, path: Path, manifest: RunManifest) -> DatasetReport:
@@ -230,7 +231,7 @@ def _resumed_dataset(task: LoadedTask, path: Path, manifest: RunManifest) -> Dat
         return DatasetReport(
             path=str(path), sha256=sha256, lines=manifest.dataset.sample_count, valid=manifest.dataset.sample_count
         )
-    return _validated_dataset(task, path)
+    return _validated_dataset(task, path, skip_invalid=manifest.dataset.invalid_lines > 0)
 
 
 def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sample], frozenset[str]]:
@@ -318,7 +319,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
-    report = _validated_dataset(task, dataset_path)
+    report = _validated_dataset(task, dataset_path, config.skip_invalid)
     template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
     provider = _provider(config, settings)
     judge = _judge(config, settings)
@@ -361,6 +362,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             sha256=report.sha256,
             sample_count=report.valid,
             format=task.spec.dataset.format,
+            invalid_lines=report.problem_count,
         ),
         seed=config.seed,
         epochs=config.epochs,

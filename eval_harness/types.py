@@ -204,6 +204,7 @@ class DatasetInfo(BaseModel):
     sha256: str
     sample_count: int
     format: str = "jsonl"
+    invalid_lines: int = Field(default=0, description="Lines left out with --skip-invalid (0: the file is clean).")
 
 
 class ModelInfo(BaseModel):

@@ -267,3 +267,19 @@ def test_copied_run_directory_resumes_from_its_new_place(task_root: TaskRoot) ->
     result = resume(moved)
     assert result.status == "complete" and len(read_records(moved)) == 40
     assert json.loads((moved / "manifest.json").read_text())["run_id"] == "cut"
+
+
+def test_skip_invalid_runs_the_valid_lines_and_records_how_many_were_left_out(task_root: TaskRoot) -> None:
+    task_root.data("adder.jsonl", [*arithmetic_records(5), {"input": "", "target": "x"}, "not json"])
+    with pytest.raises(DatasetError, match="pass --skip-invalid to run the valid lines only"):
+        plan_run(config(task_root))
+    result = run(config(task_root, skip_invalid=True))
+    manifest = read_manifest(task_root.root / "results" / "r1")
+    assert (manifest.dataset.invalid_lines, manifest.dataset.sample_count, manifest.expected_records) == (2, 5, 5)
+    assert result.status == "complete" and len(read_records(task_root.root / "results" / "r1")) == 5
+
+
+def test_skip_invalid_still_refuses_duplicate_ids(task_root: TaskRoot) -> None:
+    task_root.data("adder.jsonl", [*arithmetic_records(3), arithmetic_records(1)[0]])
+    with pytest.raises(DatasetError, match="duplicate ids make --skip-invalid ambiguous"):
+        plan_run(config(task_root, skip_invalid=True))

@@ -98,6 +98,9 @@ def run_command(
     ] = "mock/default",
     model_arg: ModelArg = None,
     dataset: Annotated[Path | None, typer.Option(help="Dataset file overriding the task's own.")] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Run the valid lines of a dataset with problems (counted in the manifest).")
+    ] = False,
     output_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("results"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: timestamp + suffix).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Samples in flight at most.")] = 16,
@@ -138,6 +141,7 @@ def run_command(
         model=model,
         model_args=parse_key_values(model_arg or [], "--model-arg"),
         dataset=dataset,
+        skip_invalid=skip_invalid,
         output_dir=output_dir,
         run_id=run_id,
         concurrency=concurrency,
@@ -154,6 +158,13 @@ def run_command(
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )
     plan = plan_run(config)
+    if not plan.dataset_report.ok:
+        from eval_harness.cli import render
+
+        report = plan.dataset_report
+        render.stderr.print(f"--skip-invalid: leaving out {report.problem_count} line(s) with problems:", markup=False)
+        for line in report.problem_lines()[:10]:
+            render.stderr.print(f"  {line}", markup=False)
     if dry_run_:
         run_views.print_dry_run(dry_run(plan))
         return
