@@ -99,7 +99,10 @@ def run_command(
     model_arg: ModelArg = None,
     dataset: Annotated[Path | None, typer.Option(help="Dataset file overriding the task's own.")] = None,
     skip_invalid: Annotated[
-        bool, typer.Option(help="Run the valid lines of a dataset with problems (counted in the manifest).")
+        bool,
+        typer.Option(
+            "--skip-invalid", help="Run the valid lines of a dataset with problems (counted in the manifest)."
+        ),
     ] = False,
     output_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("results"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: timestamp + suffix).")] = None,
@@ -117,8 +120,12 @@ def run_command(
     fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")] = None,
     max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")] = None,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
-    retry_errors: Annotated[bool, typer.Option(help="On resume, re-run samples whose record holds an error.")] = False,
-    force: Annotated[bool, typer.Option(help="Resume even though the dataset/template/scorers/model changed.")] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="On resume, re-run samples whose record holds an error.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Resume even though the dataset/template/scorers/model changed.")
+    ] = False,
     rpm: Annotated[float | None, typer.Option(help="Client-side limit: requests per minute.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Client-side limit: tokens per minute.")] = None,
     cache: Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")] = False,
@@ -196,8 +203,12 @@ def resume_command(
     run_dir: Annotated[Path, typer.Argument(help="The run directory, e.g. results/<run_id>.")],
     concurrency: Annotated[int | None, typer.Option(min=1, help="Samples in flight (default: as before).")] = None,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds.")] = None,
-    retry_errors: Annotated[bool, typer.Option(help="Re-run samples whose record holds an error.")] = False,
-    force: Annotated[bool, typer.Option(help="Resume even though the dataset/template/scorers/model changed.")] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Resume even though the dataset/template/scorers/model changed.")
+    ] = False,
     fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X.")] = None,
     max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
