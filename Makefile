@@ -36,6 +36,7 @@ demo: $(STAMP)
 		--output-dir results/demo --run-id model-a
 	$(BIN)/eval-harness run --task capability_profile --model mock/context-strong $(MODEL_B_ARGS) \
 		--output-dir results/demo --run-id model-b
+	$(BIN)/eval-harness compare --run-a results/demo/model-a --run-b results/demo/model-b
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -50,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/resume.py
 	$(BIN)/python bench/scoring.py
+	$(BIN)/python bench/report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

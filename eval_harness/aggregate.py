@@ -1,6 +1,22 @@
-"""Aggregate a run's records into per-axis statistics (summary.json), streaming the artifact once.
+"""Read a run's samples.jsonl into numpy columns and aggregate them (summary.json, reports, comparisons).
 
-Records are read as plain dicts (no model validation) so a million-record run aggregates in seconds.
+Reading is the expensive part of every report: a million records are about 900 MB of JSON, and parsing
+each line with ``orjson`` takes 7-15 s on a small machine; this reader takes 4-7 s (``bench/report.py``).
+:func:`load_columns` reads the file in 16 MB chunks and finds the few fields it needs with numpy: the
+newline and comma positions of the chunk are located once, and every field is then reached from a comma
+whose bytes are checked against the field's key (its first and last eight bytes, the whole key for
+most). This works because records are written by pydantic in a fixed field order with no spaces, and
+because the two bytes ``,"`` never occur inside a JSON string (a quote there is escaped), so a comma
+followed by ``"key":`` is always a key. Any line that does not have exactly the expected shape (an error
+whose scorer failed half-way, retries, escaped characters in the id, a record written by another tool)
+is parsed with ``orjson`` instead, so the fast path decides only how fast a line is read, never what is
+read from it. The fast path checks the structure around the fields it reads, not the validity of the
+whole line: a line damaged in the middle of its output text is not noticed.
+
+Records of the same ``(sample_id, epoch)`` may repeat after ``--retry-errors``; the last one wins.
+Identities are 128-bit hashes of the UTF-8 sample id (and epoch), computed with numpy, so that a million
+keys take milliseconds to deduplicate and join instead of a million Python strings.
+
 Errors are counted as wrong (score 0) in ``mean``; ``mean_excluding_errors`` is the other policy.
 """
 
@@ -8,121 +24,1116 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
+import orjson
+from numpy.typing import NDArray
 
-from eval_harness.artifacts import iter_record_dicts
-from eval_harness.stats import mean_ci
+from eval_harness.errors import ArtifactError
+from eval_harness.stats import mean_ci, pass_at_k
 from eval_harness.types import AxisStats, RunManifest, RunSummary
+
+__all__ = [
+    "EpochStats",
+    "RunColumns",
+    "ScorerDistribution",
+    "axis_stats",
+    "default_workers",
+    "epoch_stats",
+    "errors_by_type",
+    "judge_cost",
+    "load_columns",
+    "per_axis",
+    "read_records_at",
+    "scorer_distribution",
+    "scorer_distributions",
+    "scorer_keys",
+    "summarize",
+    "summarize_columns",
+]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+U64 = NDArray[np.uint64]
+Bool = NDArray[np.bool_]
+
+_CHUNK_BYTES: Final[int] = 1 << 24
+# Zero bytes after each chunk, so that checking a key at the very end never indexes past the buffer.
+_PAD: Final[int] = 64
+# Numbers are gathered into fixed-width cells; repr() of any float64 fits in 24 characters.
+_NUMBER_WIDTH: Final[int] = 24
+# Ids and axis names longer than this go through orjson: it bounds the gather matrix of a chunk.
+_MAX_NAME_BYTES: Final[int] = 512
+
+_NUMBER_CHARS = np.zeros(256, dtype=np.bool_)
+_NUMBER_CHARS[np.frombuffer(b"0123456789.eE+-", dtype=np.uint8)] = True
+
+
+# --------------------------------------------------------------------------------------------------
+# hashing of byte spans (identities of sample ids, keys and names)
+# --------------------------------------------------------------------------------------------------
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_SEEDS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03))
+
+
+def _mix(x: U64) -> U64:
+    # The splitmix64 finaliser: every input bit affects every output bit.
+    x = x ^ (x >> np.uint64(30))
+    x = x * _MIX1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+def _words(buf: NDArray[np.uint8]) -> U64:
+    """Every 8-byte window of ``buf`` as a little-endian uint64 (element i = bytes i..i+7), without copying.
+
+    Gathering one window reads 8 bytes with one index, so comparing a 20-byte key costs three gathers
+    instead of twenty."""
+    return np.ndarray(shape=(buf.size - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+
+
+def _masked_words(words: U64, start: I64, length: I64, j: int) -> U64:
+    """Word ``j`` of each span with the bytes past the span's end zeroed."""
+    remaining = length - 8 * j
+    if not j:
+        word = words[start]
+    elif remaining.size and int(remaining.min()) >= 8:
+        return words[start + 8 * j]
+    else:
+        # Spans shorter than this word read nothing from it: clip so they cannot index past the buffer.
+        word = words[np.minimum(start + 8 * j, words.size - 1)]
+    if remaining.size and int(remaining.min()) >= 8:
+        return word
+    return word & _MASKS[np.clip(remaining, 0, 8)]
+
+
+_FULL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_NULL, _ONE, _ZERO, _TRUE, _FALSE = (
+    np.uint64(int.from_bytes(text, "little")) for text in (b"null", b"1.0", b"0.0", b"true", b"false")
+)
+_COLUMNS = np.arange(8, dtype=np.int64)
+_ZEROS = np.uint64(0x3030303030303030)
+# Lane masks of the SWAR steps: digit pairs into 16-bit lanes, then 32-bit, then the whole word.
+_SWAR_1, _SWAR_2 = np.uint64(0x0F000F000F000F00), np.uint64(0x000F000F000F000F)
+_SWAR_3, _SWAR_4 = np.uint64(0x00FF000000FF0000), np.uint64(0x000000FF000000FF)
+_SWAR_5, _SWAR_6 = np.uint64(0x0000FFFF00000000), np.uint64(0x000000000000FFFF)
+
+
+def _parse_cells(cells: NDArray[np.uint8]) -> tuple[F64, Bool]:
+    """Parse rows of NUL-padded number text; (values, which rows were numbers).
+
+    Costs, counts and rounded latencies repeat a lot within a block: when a sample of the rows shows
+    few distinct texts, each distinct text is parsed once (string conversion dominates the reading time).
+    """
+    n, width = cells.shape
+    if n == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.bool_)
+    texts = cells.view(f"S{width}").ravel()
+    if n > 256 and np.unique(texts[:256]).size <= 64:
+        unique, inverse = np.unique(texts, return_inverse=True)
+        values, good = _parse_texts(unique)
+        return values[inverse.reshape(-1)], good[inverse.reshape(-1)]
+    return _parse_texts(texts)
+
+
+def _parse_texts(texts: NDArray[np.bytes_]) -> tuple[F64, Bool]:
+    try:
+        return texts.astype(np.float64), np.ones(texts.size, dtype=np.bool_)
+    except ValueError:  # characters of numbers that do not form one: leave those lines to orjson
+        values = np.full(texts.size, np.nan)
+        good = np.zeros(texts.size, dtype=np.bool_)
+        for i, text in enumerate(texts.tolist()):
+            try:
+                values[i] = float(text)
+                good[i] = True
+            except ValueError:
+                pass
+        return values, good
+
+
+def _hash_spans(buf: NDArray[np.uint8], start: I64, length: I64) -> U64:
+    """Two independent 64-bit hashes (an ``(n, 2)`` array) of the byte spans ``buf[start:start+length]``.
+
+    ``buf`` must extend at least 7 bytes past every span."""
+    n = start.size
+    out = np.empty((n, 2), dtype=np.uint64)
+    if n == 0:
+        return out
+    words = _words(buf)
+    count = max(1, -(-int(length.max()) // 8))
+    hashes = [_mix(length.astype(np.uint64) ^ seed) for seed in _SEEDS]
+    for j in range(count):
+        word = _masked_words(words, start, length, j)
+        # Only a span's own words count, so a hash does not depend on the other spans of the batch.
+        own = length > 8 * j
+        hashes = [np.where(own, _mix(h ^ word ^ seed), h) for h, seed in zip(hashes, _SEEDS, strict=True)]
+    out[:, 0], out[:, 1] = hashes
+    return out
+
+
+def _hash_strings(values: Sequence[str]) -> U64:
+    """The :func:`_hash_spans` hashes of the UTF-8 encoding of each string."""
+    encoded = [v.encode() for v in values]
+    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    if len(encoded) > 1:
+        starts[1:] = np.cumsum(lengths[:-1])
+    joined = b"".join(encoded) + bytes(8)
+    return _hash_spans(np.frombuffer(joined, dtype=np.uint8), starts, lengths)
+
+
+def _key_hash(sample_hash: U64, epoch: I64) -> U64:
+    """Identity of ``(sample_id, epoch)`` from the sample id's hash and the epoch."""
+    e = epoch.astype(np.uint64)
+    out = np.empty_like(sample_hash)
+    for column, seed in enumerate(_SEEDS):
+        out[:, column] = _mix(sample_hash[:, column] ^ _mix(e + seed))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# the columns
+# --------------------------------------------------------------------------------------------------
+
+
+# The per-row columns shared by RunColumns and a chunk being read: dtype, and the value of a row that has
+# not been read (NaN: unknown; -1: no error type).
+_ROW_COLUMNS: Final[dict[str, tuple[Any, Any]]] = {
+    "axis": (np.int32, 0),
+    "epoch": (np.int64, 0),
+    "score": (np.float64, np.nan),
+    "error": (np.bool_, False),
+    "error_type": (np.int32, -1),
+    "passed": (np.bool_, False),
+    "latency_ms": (np.float64, np.nan),
+    "cost_usd": (np.float64, np.nan),
+    "prompt_tokens": (np.int64, 0),
+    "completion_tokens": (np.int64, 0),
+    "judge_used": (np.bool_, False),
+    "judge_prompt_tokens": (np.int64, 0),
+    "judge_completion_tokens": (np.int64, 0),
+    "judge_cost_usd": (np.float64, np.nan),
+    "cached": (np.bool_, False),
+    "backoff_s": (np.float64, 0.0),
+    "offset": (np.int64, 0),
+    "line": (np.int64, 0),
+}
+# What ``light`` reading leaves out (see load_columns).
+_HEAVY_COLUMNS: Final = (
+    "prompt_tokens",
+    "completion_tokens",
+    "judge_used",
+    "judge_prompt_tokens",
+    "judge_completion_tokens",
+    "judge_cost_usd",
+    "cached",
+    "backoff_s",
+)
 
 
 @dataclass
-class _Accumulator:
-    scores: list[float] = field(default_factory=list)
-    errors: int = 0
-    passed: int = 0
-    costs: list[float] = field(default_factory=list)
-    cost_known: bool = True
-    latencies: list[float] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+class RunColumns:
+    """A run's records as numpy columns, one row per ``(sample_id, epoch)`` (the latest record), in file order."""
 
-    def add(self, record: dict[str, Any]) -> None:
-        score = record.get("score")
-        if record.get("error") is not None or score is None:
-            self.errors += 1
-            self.scores.append(0.0)
-        else:
-            self.scores.append(float(score))
-            if record.get("passed"):
-                self.passed += 1
-        cost = record.get("cost_usd")
-        if cost is None:
-            if record.get("error") is None:
-                self.cost_known = False
-        else:
-            self.costs.append(cost)
-        latency = record.get("latency_ms")
-        if latency is not None:
-            self.latencies.append(latency)
-        usage = record.get("usage") or {}
-        self.prompt_tokens += usage.get("prompt_tokens") or 0
-        self.completion_tokens += usage.get("completion_tokens") or 0
+    axes: list[str]
+    """Axis names; ``axis`` holds indices into this list."""
+    axis: NDArray[np.int32]
+    epoch: I64
+    score: F64
+    """Final score; NaN when the record has none (an error)."""
+    error: Bool
+    """True when the record holds an error or has no final score: counted as wrong (score 0)."""
+    error_types: list[str]
+    error_type: NDArray[np.int32]
+    """Index into ``error_types``; -1 when the record holds no error."""
+    passed: Bool
+    latency_ms: F64
+    """NaN when unknown."""
+    cost_usd: F64
+    """NaN when unknown (no price)."""
+    prompt_tokens: I64
+    completion_tokens: I64
+    judge_used: Bool
+    """True when a model-based scorer spent tokens on the record."""
+    judge_prompt_tokens: I64
+    judge_completion_tokens: I64
+    judge_cost_usd: F64
+    cached: Bool
+    backoff_s: F64
+    scorers: dict[str, F64]
+    """Per-scorer values; NaN where the scorer has no value for the record."""
+    sample_hash: U64
+    """``(n, 2)`` 128-bit identity of the sample id."""
+    key_hash: U64
+    """``(n, 2)`` 128-bit identity of ``(sample_id, epoch)``."""
+    offset: I64
+    """Byte offset of the record's line, to read the whole record back (``read_records_at``)."""
+    line: I64
+    """1-based line number of the record."""
+    retries: dict[str, int] = field(default_factory=dict)
+    """Retries by cause, summed over the rows."""
+    lines_read: int = 0
+    fast_lines: int = 0
+    """Lines read by the numpy fast path (the others went through orjson)."""
+    torn_bytes: int = 0
 
-    def merge(self, other: _Accumulator) -> None:
-        self.scores.extend(other.scores)
-        self.errors += other.errors
-        self.passed += other.passed
-        self.costs.extend(other.costs)
-        self.cost_known = self.cost_known and other.cost_known
-        self.latencies.extend(other.latencies)
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
+    @property
+    def n(self) -> int:
+        """Number of rows (distinct keys)."""
+        return int(self.score.size)
 
-    def stats(self, axis: str, ci_method: str = "auto", seed: int = 0) -> AxisStats:
-        n = len(self.scores)
-        scores = np.asarray(self.scores, dtype=float)
-        clean = n - self.errors
-        mean, low, high, method = mean_ci(scores, method=ci_method, seed=seed) if n else (None, None, None, "none")
-        excluding = (float(scores.sum()) / clean) if clean else None  # errors contribute 0 to the sum
-        # fsum is exact, so the total does not depend on the order records were written in (resumes reorder them).
-        cost_total = math.fsum(self.costs) if self.cost_known else None
-        cost_mean = cost_total / n if cost_total is not None and n else None
-        latencies = np.asarray(self.latencies, dtype=float)
-        p50, p95 = np.percentile(latencies, [50, 95]).tolist() if latencies.size else (None, None)
-        return AxisStats(
-            axis=axis,
-            n=n,
-            errors=self.errors,
-            error_rate=self.errors / n if n else 0.0,
-            mean=mean,
-            mean_excluding_errors=excluding,
-            ci=(low, high) if low is not None and high is not None else None,
-            ci_method=method,
-            pass_rate=self.passed / n if n else None,
-            cost_total_usd=cost_total,
-            cost_mean_usd=cost_mean,
-            cost_known=self.cost_known,
-            accuracy_per_dollar=(mean / cost_mean) if mean is not None and cost_mean else None,
-            latency_p50_ms=p50,
-            latency_p95_ms=p95,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
+    @property
+    def final(self) -> F64:
+        """Final scores with errors counted as 0 (the default policy)."""
+        return np.where(self.error, 0.0, np.nan_to_num(self.score, nan=0.0))
+
+    def take(self, rows: NDArray[np.intp] | Bool) -> RunColumns:
+        """A subset of the rows (an index array or a mask), every column alike."""
+        return replace(
+            self,
+            scorers={name: values[rows] for name, values in self.scorers.items()},
+            sample_hash=self.sample_hash[rows],
+            key_hash=self.key_hash[rows],
+            **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS},
         )
 
 
-def summarize(samples_path: Path, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
-    """The summary of the whole artifact (every session), with the manifest's status."""
-    by_axis: dict[str, _Accumulator] = {}
-    errors_by_type: Counter[str] = Counter()
-    retries: Counter[str] = Counter()
-    backoff = 0.0
-    cached = 0
-    judge_cost: float | None = None
-    for record in iter_record_dicts(samples_path):
-        axis = record.get("axis", "default")
-        accumulator = by_axis.get(axis)
-        if accumulator is None:
-            accumulator = by_axis[axis] = _Accumulator()
-        accumulator.add(record)
-        error = record.get("error")
-        if error is not None:
-            errors_by_type[error.get("type", "Error")] += 1
-        if record.get("retries"):
-            retries.update(record["retries"])
-        backoff += record.get("backoff_s") or 0.0
-        if record.get("cached"):
-            cached += 1
-        if record.get("judge_cost_usd") is not None:
-            judge_cost = (judge_cost or 0.0) + record["judge_cost_usd"]
-    axes = [by_axis[name].stats(name, ci_method, manifest.seed) for name in sorted(by_axis)]
-    total = _Accumulator()
-    for accumulator in by_axis.values():
-        total.merge(accumulator)
-    overall = total.stats("overall", ci_method, manifest.seed)
+@dataclass
+class _Chunk:
+    """The columns of one chunk's lines, before deduplication; names are still per-chunk strings."""
+
+    size: int
+    axis_name: list[str]
+    axis: NDArray[np.int32]
+    epoch: I64
+    score: F64
+    error: Bool
+    error_type_name: list[str]
+    error_type: NDArray[np.int32]
+    passed: Bool
+    latency_ms: F64
+    cost_usd: F64
+    prompt_tokens: I64
+    completion_tokens: I64
+    judge_used: Bool
+    judge_prompt_tokens: I64
+    judge_completion_tokens: I64
+    judge_cost_usd: F64
+    cached: Bool
+    backoff_s: F64
+    scorers: dict[str, F64]
+    sample_hash: U64
+    offset: I64
+    line: I64
+    retries: dict[int, dict[str, int]]
+    fast: int = 0
+
+    @classmethod
+    def empty(cls, size: int) -> _Chunk:
+        columns: dict[str, Any] = {
+            name: np.full(size, fill, dtype=dtype) for name, (dtype, fill) in _ROW_COLUMNS.items()
+        }
+        return cls(
+            size=size,
+            axis_name=[],
+            error_type_name=[],
+            scorers={},
+            sample_hash=np.zeros((size, 2), dtype=np.uint64),
+            retries={},
+            **columns,
+        )
+
+    def scorer(self, name: str) -> F64:
+        column = self.scorers.get(name)
+        if column is None:
+            column = self.scorers[name] = np.full(self.size, np.nan)
+        return column
+
+
+def _code(names: list[str], index: dict[str, int], name: str) -> int:
+    code = index.get(name)
+    if code is None:
+        code = index[name] = len(names)
+        names.append(name)
+    return code
+
+
+# --------------------------------------------------------------------------------------------------
+# the fast path: fields located with numpy
+# --------------------------------------------------------------------------------------------------
+
+_HEAD = b'{"sample_id":"'
+_EPOCH = b',"epoch":'
+_AXIS = b',"axis":"'
+_TAGS = b',"tags":'
+_LATENCY = b',"latency_ms":'
+_PASSED = b',"passed":'
+_SCORE = b',"score":'
+_SCORES_EMPTY = b',"scores":{}'
+_USAGE = b',"usage":{"prompt_tokens":'
+_COMPLETION = b',"completion_tokens":'
+_CACHED_TOKENS = b',"cached_tokens":'
+_REASONING = b',"reasoning_tokens":'
+_COST = b',"cost_usd":'
+_NO_ERROR = b',"error":null,"attempts":'
+_ERROR = b',"error":{"type":"'
+_MESSAGE = b',"message":"'
+_JUDGE_COST = b',"judge_cost_usd":'
+_JUDGE_NULL = b',"judge_usage":null'
+_JUDGE_USAGE = b',"judge_usage":{"prompt_tokens":'
+_CACHED = b',"cached":'
+_RETRIES_EMPTY = b',"retries":{}'
+_BACKOFF = b',"backoff_s":'
+_QUOTE, _BRACE, _BACKSLASH = ord('"'), ord("}"), ord("\\")
+_PATTERN_WORDS: dict[bytes, list[tuple[int, np.uint64, np.uint64]]] = {}
+
+
+def _pattern_words(pattern: bytes) -> list[tuple[int, np.uint64, np.uint64]]:
+    """``pattern`` as (offset, little-endian value, mask) words for comparison with ``_Buffer.words``.
+
+    A key is compared by its first and last eight bytes (the whole key when it is at most 16 bytes long):
+    at the comma where the fixed field order puts it, that tells it from every other field name of the
+    record, and long keys would otherwise cost a third and fourth gather per line.
+    """
+    words = _PATTERN_WORDS.get(pattern)
+    if words is None:
+        if len(pattern) <= 8:
+            mask = _FULL if len(pattern) == 8 else np.uint64((1 << (8 * len(pattern))) - 1)
+            words = [(0, np.uint64(int.from_bytes(pattern, "little")), mask)]
+        else:
+            last = len(pattern) - 8
+            words = [
+                (offset, np.uint64(int.from_bytes(pattern[offset : offset + 8], "little")), _FULL)
+                for offset in (0, last)
+            ]
+        _PATTERN_WORDS[pattern] = words
+    return words
+
+
+class _Buffer:
+    """One chunk of complete lines in a padded byte array, with its comma positions for walking fields.
+
+    Fields are reached by comma *index*: the field after the one at comma ``i`` starts at comma ``i + 1``,
+    so walking a record costs an array lookup per field, not a search.
+    """
+
+    def __init__(self, buf: NDArray[np.uint8], size: int, sentinel: int) -> None:
+        self.buf = buf
+        self.words = _words(buf)
+        self.ends = np.flatnonzero(buf[:size] == 10).astype(np.int64)
+        self.starts = np.empty_like(self.ends)
+        if self.ends.size:
+            self.starts[0] = 0
+            self.starts[1:] = self.ends[:-1] + 1
+        # Sentinels: "no comma before" sorts as -1 and "no comma after" as ``sentinel``; both are *read* at
+        # ``sentinel``, zero padding where no key matches, so checking a key needs no bounds test.
+        self.commas = np.concatenate(([-1], np.flatnonzero(buf[:size] == 44), [sentinel])).astype(np.int64)
+        self.positions = self.commas.copy()
+        self.positions[0] = sentinel
+        self._last = self.commas.size - 1
+
+    def text(self, start: int, end: int) -> bytes:
+        return self.buf[start:end].tobytes()
+
+    def at(self, index: I64, step: int = 0) -> I64:
+        """Positions of the commas ``step`` after (or before, if negative) the commas with these indices."""
+        return self.positions[np.clip(index + step, 0, self._last)]
+
+    def match(self, pos: I64, pattern: bytes) -> Bool:
+        """Whether ``pattern`` starts at each position. Positions come from the commas (or a few bytes
+        before one), so they lie inside the buffer or wrap to its end: garbage in, False out, no error."""
+        result: Bool | None = None
+        for offset, value, mask in _pattern_words(pattern):
+            word = self.words[pos + offset] if offset else self.words[pos]
+            same = (word == value) if mask == _FULL else ((word & mask) == value)
+            result = same if result is None else result & same
+        assert result is not None
+        return result
+
+    def byte(self, pos: I64) -> NDArray[np.uint8]:
+        return self.buf[pos]
+
+    def first_comma_index(self, pos: I64) -> I64:
+        """Index of the first comma at or after each position."""
+        return np.searchsorted(self.commas, pos, side="left").astype(np.int64)
+
+    def keyed_comma_index(self, pattern: bytes, rare: int) -> tuple[I64, Bool]:
+        """For each line, the comma index where ``pattern`` (a comma and a key) starts, and whether it occurs
+        exactly once in the line. Commas are filtered first on the byte at offset ``rare``, uncommon in
+        text, so that the full comparison runs on few candidates."""
+        commas = self.commas[1:-1]
+        candidates = np.flatnonzero(self.buf[commas + rare] == pattern[rare])
+        found = candidates[self.match(commas[candidates], pattern)] + 1  # +1: index into self.commas
+        line = np.searchsorted(self.ends, self.commas[found], side="left")
+        count = np.bincount(line, minlength=self.ends.size)
+        index = np.zeros(self.ends.size, dtype=np.int64)
+        index[line] = found
+        return index, count == 1
+
+    def no_backslash(self, start: I64, end: I64) -> Bool:
+        """Whether each span is short enough for the fast path and holds no escape sequence."""
+        length = end - start
+        ok = (length >= 0) & (length <= _MAX_NAME_BYTES)
+        if not ok.any():
+            return ok
+        length = np.where(ok, length, 0)
+        at = np.maximum(start, 0)
+        for j in range(-(-int(length.max()) // 8)):
+            cells = _masked_words(self.words, at, length, j).view(np.uint8).reshape(-1, 8)
+            ok &= ~np.any(cells == _BACKSLASH, axis=1)
+        return ok
+
+    def numbers(self, start: I64, end: I64) -> tuple[F64, Bool]:
+        """Parse JSON numbers or ``null`` (NaN) in the spans; the mask says which spans were numbers."""
+        n = start.size
+        out = np.full(n, np.nan)
+        length = end - start
+        # Scores are mostly exactly 0 or 1 and many fields null; recognising them from the first word
+        # skips the string conversion.
+        first = _masked_words(self.words, np.maximum(start, 0), np.clip(length, 0, 8), 0)
+        null = (length == 4) & (first == _NULL)
+        one = (length == 3) & (first == _ONE)
+        zero = (length == 3) & (first == _ZERO)
+        out[one] = 1.0
+        out[zero] = 0.0
+        ok = null | one | zero
+        rest = np.flatnonzero(~ok & (length >= 1) & (length <= _NUMBER_WIDTH))
+        if rest.size:
+            at, size = start[rest], length[rest]
+            count = -(-int(size.max()) // 8)
+            words = np.stack([_masked_words(self.words, at, size, j) for j in range(count)], axis=1)
+            cells = words.view(np.uint8).reshape(rest.size, 8 * count)
+            valid = np.all(_NUMBER_CHARS[cells] | (cells == 0), axis=1)
+            rest, cells = rest[valid], np.ascontiguousarray(cells[valid])
+            parsed, parsed_ok = _parse_cells(cells)
+            out[rest] = parsed
+            ok[rest] = parsed_ok
+        return out, ok
+
+    def integers(self, start: I64, end: I64) -> tuple[F64, Bool]:
+        """Parse non-negative JSON integers in the spans (counts, epochs); others go to :meth:`numbers`.
+
+        Up to 8 digits are read from one word with the SWAR digit-combining steps (a handful of operations
+        on one uint64 per span) instead of a string conversion.
+        """
+        length = end - start
+        short = (length >= 1) & (length <= 8)
+        size = np.where(short, length, 0)
+        word = _masked_words(self.words, start, size, 0)
+        cells = word.view(np.uint8).reshape(-1, 8)
+        inside = size[:, None] > _COLUMNS
+        ok = short & np.all(~inside | ((cells >= 48) & (cells <= 57)), axis=1)
+        # Digits as values, the most significant in byte 0, right-aligned into 8 places (leading zeros).
+        digits = (word - (_ZEROS & _MASKS[size])) << (np.uint64(8) * (np.uint64(8) - size.astype(np.uint64)))
+        pairs = ((digits & _SWAR_1) >> np.uint64(8)) + (digits & _SWAR_2) * np.uint64(10)
+        quads = ((pairs & _SWAR_3) >> np.uint64(16)) + (pairs & _SWAR_4) * np.uint64(100)
+        value = ((quads & _SWAR_5) >> np.uint64(32)) + (quads & _SWAR_6) * np.uint64(10000)
+        out = np.where(ok, value, 0).astype(np.float64)
+        other = np.flatnonzero(~ok)
+        if other.size:
+            values, good = self.numbers(start[other], end[other])
+            out[other] = values
+            ok[other] = good
+        return out, ok
+
+    def literals(self, start: I64, end: I64) -> tuple[Bool, Bool]:
+        """``true``/``false``/``null`` in the spans: (value, recognised); null reads as False."""
+        length = end - start
+        first = _masked_words(self.words, np.maximum(start, 0), np.clip(length, 0, 8), 0)
+        true = (length == 4) & (first == _TRUE)
+        false = (length == 5) & (first == _FALSE)
+        null = (length == 4) & (first == _NULL)
+        return true, true | false | null
+
+    def names(self, start: I64, end: I64) -> tuple[list[str], NDArray[np.int32]]:
+        """Decode the few distinct names (axes, error types) of the spans: (names, index of each span)."""
+        hashes = _hash_spans(self.buf, start, end - start)[:, 0]
+        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        names = [self.text(int(start[i]), int(end[i])).decode(errors="replace") for i in first]
+        return names, inverse.astype(np.int32).reshape(-1)
+
+
+def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = False) -> Bool:
+    """Fill ``chunk`` for every line of the expected shape; return which lines were filled.
+
+    ``light`` reads only what a comparison needs (identity, axis, score, error, passed, latency, cost) and
+    checks the shape of each line only around those fields: about half the work.
+    """
+    starts, ends = b.starts, b.ends
+    # Head: {"sample_id":"ID","epoch":N,"axis":"AXIS","tags":
+    i_epoch = b.first_comma_index(starts)
+    c_epoch, c_axis, c_tags = b.at(i_epoch), b.at(i_epoch, 1), b.at(i_epoch, 2)
+    ok = b.match(starts, _HEAD)
+    ok &= (b.byte(c_epoch - 1) == _QUOTE) & b.match(c_epoch, _EPOCH)
+    ok &= b.match(c_axis, _AXIS)
+    ok &= (b.byte(c_tags - 1) == _QUOTE) & b.match(c_tags, _TAGS)
+    id_start, id_end = starts + len(_HEAD), c_epoch - 1
+    axis_start, axis_end = c_axis + len(_AXIS), c_tags - 1
+    ok &= b.no_backslash(id_start, id_end) & b.no_backslash(axis_start, axis_end)
+
+    # The anchor: ,"latency_ms": occurs once per line, after the text fields; its neighbours by comma.
+    i_latency, once = b.keyed_comma_index(_LATENCY, 8)
+    ok &= once
+    c_latency, c_passed, c_score = b.at(i_latency), b.at(i_latency, -1), b.at(i_latency, -2)
+    ok &= b.match(c_passed, _PASSED)
+    ok &= b.match(c_score, _SCORE) & (b.byte(c_score - 1) == _BRACE) & (c_score > c_tags)
+
+    # Forward from latency: usage, cost, error.
+    c_usage, c_completion, c_cached_tokens = b.at(i_latency, 1), b.at(i_latency, 2), b.at(i_latency, 3)
+    c_reasoning, c_cost, c_error, c_message = (b.at(i_latency, k) for k in (4, 5, 6, 7))
+    ok &= b.match(c_usage, _USAGE) & b.match(c_completion, _COMPLETION)
+    ok &= b.match(c_cached_tokens, _CACHED_TOKENS) & b.match(c_reasoning, _REASONING)
+    ok &= b.match(c_cost, _COST) & (b.byte(c_cost - 1) == _BRACE)
+    no_error = b.match(c_error, _NO_ERROR)
+    has_error = b.match(c_error, _ERROR) & (b.byte(c_message - 1) == _QUOTE) & b.match(c_message, _MESSAGE)
+    has_error &= b.no_backslash(c_error + len(_ERROR), c_message - 1)
+    ok &= no_error | has_error
+
+    spans: dict[str, tuple[I64, I64]] = {
+        "epoch": (c_epoch + len(_EPOCH), c_axis),
+        "score": (c_score + len(_SCORE), c_passed),
+        "latency_ms": (c_latency + len(_LATENCY), c_usage),
+        "cost_usd": (c_cost + len(_COST), c_error),
+    }
+    integers = {"epoch"}
+    literals = {"passed": (c_passed + len(_PASSED), c_latency)}
+    scorer_spans: list[tuple[I64, I64]] = []
+    walk_ok = np.zeros(starts.size, dtype=np.bool_)
+    judge_object = np.zeros(starts.size, dtype=np.bool_)
+    if not light:
+        # The scores dict, walked backwards from its closing brace: one comma per scorer in the task's order.
+        empty = c_score - len(_SCORES_EMPTY)
+        empty_scores = b.match(empty, _SCORES_EMPTY) & (empty > c_tags)
+        walk_ok[:] = bool(keys)
+        value_end = c_score - 1
+        for j in range(len(keys) - 1, -1, -1):
+            comma = b.at(i_latency, -3 - (len(keys) - 1 - j))
+            pattern = (b',"scores":{' if j == 0 else b",") + orjson.dumps(keys[j]) + b":"
+            walk_ok &= b.match(comma, pattern)
+            if j == 0:
+                walk_ok &= comma > c_tags
+            scorer_spans.append((comma + len(pattern), value_end))
+            value_end = comma
+        scorer_spans.reverse()
+        ok &= walk_ok | empty_scores
+
+        # ,"judge_cost_usd": occurs once per line, after the explanations; the judge usage just before it.
+        i_judge, once = b.keyed_comma_index(_JUDGE_COST, 2)
+        c_judge, c_cached, c_after_cached = b.at(i_judge), b.at(i_judge, 1), b.at(i_judge, 2)
+        ok &= once & (c_judge > c_error) & b.match(c_cached, _CACHED)
+        c_j_reasoning, c_j_cached, c_j_completion, c_j_usage = (b.at(i_judge, k) for k in (-1, -2, -3, -4))
+        judge_null = b.match(c_j_reasoning, _JUDGE_NULL) & (c_j_reasoning + len(_JUDGE_NULL) == c_judge)
+        judge_object = (
+            b.match(c_j_usage, _JUDGE_USAGE)
+            & b.match(c_j_completion, _COMPLETION)
+            & b.match(c_j_cached, _CACHED_TOKENS)
+            & b.match(c_j_reasoning, _REASONING)
+            & (b.byte(c_judge - 1) == _BRACE)
+            & (c_j_usage > c_error)
+            & ~judge_null
+        )
+        ok &= judge_null | judge_object
+
+        # Tail: ,"retries":{},"backoff_s":X}
+        i_backoff = b.first_comma_index(ends) - 1
+        c_backoff, c_retries = b.at(i_backoff), b.at(i_backoff, -1)
+        ok &= b.match(c_backoff, _BACKOFF) & (b.byte(ends - 1) == _BRACE)
+        ok &= b.match(c_retries, _RETRIES_EMPTY) & (c_retries + len(_RETRIES_EMPTY) == c_backoff)
+        ok &= c_retries > c_cached
+
+        spans |= {
+            "prompt_tokens": (c_usage + len(_USAGE), c_completion),
+            "completion_tokens": (c_completion + len(_COMPLETION), c_cached_tokens),
+            "judge_cost_usd": (c_judge + len(_JUDGE_COST), c_cached),
+            "backoff_s": (c_backoff + len(_BACKOFF), ends - 1),
+            "judge_prompt_tokens": (c_j_usage + len(_JUDGE_USAGE), c_j_completion),
+            "judge_completion_tokens": (c_j_completion + len(_COMPLETION), c_j_cached),
+        }
+        integers |= {"prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens"}
+        literals["cached"] = (c_cached + len(_CACHED), c_after_cached)
+
+    rows = np.flatnonzero(ok)
+    if rows.size == 0:
+        return ok
+    good = np.ones(rows.size, dtype=np.bool_)
+    judged = judge_object[rows]
+    values: dict[str, F64] = {}
+    for name, (start, end) in spans.items():
+        if name.startswith("judge_") and name.endswith("_tokens"):
+            # Only records with a judge usage object have these counts.
+            parsed = np.zeros(rows.size)
+            if judged.any():
+                counted = rows[judged]
+                parsed[judged], parsed_ok = b.integers(start[counted], end[counted])
+                good[judged] &= parsed_ok
+        else:
+            parsed, parsed_ok = (b.integers if name in integers else b.numbers)(start[rows], end[rows])
+            good &= parsed_ok
+        values[name] = parsed
+    flags: dict[str, Bool] = {}
+    for name, (start, end) in literals.items():
+        flags[name], recognised = b.literals(start[rows], end[rows])
+        good &= recognised
+    epoch = values["epoch"]
+    good &= np.isfinite(epoch) & (epoch >= 0) & (epoch == np.floor(epoch))
+    for name in ("prompt_tokens", "completion_tokens", "backoff_s"):
+        if name in values:
+            good &= ~np.isnan(values[name])
+    scored = walk_ok[rows]
+    scores: list[F64] = []
+    for start, end in scorer_spans:
+        parsed, parsed_ok = b.numbers(start[rows], end[rows])
+        good &= ~scored | parsed_ok
+        scores.append(np.where(scored, parsed, np.nan))
+
+    # A line whose values did not parse goes to orjson like any other odd line.
+    ok[rows[~good]] = False
+    rows = rows[good]
+    if rows.size == 0:
+        return ok
+    chunk.epoch[rows] = values.pop("epoch")[good].astype(np.int64)
+    for name, parsed in values.items():
+        column = getattr(chunk, name)
+        column[rows] = parsed[good].astype(column.dtype)
+    for name, flag in flags.items():
+        getattr(chunk, name)[rows] = flag[good]
+    chunk.judge_used[rows] = judged[good]
+    errored = has_error[rows]
+    chunk.error[rows] = errored | np.isnan(chunk.score[rows])
+    for key, parsed in zip(keys if scorer_spans else (), scores, strict=True):
+        chunk.scorer(key)[rows] = parsed[good]
+    chunk.sample_hash[rows] = _hash_spans(b.buf, id_start[rows], id_end[rows] - id_start[rows])
+    chunk.axis_name, chunk.axis[rows] = b.names(axis_start[rows], axis_end[rows])
+    error_rows = rows[errored]
+    if error_rows.size:
+        type_start = c_error[error_rows] + len(_ERROR)
+        chunk.error_type_name, chunk.error_type[error_rows] = b.names(type_start, c_message[error_rows] - 1)
+    return ok
+
+
+# --------------------------------------------------------------------------------------------------
+# the slow path: orjson, for lines of any other shape
+# --------------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _usage_tokens(usage: Any) -> tuple[int, int]:
+    if not isinstance(usage, dict):
+        return 0, 0
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+def _slow_row(
+    record: dict[str, Any],
+    chunk: _Chunk,
+    row: int,
+    axis_index: dict[str, int],
+    type_index: dict[str, int],
+    ids: list[str],
+) -> None:
+    """Fill row ``row`` of ``chunk`` from a parsed record (raises KeyError/TypeError/ValueError if malformed)."""
+    ids.append(str(record["sample_id"]))
+    epoch = record["epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        raise TypeError("epoch is not an integer")
+    chunk.epoch[row] = epoch
+    chunk.axis[row] = _code(chunk.axis_name, axis_index, str(record.get("axis", "default")))
+    score = _number(record.get("score"))
+    error = record.get("error")
+    chunk.score[row] = score
+    chunk.error[row] = error is not None or math.isnan(score)
+    if error is not None:
+        name = str(error.get("type", "Error")) if isinstance(error, dict) else "Error"
+        chunk.error_type[row] = _code(chunk.error_type_name, type_index, name)
+    chunk.passed[row] = record.get("passed") is True
+    chunk.latency_ms[row] = _number(record.get("latency_ms"))
+    chunk.cost_usd[row] = _number(record.get("cost_usd"))
+    chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"))
+    judge_usage = record.get("judge_usage")
+    chunk.judge_used[row] = judge_usage is not None
+    chunk.judge_prompt_tokens[row], chunk.judge_completion_tokens[row] = _usage_tokens(judge_usage)
+    chunk.judge_cost_usd[row] = _number(record.get("judge_cost_usd"))
+    chunk.cached[row] = record.get("cached") is True
+    chunk.backoff_s[row] = _number(record.get("backoff_s") or 0.0)
+    scores = record.get("scores") or {}
+    for name, value in scores.items():
+        chunk.scorer(str(name))[row] = _number(value)
+    retries = record.get("retries")
+    if retries:
+        chunk.retries[row] = {str(cause): int(count) for cause, count in retries.items()}
+
+
+class _DamagedLine(Exception):
+    """A complete line that is not a record; carries its byte offset (worker processes do not know line numbers)."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+
+
+def _parse_chunk(b: _Buffer, base_offset: int, keys: Sequence[str], fast: bool, light: bool) -> _Chunk:
+    chunk = _Chunk.empty(b.ends.size)
+    chunk.offset[:] = base_offset + b.starts
+    ok = _fast_rows(b, chunk, keys, light) if fast else np.zeros(b.ends.size, dtype=np.bool_)
+    slow = np.flatnonzero(~ok)
+    chunk.fast = chunk.size - slow.size
+    if slow.size == 0:
+        return chunk
+    axis_index = {name: i for i, name in enumerate(chunk.axis_name)}
+    type_index = {name: i for i, name in enumerate(chunk.error_type_name)}
+    ids: list[str] = []
+    for row in slow.tolist():
+        try:
+            record = orjson.loads(b.text(int(b.starts[row]), int(b.ends[row])))
+            if not isinstance(record, dict):
+                raise TypeError("not an object")
+            _slow_row(record, chunk, row, axis_index, type_index, ids)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            raise _DamagedLine(base_offset + int(b.starts[row])) from None
+    chunk.sample_hash[slow] = _hash_strings(ids)
+    return chunk
+
+
+class _Blocks:
+    """Bytes ``start:stop`` of the file as buffers of complete lines, with the byte offset of each; ``torn``
+    is the length of an incomplete last line, once iteration has finished.
+
+    Reads straight into one reusable numpy buffer (no copy of the data); the incomplete line at the end
+    of a block moves to the front for the next block. A line longer than the buffer doubles it.
+    """
+
+    def __init__(self, path: Path, start: int = 0, stop: int | None = None) -> None:
+        self.path = path
+        self.start = start
+        self.stop = stop
+        self.torn = 0
+
+    def __iter__(self) -> Iterator[tuple[_Buffer, int]]:
+        capacity = _CHUNK_BYTES
+        buf = np.zeros(capacity + 2 * _PAD, dtype=np.uint8)
+        filled = 0
+        offset = self.start
+        with self.path.open("rb") as handle:
+            handle.seek(self.start)
+            left = math.inf if self.stop is None else self.stop - self.start
+            while True:
+                room = int(min(capacity - filled, left))
+                read = (handle.readinto(buf.data[filled : filled + room]) or 0) if room > 0 else 0
+                left -= read
+                total = filled + read
+                if not read:
+                    self.torn = total
+                    return
+                tail = max(0, total - (1 << 20))
+                newlines = np.flatnonzero(buf[tail:total] == 10)
+                if not newlines.size:
+                    tail = 0
+                    newlines = np.flatnonzero(buf[:total] == 10)
+                cut = tail + int(newlines[-1]) + 1 if newlines.size else 0
+                if cut == 0:
+                    if total == capacity:
+                        capacity *= 2
+                        grown = np.zeros(capacity + 2 * _PAD, dtype=np.uint8)
+                        grown[:total] = buf[:total]
+                        buf = grown
+                    filled = total
+                    continue
+                # The sentinel comma points into padding that reads never touch: no key ever matches there.
+                yield _Buffer(buf, cut, sentinel=capacity + _PAD), offset
+                offset += cut
+                filled = total - cut
+                buf[:filled] = buf[cut:total].copy()
+
+
+def _concat(parts: list[Any], dtype: Any, shape: tuple[int, ...] = ()) -> Any:
+    return np.concatenate(parts) if parts else np.zeros((0, *shape), dtype=dtype)
+
+
+def _load_range(
+    path: Path, start: int, stop: int | None, keys: Sequence[str], fast: bool, light: bool
+) -> tuple[list[_Chunk], int]:
+    """The chunks of bytes ``start:stop`` and the length of a torn tail (run in a worker process)."""
+    blocks = _Blocks(path, start, stop)
+    chunks = [_parse_chunk(block, offset, keys, fast, light) for block, offset in blocks]
+    return chunks, blocks.torn
+
+
+def _ranges(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
+    """``parts`` byte ranges of about equal size, each starting at the beginning of a line."""
+    cuts = [0]
+    with path.open("rb") as handle:
+        for i in range(1, parts):
+            handle.seek(max(cuts[-1], size * i // parts))
+            handle.readline()
+            position = handle.tell()
+            if position < size:
+                cuts.append(position)
+    return [(start, stop) for start, stop in zip(cuts, [*cuts[1:], None], strict=True)]
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based number of the line starting at byte ``offset`` (for error messages only)."""
+    count = 0
+    with path.open("rb") as handle:
+        while offset > 0:
+            block = handle.read(min(offset, 1 << 24))
+            if not block:
+                break
+            count += block.count(b"\n")
+            offset -= len(block)
+    return count + 1
+
+
+def default_workers(samples_path: Path) -> int:
+    """Processes worth using to read a samples file: one per CPU (at most 4) above 64 MB, else one."""
+    import os
+
+    if not samples_path.exists() or samples_path.stat().st_size < (64 << 20):
+        return 1
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def load_columns(
+    samples_path: Path,
+    scorer_keys: Sequence[str] = (),
+    *,
+    fast: bool = True,
+    workers: int = 1,
+    light: bool = False,
+) -> RunColumns:
+    """Stream samples.jsonl into columns, keeping the latest record of every ``(sample_id, epoch)``.
+
+    ``scorer_keys`` are the task's scorer keys in order (``scorer_keys(manifest)``); they let the fast
+    path read the per-scorer values. ``fast=False`` parses every line with orjson (for tests: both
+    paths must give the same columns). ``workers`` processes read equal byte ranges of the file in
+    parallel; they are forked, so the caller must not have threads running (see :func:`default_workers`).
+    ``light`` reads only what a comparison needs (identity, axis, epoch, score, error and its type,
+    passed, latency, cost) in about half the time; the other columns are then zero (counts, backoff), NaN
+    (judge cost) or empty (scorers) for every row. A missing file reads as no records; a torn last line
+    (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file
+    and line.
+    """
+    keys = list(scorer_keys)
+    size = samples_path.stat().st_size if samples_path.exists() else 0
+    ranges = _ranges(samples_path, size, workers) if size else []
+    try:
+        if len(ranges) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork: a fresh interpreter would pay the imports again. Only ``compare`` asks for workers, from
+            # the single-threaded CLI; the runner (which has threads, unsafe to fork) never does.
+            with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = [pool.submit(_load_range, samples_path, a, b, keys, fast, light) for a, b in ranges]
+                parts = [future.result() for future in futures]
+        else:
+            parts = [_load_range(samples_path, a, b, keys, fast, light) for a, b in ranges]
+    except _DamagedLine as exc:
+        line = _line_number(samples_path, exc.offset)
+        raise ArtifactError(f"{samples_path}:{line}: not a sample record; the file is damaged") from None
+    chunks = [chunk for part, _ in parts for chunk in part]
+    torn = parts[-1][1] if parts else 0
+    del parts  # the chunks alone now hold the data, freed as soon as they are concatenated
+    axes: list[str] = []
+    axis_index: dict[str, int] = {}
+    types: list[str] = []
+    type_index: dict[str, int] = {}
+    lines = 0
+    for chunk in chunks:
+        chunk.line = lines + 1 + np.arange(chunk.size, dtype=np.int64)
+        lines += chunk.size
+        # Per-chunk name codes become run-wide codes.
+        axis_lut = np.array([_code(axes, axis_index, a) for a in chunk.axis_name] or [0], dtype=np.int32)
+        chunk.axis = axis_lut[chunk.axis]
+        type_lut = np.array([_code(types, type_index, t) for t in chunk.error_type_name] + [-1], dtype=np.int32)
+        chunk.error_type = type_lut[chunk.error_type]  # -1 indexes the appended -1
+    names = list(dict.fromkeys([*keys, *(name for c in chunks for name in c.scorers)]))
+    scorers = {
+        name: _concat([c.scorers.get(name, np.full(c.size, np.nan)) for c in chunks], np.float64) for name in names
+    }
+    retries_by_row: dict[int, dict[str, int]] = {}
+    base = 0
+    for c in chunks:
+        retries_by_row.update({base + row: value for row, value in c.retries.items()})
+        base += c.size
+    rows = {name: _concat([getattr(c, name) for c in chunks], dtype) for name, (dtype, _) in _ROW_COLUMNS.items()}
+    sample_hash = _concat([c.sample_hash for c in chunks], np.uint64, (2,))
+    columns = RunColumns(
+        axes=axes,
+        error_types=types,
+        scorers=scorers,
+        sample_hash=sample_hash,
+        key_hash=_key_hash(sample_hash, rows["epoch"]),
+        lines_read=lines,
+        fast_lines=sum(c.fast for c in chunks),
+        torn_bytes=torn,
+        **rows,
+    )
+    del chunks
+    keep = _latest_rows(columns.key_hash)
+    if keep is not None:
+        retries_by_row = {row: retries_by_row[row] for row in keep.tolist() if row in retries_by_row}
+        columns = columns.take(keep)
+    totals: Counter[str] = Counter()
+    for value in retries_by_row.values():
+        totals.update(value)
+    columns.retries = dict(totals)
+    if light:
+        # Lines read by orjson carry everything; blank it so that no row has what the others lack.
+        for name in _HEAVY_COLUMNS:
+            getattr(columns, name)[:] = _ROW_COLUMNS[name][1]
+        columns.scorers = {}
+        columns.retries = {}
+    return columns
+
+
+def _latest_rows(key_hash: U64) -> NDArray[np.intp] | None:
+    """Rows to keep so that each key appears once, at its last occurrence; None when keys never repeat."""
+    first = key_hash[:, 0]
+    if first.size < 2:
+        return None
+    order = np.argsort(first, kind="stable")
+    sorted_first = first[order]
+    repeated = sorted_first[1:] == sorted_first[:-1]
+    if not repeated.any():
+        return None
+    # Rare (only --retry-errors writes a key twice): settle the candidates with both hashes in Python.
+    candidates = np.unique(np.concatenate((order[1:][repeated], order[:-1][repeated])))
+    last: dict[tuple[int, int], int] = {}
+    for row in sorted(candidates.tolist()):
+        last[(int(key_hash[row, 0]), int(key_hash[row, 1]))] = row
+    drop = np.setdiff1d(candidates, np.fromiter(last.values(), dtype=np.intp))
+    if drop.size == 0:
+        return None
+    mask = np.ones(first.size, dtype=np.bool_)
+    mask[drop] = False
+    return np.flatnonzero(mask)
+
+
+def read_records_at(samples_path: Path, offsets: Sequence[int]) -> list[dict[str, Any]]:
+    """The whole records at these byte offsets (from ``RunColumns.offset``), in the order given."""
+    records: list[dict[str, Any]] = []
+    with samples_path.open("rb") as handle:
+        for offset in offsets:
+            handle.seek(int(offset))
+            line = handle.readline()
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise ArtifactError(f"{samples_path}: byte {offset}: not a sample record; the file changed") from None
+            records.append(record)
+    return records
+
+
+def scorer_keys(manifest: RunManifest) -> list[str]:
+    """The keys under which the run's scorers store their values, in the task's order."""
+    return [spec.key for spec in manifest.task.scorers]
+
+
+# --------------------------------------------------------------------------------------------------
+# aggregation
+# --------------------------------------------------------------------------------------------------
+
+
+def _fsum(values: F64) -> float:
+    """The exactly rounded sum of the known (non-NaN) values: independent of their order."""
+    return math.fsum(values[~np.isnan(values)].tolist())
+
+
+def _percentiles(values: F64) -> tuple[float | None, float | None]:
+    known = values[~np.isnan(values)]
+    if not known.size:
+        return None, None
+    p50, p95 = np.percentile(known, [50, 95]).tolist()
+    return float(p50), float(p95)
+
+
+def axis_stats(columns: RunColumns, name: str, ci_method: str = "auto", seed: int = 0) -> AxisStats:
+    """Aggregates of all rows of ``columns`` (select rows first with ``take``) under the label ``name``."""
+    n = columns.n
+    errors = int(np.count_nonzero(columns.error))
+    # Sorted, and summed exactly (fsum): the statistics must not depend on the order of the records,
+    # which a crash and resume changes, down to the last bit.
+    final = np.sort(columns.final)
+    if n:
+        mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
+    else:
+        mean, low, high, method = None, None, None, "none"
+    clean = n - errors
+    excluding = math.fsum(final) / clean if clean else None  # errors contribute 0 to the sum
+    # An errored record has no completion to price; only a completed record with no price is unknown.
+    cost_known = not bool(np.any(np.isnan(columns.cost_usd) & ~columns.error))
+    cost_total = _fsum(columns.cost_usd) if cost_known else None
+    cost_mean = cost_total / n if cost_total is not None and n else None
+    p50, p95 = _percentiles(columns.latency_ms)
+    return AxisStats(
+        axis=name,
+        n=n,
+        errors=errors,
+        error_rate=errors / n if n else 0.0,
+        mean=mean,
+        mean_excluding_errors=excluding,
+        ci=(low, high) if low is not None and high is not None else None,
+        ci_method=method,
+        pass_rate=int(np.count_nonzero(columns.passed & ~columns.error)) / n if n else None,
+        cost_total_usd=cost_total,
+        cost_mean_usd=cost_mean,
+        cost_known=cost_known,
+        accuracy_per_dollar=(mean / cost_mean) if mean is not None and cost_mean else None,
+        latency_p50_ms=p50,
+        latency_p95_ms=p95,
+        prompt_tokens=int(columns.prompt_tokens.sum()),
+        completion_tokens=int(columns.completion_tokens.sum()),
+    )
+
+
+def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
+    """The rows of each axis, axes sorted by name."""
+    order = sorted(range(len(columns.axes)), key=lambda code: columns.axes[code])
+    out = []
+    for code in order:
+        rows = np.flatnonzero(columns.axis == code)
+        if rows.size:
+            out.append((columns.axes[code], columns.take(rows)))
+    return out
+
+
+def judge_cost(columns: RunColumns) -> float | None:
+    """Total judge cost; None when no judge was used or a judged record has no price."""
+    known = ~np.isnan(columns.judge_cost_usd)
+    if not known.any():
+        return None
+    if np.any(columns.judge_used & ~known):
+        return None
+    return _fsum(columns.judge_cost_usd)
+
+
+def errors_by_type(columns: RunColumns) -> dict[str, int]:
+    """Error records by error type."""
+    codes = columns.error_type[columns.error_type >= 0]
+    counts = np.bincount(codes, minlength=len(columns.error_types))
+    return {columns.error_types[i]: int(c) for i, c in enumerate(counts) if c}
+
+
+def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of already-loaded columns, with the manifest's status."""
+    axes = [axis_stats(rows, name, ci_method, manifest.seed) for name, rows in per_axis(columns)]
+    overall = axis_stats(columns, "overall", ci_method, manifest.seed)
     axis_means = [a.mean for a in axes if a.mean is not None]
     return RunSummary(
         run_id=manifest.run_id,
@@ -136,10 +1147,112 @@ def summarize(samples_path: Path, manifest: RunManifest, ci_method: str = "auto"
         macro_mean=sum(axis_means) / len(axis_means) if axis_means else None,
         axes=axes,
         overall=overall,
-        judge_cost_usd=judge_cost,
-        errors_by_type=dict(errors_by_type),
-        retries_by_cause=dict(retries),
-        backoff_s=round(backoff, 3),
-        cached_records=cached,
+        judge_cost_usd=judge_cost(columns),
+        errors_by_type=errors_by_type(columns),
+        retries_by_cause=dict(columns.retries),
+        backoff_s=round(_fsum(columns.backoff_s), 3),
+        cached_records=int(np.count_nonzero(columns.cached)),
         wall_time_s=manifest.wall_time_s or None,
     )
+
+
+def summarize(samples_path: Path, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of the whole artifact (every session), with the manifest's status."""
+    return summarize_columns(load_columns(samples_path, scorer_keys(manifest)), manifest, ci_method)
+
+
+# --------------------------------------------------------------------------------------------------
+# epochs and scorer distributions
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """Repeated sampling of the same items (epochs > 1) over one axis or the whole run."""
+
+    samples: int
+    """Distinct sample ids."""
+    k: int
+    """The epoch count of the run: pass@k is reported for k = 1 and k = this."""
+    pass_at_1: float | None
+    pass_at_k: float | None
+    complete_samples: int
+    """Samples with all k epochs recorded: pass@k is their mean (fewer after an interruption)."""
+    agreement: float | None
+    """Share of samples (with two or more epochs) whose epochs all passed or all failed."""
+    pairwise_agreement: float | None
+    """Mean over samples of the share of epoch pairs with the same pass/fail outcome."""
+
+
+def epoch_stats(columns: RunColumns, epochs: int) -> EpochStats:
+    """pass@1 and pass@``epochs`` with the unbiased estimator, and the per-sample agreement across epochs.
+
+    A sample's n is the number of its epochs recorded and c the number that passed (an error fails).
+    """
+    if columns.n == 0:
+        return EpochStats(0, epochs, None, None, 0, None, None)
+    _, group = np.unique(columns.sample_hash, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    n = np.bincount(group)
+    c = np.bincount(group, weights=(columns.passed & ~columns.error).astype(np.float64)).astype(np.int64)
+    # pass@k depends only on (n, c) and n <= epochs in practice: tabulate it instead of calling per sample.
+    table: dict[tuple[int, int, int], float] = {}
+
+    def estimate(k: int) -> tuple[float | None, int]:
+        eligible = n >= k
+        if not eligible.any():
+            return None, 0
+        pairs = np.stack((n[eligible], c[eligible]), axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        values = np.array([table.setdefault((int(a), int(b), k), pass_at_k(int(a), int(b), k)) for a, b in unique])
+        return float(values[inverse.reshape(-1)].mean()), int(eligible.sum())
+
+    at_1, _ = estimate(1)
+    at_k, complete = estimate(epochs)
+    multi = n >= 2
+    agreement = pairwise = None
+    if multi.any():
+        nm, cm = n[multi].astype(np.float64), c[multi].astype(np.float64)
+        agreement = float(np.mean((cm == 0) | (cm == nm)))
+        pairs_total = nm * (nm - 1) / 2
+        pairwise = float(np.mean((cm * (cm - 1) / 2 + (nm - cm) * (nm - cm - 1) / 2) / pairs_total))
+    return EpochStats(int(n.size), epochs, at_1, at_k, complete, agreement, pairwise)
+
+
+@dataclass(frozen=True)
+class ScorerDistribution:
+    """The values one scorer gave: summary statistics and a 10-bin histogram over [0, 1]."""
+
+    name: str
+    n: int
+    mean: float | None
+    median: float | None
+    std: float | None
+    p10: float | None
+    p90: float | None
+    histogram: list[int]
+    """Counts in the bins [0, 0.1), [0.1, 0.2), ..., [0.9, 1.0]."""
+
+
+def scorer_distribution(name: str, values: F64, bins: int = 10) -> ScorerDistribution:
+    """Summary of one scorer's values (NaN = no value, skipped)."""
+    known = values[~np.isnan(values)]
+    counts, _ = np.histogram(np.clip(known, 0.0, 1.0), bins=bins, range=(0.0, 1.0))
+    if not known.size:
+        return ScorerDistribution(name, 0, None, None, None, None, None, counts.tolist())
+    p10, median, p90 = np.percentile(known, [10, 50, 90]).tolist()
+    return ScorerDistribution(
+        name=name,
+        n=int(known.size),
+        mean=float(known.mean()),
+        median=float(median),
+        std=float(known.std(ddof=1)) if known.size > 1 else 0.0,
+        p10=float(p10),
+        p90=float(p90),
+        histogram=[int(x) for x in counts],
+    )
+
+
+def scorer_distributions(columns: RunColumns) -> list[ScorerDistribution]:
+    """One distribution per scorer, in the task's order."""
+    return [scorer_distribution(name, values) for name, values in columns.scorers.items()]

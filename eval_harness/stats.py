@@ -10,11 +10,22 @@ Conventions shared by every function:
 * "No evidence" hypothesis tests (no discordant pairs, no observations) return ``(0.0, 1.0)``.
 * Bootstrap helpers return NaN for empty input instead of raising, so a report can render an empty
   slice without special-casing it.
+
+Scale. Binary and few-valued scores (at most 64 distinct values) are bootstrapped through their counts,
+which costs milliseconds whatever the number of items. Scores with many distinct values have to be
+resampled item by item (about 56 s for 2,000 replicates of 1,000,000 items), so :func:`mean_ci` and
+:func:`paired_comparison` switch to the normal (central-limit) interval above ``NORMAL_CI_MIN_ITEMS``
+(5,000) such items and say so in the method they return (``"normal"``, ``"paired-normal"``). At that
+size the two intervals agree to within the bootstrap's own Monte-Carlo error: on skewed Beta(0.3, 3),
+uniform and Beta(5, 1) samples of 5,000 items their end points differ by 1.5-3.5% of the interval's
+width, the same spread two bootstrap seeds give. Below the threshold the bootstrap costs at most about
+0.5 s per call.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Final
 
@@ -23,6 +34,8 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "MEAN_CI_METHODS",
+    "NORMAL_CI_MIN_ITEMS",
+    "PairedComparison",
     "bonferroni",
     "bootstrap_ci",
     "clopper_pearson_interval",
@@ -32,7 +45,9 @@ __all__ = [
     "is_binary",
     "mcnemar_test",
     "mean_ci",
+    "normal_ci",
     "paired_bootstrap_test",
+    "paired_comparison",
     "pass_at_k",
     "sample_size",
     "two_proportion_ztest",
@@ -42,6 +57,10 @@ __all__ = [
 
 #: Methods accepted by :func:`mean_ci` (besides ``"auto"``).
 MEAN_CI_METHODS: Final[tuple[str, ...]] = ("wilson", "clopper-pearson", "wald", "bootstrap")
+
+#: Above this many items with more than 64 distinct values, :func:`mean_ci` and :func:`paired_comparison`
+#: use the normal (CLT) interval instead of item resampling (see the module docstring for why it is safe).
+NORMAL_CI_MIN_ITEMS: Final[int] = 5_000
 
 # Up to this many distinct values the bootstrap resamples category counts (one multinomial draw per
 # replicate) instead of items; the cost then no longer grows with the number of items.
@@ -237,6 +256,62 @@ def bootstrap_ci(scores: ArrayLike, confidence: float = 0.95, n_boot: int = 2000
     return _percentile_interval(replicates, confidence)
 
 
+def normal_ci(scores: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+    """Normal-approximation (central-limit) interval for the mean: ``mean ± z·s/√n``.
+
+    ``s`` is the sample standard deviation (``ddof=1``); the interval is clipped to the range of the
+    scores, which bounds any mean of them. Empty input returns ``(nan, nan)``; a single value or a constant
+    input ``v`` returns ``(v, v)``. Used instead of the bootstrap for large samples with many distinct
+    values, where the two agree and item resampling would take minutes.
+    """
+    _check_confidence(confidence)
+    arr = _as_1d(scores, "scores")
+    if arr.size == 0:
+        return math.nan, math.nan
+    if arr.size == 1 or np.all(arr == arr[0]):
+        v = float(arr[0])
+        return v, v
+    mean = float(arr.mean())
+    half = _z(confidence) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    return max(float(arr.min()), mean - half), min(float(arr.max()), mean + half)
+
+
+def _many_distinct(arr: NDArray[np.float64]) -> bool:
+    """True when ``arr`` is large and too varied for count resampling: the bootstrap would take minutes."""
+    return arr.size > NORMAL_CI_MIN_ITEMS and _few_distinct(arr) is None
+
+
+def _bootstrap_p_value(replicates: NDArray[np.float64], n_boot: int) -> float:
+    # Percentile-bootstrap p-value for "mean difference = 0", the inversion of the percentile interval;
+    # the +1 terms keep it above zero (Davison & Hinkley 1997, eq. 4.11), so Holm can still order it.
+    below = int(np.count_nonzero(replicates <= 0.0))
+    above = int(np.count_nonzero(replicates >= 0.0))
+    return min(1.0, 2.0 * (min(below, above) + 1) / (n_boot + 1))
+
+
+def _paired_arrays(scores_a: ArrayLike, scores_b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    a = _as_1d(scores_a, "scores_a")
+    b = _as_1d(scores_b, "scores_b")
+    if a.size != b.size:
+        raise ValueError(f"paired scores must have the same length, got {a.size} and {b.size}")
+    return a, b
+
+
+def _paired_bootstrap(
+    a: NDArray[np.float64], b: NDArray[np.float64], n_boot: int, seed: int, confidence: float
+) -> tuple[float, float, float, float]:
+    """``(mean(b) - mean(a), low, high, p_value)`` from bootstrapping the per-item differences."""
+    diff = b - a
+    mean_diff = float(b.mean() - a.mean())
+    if np.all(diff == diff[0]):
+        # No variation: every replicate equals the observed difference.
+        p_value = 1.0 if mean_diff == 0.0 else min(1.0, 2.0 / (n_boot + 1))
+        return mean_diff, mean_diff, mean_diff, p_value
+    replicates = _bootstrap_means(diff, n_boot, np.random.default_rng(seed))
+    lo, hi = _percentile_interval(replicates, confidence)
+    return mean_diff, lo, hi, _bootstrap_p_value(replicates, n_boot)
+
+
 def paired_bootstrap_test(
     scores_a: ArrayLike, scores_b: ArrayLike, n_boot: int = 10000, seed: int = 0
 ) -> tuple[float, float, float]:
@@ -249,19 +324,69 @@ def paired_bootstrap_test(
     Empty input returns ``(nan, nan, nan)``; inputs of different length raise ``ValueError``.
     """
     _check_n_boot(n_boot)
-    a = _as_1d(scores_a, "scores_a")
-    b = _as_1d(scores_b, "scores_b")
-    if a.size != b.size:
-        raise ValueError(f"paired scores must have the same length, got {a.size} and {b.size}")
+    a, b = _paired_arrays(scores_a, scores_b)
     if a.size == 0:
         return math.nan, math.nan, math.nan
-    diff = b - a
-    mean_diff = float(b.mean() - a.mean())
-    if np.all(diff == diff[0]):
-        return mean_diff, mean_diff, mean_diff
-    replicates = _bootstrap_means(diff, n_boot, np.random.default_rng(seed))
-    lo, hi = _percentile_interval(replicates, 0.95)
+    mean_diff, lo, hi, _ = _paired_bootstrap(a, b, n_boot, seed, 0.95)
     return mean_diff, lo, hi
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two systems scored on the same items: the difference B − A, its interval and a paired test."""
+
+    diff: float
+    """``mean(scores_b) - mean(scores_a)``: positive when B scored higher."""
+    low: float
+    high: float
+    p_value: float
+    """Two-sided p-value of "no difference" under ``test``."""
+    test: str
+    """``"mcnemar"`` (exact, 0/1 scores), ``"paired-bootstrap"``, ``"paired-normal"`` or ``"none"`` (no items)."""
+    interval: str
+    """How ``low``/``high`` were computed: ``"paired-bootstrap"`` or ``"paired-normal"``."""
+
+
+def paired_comparison(
+    scores_a: ArrayLike, scores_b: ArrayLike, confidence: float = 0.95, n_boot: int = 10000, seed: int = 0
+) -> PairedComparison:
+    """Compare two systems on the same items: the difference B − A with its interval and a paired test.
+
+    * Both 0/1: McNemar's exact test on the discordant pairs; the interval bootstraps the per-item
+      differences (three values, so through their counts: milliseconds at any size).
+    * Otherwise the paired bootstrap of the differences gives both the interval and the p-value (the
+      percentile p-value, floored at ``2/(n_boot+1)``), unless there are more than ``NORMAL_CI_MIN_ITEMS``
+      differences with more than 64 distinct values: then the paired normal (z) test and interval,
+      which agree with the bootstrap at that size and cost no resampling (``test="paired-normal"``).
+
+    Empty input gives NaN difference and interval with ``p_value=1`` and ``test="none"``. Inputs of
+    different length raise ``ValueError``.
+    """
+    _check_confidence(confidence)
+    _check_n_boot(n_boot)
+    a, b = _paired_arrays(scores_a, scores_b)
+    if a.size == 0:
+        return PairedComparison(math.nan, math.nan, math.nan, 1.0, "none", "none")
+    diff = b - a
+    if _binary_array(a) and _binary_array(b):
+        mean_diff, lo, hi, _ = _paired_bootstrap(a, b, n_boot, seed, confidence)
+        a_only = int(np.count_nonzero(diff < 0))
+        b_only = int(np.count_nonzero(diff > 0))
+        _, p_value = mcnemar_test(a_only, b_only, exact=True)
+        return PairedComparison(mean_diff, lo, hi, p_value, "mcnemar", "paired-bootstrap")
+    if _many_distinct(diff):
+        mean_diff = float(b.mean() - a.mean())
+        se = float(diff.std(ddof=1)) / math.sqrt(diff.size)
+        if se == 0.0:
+            p_value = 1.0 if mean_diff == 0.0 else 0.0
+            return PairedComparison(mean_diff, mean_diff, mean_diff, p_value, "paired-normal", "paired-normal")
+        half = _z(confidence) * se
+        p_value = 2.0 * NormalDist().cdf(-abs(mean_diff) / se)
+        return PairedComparison(
+            mean_diff, mean_diff - half, mean_diff + half, p_value, "paired-normal", "paired-normal"
+        )
+    mean_diff, lo, hi, p_value = _paired_bootstrap(a, b, n_boot, seed, confidence)
+    return PairedComparison(mean_diff, lo, hi, p_value, "paired-bootstrap", "paired-bootstrap")
 
 
 def is_binary(scores: ArrayLike) -> bool:
@@ -278,8 +403,10 @@ def mean_ci(
     ``method`` is one of ``"auto"``, ``"wilson"``, ``"clopper-pearson"``, ``"wald"``, ``"bootstrap"``.
     ``"auto"`` uses Wilson for binary (0/1) scores and the bootstrap otherwise. The three binomial
     methods are only meaningful for 0/1 scores, so for non-binary input they fall back to the bootstrap
-    and ``method_used`` says ``"bootstrap"``. Empty input returns ``(nan, nan, nan, method)``.
-    Raises ``ValueError`` for an unknown method.
+    and ``method_used`` says ``"bootstrap"``. Where the bootstrap would resample more than
+    ``NORMAL_CI_MIN_ITEMS`` items with more than 64 distinct values (minutes of work for a million), the
+    normal interval of :func:`normal_ci` is used instead and ``method_used`` says ``"normal"``.
+    Empty input returns ``(nan, nan, nan, method)``. Raises ``ValueError`` for an unknown method.
     """
     if method != "auto" and method not in MEAN_CI_METHODS:
         raise ValueError(f"unknown method {method!r}; expected 'auto' or one of {', '.join(MEAN_CI_METHODS)}")
@@ -294,6 +421,9 @@ def mean_ci(
     elif not binary:
         used = "bootstrap"
     if used == "bootstrap":
+        if _many_distinct(arr):
+            lo, hi = normal_ci(arr, confidence=confidence)
+            return float(arr.mean()), lo, hi, "normal"
         lo, hi = bootstrap_ci(arr, confidence=confidence, seed=seed)
         return float(arr.mean()), lo, hi, used
     k, n = int(np.count_nonzero(arr)), int(arr.size)
@@ -322,13 +452,30 @@ def mcnemar_test(b: int, c: int, exact: bool = True) -> tuple[float, float]:
     total = b + c
     if total == 0:
         return 0.0, 1.0
-    from scipy import stats as sps
-
     if exact:
-        return float(min(b, c)), float(sps.binomtest(min(b, c), total, 0.5).pvalue)
-    # scipy has no McNemar test; the corrected statistic is one line on top of the chi2 distribution.
+        return float(min(b, c)), _binomial_half_two_sided(min(b, c), total)
+    # The corrected statistic on the chi-square(1) distribution, whose survival function is erfc(sqrt(x/2)).
     stat = max(abs(b - c) - 1, 0) ** 2 / total
-    return float(stat), float(sps.chi2.sf(stat, 1))
+    return float(stat), math.erfc(math.sqrt(stat / 2.0))
+
+
+def _binomial_half_two_sided(k: int, n: int) -> float:
+    """Two-sided exact binomial p-value of ``k`` successes in ``n`` trials at p = 1/2 (``k <= n/2``).
+
+    At p = 1/2 the distribution is symmetric, so the outcomes at most as likely as ``k`` are the two tails
+    beyond ``k`` and ``n - k``: p = 2·P(X <= k), capped at 1 (this is what scipy's binomtest computes).
+    Written with numpy because importing scipy.stats takes 1-2 s, more than a whole comparison of a
+    million records. The terms C(n, i)/2^n are built in log space by the recurrence
+    C(n, i+1) = C(n, i)·(n-i)/(i+1), so n in the millions does not overflow; the rounding of the running
+    sum leaves a relative error below 1e-7 (2e-8 against scipy at n = 600,000; 1e-15 for n < 100).
+    """
+    i = np.arange(k, dtype=np.float64)
+    log_terms = np.empty(k + 1, dtype=np.float64)
+    log_terms[0] = -n * math.log(2.0)
+    log_terms[1:] = log_terms[0] + np.cumsum(np.log(n - i) - np.log(i + 1.0))
+    top = float(log_terms.max())
+    tail = math.exp(top) * float(np.sum(np.exp(log_terms - top)))
+    return min(1.0, 2.0 * tail)
 
 
 def two_proportion_ztest(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:

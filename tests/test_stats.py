@@ -98,9 +98,7 @@ def test_wilson_matches_statsmodels(args: tuple[int, int, float], expected: tupl
 
 
 @pytest.mark.parametrize(("args", "expected"), CLOPPER_PEARSON)
-def test_clopper_pearson_matches_statsmodels(
-    args: tuple[int, int, float], expected: tuple[float, float]
-) -> None:
+def test_clopper_pearson_matches_statsmodels(args: tuple[int, int, float], expected: tuple[float, float]) -> None:
     assert clopper_pearson_interval(*args) == approx(expected)
 
 
@@ -470,9 +468,7 @@ def binary_scores() -> np.ndarray:
 
 @pytest.fixture
 def five_valued_scores() -> np.ndarray:
-    return np.random.default_rng(43).choice(
-        [0.0, 0.25, 0.5, 0.75, 1.0], p=[0.3, 0.1, 0.2, 0.1, 0.3], size=300
-    )
+    return np.random.default_rng(43).choice([0.0, 0.25, 0.5, 0.75, 1.0], p=[0.3, 0.1, 0.2, 0.1, 0.3], size=300)
 
 
 @pytest.fixture
@@ -684,3 +680,98 @@ def test_mean_ci_empty(method: str) -> None:
 def test_mean_ci_rejects_unknown_method() -> None:
     with pytest.raises(ValueError, match="unknown method"):
         mean_ci([1, 0], method="jackknife")
+
+
+# --------------------------------------------------------------------------------------------------
+# normal (CLT) intervals and paired comparisons
+# --------------------------------------------------------------------------------------------------
+
+NORMAL_SCORES = [0.1, 0.4, 0.35, 0.8, 0.95, 0.2, 0.5, 0.65]
+
+
+def test_normal_ci_matches_statsmodels() -> None:
+    # statsmodels 0.15.0 DescrStatsW(x).zconfint_mean(alpha=0.05) and alpha=0.10
+    assert stats.normal_ci(NORMAL_SCORES) == approx((0.29135050159385656, 0.6961494984061434))
+    assert stats.normal_ci(NORMAL_SCORES, confidence=0.90) == approx((0.3238909864301003, 0.6636090135698997))
+
+
+def test_normal_ci_edge_cases() -> None:
+    assert all(math.isnan(v) for v in stats.normal_ci([]))
+    assert stats.normal_ci([0.3]) == (0.3, 0.3)
+    assert stats.normal_ci([1.0, 1.0, 0.0, 1.0])[1] <= 1.0  # clipped to the range of the scores
+
+
+def large_continuous_pair() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    a = rng.random(6000)
+    return a, np.clip(a + rng.normal(0.01, 0.2, 6000), 0, 1)
+
+
+def test_mean_ci_uses_the_normal_interval_for_large_varied_samples() -> None:
+    a, _ = large_continuous_pair()
+    mean, low, high, method = mean_ci(a)
+    # statsmodels 0.15.0 DescrStatsW(a).zconfint_mean(alpha=0.05) on the same numpy default_rng(7) draw
+    assert method == "normal"
+    assert (low, high) == approx((0.4891947037048226, 0.5038488734785437))
+    assert mean == approx(0.49652178859168317)
+
+
+def test_mean_ci_keeps_the_bootstrap_for_large_few_valued_samples() -> None:
+    scores = np.tile([0.0, 0.25, 0.5, 1.0], 2000)
+    assert mean_ci(scores)[3] == "bootstrap"
+
+
+def test_paired_comparison_large_continuous_is_a_paired_z_test() -> None:
+    a, b = large_continuous_pair()
+    result = stats.paired_comparison(a, b)
+    # statsmodels 0.15.0 ztest(b - a, value=0) -> (3.2138, 0.0013097722471572242);
+    # DescrStatsW(b - a).zconfint_mean(alpha=0.05)
+    assert (result.test, result.interval) == ("paired-normal", "paired-normal")
+    assert result.p_value == approx(0.0013097722471572242)
+    assert (result.low, result.high) == approx((0.00284746120839026, 0.011749403905785445))
+    assert result.diff == approx(0.007298432557087855)
+
+
+def test_paired_comparison_binary_uses_exact_mcnemar() -> None:
+    a = np.array([1] * 30 + [0] * 10 + [1] * 5 + [0] * 55, dtype=float)
+    b = np.array([1] * 30 + [1] * 10 + [0] * 5 + [0] * 55, dtype=float)
+    result = stats.paired_comparison(a, b)
+    # b = 5 (A right, B wrong), c = 10: statsmodels mcnemar exact -> binomtest(5, 15) = 0.30175781250000006
+    assert result.test == "mcnemar"
+    assert result.p_value == approx(0.30175781250000006)
+    assert result.diff == approx(0.05)
+    assert result.low < 0.05 < result.high
+
+
+def test_paired_comparison_bootstrap_p_value_follows_the_interval() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.choice([0.0, 0.5, 1.0], size=400)
+    clear = stats.paired_comparison(a, np.clip(a + 0.5, 0, 1))
+    none = stats.paired_comparison(a, rng.permutation(a))
+    assert clear.test == "paired-bootstrap" and clear.low > 0
+    assert clear.p_value == approx(2 / 10001)  # no replicate at or below zero: the floor
+    assert none.low < 0 < none.high and none.p_value > 0.05
+
+
+def test_paired_comparison_is_deterministic_and_handles_edges() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.choice([0.0, 0.5, 1.0], 200), rng.choice([0.0, 0.5, 1.0], 200)
+    assert stats.paired_comparison(a, b, seed=1) == stats.paired_comparison(a, b, seed=1)
+    empty = stats.paired_comparison([], [])
+    assert empty.test == "none" and empty.p_value == 1.0 and math.isnan(empty.diff)
+    same = stats.paired_comparison([0.5, 1.0], [0.5, 1.0])
+    assert (same.diff, same.p_value) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="same length"):
+        stats.paired_comparison([1.0], [1.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "expected"),
+    [
+        # scipy 1.17.1 binomtest(min(b, c), b + c, 0.5).pvalue: the exact test without scipy at large n
+        (1000, 1200, 2.1817026407914194e-05),
+        (150000, 152000, 0.0002752275151893107),
+    ],
+)
+def test_mcnemar_exact_at_large_counts_matches_scipy(b: int, c: int, expected: float) -> None:
+    assert mcnemar_test(b, c)[1] == pytest.approx(expected, rel=1e-7)

@@ -1,28 +1,52 @@
-"""``eval-harness report``: the capability profile of a run, recomputed from its samples.jsonl."""
+"""``eval-harness report``: the capability profile of a run, recomputed from its artifacts."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 
 def report_command(
-    run: Annotated[Path, typer.Option("--run", "-r", help="The run directory.")],
-    format_: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    run: Annotated[Path, typer.Option("--run", "-r", help="The run directory, e.g. results/<run_id>.")],
+    format_: Annotated[Literal["table", "markdown", "json"], typer.Option("--format", help="Output format.")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    ci: Annotated[
+        Literal["auto", "wilson", "clopper-pearson", "bootstrap"],
+        typer.Option(help="Interval method; auto: Wilson for 0/1 scores, bootstrap otherwise."),
+    ] = "auto",
+    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall score is below X (0-1).")] = None,
+    fail_below_axis: Annotated[
+        list[str] | None,
+        typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable)."),
+    ] = None,
+    gate_on: Annotated[
+        Literal["mean", "ci-low"],
+        typer.Option(help="What the gates compare: the mean, or the lower end of the 95% interval."),
+    ] = "mean",
 ) -> None:
-    """Print a run's per-axis profile: n, mean, 95% CI, pass rate, cost, latency, errors."""
-    from eval_harness.aggregate import summarize
-    from eval_harness.artifacts import RunPaths, read_manifest
-    from eval_harness.cli.render.profile import print_profile
+    """Per axis: n, mean with 95% CI, pass rate, cost, accuracy per $, latency p50/p95, errors; the headline,
+    epochs, scorer distributions, totals and gates. Works on interrupted runs."""
+    from eval_harness.aggregate import default_workers
+    from eval_harness.artifacts import RunPaths
+    from eval_harness.cli.render import emit
+    from eval_harness.cli.render.profile import print_report, report_json, report_markdown
+    from eval_harness.gates import GateSpec, gate_failure
+    from eval_harness.report import build_report
 
-    manifest = read_manifest(run)
-    summary = summarize(RunPaths(run).samples, manifest)
-    if format_ == "json":
-        typer.echo(summary.model_dump_json(indent=2))
-    else:
-        print_profile(summary)
+    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on)
+    report = build_report(run, ci=ci, gates=gates, workers=default_workers(RunPaths(run).samples))
+    emit(
+        format_,
+        output,
+        json_text=lambda: report_json(report),
+        markdown_text=lambda: report_markdown(report),
+        draw=lambda console: print_report(report, console),
+    )
+    failure = gate_failure(report.gates)
+    if failure is not None:
+        raise failure
 
 
 def register(app: typer.Typer) -> None:

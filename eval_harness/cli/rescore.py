@@ -24,6 +24,7 @@ def rescore_command(
     """Write a new run whose records reuse RUN's outputs with other scorers; no generation call is made."""
     from eval_harness.cli.run import finish_run, start_run
     from eval_harness.config import parse_key_values
+    from eval_harness.gates import GateSpec
     from eval_harness.rescore import plan_rescore
 
     plan = plan_rescore(
@@ -36,7 +37,7 @@ def rescore_command(
         judge_model=judge_model,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )
-    finish_run(start_run(plan, quiet), None, None, quiet)
+    finish_run(start_run(plan, quiet), GateSpec(), quiet)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,19 +4,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from eval_harness.errors import ConfigError, GateFailedError
+from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
     from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.gates import GateSpec
     from eval_harness.runner import RunPlan, RunResult
 
 EXIT_INTERRUPTED = 130
 
+# Options shared by `run` and `resume`, declared once.
 ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
+FailBelow = Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")]
+FailBelowAxis = Annotated[
+    list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
+]
+GateOn = Annotated[
+    Literal["mean", "ci-low"], typer.Option(help="What the gates compare: the mean, or the 95% interval's low end.")
+]
+MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]
+RetryErrors = Annotated[bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")]
+Force = Annotated[bool, typer.Option("--force", help="Resume although the dataset/template/scorers/model changed.")]
+Rpm = Annotated[float | None, typer.Option(help="Client-side limit: requests per minute.")]
+Tpm = Annotated[float | None, typer.Option(help="Client-side limit: tokens per minute.")]
+Cache = Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")]
+MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transient provider error (default 5).")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
 
 
 async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
@@ -50,9 +67,11 @@ async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
             loop.remove_signal_handler(sig)
 
 
-def finish_run(result: RunResult, fail_below: float | None, max_error_rate: float | None, quiet: bool) -> None:
+def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
+    """Show the result and turn it into the exit code: 130 interrupted, 2 stopped early, 1 a failed gate."""
     from eval_harness.cli import render
     from eval_harness.cli.render import run as run_views
+    from eval_harness.gates import evaluate_gates, gate_failure
 
     if not quiet:
         run_views.print_result(result)
@@ -61,16 +80,13 @@ def finish_run(result: RunResult, fail_below: float | None, max_error_rate: floa
     if result.status == "interrupted":
         render.stderr.print(f"interrupted; resume with: {result.resume_command}", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED)
-    overall = result.summary.overall
-    if fail_below is not None and (overall.mean is None or overall.mean < fail_below):
-        raise GateFailedError(f"gate failed: overall mean {render.pct(overall.mean)}% is below {100 * fail_below:g}%")
-    if max_error_rate is not None and overall.error_rate > max_error_rate:
-        raise GateFailedError(
-            f"gate failed: error rate {render.pct(overall.error_rate)}% is above {100 * max_error_rate:g}%"
-        )
+    failure = gate_failure(evaluate_gates(result.summary, gates))
+    if failure is not None:
+        raise failure
 
 
 def start_run(plan: RunPlan, quiet: bool) -> RunResult:
+    """Execute the plan with a progress display and Ctrl-C handling."""
     import asyncio
 
     from eval_harness.cli.render import run as run_views
@@ -111,31 +127,34 @@ def run_command(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the mock, few-shot choice and sampling.")] = 0,
     timeout: Annotated[float, typer.Option(min=0.001, help="Per-sample timeout in seconds, retries included.")] = 120.0,
-    max_retries: Annotated[int, typer.Option(min=0, help="Retries of a transient provider error.")] = 5,
+    max_retries: MaxRetries = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Max output tokens.")] = None,
     dry_run_: Annotated[
         bool, typer.Option("--dry-run", help="Render prompts and estimate cost; call nothing.")
     ] = False,
-    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")] = None,
-    max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")] = None,
+    fail_below: FailBelow = None,
+    fail_below_axis: FailBelowAxis = None,
+    gate_on: GateOn = "mean",
+    max_error_rate: MaxErrorRate = None,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
-    retry_errors: Annotated[
-        bool, typer.Option("--retry-errors", help="On resume, re-run samples whose record holds an error.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Resume even though the dataset/template/scorers/model changed.")
-    ] = False,
-    rpm: Annotated[float | None, typer.Option(help="Client-side limit: requests per minute.")] = None,
-    tpm: Annotated[float | None, typer.Option(help="Client-side limit: tokens per minute.")] = None,
-    cache: Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")] = False,
+    retry_errors: RetryErrors = False,
+    force: Force = False,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
+    cache: Cache = False,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
+    from eval_harness.gates import GateSpec
+
+    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
     if resume is not None:
-        _resume(resume, concurrency, timeout, retry_errors, force, fail_below, max_error_rate, quiet)
+        overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
+                     "tpm": tpm, "cache": cache or None}  # fmt: skip
+        _resume(resume, overrides, retry_errors, force, gates, quiet)
         return
     from eval_harness.cli.render import run as run_views
     from eval_harness.config import RunConfig, parse_key_values
@@ -156,7 +175,7 @@ def run_command(
         limit=limit,
         seed=seed,
         timeout_s=timeout,
-        max_retries=max_retries,
+        max_retries=5 if max_retries is None else max_retries,
         generation=_generation_overrides(temperature, max_tokens),
         rpm=rpm,
         tpm=tpm,
@@ -175,46 +194,44 @@ def run_command(
     if dry_run_:
         run_views.print_dry_run(dry_run(plan))
         return
-    finish_run(start_run(plan, quiet), fail_below, max_error_rate, quiet)
+    finish_run(start_run(plan, quiet), gates, quiet)
 
 
 def _resume(
-    run_dir: Path,
-    concurrency: int | None,
-    timeout: float | None,
-    retry_errors: bool,
-    force: bool,
-    fail_below: float | None,
-    max_error_rate: float | None,
-    quiet: bool,
+    run_dir: Path, overrides: dict[str, Any], retry_errors: bool, force: bool, gates: GateSpec, quiet: bool
 ) -> None:
-
     from eval_harness.cli import render
     from eval_harness.runner import plan_resume
 
-    overrides = {"concurrency": concurrency, "timeout_s": timeout}
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
     if plan.forced:
         render.stderr.print(f"--force: resuming although {'; '.join(plan.forced)}", markup=False)
-    finish_run(start_run(plan, quiet), fail_below, max_error_rate, quiet)
+    finish_run(start_run(plan, quiet), gates, quiet)
 
 
 def resume_command(
     run_dir: Annotated[Path, typer.Argument(help="The run directory, e.g. results/<run_id>.")],
     concurrency: Annotated[int | None, typer.Option(min=1, help="Samples in flight (default: as before).")] = None,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds.")] = None,
-    retry_errors: Annotated[
-        bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Resume even though the dataset/template/scorers/model changed.")
-    ] = False,
-    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X.")] = None,
-    max_error_rate: Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
+    retry_errors: RetryErrors = False,
+    force: Force = False,
+    max_retries: MaxRetries = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
+    cache: Cache = False,
+    fail_below: FailBelow = None,
+    fail_below_axis: FailBelowAxis = None,
+    gate_on: GateOn = "mean",
+    max_error_rate: MaxErrorRate = None,
+    quiet: Quiet = False,
 ) -> None:
     """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append."""
-    _resume(run_dir, concurrency, timeout, retry_errors, force, fail_below, max_error_rate, quiet)
+    from eval_harness.gates import GateSpec
+
+    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
+    overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
+                 "tpm": tpm, "cache": cache or None}  # fmt: skip
+    _resume(run_dir, overrides, retry_errors, force, gates, quiet)
 
 
 def register(app: typer.Typer) -> None:

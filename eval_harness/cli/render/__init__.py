@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 
@@ -44,3 +47,78 @@ def bar(value: float | None, width: int = 20) -> str:
 
 def per_dollar(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
+
+
+def file_console(handle: TextIO) -> Console:
+    """A console that writes plain text (no colour, 160 columns) to an open file, for ``--output``."""
+    return Console(file=handle, highlight=False, soft_wrap=False, width=160, no_color=True, color_system=None)
+
+
+def signed_points(value: float | None, digits: int = 1) -> str:
+    """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'."""
+    if value is None or math.isnan(value):
+        return "–"
+    text = f"{100 * abs(value):.{digits}f}"
+    return f"+{text}" if value > 0 else (f"−{text}" if value < 0 else text)
+
+
+def interval(bounds: tuple[float, float] | None, signed: bool = False) -> str:
+    """A 95% interval in percent, e.g. '61.3–73.1', or in signed points for a difference."""
+    if bounds is None:
+        return "–"
+    if signed:
+        return f"[{signed_points(bounds[0])}, {signed_points(bounds[1])}]"
+    return f"{pct(bounds[0])}–{pct(bounds[1])}"
+
+
+def p_value(value: float | None) -> str:
+    """A p-value with sensible precision: 0.0312, 1.2e-05, 1."""
+    if value is None or math.isnan(value):
+        return "–"
+    if value >= 0.9995:
+        return "1"
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+def sparkline(counts: list[int]) -> str:
+    """A histogram as one line of block characters, one per bin; an empty bin is a blank."""
+    top = max(counts, default=0)
+    if top == 0:
+        return " " * len(counts)
+    blocks = "▁▂▃▄▅▆▇█"
+    return "".join(" " if c == 0 else blocks[min(7, (c * 8 - 1) // top)] for c in counts)
+
+
+def emit_text(text: str, output: Path | None) -> None:
+    """Write ``text`` (JSON, Markdown) to ``output``, or to standard output when None."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
+    """Draw a view on the terminal, or as plain text into ``output``."""
+    if output is None:
+        draw(stdout)
+        return
+    with output.open("w", encoding="utf-8") as handle:
+        draw(file_console(handle))
+
+
+def emit(
+    format_: str,
+    output: Path | None,
+    *,
+    json_text: Callable[[], str],
+    markdown_text: Callable[[], str] | None,
+    draw: Callable[[Console], None],
+) -> None:
+    """Show a document as ``json``, ``markdown`` or a terminal ``table``, on standard output or into ``output``."""
+    if format_ == "json":
+        emit_text(json_text(), output)
+    elif format_ == "markdown" and markdown_text is not None:
+        emit_text(markdown_text(), output)
+    else:
+        emit_view(draw, output)

@@ -1,53 +1,106 @@
-"""The capability profile view: one row per axis with its interval, cost and latency."""
+"""The capability profile views: the per-axis table of a run summary (``run``) and the full report
+(``report``) as a terminal table, Markdown or JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.console import Console
 from rich.table import Table
 
-from eval_harness.cli.render import bar, millis, money, pct, per_dollar, stdout
+from eval_harness.cli.render import bar, interval, millis, money, pct, per_dollar, sparkline, stdout
 from eval_harness.types import AxisStats, RunSummary
 
+if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
+    from eval_harness.report import EpochReport, ProfileReport, ReportAxis
 
-def profile_table(summary: RunSummary, title: str | None = None) -> Table:
-    """The capability profile: one row per axis, then the overall row."""
-    table = Table(title=title or f"{summary.model} on {summary.task}", title_justify="left", show_lines=False)
-    for name, justify in [
-        ("axis", "left"),
-        ("n", "right"),
-        ("mean %", "right"),
-        ("95% CI", "right"),
+
+@dataclass(frozen=True)
+class _Row:
+    """The cells of one profile row, from a summary's AxisStats or a report's ReportAxis."""
+
+    axis: str
+    n: int
+    mean: float | None
+    ci: tuple[float, float] | None
+    mean_excluding_errors: float | None
+    pass_rate: float | None
+    cost_mean: float | None
+    accuracy_per_dollar: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    error_rate: float
+
+    @classmethod
+    def of(cls, stats: AxisStats | ReportAxis) -> _Row:
+        cost = stats.cost_mean_usd if isinstance(stats, AxisStats) else stats.cost_mean
+        return cls(
+            axis=stats.axis,
+            n=stats.n,
+            mean=stats.mean,
+            ci=stats.ci,
+            mean_excluding_errors=stats.mean_excluding_errors,
+            pass_rate=stats.pass_rate,
+            cost_mean=cost,
+            accuracy_per_dollar=stats.accuracy_per_dollar,
+            latency_p50_ms=stats.latency_p50_ms,
+            latency_p95_ms=stats.latency_p95_ms,
+            error_rate=stats.error_rate,
+        )
+
+    def cells(self, with_excluding: bool, with_bar: bool = True) -> list[str]:
+        cells = [self.axis, f"{self.n:,}", pct(self.mean), interval(self.ci)]
+        if with_excluding:
+            cells.append(pct(self.mean_excluding_errors))
+        cells += [
+            pct(self.pass_rate),
+            money(self.cost_mean),
+            per_dollar(self.accuracy_per_dollar),
+            millis(self.latency_p50_ms),
+            millis(self.latency_p95_ms),
+            pct(self.error_rate),
+        ]
+        if with_bar:
+            cells.append(bar(self.mean))
+        return cells
+
+
+def _headers(with_excluding: bool) -> list[tuple[str, str]]:
+    headers = [("axis", "left"), ("n", "right"), ("mean %", "right"), ("95% CI", "right")]
+    if with_excluding:
+        headers.append(("mean % (errors excluded)", "right"))
+    headers += [
         ("pass %", "right"),
         ("cost/sample", "right"),
         ("acc per $", "right"),
         ("p50 ms", "right"),
         ("p95 ms", "right"),
         ("err %", "right"),
-        ("", "left"),
-    ]:
+    ]
+    return headers
+
+
+def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name, justify in [*_headers(with_excluding), ("", "left")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-
-    def row(stats: AxisStats, style: str | None = None) -> None:
-        ci = f"{pct(stats.ci[0])}–{pct(stats.ci[1])}" if stats.ci else "–"
-        table.add_row(
-            stats.axis,
-            f"{stats.n:,}",
-            pct(stats.mean),
-            ci,
-            pct(stats.pass_rate),
-            money(stats.cost_mean_usd),
-            per_dollar(stats.accuracy_per_dollar),
-            millis(stats.latency_p50_ms),
-            millis(stats.latency_p95_ms),
-            pct(stats.error_rate),
-            bar(stats.mean),
-            style=style,
-        )
-
-    for stats in summary.axes:
-        row(stats)
+    for row in rows:
+        table.add_row(*row.cells(with_excluding))
     table.add_section()
-    row(summary.overall, style="bold")
+    table.add_row(*overall.cells(with_excluding), style="bold")
     return table
+
+
+def profile_table(summary: RunSummary, title: str | None = None) -> Table:
+    """The capability profile of a run summary: one row per axis, then the overall row."""
+    return _table(
+        [_Row.of(a) for a in summary.axes],
+        _Row.of(summary.overall),
+        title or f"{summary.model} on {summary.task}",
+        with_excluding=summary.overall.errors > 0,
+    )
 
 
 def headline(summary: RunSummary) -> str:
@@ -65,8 +118,9 @@ def headline(summary: RunSummary) -> str:
 
 
 def print_profile(summary: RunSummary, title: str | None = None) -> None:
+    """The profile of a run summary with its headline and totals (shown at the end of ``run``)."""
     stdout.print(profile_table(summary, title))
-    stdout.print(headline(summary))
+    stdout.print(headline(summary), markup=False)
     totals = summary.overall
     cost = money(totals.cost_total_usd)
     extra = f" · judge cost {money(summary.judge_cost_usd)}" if summary.judge_cost_usd is not None else ""
@@ -74,5 +128,190 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
     stdout.print(
         f"tokens {totals.prompt_tokens:,} in / {totals.completion_tokens:,} out · cost {cost}{extra}"
         f" · wall {summary.wall_time_s or 0:.1f}s · retries {retries} · backoff {summary.backoff_s:.1f}s"
-        + (f" · cached {summary.cached_records:,}" if summary.cached_records else "")
+        + (f" · cached {summary.cached_records:,}" if summary.cached_records else ""),
+        markup=False,
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# the report: text shared by the terminal and Markdown views
+# --------------------------------------------------------------------------------------------------
+
+
+def _title(report: ProfileReport) -> str:
+    run = report.run
+    state = (
+        f"complete ({run.records:,} records)"
+        if run.complete
+        else f"INCOMPLETE ({run.status}): {run.missing:,} of {run.expected_records:,} records missing"
+    )
+    return f"{run.model} on {run.task} · run {run.run_id} · {state}"
+
+
+def _with_excluding(report: ProfileReport) -> bool:
+    return report.overall.errors > 0
+
+
+def _headline_lines(report: ProfileReport) -> list[str]:
+    h = report.headline
+    lines = [
+        f"headline, {h.policy}: macro mean (over {h.axes} axes) {pct(h.macro_mean)}% · "
+        f"micro mean (over {h.records:,} samples) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
+        f"errors excluded instead: macro mean {pct(h.macro_mean_excluding_errors)}% · "
+        f"micro mean {pct(h.micro_mean_excluding_errors)}%",
+        "intervals: " + "; ".join(h.ci_methods),
+    ]
+    return lines
+
+
+def _epoch_headers(report: ProfileReport) -> list[str]:
+    k = report.epochs[0].k
+    return ["axis", "samples", "pass@1 %", f"pass@{k} %", f"samples with all {k} epochs", "agreement %", "pairwise %"]
+
+
+def _epoch_cells(e: EpochReport) -> list[str]:
+    return [
+        e.axis,
+        f"{e.samples:,}",
+        pct(e.pass_at_1),
+        pct(e.pass_at_k),
+        f"{e.complete_samples:,}",
+        pct(e.agreement),
+        pct(e.pairwise_agreement),
+    ]
+
+
+def _scorer_headers() -> list[str]:
+    return ["scorer", "n", "mean", "median", "std", "p10", "p90", "histogram 0 → 1"]
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _precision_lines(report: ProfileReport) -> list[str]:
+    return [
+        f"{p.axis}: 95% interval ±{100 * p.half_width:.1f} points from {p.n:,} samples; "
+        f"±3 points needs about {p.needed:,} samples at the observed mean (at most {p.needed_worst_case:,})"
+        for p in report.precision
+    ]
+
+
+def _totals_line(report: ProfileReport) -> str:
+    t = report.totals
+    parts = [f"tokens {t.prompt_tokens:,} in / {t.completion_tokens:,} out"]
+    if t.judge_used:
+        parts.append(f"judge tokens {t.judge_prompt_tokens:,} in / {t.judge_completion_tokens:,} out")
+    parts.append(f"cost {money(t.cost_usd)}")
+    if t.judge_used or t.judge_cost_usd is not None:
+        parts.append(f"judge cost {money(t.judge_cost_usd)} (apart)")
+    parts.append(f"wall {t.wall_time_s:,.1f}s" if t.wall_time_s is not None else "wall –")
+    parts.append(f"errors {t.errors:,}")
+    if t.errors_by_type:
+        parts[-1] += " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(t.errors_by_type.items())) + ")"
+    retries = sum(t.retries_by_cause.values())
+    parts.append(f"retries {retries:,} · backoff {t.backoff_s:.1f}s")
+    if t.cached_records:
+        parts.append(f"cached {t.cached_records:,}")
+    return " · ".join(parts)
+
+
+def _gate_lines(report: ProfileReport) -> list[str]:
+    return [f"{'PASS' if g.passed else 'FAIL'} {g.text}" for g in report.gates]
+
+
+# --------------------------------------------------------------------------------------------------
+# terminal
+# --------------------------------------------------------------------------------------------------
+
+
+def print_report(report: ProfileReport, console: Console | None = None) -> None:
+    """The full report on a terminal (or a file console for ``--output``)."""
+    out = console or stdout
+    rows = [_Row.of(a) for a in report.axes]
+    out.print(_table(rows, _Row.of(report.overall), _title(report), _with_excluding(report)))
+    for line in _headline_lines(report):
+        out.print(line, markup=False, soft_wrap=True)
+    if report.epochs:
+        table = Table(title=f"epochs: pass@k (unbiased estimator) and agreement across {report.epochs[0].k} epochs")
+        for i, name in enumerate(_epoch_headers(report)):
+            table.add_column(name, justify="left" if i == 0 else "right")
+        for e in report.epochs:
+            table.add_row(*_epoch_cells(e), style="bold" if e.axis == "overall" else None)
+        out.print(table)
+    if report.scorers:
+        table = Table(title="scorers", title_justify="left")
+        for i, name in enumerate(_scorer_headers()):
+            table.add_column(name, justify="left" if i in (0, 7) else "right")
+        for s in report.scorers:
+            table.add_row(
+                s.name,
+                f"{s.n:,}",
+                _num(s.mean),
+                _num(s.median),
+                _num(s.std),
+                _num(s.p10),
+                _num(s.p90),
+                f"▕{sparkline(s.histogram)}▏",
+            )
+        out.print(table)
+    for line in _precision_lines(report):
+        out.print(f"precision: {line}", markup=False, soft_wrap=True)
+    out.print(_totals_line(report), markup=False, soft_wrap=True)
+    for line in _gate_lines(report):
+        out.print(f"gate {line}", style=None if line.startswith("PASS") else "bold red", markup=False, soft_wrap=True)
+    for note in report.notes:
+        out.print(f"note: {note}", markup=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------------
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |"]
+    lines.append("|" + "|".join("---:" if r else ":---" for r in right) + "|")
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def report_markdown(report: ProfileReport) -> str:
+    """The full report as GitHub-flavoured Markdown."""
+    with_excluding = _with_excluding(report)
+    headers = [name for name, _ in _headers(with_excluding)]
+    right = [justify == "right" for _, justify in _headers(with_excluding)]
+    rows = [_Row.of(a).cells(with_excluding, with_bar=False) for a in report.axes]
+    overall = _Row.of(report.overall).cells(with_excluding, with_bar=False)
+    rows.append([f"**{c}**" if c not in ("", "–") else c for c in overall])
+    lines = [f"## {_title(report)}", "", *_md_table(headers, rows, right), ""]
+    lines += [f"- {line}" for line in _headline_lines(report)]
+    if report.epochs:
+        lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
+        epoch_headers = _epoch_headers(report)
+        lines += _md_table(epoch_headers, [_epoch_cells(e) for e in report.epochs], [i > 0 for i in range(7)])
+    if report.scorers:
+        lines += ["", "### Scorers", ""]
+        scorer_rows = [
+            [s.name, f"{s.n:,}", _num(s.mean), _num(s.median), _num(s.std), _num(s.p10), _num(s.p90), ""]
+            for s in report.scorers
+        ]
+        for row, s in zip(scorer_rows, report.scorers, strict=True):
+            row[7] = "`" + sparkline(s.histogram) + "`"
+        lines += _md_table(_scorer_headers(), scorer_rows, [0 < i < 7 for i in range(8)])
+    if report.precision:
+        lines += ["", "### Precision", ""] + [f"- {line}" for line in _precision_lines(report)]
+    lines += ["", "### Totals", "", f"- {_totals_line(report)}"]
+    if report.gates:
+        lines += ["", f"### Gates (on {report.gate_on})", ""] + [f"- {line}" for line in _gate_lines(report)]
+    if report.notes:
+        lines += ["", "### Notes", ""] + [f"- {note}" for note in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def report_json(report: ProfileReport) -> str:
+    """The report as indented JSON (the scripting interface)."""
+    return report.model_dump_json(indent=2) + "\n"

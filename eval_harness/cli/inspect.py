@@ -1,0 +1,50 @@
+"""``eval-harness inspect``: the worst samples of a run and its errors, from the artifacts alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+
+def inspect_command(
+    run: Annotated[Path, typer.Option("--run", "-r", help="The run directory.")],
+    show_failures: Annotated[
+        bool, typer.Option("--show-failures", help="List the worst samples that failed (and no error summary).")
+    ] = False,
+    n: Annotated[int, typer.Option("--n", min=1, help="How many samples to list.")] = 5,
+    axis: Annotated[str | None, typer.Option(help="Only samples of this axis.")] = None,
+    scorer: Annotated[str | None, typer.Option(help="Rank by this scorer's value instead of the final score.")] = None,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Group the error records by type, with counts and one example each.")
+    ] = False,
+    format_: Annotated[Literal["table", "json"], typer.Option("--format", help="Output format.")] = "table",
+) -> None:
+    """The worst N samples (lowest score, ties by id) with input, target, output, per-scorer scores and
+    explanations, latency and cost; and the errors by type. Without --show-failures or --errors: both."""
+    from eval_harness.cli.render import emit
+    from eval_harness.cli.render.inspect import inspection_json, print_inspection
+    from eval_harness.inspect import inspect_run
+
+    both = not show_failures and not errors
+    inspection = inspect_run(
+        run,
+        n=n,
+        axis=axis,
+        scorer=scorer,
+        failures_only=show_failures,
+        show_worst=show_failures or both,
+        show_errors=errors or both,
+    )
+    emit(
+        format_,
+        None,
+        json_text=lambda: inspection_json(inspection),
+        markdown_text=None,
+        draw=lambda console: print_inspection(inspection, console),
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("inspect")(inspect_command)

@@ -1,0 +1,36 @@
+"""``eval-harness plan``: how many samples an axis needs for a confidence interval of a given width."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def plan_command(
+    margin: Annotated[float, typer.Option(help="Half-width of the interval, as a fraction: 0.03 = ±3 points.")],
+    p: Annotated[float, typer.Option("--p", help="Expected score; 0.5 (the default) is the worst case.")] = 0.5,
+    confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
+) -> None:
+    """Samples per axis for a ±MARGIN interval: ceil(z² p(1−p) / margin²) (normal approximation)."""
+    from eval_harness.cli.render import stdout
+    from eval_harness.errors import ConfigError
+    from eval_harness.stats import sample_size
+
+    try:
+        needed = sample_size(margin, p=p, confidence=confidence)
+    except ValueError as exc:
+        raise ConfigError(f"plan: {exc}") from None
+    stdout.print(
+        f"{needed:,} samples per axis give a {100 * confidence:g}% interval of ±{100 * margin:g} points "
+        f"when the score is near {100 * p:g}% (normal approximation).",
+        markup=False,
+    )
+    if p != 0.5:
+        worst = sample_size(margin, p=0.5, confidence=confidence)
+        stdout.print(f"If the score could be anywhere, plan for {worst:,} (the worst case, p = 50%).", markup=False)
+    stdout.print("Each axis of a profile needs this many on its own; errors count as samples too.", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_command)

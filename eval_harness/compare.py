@@ -1,0 +1,418 @@
+"""Compare two runs of the same items, axis by axis, with paired tests that say which differences are real.
+
+The runs are joined on ``(sample_id, epoch)``; samples present in one run only are counted and left out
+of the paired statistics. Per axis: both means with intervals, the difference B − A with its paired
+interval, a paired test (McNemar's exact test for 0/1 scores, the paired bootstrap otherwise), the
+Holm-adjusted p-value across axes, whether the two intervals overlap (the conservative screen), and a
+verdict. Latency, cost and error-rate deltas sit beside the scores, so the trade-off a single headline
+number hides stays visible. Errors count as wrong (score 0), as in the report's headline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, Field
+
+from eval_harness.aggregate import RunColumns, default_workers, load_columns, scorer_keys
+from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.errors import ConfigError
+from eval_harness.stats import holm, mean_ci, paired_comparison
+from eval_harness.types import RunManifest, ScorerSpec
+
+__all__ = ["ALPHA", "CompareAxis", "Comparison", "Verdict", "compare_runs"]
+
+COMPARE_SCHEMA_VERSION = 1
+ALPHA = 0.05
+"""Family-wise error rate of the verdicts (Holm across axes)."""
+
+Verdict = Literal["a_better", "b_better", "no_difference"]
+
+
+class CompareRun(BaseModel):
+    """One side of the comparison."""
+
+    run_id: str
+    run_dir: str
+    model: str
+    task: str
+    status: str
+    dataset: str
+    dataset_sha256: str
+    records: int
+    missing: int
+
+
+class CompareAxis(BaseModel):
+    """One axis (or ``overall``) of the comparison; ``diff`` and every ``*_diff`` are B − A."""
+
+    axis: str
+    n: int = Field(description="Paired records (present in both runs).")
+    mean_a: float | None
+    mean_b: float | None
+    ci_a: tuple[float, float] | None
+    ci_b: tuple[float, float] | None
+    diff: float | None = Field(description="mean_b − mean_a.")
+    diff_ci: tuple[float, float] | None = Field(description="95% paired interval of diff.")
+    test: str = Field(description="mcnemar, paired-bootstrap, paired-normal or none.")
+    p_value: float
+    p_adjusted: float = Field(description="Holm-adjusted across axes (overall: not adjusted).")
+    separable: bool = Field(description="p_adjusted < 0.05: the difference is detectable.")
+    intervals_overlap: bool = Field(description="The conservative screen: overlapping intervals.")
+    verdict: Verdict
+    error_rate_a: float | None
+    error_rate_b: float | None
+    error_rate_diff: float | None
+    latency_p50_ms_a: float | None
+    latency_p50_ms_b: float | None
+    latency_p50_diff_ms: float | None
+    latency_p95_ms_a: float | None
+    latency_p95_ms_b: float | None
+    latency_p95_diff_ms: float | None
+    cost_mean_a: float | None = Field(description="USD per record; None when a price is unknown.")
+    cost_mean_b: float | None
+    cost_mean_diff: float | None
+
+
+class CompareHeadline(BaseModel):
+    """The one-number gap, and what it hides."""
+
+    macro_a: float | None = Field(description="Mean over axes of A's paired per-axis means.")
+    macro_b: float | None
+    macro_diff: float | None
+    micro_a: float | None = Field(description="Mean over all paired records.")
+    micro_b: float | None
+    micro_diff: float | None
+    diff_ci: tuple[float, float] | None
+    test: str
+    p_value: float = Field(description="Paired test over all records; not part of the Holm family.")
+    verdict: Verdict
+    axes_a_better: list[str]
+    axes_b_better: list[str]
+
+
+class Comparison(BaseModel):
+    """``eval-harness compare --format json``."""
+
+    schema_version: int = COMPARE_SCHEMA_VERSION
+    run_a: CompareRun
+    run_b: CompareRun
+    headline: CompareHeadline
+    axes: list[CompareAxis]
+    overall: CompareAxis
+    paired: int = Field(description="Records present in both runs.")
+    only_a: int = Field(description="Records in A only: excluded from the paired statistics.")
+    only_b: int = Field(description="Records in B only: excluded from the paired statistics.")
+    alpha: float = ALPHA
+    forced: list[str] = Field(description="Differences that would have refused the comparison, overridden by --force.")
+    notes: list[str]
+
+    @property
+    def regressions(self) -> list[CompareAxis]:
+        """Axes significantly worse in B (Holm-adjusted, 5%)."""
+        return [a for a in self.axes if a.verdict == "a_better"]
+
+
+def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
+    parts = []
+    for spec in scorers:
+        args = ", ".join(f"{k}={v!r}" for k, v in sorted(spec.args.items()))
+        extra = [f"weight={spec.weight:g}"] if spec.weight != 1.0 else []
+        extra += ["gate"] if spec.gate else []
+        inner = ", ".join([a for a in [args, *extra] if a])
+        parts.append(f"{spec.key}({inner})" if inner else spec.key)
+    return " + ".join(parts)
+
+
+def incomparable(a: RunManifest, b: RunManifest) -> list[str]:
+    """What differs between the runs' datasets and scorers (empty when they can be compared)."""
+    problems = []
+    if a.dataset.sha256 != b.dataset.sha256:
+        problems.append(
+            f"different datasets (A: {a.dataset.path} sha256 {a.dataset.sha256[:12]}, "
+            f"B: {b.dataset.path} sha256 {b.dataset.sha256[:12]})"
+        )
+    if [s.model_dump() for s in a.task.scorers] != [s.model_dump() for s in b.task.scorers]:
+        problems.append(f"different scorers (A: {_scorers_text(a.task.scorers)}, B: {_scorers_text(b.task.scorers)})")
+    return problems
+
+
+def join_keys(keys_a: NDArray[np.uint64], keys_b: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Row indices ``(ia, ib)`` of the keys (``RunColumns.key_hash``) present in both runs, in B's order."""
+    if keys_a.shape[0] == 0 or keys_b.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty
+    order = np.argsort(keys_a[:, 0])
+    first = keys_a[order, 0]
+    left = np.searchsorted(first, keys_b[:, 0], side="left")
+    right = np.searchsorted(first, keys_b[:, 0], side="right")
+    candidate = order[np.minimum(left, order.size - 1)]
+    found = (right > left) & (keys_a[candidate, 1] == keys_b[:, 1])
+    # Two of A's keys sharing the first 64-bit hash (about one chance in 10^8 per million keys): search
+    # the run of equal first hashes for the matching second hash.
+    for row in np.flatnonzero((right - left > 1) & ~found).tolist():
+        for position in range(int(left[row]), int(right[row])):
+            if keys_a[order[position], 1] == keys_b[row, 1]:
+                candidate[row], found[row] = order[position], True
+                break
+    ib = np.flatnonzero(found)
+    return candidate[ib].astype(np.intp), ib.astype(np.intp)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a comparison keeps of one run: six columns, a fraction of ``RunColumns`` (and of its memory)."""
+
+    axes: list[str]
+    axis: NDArray[np.int32]
+    key_hash: NDArray[np.uint64]
+    side: _Side
+
+    @classmethod
+    def of(cls, columns: RunColumns) -> _Run:
+        every = np.arange(columns.n, dtype=np.intp)
+        return cls(columns.axes, columns.axis, columns.key_hash, _Side.of(columns, every))
+
+    @property
+    def n(self) -> int:
+        return int(self.axis.size)
+
+
+def _load_run(path: Path, keys: list[str]) -> _Run:
+    # light: a comparison needs identity, axis, score, error, latency and cost only.
+    return _Run.of(load_columns(path, keys, light=True))
+
+
+@dataclass(frozen=True)
+class _Side:
+    """What the comparison uses of one run's paired rows."""
+
+    final: NDArray[np.float64]
+    error: NDArray[np.bool_]
+    latency_ms: NDArray[np.float64]
+    cost_usd: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, columns: RunColumns, rows: NDArray[np.intp]) -> _Side:
+        return cls(columns.final[rows], columns.error[rows], columns.latency_ms[rows], columns.cost_usd[rows])
+
+    def take(self, rows: NDArray[np.intp]) -> _Side:
+        return _Side(self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows])
+
+    def percentiles(self) -> tuple[float | None, float | None]:
+        known = self.latency_ms[~np.isnan(self.latency_ms)]
+        if not known.size:
+            return None, None
+        p50, p95 = np.percentile(known, [50, 95]).tolist()
+        return float(p50), float(p95)
+
+    def cost_mean(self) -> float | None:
+        """Mean cost per record; None when a completed record has no price (unknown, not zero)."""
+        if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & ~self.error):
+            return None
+        return math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist()) / self.final.size
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def _interval(low: float, high: float) -> tuple[float, float] | None:
+    return None if np.isnan(low) or np.isnan(high) else (low, high)
+
+
+def _axis(name: str, a: _Side, b: _Side, seed: int) -> CompareAxis:
+    """The comparison of paired rows ``a`` and ``b`` (same length, same keys in the same order)."""
+    n = int(a.final.size)
+    if n == 0:
+        mean_a = mean_b = None
+        ci_a = ci_b = None
+        diff = None
+        diff_ci = None
+        test, p_value = "none", 1.0
+    else:
+        mean_a, low_a, high_a, _ = mean_ci(a.final, seed=seed)
+        mean_b, low_b, high_b, _ = mean_ci(b.final, seed=seed)
+        ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
+        paired = paired_comparison(a.final, b.final, seed=seed)
+        diff, diff_ci, test, p_value = paired.diff, _interval(paired.low, paired.high), paired.test, paired.p_value
+    p50_a, p95_a = a.percentiles()
+    p50_b, p95_b = b.percentiles()
+    cost_a, cost_b = a.cost_mean(), b.cost_mean()
+    error_a = float(np.mean(a.error)) if n else None
+    error_b = float(np.mean(b.error)) if n else None
+    overlap = ci_a is None or ci_b is None or (ci_a[1] >= ci_b[0] and ci_b[1] >= ci_a[0])
+    return CompareAxis(
+        axis=name,
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        ci_a=ci_a,
+        ci_b=ci_b,
+        diff=diff,
+        diff_ci=diff_ci,
+        test=test,
+        p_value=p_value,
+        p_adjusted=p_value,
+        separable=False,
+        intervals_overlap=overlap,
+        verdict="no_difference",
+        error_rate_a=error_a,
+        error_rate_b=error_b,
+        error_rate_diff=_delta(error_a, error_b),
+        latency_p50_ms_a=p50_a,
+        latency_p50_ms_b=p50_b,
+        latency_p50_diff_ms=_delta(p50_a, p50_b),
+        latency_p95_ms_a=p95_a,
+        latency_p95_ms_b=p95_b,
+        latency_p95_diff_ms=_delta(p95_a, p95_b),
+        cost_mean_a=cost_a,
+        cost_mean_b=cost_b,
+        cost_mean_diff=_delta(cost_a, cost_b),
+    )
+
+
+def _decide(axis: CompareAxis, p_adjusted: float) -> CompareAxis:
+    separable = p_adjusted < ALPHA and axis.diff is not None and axis.diff != 0
+    verdict: Verdict = "no_difference"
+    if separable and axis.diff is not None:
+        verdict = "b_better" if axis.diff > 0 else "a_better"
+    return axis.model_copy(update={"p_adjusted": p_adjusted, "separable": separable, "verdict": verdict})
+
+
+def _run_info(run_dir: Path, manifest: RunManifest, records: int) -> CompareRun:
+    return CompareRun(
+        run_id=manifest.run_id,
+        run_dir=str(run_dir),
+        model=manifest.model.id,
+        task=manifest.task.name,
+        status=manifest.status,
+        dataset=manifest.dataset.path,
+        dataset_sha256=manifest.dataset.sha256,
+        records=records,
+        missing=max(0, manifest.expected_records - records),
+    )
+
+
+def _load_both(path_a: Path, keys_a: list[str], path_b: Path, keys_b: list[str], parallel: bool) -> tuple[_Run, _Run]:
+    if not parallel:
+        return _load_run(path_a, keys_a), _load_run(path_b, keys_b)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # A is read in a forked process while this one reads B: two files, two cores. Only the compact _Run
+    # crosses the pipe.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        future = pool.submit(_load_run, path_a, keys_a)
+        run_b = _load_run(path_b, keys_b)
+        return future.result(), run_b
+
+
+def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: bool | None = None) -> Comparison:
+    """Compare the runs in ``run_a`` and ``run_b``.
+
+    Refuses with a ``ConfigError`` saying what differs when the runs used different datasets or scorers,
+    unless ``force`` (then ``forced`` lists what differed). ``parallel`` reads the two samples files in
+    two processes (default: when the files are large; it forks, so call from a single-threaded process).
+    """
+    manifest_a, manifest_b = read_manifest(run_a), read_manifest(run_b)
+    problems = incomparable(manifest_a, manifest_b)
+    if problems and not force:
+        raise ConfigError(f"cannot compare {run_a} and {run_b}: {'; '.join(problems)}; pass --force to compare anyway")
+    path_a, path_b = RunPaths(run_a).samples, RunPaths(run_b).samples
+    if parallel is None:
+        parallel = default_workers(path_a) > 1 or default_workers(path_b) > 1
+    loaded_a, loaded_b = _load_both(path_a, scorer_keys(manifest_a), path_b, scorer_keys(manifest_b), parallel)
+    return _compare(loaded_a, loaded_b, manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=problems)
+
+
+def comparison_from_columns(
+    columns_a: RunColumns,
+    columns_b: RunColumns,
+    manifest_a: RunManifest,
+    manifest_b: RunManifest,
+    *,
+    run_a: Path,
+    run_b: Path,
+    forced: Sequence[str] = (),
+) -> Comparison:
+    """The comparison of already-loaded runs (see :func:`compare_runs`)."""
+    return _compare(
+        _Run.of(columns_a), _Run.of(columns_b), manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=forced
+    )
+
+
+def _compare(
+    columns_a: _Run,
+    columns_b: _Run,
+    manifest_a: RunManifest,
+    manifest_b: RunManifest,
+    *,
+    run_a: Path,
+    run_b: Path,
+    forced: Sequence[str],
+) -> Comparison:
+    ia, ib = join_keys(columns_a.key_hash, columns_b.key_hash)
+    a, b = columns_a.side.take(ia), columns_b.side.take(ib)
+    axis_a = columns_a.axis[ia]
+    seed = manifest_a.seed
+    notes: list[str] = []
+    # B's axis codes in A's numbering (-1: an axis A does not have), to count records that moved axis.
+    lut = np.array([columns_a.axes.index(x) if x in columns_a.axes else -1 for x in columns_b.axes] or [-1])
+    moved = int(np.count_nonzero(lut[columns_b.axis[ib]] != axis_a)) if ib.size else 0
+    if moved:
+        notes.append(f"{moved:,} paired records have another axis in B; they are counted under A's axis")
+    axes: list[CompareAxis] = []
+    for code in sorted(range(len(columns_a.axes)), key=lambda c: columns_a.axes[c]):
+        rows = np.flatnonzero(axis_a == code)
+        if rows.size:
+            axes.append(_axis(columns_a.axes[code], a.take(rows), b.take(rows), seed))
+    adjusted = holm([axis.p_value for axis in axes]) if axes else []
+    axes = [_decide(axis, p) for axis, p in zip(axes, adjusted, strict=True)]
+    overall = _axis("overall", a, b, seed)
+    overall = _decide(overall, overall.p_value)
+    paired = int(ia.size)
+    only_a, only_b = columns_a.n - paired, columns_b.n - paired
+    if only_a or only_b:
+        notes.append(f"{only_a:,} records only in A and {only_b:,} only in B are left out of the paired statistics")
+    if manifest_a.task.pass_threshold != manifest_b.task.pass_threshold:
+        notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
+    macro_a = _mean_of([axis.mean_a for axis in axes])
+    macro_b = _mean_of([axis.mean_b for axis in axes])
+    headline = CompareHeadline(
+        macro_a=macro_a,
+        macro_b=macro_b,
+        macro_diff=_delta(macro_a, macro_b),
+        micro_a=overall.mean_a,
+        micro_b=overall.mean_b,
+        micro_diff=overall.diff,
+        diff_ci=overall.diff_ci,
+        test=overall.test,
+        p_value=overall.p_value,
+        verdict=overall.verdict,
+        axes_a_better=[axis.axis for axis in axes if axis.verdict == "a_better"],
+        axes_b_better=[axis.axis for axis in axes if axis.verdict == "b_better"],
+    )
+    return Comparison(
+        run_a=_run_info(run_a, manifest_a, columns_a.n),
+        run_b=_run_info(run_b, manifest_b, columns_b.n),
+        headline=headline,
+        axes=axes,
+        overall=overall,
+        paired=paired,
+        only_a=only_a,
+        only_b=only_b,
+        forced=list(forced),
+        notes=notes,
+    )
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None

@@ -1,0 +1,141 @@
+"""Quality gates: ``--fail-below``, ``--fail-below-axis AXIS=X``, ``--gate-on mean|ci-low``, ``--max-error-rate``.
+
+A gate compares one number of a run summary with a threshold and the outcome is data (``GateResult``), so
+``run`` and ``report`` evaluate the same gates the same way and each decides how to show them. With
+``--gate-on ci-low`` a score gate compares the lower end of the 95% interval instead of the mean: it
+fails only when the shortfall is real, not when a small sample happened to come out low.
+Gates use the headline's error policy: errors counted as wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from pydantic import BaseModel, Field
+
+from eval_harness.errors import ConfigError, GateFailedError
+from eval_harness.types import AxisStats, RunSummary
+
+__all__ = ["GateBasis", "GateResult", "GateSpec", "evaluate_gates", "gate_failure"]
+
+GateBasis = Literal["mean", "ci-low"]
+
+
+def _fraction(text: str, flag: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: {text!r} is not a number; give a fraction between 0 and 1") from None
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise ConfigError(f"{flag}: {text} is outside 0-1; give a fraction, e.g. 0.8 for 80%")
+    return value
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The gates asked for on the command line; build it with :meth:`from_flags`."""
+
+    fail_below: float | None = None
+    """Minimum overall score."""
+    fail_below_axis: tuple[tuple[str, float], ...] = ()
+    """Minimum score per named axis."""
+    gate_on: GateBasis = "mean"
+    """Compare the mean, or the lower end of the 95% interval."""
+    max_error_rate: float | None = None
+    """Maximum overall error rate."""
+
+    @classmethod
+    def from_flags(
+        cls,
+        fail_below: float | None = None,
+        fail_below_axis: Sequence[str] | None = None,
+        gate_on: str = "mean",
+        max_error_rate: float | None = None,
+    ) -> GateSpec:
+        """Validate the flags; a bad value is a ``ConfigError`` naming the flag."""
+        if gate_on not in get_args(GateBasis):
+            raise ConfigError(f"--gate-on: {gate_on!r} is not one of {', '.join(get_args(GateBasis))}")
+        if fail_below is not None:
+            _fraction(str(fail_below), "--fail-below")
+        if max_error_rate is not None:
+            _fraction(str(max_error_rate), "--max-error-rate")
+        axes: list[tuple[str, float]] = []
+        for item in fail_below_axis or []:
+            axis, sep, value = item.rpartition("=")
+            if not sep or not axis:
+                raise ConfigError(f"--fail-below-axis: {item!r} is not AXIS=X, e.g. arithmetic=0.8")
+            axes.append((axis, _fraction(value, f"--fail-below-axis {axis}")))
+        return cls(fail_below, tuple(axes), gate_on, max_error_rate)  # type: ignore[arg-type]
+
+    @property
+    def active(self) -> bool:
+        """True when at least one gate is set."""
+        return self.fail_below is not None or bool(self.fail_below_axis) or self.max_error_rate is not None
+
+
+class GateResult(BaseModel):
+    """One gate's outcome."""
+
+    target: str = Field(description="'overall' or the axis name.")
+    measure: Literal["mean", "ci-low", "error-rate"] = Field(description="The number compared.")
+    threshold: float = Field(description="The bound from the flag.")
+    value: float | None = Field(description="The run's number; None when the run has no records there.")
+    passed: bool
+
+    @property
+    def text(self) -> str:
+        """One line, e.g. 'arithmetic ci-low 61.3% is below 80%' or 'error rate 5.0% is above 2%'."""
+        shown = "–" if self.value is None else f"{100 * self.value:.1f}%"
+        if self.measure == "error-rate":
+            return f"error rate {shown} {'is within' if self.passed else 'is above'} {100 * self.threshold:g}%"
+        verdict = "meets" if self.passed else "is below"
+        return f"{self.target} {self.measure} {shown} {verdict} {100 * self.threshold:g}%"
+
+
+def _score(stats: AxisStats, basis: GateBasis) -> float | None:
+    if basis == "ci-low":
+        return stats.ci[0] if stats.ci is not None else None
+    return stats.mean
+
+
+def evaluate_gates(summary: RunSummary, spec: GateSpec) -> list[GateResult]:
+    """Every gate of ``spec`` against ``summary``; an axis the run does not have is a ``ConfigError``."""
+    results: list[GateResult] = []
+    if spec.fail_below is not None:
+        value = _score(summary.overall, spec.gate_on)
+        passed = value is not None and value >= spec.fail_below
+        results.append(
+            GateResult(target="overall", measure=spec.gate_on, threshold=spec.fail_below, value=value, passed=passed)
+        )
+    by_name = {a.axis: a for a in summary.axes}
+    for axis, threshold in spec.fail_below_axis:
+        stats = by_name.get(axis)
+        if stats is None:
+            known = ", ".join(sorted(by_name)) or "none yet"
+            raise ConfigError(f"--fail-below-axis: the run has no axis {axis!r} (its axes: {known})")
+        value = _score(stats, spec.gate_on)
+        passed = value is not None and value >= threshold
+        results.append(GateResult(target=axis, measure=spec.gate_on, threshold=threshold, value=value, passed=passed))
+    if spec.max_error_rate is not None:
+        rate = summary.overall.error_rate
+        results.append(
+            GateResult(
+                target="overall",
+                measure="error-rate",
+                threshold=spec.max_error_rate,
+                value=rate,
+                passed=rate <= spec.max_error_rate,
+            )
+        )
+    return results
+
+
+def gate_failure(results: Sequence[GateResult]) -> GateFailedError | None:
+    """The error to raise (exit 1) when any gate failed, naming every failed gate; None when all passed."""
+    failed = [r.text for r in results if not r.passed]
+    if not failed:
+        return None
+    return GateFailedError(f"gate failed: {'; '.join(failed)}")

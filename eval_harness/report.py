@@ -1,0 +1,372 @@
+"""The capability profile of a run, recomputed from its artifacts: per axis a score with its interval,
+its cost and its latency; the macro and micro headline; epochs, scorer distributions, totals, the
+precision each axis reached, and the gates.
+
+Reads only ``manifest.json`` and ``samples.jsonl`` (never the dataset) and works on runs that are still
+running or were interrupted: the document says how many records are missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from eval_harness.aggregate import (
+    RunColumns,
+    ScorerDistribution,
+    default_workers,
+    epoch_stats,
+    load_columns,
+    per_axis,
+    scorer_distributions,
+    scorer_keys,
+    summarize_columns,
+)
+from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.errors import ConfigError
+from eval_harness.gates import GateResult, GateSpec, evaluate_gates
+from eval_harness.stats import NORMAL_CI_MIN_ITEMS, mean_ci, sample_size
+from eval_harness.types import AxisStats, RunManifest, RunSummary
+
+__all__ = [
+    "CI_CHOICES",
+    "PRECISION_TARGET",
+    "PRECISION_WARNING",
+    "ProfileReport",
+    "build_report",
+]
+
+REPORT_SCHEMA_VERSION = 1
+CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
+PRECISION_WARNING = 0.05
+"""An axis whose interval is wider than ±5 points gets a line saying how many samples ±3 would need."""
+PRECISION_TARGET = 0.03
+ERROR_POLICY = "errors counted as wrong (score 0)"
+
+_CI_LABELS = {
+    "wilson": "Wilson (0/1 scores)",
+    "clopper-pearson": "Clopper-Pearson (0/1 scores)",
+    "bootstrap": "percentile bootstrap, 2,000 resamples",
+    "normal": f"normal (CLT): more than {NORMAL_CI_MIN_ITEMS:,} scores with many distinct values, "
+    "where it matches the bootstrap",
+    "wald": "Wald (0/1 scores)",
+}
+
+
+class ReportAxis(BaseModel):
+    """One row of the profile (an axis, or the whole run as ``overall``)."""
+
+    axis: str
+    n: int = Field(description="Records, errors included.")
+    errors: int
+    error_rate: float
+    mean: float | None = Field(description="Mean final score, errors counted as 0 (the headline policy).")
+    ci: tuple[float, float] | None = Field(description="95% interval of ``mean``.")
+    ci_method: str
+    mean_excluding_errors: float | None = Field(description="Mean over the records without an error.")
+    ci_excluding_errors: tuple[float, float] | None
+    pass_rate: float | None
+    cost_mean: float | None = Field(description="Mean cost per record in USD; None when a price is unknown.")
+    cost_total: float | None
+    cost_known: bool
+    accuracy_per_dollar: float | None = Field(description="mean / cost_mean.")
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    half_width: float | None = Field(description="Half the width of the 95% interval.")
+
+
+class Headline(BaseModel):
+    """The two one-number summaries, labelled, under both error policies."""
+
+    policy: str = Field(description="The error policy of ``macro_mean``, ``micro_mean`` and the gates.")
+    macro_mean: float | None = Field(description="Mean over axes of the per-axis means.")
+    micro_mean: float | None = Field(description="Mean over all records.")
+    micro_ci: tuple[float, float] | None
+    macro_mean_excluding_errors: float | None
+    micro_mean_excluding_errors: float | None
+    axes: int
+    records: int
+    ci_methods: list[str] = Field(description="The interval methods used, described.")
+
+
+class RunInfo(BaseModel):
+    """Which run this is and how complete it is."""
+
+    run_id: str
+    status: str
+    complete: bool = Field(description="All expected records are present.")
+    task: str
+    model: str
+    dataset: str
+    dataset_sha256: str
+    epochs: int
+    seed: int
+    created_at: str
+    records: int
+    expected_records: int
+    missing: int
+    torn_bytes: int = Field(description="Bytes of a torn last line that were ignored.")
+
+
+class EpochReport(BaseModel):
+    """pass@k and agreement across epochs for one axis (or ``overall``)."""
+
+    axis: str
+    samples: int
+    k: int
+    pass_at_1: float | None
+    pass_at_k: float | None
+    complete_samples: int = Field(description="Samples with all k epochs recorded (the basis of pass@k).")
+    agreement: float | None = Field(description="Share of samples whose epochs all passed or all failed.")
+    pairwise_agreement: float | None
+
+
+class Totals(BaseModel):
+    """What the run spent. Unknown costs are None, never 0."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    judge_prompt_tokens: int
+    judge_completion_tokens: int
+    cost_usd: float | None
+    cost_known: bool
+    judge_cost_usd: float | None = Field(description="Spent by model-based scorers; None when none ran or unpriced.")
+    judge_used: bool
+    wall_time_s: float | None
+    errors: int
+    errors_by_type: dict[str, int]
+    retries_by_cause: dict[str, int]
+    backoff_s: float
+    cached_records: int
+
+
+class PrecisionNote(BaseModel):
+    """An axis whose interval is wider than ±5 points, and what ±3 would take."""
+
+    axis: str
+    n: int
+    half_width: float
+    needed: int = Field(description="Samples for a ±3-point 95% interval at the observed mean.")
+    needed_worst_case: int = Field(description="The same at p = 0.5, the most samples it can take.")
+
+
+class ProfileReport(BaseModel):
+    """``eval-harness report --format json``."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    run: RunInfo
+    headline: Headline
+    axes: list[ReportAxis]
+    overall: ReportAxis
+    epochs: list[EpochReport] = Field(description="Per axis, then overall; empty when the run has one epoch.")
+    scorers: list[ScorerDistribution]
+    totals: Totals
+    precision: list[PrecisionNote]
+    gates: list[GateResult]
+    gate_on: Literal["mean", "ci-low"]
+    notes: list[str]
+
+    @property
+    def gates_failed(self) -> list[GateResult]:
+        """The gates that failed."""
+        return [g for g in self.gates if not g.passed]
+
+
+def _report_axis(stats: AxisStats, rows: RunColumns, ci_method: str, seed: int) -> ReportAxis:
+    clean = rows.final[~rows.error]
+    ci_excluding: tuple[float, float] | None = None
+    if clean.size:
+        _, low, high, _ = mean_ci(clean, method=ci_method, seed=seed)
+        ci_excluding = (low, high)
+    half = (stats.ci[1] - stats.ci[0]) / 2 if stats.ci is not None else None
+    return ReportAxis(
+        axis=stats.axis,
+        n=stats.n,
+        errors=stats.errors,
+        error_rate=stats.error_rate,
+        mean=stats.mean,
+        ci=stats.ci,
+        ci_method=stats.ci_method,
+        mean_excluding_errors=stats.mean_excluding_errors,
+        ci_excluding_errors=ci_excluding,
+        pass_rate=stats.pass_rate,
+        cost_mean=stats.cost_mean_usd,
+        cost_total=stats.cost_total_usd,
+        cost_known=stats.cost_known,
+        accuracy_per_dollar=stats.accuracy_per_dollar,
+        latency_p50_ms=stats.latency_p50_ms,
+        latency_p95_ms=stats.latency_p95_ms,
+        prompt_tokens=stats.prompt_tokens,
+        completion_tokens=stats.completion_tokens,
+        half_width=half,
+    )
+
+
+def _precision(axis: ReportAxis) -> PrecisionNote | None:
+    if axis.half_width is None or axis.half_width <= PRECISION_WARNING or axis.mean is None:
+        return None
+    return PrecisionNote(
+        axis=axis.axis,
+        n=axis.n,
+        half_width=axis.half_width,
+        needed=sample_size(PRECISION_TARGET, p=min(1.0, max(0.0, axis.mean))),
+        needed_worst_case=sample_size(PRECISION_TARGET, p=0.5),
+    )
+
+
+def _epochs(columns: RunColumns, epochs: int) -> list[EpochReport]:
+    if epochs <= 1:
+        return []
+    parts = [*per_axis(columns), ("overall", columns)]
+    out = []
+    for name, rows in parts:
+        stats = epoch_stats(rows, epochs)
+        out.append(
+            EpochReport(
+                axis=name,
+                samples=stats.samples,
+                k=stats.k,
+                pass_at_1=stats.pass_at_1,
+                pass_at_k=stats.pass_at_k,
+                complete_samples=stats.complete_samples,
+                agreement=stats.agreement,
+                pairwise_agreement=stats.pairwise_agreement,
+            )
+        )
+    return out
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _notes(
+    report_axes: list[ReportAxis], run: RunInfo, ci: str, summary: RunSummary, run_dir: Path | None
+) -> list[str]:
+    notes: list[str] = []
+    if not run.complete:
+        where = run_dir if run_dir is not None else "RUN_DIR"
+        notes.append(
+            f"run {run.status}: {run.missing:,} of {run.expected_records:,} records missing; "
+            f"continue it with: eval-harness resume {where}"
+        )
+    if run.torn_bytes:
+        notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
+    if ci in ("wilson", "clopper-pearson"):
+        continuous = [a.axis for a in report_axes if a.ci_method not in (ci, "none")]
+        if continuous:
+            notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} have other scores: bootstrap")
+    if any(a.ci_method == "normal" for a in report_axes):
+        names = ", ".join(a.axis for a in report_axes if a.ci_method == "normal")
+        notes.append(f"normal (CLT) intervals for {names}: {_CI_LABELS['normal']}")
+    if any(not a.cost_known for a in report_axes):
+        notes.append("some records have no price: their cost is unknown, not zero")
+    if summary.cached_records:
+        notes.append(f"{summary.cached_records:,} records were served from the response cache")
+    return notes
+
+
+def build_report(
+    run_dir: Path,
+    *,
+    ci: str = "auto",
+    gates: GateSpec | None = None,
+    workers: int | None = None,
+) -> ProfileReport:
+    """The profile of the run in ``run_dir``.
+
+    ``ci`` is ``auto`` (Wilson for 0/1 scores, bootstrap otherwise), ``wilson``, ``clopper-pearson`` or
+    ``bootstrap``. ``workers`` processes read a large samples file in parallel (default: one per CPU
+    above 64 MB; it forks, so call from a single-threaded process). Raises ``ArtifactError`` for an
+    unreadable run, ``ConfigError`` for a bad ``ci`` or a gate on an axis the run does not have.
+    """
+    if ci not in CI_CHOICES:
+        raise ConfigError(f"--ci: {ci!r} is not one of {', '.join(CI_CHOICES[1:])}")
+    manifest = read_manifest(run_dir)
+    samples = RunPaths(run_dir).samples
+    columns = load_columns(
+        samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
+    )
+    return report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir)
+
+
+def report_from_columns(
+    columns: RunColumns,
+    manifest: RunManifest,
+    *,
+    ci: str = "auto",
+    gates: GateSpec | None = None,
+    run_dir: Path | None = None,
+) -> ProfileReport:
+    """The profile from already-loaded columns (see :func:`build_report`)."""
+    summary = summarize_columns(columns, manifest, ci)
+    seed = manifest.seed
+    by_axis = dict(per_axis(columns))
+    report_axes = [_report_axis(stats, by_axis[stats.axis], ci, seed) for stats in summary.axes]
+    overall = _report_axis(summary.overall, columns, ci, seed)
+    run = RunInfo(
+        run_id=manifest.run_id,
+        status=manifest.status,
+        complete=summary.missing == 0,
+        task=manifest.task.name,
+        model=manifest.model.id,
+        dataset=manifest.dataset.path,
+        dataset_sha256=manifest.dataset.sha256,
+        epochs=manifest.epochs,
+        seed=manifest.seed,
+        created_at=manifest.created_at,
+        records=summary.records,
+        expected_records=summary.expected_records,
+        missing=summary.missing,
+        torn_bytes=columns.torn_bytes,
+    )
+    methods = sorted({a.ci_method for a in [*report_axes, overall] if a.ci_method != "none"})
+    headline = Headline(
+        policy=ERROR_POLICY,
+        macro_mean=summary.macro_mean,
+        micro_mean=summary.micro_mean,
+        micro_ci=overall.ci,
+        macro_mean_excluding_errors=_mean([a.mean_excluding_errors for a in report_axes]),
+        micro_mean_excluding_errors=overall.mean_excluding_errors,
+        axes=len(report_axes),
+        records=summary.records,
+        ci_methods=[f"{m}: {_CI_LABELS.get(m, m)}" for m in methods],
+    )
+    judge_cost = summary.judge_cost_usd
+    cost_known = summary.overall.cost_known
+    totals = Totals(
+        prompt_tokens=summary.overall.prompt_tokens,
+        completion_tokens=summary.overall.completion_tokens,
+        judge_prompt_tokens=int(columns.judge_prompt_tokens.sum()),
+        judge_completion_tokens=int(columns.judge_completion_tokens.sum()),
+        cost_usd=summary.overall.cost_total_usd if cost_known else None,
+        cost_known=cost_known,
+        judge_cost_usd=judge_cost,
+        judge_used=bool(np.any(columns.judge_used)),
+        wall_time_s=summary.wall_time_s,
+        errors=summary.overall.errors,
+        errors_by_type=summary.errors_by_type,
+        retries_by_cause=summary.retries_by_cause,
+        backoff_s=summary.backoff_s,
+        cached_records=summary.cached_records,
+    )
+    spec = gates or GateSpec()
+    return ProfileReport(
+        run=run,
+        headline=headline,
+        axes=report_axes,
+        overall=overall,
+        epochs=_epochs(columns, manifest.epochs),
+        scorers=scorer_distributions(columns),
+        totals=totals,
+        precision=[note for note in map(_precision, report_axes) if note is not None],
+        gates=evaluate_gates(summary, spec),
+        gate_on=spec.gate_on,
+        notes=_notes(report_axes, run, ci, summary, run_dir),
+    )

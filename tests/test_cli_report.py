@@ -1,0 +1,214 @@
+"""``report``, ``compare``, ``inspect`` and ``plan`` through the real entry point: formats, JSON shapes, exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, TaskRoot, run_subprocess
+
+Cli = Callable[..., CliResult]
+
+REPORT_AXIS_KEYS = {"axis", "n", "mean", "ci", "cost_mean", "latency_p50_ms", "latency_p95_ms", "error_rate"}
+COMPARE_AXIS_KEYS = {
+    "axis", "n", "mean_a", "mean_b", "ci_a", "ci_b", "diff", "diff_ci", "test", "p_value", "p_adjusted",
+    "separable", "verdict",
+}  # fmt: skip
+
+
+@pytest.fixture
+def runs(cli: Cli, task_root: TaskRoot) -> tuple[Path, Path]:
+    """Two runs of the adder task: A strong on alpha, B weak on it."""
+    out = task_root.root / "results"
+    task = task_root.root / "tasks" / "adder.toml"
+    for run_id, skill in (("a", "1"), ("b", "0")):
+        result = cli("run", "--task", task, "--model", f"mock/{run_id}", "--model-arg", f"skill.alpha={skill}",
+                     "--model-arg", "skill=0.8", "--output-dir", out, "--run-id", run_id, "--quiet")  # fmt: skip
+        assert result.code == 0, result.err
+    return out / "a", out / "b"
+
+
+# --------------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------------
+
+
+def test_report_table(cli: Cli, runs: tuple[Path, Path]) -> None:
+    result = cli("report", "--run", runs[0])
+    assert result.code == 0, result.err
+    for text in ("alpha", "beta", "overall", "95% CI", "acc per $", "p95 ms", "err %", "macro mean (over 2 axes)",
+                 "micro mean (over 40 samples)", "errors counted as wrong", "errors excluded instead", "scorers",
+                 "exact_match", "tokens", "complete (40 records)"):  # fmt: skip
+        assert text in result.out, text
+
+
+def test_report_json_shape(cli: Cli, runs: tuple[Path, Path]) -> None:
+    result = cli("report", "--run", runs[0], "--format", "json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert [a["axis"] for a in document["axes"]] == ["alpha", "beta"]
+    for axis in document["axes"]:
+        assert set(axis) >= REPORT_AXIS_KEYS
+        assert len(axis["ci"]) == 2 and axis["ci"][0] <= axis["mean"] <= axis["ci"][1]
+    assert {"run", "headline", "overall", "epochs", "scorers", "totals", "precision", "gates", "notes"} <= set(document)
+    assert document["headline"]["policy"] == "errors counted as wrong (score 0)"
+
+
+def test_report_markdown(cli: Cli, runs: tuple[Path, Path]) -> None:
+    result = cli("report", "--run", runs[0], "--format", "markdown")
+    assert result.code == 0, result.err
+    assert result.out.startswith("## mock/a on adder")
+    assert "| axis | n | mean % | 95% CI |" in result.out
+    assert "| **overall** |" in result.out and "### Scorers" in result.out and "### Totals" in result.out
+
+
+def test_report_output_file(cli: Cli, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    for fmt, probe in (("json", '"axes"'), ("markdown", "| axis |"), ("table", "overall")):
+        target = tmp_path / f"report.{fmt}"
+        result = cli("report", "--run", runs[0], "--format", fmt, "--output", target)
+        assert result.code == 0, result.err
+        assert result.out == ""
+        assert probe in target.read_text()
+
+
+def test_report_gates_exit_codes(cli: Cli, runs: tuple[Path, Path]) -> None:
+    passing = cli("report", "--run", runs[0], "--fail-below", "0.5", "--format", "json")
+    assert passing.code == 0 and json.loads(passing.out)["gates"][0]["passed"] is True
+    failing = cli("report", "--run", runs[1], "--fail-below-axis", "alpha=0.5")
+    assert failing.code == 1
+    assert "gate failed: alpha mean 0.0% is below 50%" in failing.err
+    assert "FAIL alpha mean" in failing.out  # the report is still printed
+
+
+def test_report_gate_on_ci_low(cli: Cli, runs: tuple[Path, Path]) -> None:
+    document = json.loads(cli("report", "--run", runs[0], "--format", "json").out)
+    low = document["axes"][1]["ci"][0]  # beta: mean about 0.8, lower end below it
+    threshold = f"{(low + document['axes'][1]['mean']) / 2:.4f}"
+    on_mean = cli("report", "--run", runs[0], "--fail-below-axis", f"beta={threshold}")
+    on_low = cli("report", "--run", runs[0], "--fail-below-axis", f"beta={threshold}", "--gate-on", "ci-low")
+    assert on_mean.code == 0
+    assert on_low.code == 1 and "beta ci-low" in on_low.err
+
+
+def test_report_bad_flags_exit_2_with_one_line(cli: Cli, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    unknown_axis = cli("report", "--run", runs[0], "--fail-below-axis", "gamma=0.5")
+    assert unknown_axis.code == 2 and "no axis 'gamma'" in unknown_axis.err and "Traceback" not in unknown_axis.err
+    not_a_run = cli("report", "--run", tmp_path)
+    assert not_a_run.code == 2 and "not found; is" in not_a_run.err and "a run directory?" in not_a_run.err
+    bad_format = cli("report", "--run", runs[0], "--format", "html")
+    assert bad_format.code == 2
+
+
+def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:30]))
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    result = cli("report", "--run", run)
+    assert result.code == 0, result.err
+    assert "INCOMPLETE (interrupted): 10 of 40 records missing" in result.out
+    assert f"eval-harness resume {run}" in result.out
+
+
+# --------------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------------
+
+
+def test_compare_json_shape(cli: Cli, runs: tuple[Path, Path]) -> None:
+    result = cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--format", "json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert {"run_a", "run_b", "headline", "axes"} <= set(document)
+    assert document["run_a"]["run_id"] == "a" and document["run_b"]["run_id"] == "b"
+    for axis in document["axes"]:
+        assert set(axis) >= COMPARE_AXIS_KEYS
+        assert axis["verdict"] in ("a_better", "b_better", "no_difference")
+    alpha = document["axes"][0]
+    assert (alpha["axis"], alpha["verdict"], alpha["test"], alpha["separable"]) == (
+        "alpha",
+        "a_better",
+        "mcnemar",
+        True,
+    )
+    assert alpha["diff"] == -1.0
+
+
+def test_compare_table_and_markdown(cli: Cli, runs: tuple[Path, Path]) -> None:
+    table = cli("compare", "--run-a", runs[0], "--run-b", runs[1])
+    assert table.code == 0, table.err
+    assert "A better" in table.out and "headline gap (B − A)" in table.out and "A is better on alpha" in table.out
+    assert "p50 ms A" in table.out
+    markdown = cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--format", "markdown")
+    assert (
+        markdown.code == 0 and "| axis | n | A % |" in markdown.out and "### Latency, cost and errors" in markdown.out
+    )
+
+
+def test_compare_fail_on_regression(cli: Cli, runs: tuple[Path, Path]) -> None:
+    worse = cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--fail-on-regression")
+    assert worse.code == 1 and "regression: B is significantly worse on alpha (−100.0 points" in worse.err
+    better = cli("compare", "--run-a", runs[1], "--run-b", runs[0], "--fail-on-regression")
+    assert better.code == 0, better.err
+
+
+def test_compare_refuses_other_datasets_and_force_says_so(
+    cli: Cli, runs: tuple[Path, Path], task_root: TaskRoot
+) -> None:
+    other = task_root.data("other.jsonl", [{"input": "1+1", "target": "2", "axis": "alpha"}])
+    out = task_root.root / "results"
+    cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--dataset", other, "--model", "mock/c",
+        "--output-dir", out, "--run-id", "c", "--quiet")  # fmt: skip
+    refused = cli("compare", "--run-a", runs[0], "--run-b", out / "c")
+    assert refused.code == 2
+    assert "cannot compare" in refused.err and "different datasets" in refused.err and "--force" in refused.err
+    forced = cli("compare", "--run-a", runs[0], "--run-b", out / "c", "--force")
+    assert forced.code == 0, forced.err
+    assert "--force: comparing although the runs have different datasets" in forced.err
+    assert "FORCED: compared although the runs have different datasets" in forced.out
+    assert "only in A 40 · only in B 1" in forced.out
+
+
+# --------------------------------------------------------------------------------------------------
+# inspect and plan
+# --------------------------------------------------------------------------------------------------
+
+
+def test_inspect_lists_worst_samples_and_errors(cli: Cli, runs: tuple[Path, Path]) -> None:
+    result = cli("inspect", "--run", runs[1], "--n", "2")
+    assert result.code == 0, result.err
+    assert "worst 2 samples by score" in result.out and "input:" in result.out and "target:" in result.out
+    assert "exact_match 0.000" in result.out and "errors: 0" in result.out
+
+
+def test_inspect_flags(cli: Cli, runs: tuple[Path, Path]) -> None:
+    failures = json.loads(
+        cli("inspect", "--run", runs[1], "--show-failures", "--axis", "alpha", "--format", "json").out
+    )
+    assert failures["failures_only"] and failures["errors"] is None
+    assert len(failures["worst"]) == 5 and {s["axis"] for s in failures["worst"]} == {"alpha"}
+    errors = json.loads(cli("inspect", "--run", runs[1], "--errors", "--format", "json").out)
+    assert errors["worst"] is None and errors["errors"] == []
+    by_scorer = cli("inspect", "--run", runs[1], "--scorer", "exact_match", "--n", "1")
+    assert by_scorer.code == 0 and "by exact_match" in by_scorer.out
+    unknown = cli("inspect", "--run", runs[1], "--scorer", "rouge")
+    assert unknown.code == 2 and "no scorer 'rouge'" in unknown.err
+
+
+def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
+    # ceil(1.959963984540054^2 * p(1-p) / m^2): 1068 at p=0.5, m=0.03; 385 at p=0.9 (scipy.stats.norm.ppf)
+    default = cli("plan", "--margin", "0.03")
+    assert default.code == 0 and default.out.startswith("1,068 samples per axis give a 95% interval of ±3 points")
+    skewed = cli("plan", "--margin", "0.03", "--p", "0.9")
+    assert skewed.out.startswith("385 samples") and "plan for 1,068" in skewed.out
+    bad = cli("plan", "--margin", "0")
+    assert bad.code == 2 and "margin must be in (0, 1]" in bad.err
+
+
+def test_report_runs_as_a_real_process(runs: tuple[Path, Path]) -> None:
+    result = run_subprocess("report", "--run", runs[0], "--format", "json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["run"]["run_id"] == "a"

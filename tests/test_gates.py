@@ -1,0 +1,120 @@
+"""Quality gates: flag parsing, mean vs. interval lower bound, per-axis gates, failures as data."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval_harness.errors import ConfigError, GateFailedError
+from eval_harness.gates import GateSpec, evaluate_gates, gate_failure
+from eval_harness.types import AxisStats, RunSummary
+
+
+def stats(axis: str, mean: float, ci: tuple[float, float], error_rate: float = 0.0) -> AxisStats:
+    return AxisStats(
+        axis=axis,
+        n=100,
+        errors=int(100 * error_rate),
+        error_rate=error_rate,
+        mean=mean,
+        mean_excluding_errors=mean,
+        ci=ci,
+        ci_method="wilson",
+        pass_rate=mean,
+        cost_total_usd=None,
+        cost_mean_usd=None,
+        cost_known=False,
+        accuracy_per_dollar=None,
+        latency_p50_ms=None,
+        latency_p95_ms=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+    )
+
+
+SUMMARY = RunSummary(
+    run_id="r",
+    status="complete",
+    task="t",
+    model="m",
+    expected_records=200,
+    records=200,
+    missing=0,
+    micro_mean=0.80,
+    macro_mean=0.80,
+    axes=[stats("alpha", 0.90, (0.83, 0.95)), stats("beta", 0.70, (0.60, 0.78))],
+    overall=stats("overall", 0.80, (0.74, 0.85), error_rate=0.03),
+    judge_cost_usd=None,
+    errors_by_type={},
+    retries_by_cause={},
+    backoff_s=0.0,
+    cached_records=0,
+    wall_time_s=1.0,
+)
+
+
+def test_overall_gate_on_the_mean() -> None:
+    passed, failed = (evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=x))[0] for x in (0.8, 0.81))
+    assert (passed.passed, passed.value) == (True, 0.80)
+    assert (failed.passed, failed.measure, failed.target) == (False, "mean", "overall")
+
+
+def test_ci_low_gate_fails_when_the_interval_reaches_below_the_threshold() -> None:
+    # mean 0.80 clears 0.78, but the interval's lower end 0.74 does not: only ci-low fails.
+    on_mean = evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.78))
+    on_low = evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.78, gate_on="ci-low"))
+    assert on_mean[0].passed
+    assert not on_low[0].passed and on_low[0].value == 0.74 and on_low[0].measure == "ci-low"
+
+
+def test_axis_gates_each_get_a_result() -> None:
+    spec = GateSpec.from_flags(fail_below_axis=["alpha=0.85", "beta=0.75"])
+    results = evaluate_gates(SUMMARY, spec)
+    assert [(r.target, r.passed) for r in results] == [("alpha", True), ("beta", False)]
+
+
+def test_axis_names_may_contain_equals_signs() -> None:
+    spec = GateSpec.from_flags(fail_below_axis=["a=b=0.5"])
+    assert spec.fail_below_axis == (("a=b", 0.5),)
+
+
+def test_max_error_rate_gate() -> None:
+    ok, bad = (evaluate_gates(SUMMARY, GateSpec.from_flags(max_error_rate=x))[0] for x in (0.03, 0.02))
+    assert ok.passed and not bad.passed and bad.measure == "error-rate"
+
+
+def test_gate_on_an_axis_the_run_lacks_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"no axis 'gamma' \(its axes: alpha, beta\)"):
+        evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below_axis=["gamma=0.5"]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"fail_below_axis": ["alpha"]}, r"'alpha' is not AXIS=X"),
+        ({"fail_below_axis": ["alpha=high"]}, r"'high' is not a number"),
+        ({"fail_below_axis": ["alpha=80"]}, r"80 is outside 0-1"),
+        ({"fail_below": 1.5}, r"--fail-below: 1.5 is outside 0-1"),
+        ({"gate_on": "median"}, r"--gate-on: 'median' is not one of mean, ci-low"),
+    ],
+)
+def test_bad_gate_flags_are_one_line_config_errors(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        GateSpec.from_flags(**kwargs)  # type: ignore[arg-type]
+
+
+def test_gate_failure_names_every_failed_gate_and_exits_1() -> None:
+    spec = GateSpec.from_flags(fail_below=0.9, fail_below_axis=["alpha=0.5", "beta=0.75"])
+    error = gate_failure(evaluate_gates(SUMMARY, spec))
+    assert isinstance(error, GateFailedError) and error.exit_code == 1
+    assert str(error) == "gate failed: overall mean 80.0% is below 90%; beta mean 70.0% is below 75%"
+
+
+def test_no_failure_when_all_gates_pass_or_none_are_set() -> None:
+    assert gate_failure(evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.5))) is None
+    assert evaluate_gates(SUMMARY, GateSpec()) == []
+    assert not GateSpec().active and GateSpec.from_flags(fail_below=0.5).active
+
+
+def test_error_rate_gate_text_matches_the_run_command() -> None:
+    error = gate_failure(evaluate_gates(SUMMARY, GateSpec.from_flags(max_error_rate=0.02)))
+    assert str(error) == "gate failed: error rate 3.0% is above 2%"

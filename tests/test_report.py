@@ -1,0 +1,173 @@
+"""The capability profile built from a run's artifacts (eval_harness.report), on runs made by the real CLI.
+
+Expected statistics are recomputed here from the records themselves (counts, means, pass@k with
+math.comb), or pasted from statsmodels/scipy with the source named.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, TaskRoot, read_records
+
+from eval_harness.errors import ArtifactError, ConfigError
+from eval_harness.gates import GateSpec
+from eval_harness.report import build_report
+
+Cli = Callable[..., CliResult]
+
+
+def make_run(cli: Cli, task_root: TaskRoot, run_id: str, *args: str) -> Path:
+    out = task_root.root / "results"
+    result = cli(
+        "run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", out, "--run-id", run_id,
+        "--quiet", *args,
+    )  # fmt: skip
+    assert result.code in (0, 130), result.err
+    return out / run_id
+
+
+def test_axes_overall_and_headline_match_the_records(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.6")
+    records = read_records(run)
+    report = build_report(run)
+    by_axis: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        by_axis[record["axis"]].append(record["score"])
+    assert [a.axis for a in report.axes] == sorted(by_axis)
+    for axis in report.axes:
+        assert axis.n == len(by_axis[axis.axis])
+        assert axis.mean == pytest.approx(sum(by_axis[axis.axis]) / axis.n)
+        assert axis.ci is not None and axis.ci[0] <= axis.mean <= axis.ci[1]
+        assert axis.ci_method == "wilson"
+    assert report.overall.n == 40 and report.run.complete
+    assert report.headline.micro_mean == pytest.approx(sum(r["score"] for r in records) / 40)
+    assert report.headline.policy == "errors counted as wrong (score 0)"
+
+
+def test_macro_and_micro_means_differ_when_axes_differ_in_size(cli: Cli, task_root: TaskRoot) -> None:
+    # 30 samples on 'big' (all right), 10 on 'small' (all wrong): micro 0.75, macro 0.5.
+    task_root.data(
+        "adder.jsonl",
+        [
+            {"id": f"q{i}", "axis": "big" if i < 30 else "small", "input": f"{i}+1", "target": str(i + 1)}
+            for i in range(40)
+        ],
+    )
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill.big=1", "--model-arg", "skill=0")
+    report = build_report(run)
+    assert report.headline.micro_mean == pytest.approx(0.75)
+    assert report.headline.macro_mean == pytest.approx(0.5)
+
+
+def test_errors_are_shown_under_both_policies(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "error_rate=0.3", "--max-retries", "0")
+    records = read_records(run)
+    errors = [r for r in records if r["error"] is not None]
+    clean = [r for r in records if r["error"] is None]
+    assert errors and clean
+    report = build_report(run)
+    assert report.overall.errors == len(errors)
+    assert report.overall.mean == pytest.approx(sum(r["score"] for r in clean) / len(records))
+    assert report.overall.mean_excluding_errors == pytest.approx(sum(r["score"] for r in clean) / len(clean))
+    assert report.totals.errors_by_type == {"ProviderError": len(errors)}
+
+
+def test_epochs_report_pass_at_k_with_the_unbiased_estimator(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.5", "--epochs", "3")
+    passes: dict[str, list[bool]] = defaultdict(list)
+    for record in read_records(run):
+        passes[record["sample_id"]].append(bool(record["passed"]))
+    report = build_report(run)
+    overall = report.epochs[-1]
+    assert overall.axis == "overall" and overall.k == 3 and overall.samples == 40
+
+    def pass_at(k: int, n: int, c: int) -> float:  # Chen et al. (2021), written out with math.comb
+        return 1.0 if n - c < k else 1 - math.comb(n - c, k) / math.comb(n, k)
+
+    counts = [(len(v), sum(v)) for v in passes.values()]
+    assert overall.pass_at_1 == pytest.approx(sum(pass_at(1, n, c) for n, c in counts) / len(counts))
+    assert overall.pass_at_k == pytest.approx(sum(pass_at(3, n, c) for n, c in counts) / len(counts))
+    assert overall.agreement == pytest.approx(sum(c in (0, n) for n, c in counts) / len(counts))
+    assert [e.axis for e in report.epochs] == ["alpha", "beta", "overall"]
+
+
+def test_single_epoch_runs_have_no_epoch_section(cli: Cli, task_root: TaskRoot) -> None:
+    assert build_report(make_run(cli, task_root, "r", "--model", "mock/m")).epochs == []
+
+
+def test_precision_lines_for_axes_wider_than_five_points(cli: Cli, tmp_path: Path) -> None:
+    result = cli("run", "--task", "capability_profile", "--model", "mock/arith-strong", "--model-arg",
+                 "skill.arithmetic=0.93", "--output-dir", tmp_path, "--run-id", "cp", "--quiet")  # fmt: skip
+    assert result.code == 0, result.err
+    report = build_report(tmp_path / "cp")
+    notes = {p.axis: p for p in report.precision}
+    assert set(notes) == {a.axis for a in report.axes if a.half_width is not None and a.half_width > 0.05}
+    for axis in report.axes:
+        if axis.axis in notes:
+            assert axis.mean is not None
+            # ceil(z^2 p (1 - p) / 0.03^2) with z = scipy.stats.norm.ppf(0.975) = 1.959963984540054
+            expected = math.ceil(1.959963984540054**2 * axis.mean * (1 - axis.mean) / 0.03**2)
+            assert notes[axis.axis].needed == max(1, expected)
+            assert notes[axis.axis].needed_worst_case == 1068  # statsmodels: ceil(1.96^2 * .25 / .0009)
+
+
+def test_ci_choice_changes_the_interval_and_is_named(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.7")
+    wilson, exact = build_report(run, ci="wilson"), build_report(run, ci="clopper-pearson")
+    assert exact.overall.ci_method == "clopper-pearson"
+    assert exact.overall.ci is not None and wilson.overall.ci is not None
+    assert exact.overall.ci[0] <= wilson.overall.ci[0] and exact.overall.ci[1] >= wilson.overall.ci[1]
+    assert any("Clopper-Pearson" in m for m in exact.headline.ci_methods)
+    with pytest.raises(ConfigError, match="--ci"):
+        build_report(run, ci="jeffreys")
+
+
+def test_unknown_costs_are_unknown_not_zero(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m")
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["cost_usd"] = None  # a completed call whose price is unknown
+    (run / "samples.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    report = build_report(run)
+    assert report.totals.cost_usd is None and not report.totals.cost_known
+    assert report.overall.cost_mean is None and report.overall.accuracy_per_dollar is None
+    assert any("unknown, not zero" in note for note in report.notes)
+
+
+def test_interrupted_run_reports_what_is_there_and_what_is_missing(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:25]) + lines[25][:40])  # 25 records and a torn line
+    report = build_report(run)
+    assert (report.run.records, report.run.missing, report.run.complete) == (25, 15, False)
+    assert report.run.status == "interrupted" and report.run.torn_bytes == 40
+    assert any("15 of 40 records missing" in note and "eval-harness resume" in note for note in report.notes)
+
+
+def test_gates_are_part_of_the_report(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.7")
+    report = build_report(run, gates=GateSpec.from_flags(fail_below=0.99, fail_below_axis=["alpha=0.0"]))
+    assert [(g.target, g.passed) for g in report.gates] == [("overall", False), ("alpha", True)]
+    assert [g.target for g in report.gates_failed] == ["overall"]
+
+
+def test_scorer_distributions_cover_every_scorer(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.7")
+    report = build_report(run)
+    (scorer,) = report.scorers
+    assert scorer.name == "exact_match" and scorer.n == 40
+    assert sum(scorer.histogram) == 40 and scorer.histogram[1:9] == [0] * 8  # 0/1 scores: the end bins only
+
+
+def test_report_of_a_directory_that_is_not_a_run_is_an_artifact_error(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match=r"not found; is .* a run directory"):
+        build_report(tmp_path)
