@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from eval_harness.artifacts import tail_digest
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
 from eval_harness.types import AxisStats, RunManifest, RunSummary
@@ -873,14 +874,15 @@ def _load_range(
     return chunks, blocks.torn
 
 
-def _ranges(path: Path, size: int, parts: int) -> list[tuple[int, int | None]]:
-    """``parts`` byte ranges of about equal size, each starting at the beginning of a line."""
+def _ranges(path: Path, size: int, parts: int, base: int = 0) -> list[tuple[int, int | None]]:
+    """``parts`` byte ranges of about equal size within the ``size`` bytes after ``base`` (offsets relative
+    to ``base``), each starting at the beginning of a line."""
     cuts = [0]
     with path.open("rb") as handle:
         for i in range(1, parts):
-            handle.seek(max(cuts[-1], size * i // parts))
+            handle.seek(base + max(cuts[-1], size * i // parts))
             handle.readline()
-            position = handle.tell()
+            position = handle.tell() - base
             if position < size:
                 cuts.append(position)
     return [(start, stop) for start, stop in zip(cuts, [*cuts[1:], None], strict=True)]
@@ -915,6 +917,7 @@ def load_columns(
     fast: bool = True,
     workers: int = 1,
     light: bool = False,
+    start: int = 0,
 ) -> RunColumns:
     """Stream samples.jsonl into columns, keeping the latest record of every ``(sample_id, epoch)``.
 
@@ -926,11 +929,16 @@ def load_columns(
     passed, latency, cost) in about half the time; the other columns are then zero (counts, backoff), NaN
     (judge cost) or empty (scorers) for every row. A missing file reads as no records; a torn last line
     (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file
-    and line.
+    and line. ``start`` (the beginning of a line) reads only the bytes from there; line numbers then
+    count from it.
     """
     keys = list(scorer_keys)
     size = samples_path.stat().st_size if samples_path.exists() else 0
-    ranges = _ranges(samples_path, size, workers) if size else []
+    ranges = (
+        [(start + a, None if b is None else start + b) for a, b in _ranges(samples_path, size - start, workers, start)]
+        if size > start
+        else []
+    )
     try:
         if len(ranges) > 1:
             import multiprocessing
@@ -1156,9 +1164,149 @@ def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str
     )
 
 
-def summarize(samples_path: Path, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
-    """The summary of the whole artifact (every session), with the manifest's status."""
-    return summarize_columns(load_columns(samples_path, scorer_keys(manifest)), manifest, ci_method)
+def summarize(
+    samples_path: Path, manifest: RunManifest, ci_method: str = "auto", *, keep_cache: bool = False
+) -> RunSummary:
+    """The summary of the whole artifact (every session), with the manifest's status.
+
+    With ``keep_cache`` (the runner, which holds the run's lock) the columns are read through the columns
+    cache and the cache is brought up to date, so the next session reads only what it appends.
+    """
+    keys = scorer_keys(manifest)
+    if not keep_cache:
+        return summarize_columns(load_columns(samples_path, keys), manifest, ci_method)
+    columns = load_columns_cached(samples_path, keys)
+    save_columns_cache(samples_path, columns, keys)
+    return summarize_columns(columns, manifest, ci_method)
+
+
+# --------------------------------------------------------------------------------------------------
+# the columns cache: a session reads only the records appended since the last one
+# --------------------------------------------------------------------------------------------------
+
+COLUMNS_CACHE = ".columns.npz"
+_CACHE_VERSION: Final[int] = 1
+# The cache names the bytes it covers by their length and a digest of their last few KB (tail_digest):
+# samples.jsonl is append-only, so a file that still ends that way at that length is the one it was made from.
+
+
+def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Sequence[str]) -> None:
+    """Write the columns of every complete line of ``samples_path`` beside it, atomically."""
+    import os
+
+    covered = samples_path.stat().st_size - columns.torn_bytes if samples_path.exists() else 0
+    meta = {
+        "version": _CACHE_VERSION,
+        "covered_bytes": covered,
+        "covered_digest": tail_digest(samples_path, covered) if covered else "",
+        "scorer_keys": list(scorer_keys),
+        "axes": columns.axes,
+        "error_types": columns.error_types,
+        "scorers": list(columns.scorers),
+        "retries": columns.retries,
+        "lines_read": columns.lines_read,
+        "fast_lines": columns.fast_lines,
+    }
+    arrays: dict[str, Any] = {name: getattr(columns, name) for name in _ROW_COLUMNS}
+    arrays.update(sample_hash=columns.sample_hash, key_hash=columns.key_hash)
+    arrays.update({f"scorer_{i}": values for i, values in enumerate(columns.scorers.values())})
+    arrays["meta"] = np.frombuffer(orjson.dumps(meta), dtype=np.uint8)
+    target = samples_path.with_name(COLUMNS_CACHE)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    with tmp.open("wb") as handle:
+        np.savez(handle, **arrays)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, target)
+
+
+def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple[RunColumns, int] | None:
+    """The cached columns and the bytes they cover, or None when the cache is missing, stale or foreign."""
+    target = samples_path.with_name(COLUMNS_CACHE)
+    if not target.is_file() or not samples_path.is_file():
+        return None
+    try:
+        with np.load(target, allow_pickle=False) as data:
+            meta = orjson.loads(data["meta"].tobytes())
+            covered = int(meta["covered_bytes"])
+            if (
+                meta.get("version") != _CACHE_VERSION
+                or meta["scorer_keys"] != list(scorer_keys)
+                or covered > samples_path.stat().st_size
+                or (covered and meta["covered_digest"] != tail_digest(samples_path, covered))
+            ):
+                return None
+            rows = {name: data[name] for name in _ROW_COLUMNS}
+            columns = RunColumns(
+                axes=list(meta["axes"]),
+                error_types=list(meta["error_types"]),
+                scorers={name: data[f"scorer_{i}"] for i, name in enumerate(meta["scorers"])},
+                sample_hash=data["sample_hash"],
+                key_hash=data["key_hash"],
+                retries=dict(meta["retries"]),
+                lines_read=int(meta["lines_read"]),
+                fast_lines=int(meta["fast_lines"]),
+                **rows,
+            )
+    except (OSError, ValueError, KeyError, orjson.JSONDecodeError):
+        return None  # a damaged cache is only a slower read, never an error
+    return columns, covered
+
+
+def load_columns_cached(samples_path: Path, scorer_keys: Sequence[str] = ()) -> RunColumns:
+    """``load_columns`` that reads only the lines appended since the cache was written, when it is valid.
+
+    When an appended line repeats a key of the cached part (``--retry-errors``), the whole file is read
+    again: the cache keeps no per-row retries, so the superseded row could not be taken out exactly.
+    """
+    cached = _read_columns_cache(samples_path, scorer_keys)
+    if cached is None:
+        return load_columns(samples_path, scorer_keys)
+    base, covered = cached
+    tail = load_columns(samples_path, scorer_keys, start=covered)
+    if tail.lines_read == 0:
+        return replace(base, torn_bytes=tail.torn_bytes)
+    if tail.n != tail.lines_read or np.isin(tail.key_hash[:, 0], base.key_hash[:, 0]).any():
+        return load_columns(samples_path, scorer_keys)
+    return _concat_columns(base, tail)
+
+
+def _concat_columns(first: RunColumns, second: RunColumns) -> RunColumns:
+    """``second``'s rows after ``first``'s, with its name codes and line numbers made run-wide."""
+    axes, types = list(first.axes), list(first.error_types)
+    axis_index = {name: i for i, name in enumerate(axes)}
+    type_index = {name: i for i, name in enumerate(types)}
+    axis_lut = np.array([_code(axes, axis_index, a) for a in second.axes] or [0], dtype=np.int32)
+    type_lut = np.array([_code(types, type_index, t) for t in second.error_types] + [-1], dtype=np.int32)
+    remapped: dict[str, Any] = {
+        "axis": axis_lut[second.axis],
+        "error_type": type_lut[second.error_type],
+        "line": second.line + first.lines_read,
+    }
+    rows = {
+        name: np.concatenate((getattr(first, name), remapped.get(name, getattr(second, name)))) for name in _ROW_COLUMNS
+    }
+    names = list(dict.fromkeys([*first.scorers, *second.scorers]))
+    scorers = {
+        name: np.concatenate(
+            (first.scorers.get(name, np.full(first.n, np.nan)), second.scorers.get(name, np.full(second.n, np.nan)))
+        )
+        for name in names
+    }
+    retries = Counter(first.retries)
+    retries.update(second.retries)
+    return RunColumns(
+        axes=axes,
+        error_types=types,
+        scorers=scorers,
+        sample_hash=np.concatenate((first.sample_hash, second.sample_hash)),
+        key_hash=np.concatenate((first.key_hash, second.key_hash)),
+        retries=dict(retries),
+        lines_read=first.lines_read + second.lines_read,
+        fast_lines=first.fast_lines + second.fast_lines,
+        torn_bytes=second.torn_bytes,
+        **rows,
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -26,12 +26,14 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
-from eval_harness.types import SCHEMA_VERSION, RunManifest, RunSummary, SampleRecord
+from eval_harness.types import SCHEMA_VERSION, ResumePoint, RunManifest, RunSummary, SampleRecord
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
 LOCK = ".lock"
+RESUME_POINT = ".resume.json"
+_DIGEST_BYTES = 4096
 
 # Records are written by pydantic with ``sample_id`` then ``epoch`` first and no spaces, so the key of a
 # line can be read without parsing it: resuming over a million records takes a second, not ten.
@@ -65,6 +67,10 @@ class RunPaths:
     @property
     def lock(self) -> Path:
         return self.dir / LOCK
+
+    @property
+    def resume_point(self) -> Path:
+        return self.dir / RESUME_POINT
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -117,6 +123,31 @@ def read_manifest(run_dir: Path) -> RunManifest:
     """The manifest of ``run_dir``, checked against this build's schema version."""
     manifest: RunManifest = _read_document(RunPaths(run_dir).manifest, RunManifest)
     return manifest
+
+
+def tail_digest(path: Path, length: int) -> str:
+    """sha256 of the last 4 KB of the first ``length`` bytes: with the length, it names an append-only file's
+    prefix well enough to notice that the file was replaced or rewritten."""
+    import hashlib
+
+    with path.open("rb") as handle:
+        handle.seek(max(0, length - _DIGEST_BYTES))
+        return hashlib.sha256(handle.read(min(length, _DIGEST_BYTES))).hexdigest()
+
+
+def read_resume_point(run_dir: Path) -> ResumePoint | None:
+    """The run's resume point if it still describes its samples.jsonl, else None (read everything)."""
+    paths = RunPaths(run_dir)
+    try:
+        point = ResumePoint.model_validate_json(paths.resume_point.read_bytes())
+        size = paths.samples.stat().st_size
+    except (OSError, ValueError):
+        return None
+    if point.schema_version != SCHEMA_VERSION or point.samples_bytes > size:
+        return None
+    if tail_digest(paths.samples, point.samples_bytes) != point.samples_digest:
+        return None
+    return point
 
 
 def read_summary(run_dir: Path) -> RunSummary:
@@ -174,16 +205,21 @@ class SampleWriter:
         self._last_sync = time.monotonic()
         self._dirty = False
         self.written = 0
+        self.size = os.fstat(self._fd).st_size
 
-    def append(self, record: SampleRecord) -> None:
+    def append(self, record: SampleRecord) -> bool:
+        """Write one record; True when this call also made the file durable (fsync)."""
         line = SampleRecord.__pydantic_serializer__.to_json(record) + b"\n"
         view = memoryview(line)
         while view:
             view = view[os.write(self._fd, view) :]
         self.written += 1
+        self.size += len(line)
         self._dirty = True
         if time.monotonic() - self._last_sync >= self._interval:
             self.sync()
+            return True
+        return False
 
     def sync(self) -> None:
         if self._dirty:
@@ -247,22 +283,23 @@ def _parse_key(line: bytes) -> tuple[str, bool] | None:
         return None
 
 
-def _complete_lines(path: Path) -> Iterator[bytes]:
-    """The complete lines of the file; a torn last line (no newline) is skipped."""
+def _complete_lines(path: Path, start: int = 0) -> Iterator[bytes]:
+    """The complete lines of the file from byte ``start``; a torn last line (no newline) is skipped."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         return
     with handle:
+        handle.seek(start)
         for line in handle:
             if line.endswith(b"\n"):
                 yield line
 
 
-def scan_keys(path: Path) -> KeyScan:
-    """Keys already recorded and, among them, those whose last record holds an error."""
+def scan_keys(path: Path, start: int = 0) -> KeyScan:
+    """Keys already recorded (from byte ``start`` on) and, among them, those whose last record holds an error."""
     scan = KeyScan()
-    for line in _complete_lines(path):
+    for line in _complete_lines(path, start):
         parsed = _parse_key(line)
         if parsed is None:
             raise ArtifactError(f"{path}:{scan.lines + 1}: not a sample record; the file is damaged")

@@ -36,6 +36,15 @@ _ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
+class Position:
+    """Where a line of a JSONL dataset is: byte offset, 1-based line number, offset of the next line."""
+
+    offset: int
+    line: int
+    next_offset: int
+
+
+@dataclass(frozen=True)
 class Problem:
     """One thing wrong with a dataset, shown as ``FILE:LINE: field: message``."""
 
@@ -95,7 +104,9 @@ class _Scan:
 
     report: DatasetReport
     validating: bool = False
-    skip: Callable[[str], bool] | None = None
+    skip: Callable[[str, Position], bool] | None = None
+    start: Position | None = None
+    position: Position = field(default_factory=lambda: Position(-1, 0, -1))
     seen_ids: dict[str, int] = field(default_factory=dict)
     derived_seen: Counter[str] = field(default_factory=Counter)
 
@@ -108,16 +119,27 @@ def validate_dataset(path: Path, spec: DatasetSpec | None = None) -> DatasetRepo
     return scan.report
 
 
-def iter_samples(
-    path: Path, spec: DatasetSpec | None = None, skip: Callable[[str], bool] | None = None
-) -> Iterator[Sample]:
-    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first).
+def iter_samples(path: Path, spec: DatasetSpec | None = None) -> Iterator[Sample]:
+    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first)."""
+    for _, sample in iter_positioned(path, spec):
+        yield sample
 
-    ``skip(sample_id)`` is asked before a sample is built: a resume passes over a million finished samples
-    at the cost of reading their ids.
+
+def iter_positioned(
+    path: Path,
+    spec: DatasetSpec | None = None,
+    skip: Callable[[str, Position], bool] | None = None,
+    start: Position | None = None,
+) -> Iterator[tuple[Position, Sample]]:
+    """Stream ``(position, sample)`` pairs in file order.
+
+    ``skip(sample_id, position)`` is asked before a sample is built: a resume passes over a million
+    finished samples at the cost of reading their ids. ``start`` (a JSONL position from an earlier pass)
+    begins the stream there instead of at the top; lines before it are not read at all.
     """
-    scan = _Scan(DatasetReport(path=str(path)), skip=skip)
-    yield from _scan(path, spec or DatasetSpec(), scan)
+    scan = _Scan(DatasetReport(path=str(path)), skip=skip, start=start)
+    for sample in _scan(path, spec or DatasetSpec(), scan):
+        yield scan.position, sample
 
 
 def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
@@ -156,11 +178,17 @@ def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
         for magic, why in _FOREIGN_MAGIC.items():
             if head.startswith(magic):
                 raise DatasetUnreadableError(f"{path}: cannot read the dataset: {why}")
+        if scan.start is not None:
+            if spec.format != "jsonl":
+                raise ValueError("only a JSONL dataset can be read from a position")
+            handle.seek(scan.start.offset)
         hashing = _HashingReader(handle, digest)
         if spec.format == "csv":
             yield from _scan_csv(path, spec, scan, hashing)
         else:
             yield from _scan_jsonl(path, spec, scan, hashing)
+    if scan.start is not None:
+        return  # a partial read proves nothing about the whole file
     report.sha256 = digest.hexdigest()
     if report.lines == 0 and report.problem_count == 0:
         report.add(Problem(str(path), 1, "file", "the file is empty"))
@@ -201,25 +229,30 @@ class _HashingRaw(io.RawIOBase):
         return len(data)
 
 
-def _read_line(reader: _HashingReader) -> tuple[bytes, bool]:
-    """One line (without newline) and whether it exceeded ``MAX_LINE_BYTES`` (then it is discarded)."""
+def _read_line(reader: _HashingReader) -> tuple[bytes, bool, int]:
+    """One line, whether it exceeded ``MAX_LINE_BYTES`` (then it is discarded), and the bytes consumed."""
     line = reader.readline(MAX_LINE_BYTES + 1)
     if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
-        return line, False
+        return line, False, len(line)
+    consumed = len(line)
     while line and not line.endswith(b"\n"):
         line = reader.readline(1 << 20)
-    return b"", True
+        consumed += len(line)
+    return b"", True, consumed
 
 
 def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
     report = scan.report
     where = str(path)
-    lineno = 0
+    lineno = scan.start.line - 1 if scan.start else 0
+    offset = scan.start.offset if scan.start else 0
     while True:
-        raw, too_long = _read_line(reader)
+        raw, too_long, consumed = _read_line(reader)
         if not raw and not too_long:
             break
         lineno += 1
+        scan.position = Position(offset, lineno, offset + consumed)
+        offset += consumed
         report.lines += 1
         if too_long:
             report.add(Problem(where, lineno, "line", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB"))
@@ -258,6 +291,7 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader
     try:
         for row in rows:
             lineno = rows.line_num
+            scan.position = Position(-1, lineno, -1)  # CSV records may span lines: no byte positions
             if columns is None:
                 columns = [c.strip() for c in row]
                 continue
@@ -286,7 +320,7 @@ def _checked_sample(
     report = scan.report
     try:
         sample_id = _line_id(obj, raw, spec, scan, where, lineno)
-        if scan.skip is not None and scan.skip(sample_id):
+        if scan.skip is not None and scan.skip(sample_id, scan.position):
             report.valid += 1
             return None
         fields = _sample_fields(obj, spec, path)

@@ -30,13 +30,24 @@ from eval_harness.artifacts import (
     SampleWriter,
     iter_record_dicts,
     read_manifest,
+    read_resume_point,
     record_key,
     repair_tail,
     scan_keys,
+    tail_digest,
+    write_atomic,
     write_model,
 )
 from eval_harness.config import RunConfig, Settings, redact
-from eval_harness.datasets import DatasetReport, file_sha256, iter_samples, split, validate_dataset
+from eval_harness.datasets import (
+    DatasetReport,
+    Position,
+    file_sha256,
+    iter_positioned,
+    iter_samples,
+    split,
+    validate_dataset,
+)
 from eval_harness.datasets import sample as sample_subset
 from eval_harness.errors import (
     ArtifactError,
@@ -47,6 +58,7 @@ from eval_harness.errors import (
     ProviderTimeoutError,
     ResumeMismatchError,
 )
+from eval_harness.frontier import START, FrontierTracker
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway, GenerationOutcome
 from eval_harness.providers.replay import ReplayProvider
@@ -61,6 +73,7 @@ from eval_harness.types import (
     GenerateConfig,
     GenerateRequest,
     ModelInfo,
+    ResumePoint,
     RunManifest,
     RunStatus,
     RunSummary,
@@ -145,6 +158,8 @@ class RunResult:
     skipped: int
     status: RunStatus
     fatal: str | None = None
+    resumed_at_line: int | None = None
+    """Dataset line this session started reading at when a resume point let it skip the lines before."""
 
     @property
     def resume_command(self) -> str:
@@ -363,6 +378,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             sample_count=report.valid,
             format=task.spec.dataset.format,
             invalid_lines=report.problem_count,
+            seekable=task.spec.dataset.format == "jsonl" and not report.warnings,
         ),
         seed=config.seed,
         epochs=config.epochs,
@@ -485,30 +501,38 @@ def plan_resume(
     )
 
 
-def _work_items(plan: RunPlan, finished: Callable[[str], bool] | None = None) -> Iterator[tuple[Sample, int]]:
-    """(sample, epoch) pairs in dataset order, after hold-out and --limit.
+def _work_items(
+    plan: RunPlan,
+    finished: Callable[[str, Position], bool] | None = None,
+    start: Position | None = None,
+    taken_before: int = 0,
+) -> Iterator[tuple[Position, Sample, int]]:
+    """(position, sample, epoch) in dataset order, after hold-out and --limit.
 
-    ``finished(sample_id)`` lets a resume pass over samples whose every epoch is recorded without building
-    them; they still count toward --limit.
+    ``finished(sample_id, position)`` lets a resume pass over samples whose every epoch is recorded without
+    building them; they still count toward --limit. ``start`` (a resume frontier) begins there, with
+    ``taken_before`` samples already counted.
     """
-    taken = 0
+    taken = taken_before
     limit = plan.config.limit
 
-    def pass_over(sample_id: str) -> bool:
+    def pass_over(sample_id: str, position: Position) -> bool:
         nonlocal taken
         if sample_id in plan.excluded_ids:
             return True
-        if finished is not None and finished(sample_id):
+        if limit is not None and taken >= limit:
+            return False  # let the loop below see it and stop
+        if finished is not None and finished(sample_id, position):
             taken += 1
             return True
         return False
 
-    for sample in iter_samples(plan.dataset_path, plan.task.spec.dataset, skip=pass_over):
+    for position, sample in iter_positioned(plan.dataset_path, plan.task.spec.dataset, pass_over, start):
         if limit is not None and taken >= limit:
             return
         taken += 1
         for epoch in range(plan.config.epochs):
-            yield sample, epoch
+            yield position, sample, epoch
 
 
 def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
@@ -516,7 +540,7 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     first: list[list[ChatMessage]] = []
     count = 0
     prompt_tokens = 0
-    for sample, _epoch in _work_items(plan):
+    for _position, sample, _epoch in _work_items(plan):
         messages = plan.template.render(sample, plan.examples)
         if len(first) < show:
             first.append(messages)
@@ -525,6 +549,16 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     max_out = plan.generation.max_tokens
     cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
     return DryRun(count, first, prompt_tokens, max_out * count if max_out else None, cost)
+
+
+@dataclass
+class _Start:
+    """What a session knows before its first call: recorded keys, how many, and where to begin."""
+
+    scan: KeyScan
+    done_keys: int
+    frontier: Position | None
+    taken_before: int
 
 
 class Runner:
@@ -552,15 +586,19 @@ class Runner:
         started = time.monotonic()
         with RunLock(plan.run_dir):
             repair_tail(paths.samples)
-            scan = scan_keys(paths.samples) if plan.resuming else KeyScan()
-            previous = self._previous_outputs(paths.samples, scan) if plan.retry_errors else {}
+            start = self._resume_start(paths)
+            previous = self._previous_outputs(paths.samples, start.scan) if plan.retry_errors else {}
             manifest = plan.manifest.model_copy(
                 update={"status": "running", "updated_at": _now(), "sessions": plan.manifest.sessions + 1}
             )
             write_model(paths.manifest, manifest)
             self._writer = SampleWriter(paths.samples, plan.config.fsync_interval_s)
+            scan = start.scan
+            self._done_before = start.done_keys
+            self._tracker = FrontierTracker(plan.config.epochs, start.frontier or START, start.taken_before)
+            self._paths = paths
             self._progress = Progress(
-                done=len(scan.done) - (len(scan.errored) if plan.retry_errors else 0),
+                done=start.done_keys - (len(scan.errored) if plan.retry_errors else 0),
                 total=manifest.expected_records,
                 errors=0,
                 score_sum=0.0,
@@ -570,33 +608,32 @@ class Runner:
                 elapsed_s=0.0,
                 session_done=0,
             )
-            skipped = 0
-
             epochs = range(plan.config.epochs)
+            tracker = self._tracker
 
             def recorded(key: str) -> bool:
                 return key in scan.done and not (plan.retry_errors and key in scan.errored)
 
-            def finished(sample_id: str) -> bool:
-                nonlocal skipped
+            def finished(sample_id: str, position: Position) -> bool:
                 if all(recorded(record_key(sample_id, epoch)) for epoch in epochs):
-                    skipped += len(epochs)
+                    tracker.seen(sample_id, position, epochs)
                     return True
                 return False
 
             def todo() -> Iterator[tuple[Sample, int, dict[str, Any] | None]]:
-                nonlocal skipped
-                for sample, epoch in _work_items(plan, finished if scan.done else None):
+                items = _work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
+                for position, sample, epoch in items:
+                    if epoch == 0:
+                        tracker.seen(sample.id, position, [e for e in epochs if recorded(record_key(sample.id, e))])
                     key = record_key(sample.id, epoch)
-                    if recorded(key):
-                        skipped += 1
-                        continue
-                    yield sample, epoch, previous.get(key)
+                    if not recorded(key):
+                        yield sample, epoch, previous.get(key)
 
             try:
                 await self._execute(todo(), started)
             finally:
                 self._writer.close()
+                self._write_resume_point()
             status: RunStatus
             if self._fatal is not None:
                 status = "failed"
@@ -611,7 +648,7 @@ class Runner:
                     "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
                 }
             )
-            summary = summarize(paths.samples, manifest)
+            summary = summarize(paths.samples, manifest, keep_cache=True)
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
                 manifest = manifest.model_copy(update={"status": status})
@@ -622,7 +659,47 @@ class Runner:
         if plan.judge is not None:
             await plan.judge.aclose()
         fatal = redact(str(self._fatal), self._secrets) if self._fatal is not None else None
-        return RunResult(plan.run_dir, manifest, summary, self._writer.written, skipped, status, fatal)
+        already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
+        resumed_at = start.frontier.line if start.frontier is not None else None
+        return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
+
+    def _resume_start(self, paths: RunPaths) -> _Start:
+        """Where this session starts: the top for a new run; the resume point when it can be trusted, which
+        spares reading the records and samples already done; else the top, after reading every record."""
+        plan = self.plan
+        if not plan.resuming:
+            return _Start(KeyScan(), 0, None, 0)
+        point = read_resume_point(plan.run_dir)
+        trusted = (
+            point is not None
+            and not plan.retry_errors
+            and not plan.forced
+            and plan.manifest.dataset.seekable
+            and plan.dataset_report.sha256 == plan.manifest.dataset.sha256
+        )
+        if not trusted or point is None:
+            scan = scan_keys(paths.samples)
+            return _Start(scan, len(scan.done), None, 0)
+        tail = scan_keys(paths.samples, start=point.samples_bytes)
+        tail.done.update(point.keys_beyond)
+        frontier = Position(point.frontier_offset, point.frontier_line, -1)
+        return _Start(tail, point.done_keys + tail.lines, frontier, point.taken_before_frontier)
+
+    def _write_resume_point(self) -> None:
+        """Record where a resume can start; called right after samples.jsonl was made durable."""
+        writer, tracker = self._writer, self._tracker
+        if writer is None or not self.plan.manifest.dataset.seekable:
+            return
+        point = ResumePoint(
+            samples_bytes=writer.size,
+            samples_digest=tail_digest(self._paths.samples, writer.size),
+            done_keys=self._done_before + writer.written,
+            frontier_offset=tracker.frontier.offset,
+            frontier_line=tracker.frontier.line,
+            taken_before_frontier=tracker.taken_before,
+            keys_beyond=tracker.keys_beyond(),
+        )
+        write_atomic(self._paths.resume_point, point.model_dump_json().encode())
 
     def _previous_outputs(self, path: Path, scan: KeyScan) -> dict[str, dict[str, Any]]:
         """Records with a scoring error whose output can be re-scored without calling the model."""
@@ -668,7 +745,10 @@ class Runner:
 
     def _append(self, record: SampleRecord, started: float) -> None:
         assert self._writer is not None
-        self._writer.append(record)
+        synced = self._writer.append(record)
+        self._tracker.recorded(record.sample_id, record.epoch)
+        if synced:
+            self._write_resume_point()
         progress = self._progress
         progress.done += 1
         progress.session_done += 1

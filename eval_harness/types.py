@@ -205,6 +205,9 @@ class DatasetInfo(BaseModel):
     sample_count: int
     format: str = "jsonl"
     invalid_lines: int = Field(default=0, description="Lines left out with --skip-invalid (0: the file is clean).")
+    seekable: bool = Field(
+        default=False, description="A resume may seek into the file (JSONL whose sample ids need no counting)."
+    )
 
 
 class ModelInfo(BaseModel):
@@ -237,6 +240,25 @@ class RunManifest(BaseModel):
     judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")
     sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
     wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
+
+
+class ResumePoint(BaseModel):
+    """.resume.json: where a resume can start without reading everything already done.
+
+    Written atomically right after each fsync of samples.jsonl, so it never claims a record the file may
+    have lost. Every dataset sample before ``frontier_offset`` has all its epochs recorded; ``keys_beyond``
+    are the records of samples at or after it; records after ``samples_bytes`` are found by reading that
+    tail. A resume that cannot trust it (file changed, --retry-errors, a CSV dataset) reads everything.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    samples_bytes: int = Field(description="Length of samples.jsonl the point describes.")
+    samples_digest: str = Field(description="sha256 of the last 4 KB of those bytes.")
+    done_keys: int = Field(description="Distinct (sample_id, epoch) recorded in those bytes.")
+    frontier_offset: int = Field(description="Dataset byte offset before which every sample is complete.")
+    frontier_line: int = Field(description="1-based dataset line number at frontier_offset.")
+    taken_before_frontier: int = Field(description="Samples before the frontier that count toward --limit.")
+    keys_beyond: list[str] = Field(default_factory=list, description="Record keys of samples at/after it.")
 
 
 class AxisStats(BaseModel):

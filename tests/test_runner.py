@@ -257,7 +257,7 @@ def test_manifest_never_holds_secrets(task_root: TaskRoot, monkeypatch: pytest.M
     monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
     run(config(task_root))
     for path in (task_root.root / "results" / "r1").iterdir():
-        assert canary not in path.read_text()
+        assert canary.encode() not in path.read_bytes()
 
 
 def test_copied_run_directory_resumes_from_its_new_place(task_root: TaskRoot) -> None:

@@ -1,0 +1,137 @@
+"""The resume frontier and the resume point: a resume seeks past finished samples and loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import TaskRoot, arithmetic_records, read_records
+from eval_harness.aggregate import COLUMNS_CACHE, load_columns, load_columns_cached, summarize
+from eval_harness.artifacts import RunPaths, read_manifest, read_resume_point
+from eval_harness.config import RunConfig
+from eval_harness.datasets import Position
+from eval_harness.frontier import FrontierTracker
+from eval_harness.runner import RunResult, Runner, plan_resume, plan_run
+
+
+def pos(line: int) -> Position:
+    return Position(offset=10 * (line - 1), line=line, next_offset=10 * line)
+
+
+def test_frontier_waits_for_the_oldest_unfinished_sample() -> None:
+    tracker = FrontierTracker(epochs=2)
+    for line, sample_id in enumerate("abc", 1):
+        tracker.seen(sample_id, pos(line), [])
+    tracker.recorded("b", 0)
+    tracker.recorded("b", 1)
+    tracker.recorded("a", 0)
+    assert tracker.frontier.offset == 0 and tracker.taken_before == 0
+    assert sorted(tracker.keys_beyond()) == ["a\x1f0", "b\x1f0", "b\x1f1"]
+    tracker.recorded("a", 1)
+    assert (tracker.frontier.offset, tracker.frontier.line, tracker.taken_before) == (20, 3, 2)
+    assert tracker.keys_beyond() == []
+
+
+def test_samples_seen_finished_move_the_frontier_at_once() -> None:
+    tracker = FrontierTracker(epochs=1)
+    tracker.seen("a", pos(1), [0])
+    tracker.seen("b", pos(2), [])
+    tracker.seen("c", pos(3), [0])
+    assert (tracker.frontier.line, tracker.keys_beyond()) == (2, ["c\x1f0"])
+
+
+def config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
+    values: dict[str, Any] = {
+        "task": str(task_root.root / "tasks" / "adder.toml"), "model": "mock/m",
+        "model_args": {"skill": "0.6", "latency_ms": "5", "jitter_ms": "25", "cost_per_1k_tokens": "0.3"},
+        "output_dir": task_root.root / "results", "run_id": "r", "concurrency": 6, "grace_s": 0.0,
+    }
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def interrupted(cfg: RunConfig, after_s: float) -> RunResult:
+    async def go() -> RunResult:
+        runner = Runner(plan_run(cfg))
+        task = asyncio.create_task(runner.run())
+        await asyncio.sleep(after_s)
+        runner.request_stop()
+        return await task
+
+    return asyncio.run(go())
+
+
+def comparable(summary: Any) -> dict[str, Any]:
+    data: dict[str, Any] = summary.model_dump(mode="json")
+    for volatile in ("wall_time_s", "run_id", "status"):
+        data.pop(volatile)
+    return data
+
+
+@pytest.mark.parametrize(("epochs", "limit"), [(1, None), (3, None), (2, 150)])
+def test_resume_from_the_frontier_is_exactly_once_and_equal(task_root: TaskRoot, epochs: int, limit: int | None) -> None:
+    task_root.data("adder.jsonl", arithmetic_records(200, axes=("a", "b", "c")))
+    whole = asyncio.run(Runner(plan_run(config(task_root, run_id="whole", epochs=epochs, limit=limit))).run())
+    first = interrupted(config(task_root, epochs=epochs, limit=limit), after_s=0.15)
+    assert first.status == "interrupted"
+    point = read_resume_point(first.run_dir)
+    assert point is not None and point.frontier_line > 1
+    second = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert second.resumed_at_line == point.frontier_line
+    assert second.status == "complete"
+    keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
+    assert len(keys) == len(set(keys)) == whole.summary.records
+    assert comparable(second.summary) == comparable(whole.summary)
+
+
+def test_a_rewritten_samples_file_is_not_trusted(task_root: TaskRoot) -> None:
+    first = interrupted(config(task_root), after_s=0.1)
+    samples = RunPaths(first.run_dir).samples
+    lines = samples.read_bytes().splitlines(keepends=True)
+    samples.write_bytes(b"".join(lines[:3]))  # fewer bytes than the point describes
+    assert read_resume_point(first.run_dir) is None
+    second = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert second.resumed_at_line is None and second.status == "complete"
+    assert len(read_records(first.run_dir)) == 40
+
+
+def test_retry_errors_reads_everything_and_supersedes(task_root: TaskRoot) -> None:
+    first = interrupted(config(task_root, model_args={"error_rate": "0.3", "latency_ms": "5"}), after_s=0.1)
+    asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    again = asyncio.run(Runner(plan_resume(first.run_dir, retry_errors=True)).run())
+    assert again.resumed_at_line is None
+    assert again.summary.records == 40
+
+
+def test_columns_cache_gives_the_same_columns_as_a_full_read(task_root: TaskRoot) -> None:
+    first = interrupted(config(task_root), after_s=0.1)
+    run_dir = first.run_dir
+    assert (run_dir / COLUMNS_CACHE).is_file()
+    asyncio.run(Runner(plan_resume(run_dir)).run())
+    samples = RunPaths(run_dir).samples
+    keys = ["exact_match"]
+    cached, full = load_columns_cached(samples, keys), load_columns(samples, keys)
+    for name in ("score", "latency_ms", "cost_usd", "line", "offset", "epoch"):
+        assert getattr(cached, name).tolist() == getattr(full, name).tolist(), name
+    assert [cached.axes[i] for i in cached.axis] == [full.axes[i] for i in full.axis]
+    assert summarize(samples, read_manifest(run_dir)) == summarize(samples, read_manifest(run_dir), keep_cache=True)
+
+
+def test_a_cache_from_another_file_is_ignored(task_root: TaskRoot) -> None:
+    first = interrupted(config(task_root), after_s=0.1)
+    other = interrupted(config(task_root, run_id="other", model_args={"skill": "0.1"}), after_s=0.1)
+    (first.run_dir / COLUMNS_CACHE).write_bytes((other.run_dir / COLUMNS_CACHE).read_bytes())
+    samples = RunPaths(first.run_dir).samples
+    assert load_columns_cached(samples, ["exact_match"]).score.tolist() == load_columns(
+        samples, ["exact_match"]
+    ).score.tolist()
+
+
+def test_resume_point_is_json_naming_the_frontier(task_root: TaskRoot) -> None:
+    first = interrupted(config(task_root), after_s=0.1)
+    point = json.loads((Path(first.run_dir) / ".resume.json").read_text())
+    assert set(point) >= {"samples_bytes", "frontier_offset", "frontier_line", "keys_beyond", "done_keys"}
