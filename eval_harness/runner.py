@@ -87,10 +87,17 @@ from eval_harness.types import (
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
+_second_text: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    """UTC time in ISO 8601 with milliseconds (three times cheaper than datetime.isoformat, once per record)."""
+    """UTC time in ISO 8601 with milliseconds; the text of the second is reused, as this runs once per record."""
+    global _second_text
     now = time.time()
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(now))}.{int(now * 1000) % 1000:03d}Z"
+    second = int(now)
+    if second != _second_text[0]:
+        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second_text[1]}.{int(now * 1000) % 1000:03d}Z"
 
 
 def new_run_id() -> str:

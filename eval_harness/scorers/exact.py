@@ -63,7 +63,14 @@ class Number:
         return f"{text}%" if self.percent else text
 
 
+# ASCII punctuation is exactly what unicodedata calls P* among ASCII characters, so plain-ASCII text (most
+# answers) can skip the per-character category lookup, which dominates the cost of a lenient match.
+_ASCII_PUNCTUATION = str.maketrans({ch: " " for ch in map(chr, range(128)) if unicodedata.category(ch)[0] == "P"})
+
+
 def _lenient(text: str) -> str:
+    if text.isascii():
+        return " ".join(text.translate(_ASCII_PUNCTUATION).casefold().split())
     folded = "".join(
         " " if unicodedata.category(ch).startswith("P") else ch for ch in unicodedata.normalize("NFKC", text)
     )
