@@ -50,6 +50,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/resume.py
+	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/scoring.py
 	$(BIN)/python bench/report.py
 

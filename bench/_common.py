@@ -30,9 +30,7 @@ class Measured:
 def run_measured(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Measured:
     """Run ``args`` as a child and read its CPU and peak RSS from ``wait4``."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = "", ""
     assert process.stdout is not None and process.stderr is not None
     out = process.stdout.read()
@@ -58,8 +56,12 @@ def make_task_root(root: Path, samples: int, name: str = "bench") -> Path:
     axes = ("arithmetic", "string_ops", "long_context", "multi_step")
     with (root / "data" / f"{name}.jsonl").open("w") as handle:
         for index in range(samples):
-            record = {"id": f"s{index:07d}", "axis": axes[index % 4], "input": f"What is {index} + 7?",
-                      "target": str(index + 7)}
+            record = {
+                "id": f"s{index:07d}",
+                "axis": axes[index % 4],
+                "input": f"What is {index} + 7?",
+                "target": str(index + 7),
+            }
             handle.write(json.dumps(record) + "\n")
     (root / "templates" / "plain.jinja2").write_text("{{ input }}\nReply with the answer only.\n")
     spec = root / "tasks" / f"{name}.toml"

@@ -19,8 +19,21 @@ def measure(samples: int, concurrency: int) -> dict[str, float]:
         root = Path(tmp)
         spec = make_task_root(root, samples)
         result = run_measured(
-            [*EVAL_HARNESS, "run", "--task", str(spec), "--model", "mock/fast", "--output-dir", str(root / "out"),
-             "--run-id", "bench", "--concurrency", str(concurrency), "--quiet"],
+            [
+                *EVAL_HARNESS,
+                "run",
+                "--task",
+                str(spec),
+                "--model",
+                "mock/fast",
+                "--output-dir",
+                str(root / "out"),
+                "--run-id",
+                "bench",
+                "--concurrency",
+                str(concurrency),
+                "--quiet",
+            ],
             cwd=root,
         )
         if result.returncode != 0:

@@ -63,7 +63,6 @@ class PromptTemplate:
         messages.append(ChatMessage(role="user", content=text.strip()))
         return messages
 
-
     def _examples(self, examples: Sequence[Sample]) -> list[dict[str, Any]]:
         # A run renders every prompt with the same examples: build their variables once, not per sample.
         key = tuple(e.id for e in examples)

@@ -51,8 +51,13 @@ class ProbeProvider(Provider):
             if cls.failures.get(key, 0) < options.fail_first:
                 cls.failures[key] = cls.failures.get(key, 0) + 1
                 raise ProviderError("probe: 429 slow down", retry_cause="rate_limit", retry_after=options.retry_after)
-            return Completion(text=request.sample.targets[0], usage=Usage(prompt_tokens=5, completion_tokens=1),
-                              cost_usd=0.001, latency_ms=options.latency_ms, model="probe-1")
+            return Completion(
+                text=request.sample.targets[0],
+                usage=Usage(prompt_tokens=5, completion_tokens=1),
+                cost_usd=0.001,
+                latency_ms=options.latency_ms,
+                model="probe-1",
+            )
         finally:
             cls.in_flight -= 1
 

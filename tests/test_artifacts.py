@@ -131,7 +131,7 @@ def test_manifest_of_a_newer_schema_is_refused_by_version(tmp_path: Path) -> Non
 
 
 def test_missing_manifest_says_it_is_not_a_run_directory(tmp_path: Path) -> None:
-    with pytest.raises(ArtifactError, match="not found; is .* a run directory"):
+    with pytest.raises(ArtifactError, match=r"not found; is .* a run directory"):
         read_manifest(tmp_path)
 
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, CliResult, TaskRoot, read_records, run_subprocess, write_jsonl
 
 Cli = Callable[..., CliResult]
@@ -23,8 +22,19 @@ def adder(task_root: TaskRoot) -> Path:
 
 def test_run_prints_the_capability_profile_and_writes_the_run(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
-    result = cli("run", "--task", adder(task_root), "--model", "mock/m", "--model-arg", "skill=0.7",
-                 "--output-dir", out_dir, "--run-id", "r1")
+    result = cli(
+        "run",
+        "--task",
+        adder(task_root),
+        "--model",
+        "mock/m",
+        "--model-arg",
+        "skill=0.7",
+        "--output-dir",
+        out_dir,
+        "--run-id",
+        "r1",
+    )
     assert result.code == 0, result.err
     assert "alpha" in result.out and "beta" in result.out and "overall" in result.out
     assert "macro mean (over 2 axes)" in result.out and "micro mean (over 40 samples)" in result.out
@@ -33,8 +43,18 @@ def test_run_prints_the_capability_profile_and_writes_the_run(cli: Cli, task_roo
 
 
 def test_builtin_capability_profile_runs_with_the_bundled_data(cli: Cli, tmp_path: Path) -> None:
-    result = cli("run", "--task", "capability_profile", "--model", "mock/m", "--output-dir", tmp_path,
-                 "--run-id", "cp", "--quiet")
+    result = cli(
+        "run",
+        "--task",
+        "capability_profile",
+        "--model",
+        "mock/m",
+        "--output-dir",
+        tmp_path,
+        "--run-id",
+        "cp",
+        "--quiet",
+    )
     assert result.code == 0, result.err
     summary = json.loads((tmp_path / "cp" / "summary.json").read_text())
     assert [a["axis"] for a in summary["axes"]] == ["arithmetic", "long_context", "multi_step", "string_ops"]
@@ -42,8 +62,22 @@ def test_builtin_capability_profile_runs_with_the_bundled_data(cli: Cli, tmp_pat
 
 
 def test_math_cot_extracts_final_numbers_from_chatter(cli: Cli, tmp_path: Path) -> None:
-    result = cli("run", "--task", "math_cot", "--model", "mock/m", "--model-arg", "skill=1",
-                 "--model-arg", "format_ok=0", "--output-dir", tmp_path, "--run-id", "m", "--quiet")
+    result = cli(
+        "run",
+        "--task",
+        "math_cot",
+        "--model",
+        "mock/m",
+        "--model-arg",
+        "skill=1",
+        "--model-arg",
+        "format_ok=0",
+        "--output-dir",
+        tmp_path,
+        "--run-id",
+        "m",
+        "--quiet",
+    )
     assert result.code == 0, result.err
     records = read_records(tmp_path / "m")
     assert len(records) >= 30
@@ -104,14 +138,34 @@ def test_tasks_lists_the_builtin_tasks(cli: Cli) -> None:
 
 
 def test_fail_below_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
-    result = cli("run", "--task", adder(task_root), "--model-arg", "skill=0.5", "--output-dir",
-                 task_root.root / "results", "--fail-below", "0.9", "--quiet")
+    result = cli(
+        "run",
+        "--task",
+        adder(task_root),
+        "--model-arg",
+        "skill=0.5",
+        "--output-dir",
+        task_root.root / "results",
+        "--fail-below",
+        "0.9",
+        "--quiet",
+    )
     assert result.code == 1 and "gate failed: overall mean" in result.err
 
 
 def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
-    result = cli("run", "--task", adder(task_root), "--model-arg", "error_rate=0.5", "--output-dir",
-                 task_root.root / "results", "--max-error-rate", "0.1", "--quiet")
+    result = cli(
+        "run",
+        "--task",
+        adder(task_root),
+        "--model-arg",
+        "error_rate=0.5",
+        "--output-dir",
+        task_root.root / "results",
+        "--max-error-rate",
+        "0.1",
+        "--quiet",
+    )
     assert result.code == 1 and "gate failed: error rate" in result.err
 
 
@@ -154,9 +208,28 @@ def test_python_dash_m_runs_the_cli() -> None:
 
 def start_slow_run(tmp_path: Path, run_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--model", "mock/slow",
-         "--model-arg", "latency_ms=50", "--concurrency", "4", "--output-dir", str(tmp_path), "--run-id", run_id],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "eval_harness",
+            "run",
+            "--task",
+            "capability_profile",
+            "--model",
+            "mock/slow",
+            "--model-arg",
+            "latency_ms=50",
+            "--concurrency",
+            "4",
+            "--output-dir",
+            str(tmp_path),
+            "--run-id",
+            run_id,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
 
 
@@ -173,7 +246,7 @@ def test_ctrl_c_stops_cleanly_prints_the_resume_command_and_exits_130(tmp_path: 
     process = start_slow_run(tmp_path, "sig")
     wait_for_records(tmp_path / "sig" / "samples.jsonl", 8)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
     assert f"resume with: eval-harness resume {tmp_path / 'sig'}" in err
     manifest = json.loads((tmp_path / "sig" / "manifest.json").read_text())

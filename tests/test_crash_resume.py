@@ -14,8 +14,20 @@ from typing import Any
 
 from conftest import REPO, read_records, run_subprocess
 
-MODEL = ["--model", "mock/crashy", "--model-arg", "skill=0.7", "--model-arg", "latency_ms=4",
-         "--model-arg", "jitter_ms=8", "--model-arg", "error_rate=0.05", "--model-arg", "cost_per_1k_tokens=0.2"]
+MODEL = [
+    "--model",
+    "mock/crashy",
+    "--model-arg",
+    "skill=0.7",
+    "--model-arg",
+    "latency_ms=4",
+    "--model-arg",
+    "jitter_ms=8",
+    "--model-arg",
+    "error_rate=0.05",
+    "--model-arg",
+    "cost_per_1k_tokens=0.2",
+]
 RUN = ["--task", "capability_profile", "--epochs", "2", "--concurrency", "8", *MODEL]
 
 
@@ -28,8 +40,9 @@ def comparable(summary_path: Path) -> dict[str, Any]:
 
 def kill_at_random(args: list[str], run_dir: Path, rng: random.Random) -> bool:
     """Start the command, SIGKILL it at a random moment once it writes records; False if it finished first."""
-    process = subprocess.Popen([sys.executable, "-m", "eval_harness", *args], cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     samples = run_dir / "samples.jsonl"
     deadline = time.monotonic() + 60
     while not samples.exists() and process.poll() is None and time.monotonic() < deadline:

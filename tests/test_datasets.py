@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED, arithmetic_records, write_jsonl
+
 from eval_harness.datasets import (
     MAX_LINE_BYTES,
     PROBLEMS_SHOWN,
@@ -83,8 +83,11 @@ def test_mapped_field_problem_names_the_source_field(tmp_path: Path) -> None:
 def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "d.jsonl",
-        [{"id": "a", "input": "x", "target": "y"}, {"id": "b", "input": "x", "target": "y"},
-         {"id": "a", "input": "z", "target": "w"}],
+        [
+            {"id": "a", "input": "x", "target": "y"},
+            {"id": "b", "input": "x", "target": "y"},
+            {"id": "a", "input": "z", "target": "w"},
+        ],
     )
     report = validate_dataset(path)
     assert [str(p) for p in report.problems] == [f"{path}:3: id: duplicate id 'a' (first on line 1)"]
@@ -162,7 +165,10 @@ def test_missing_id_is_derived_from_content_and_stable(tmp_path: Path) -> None:
     record = {"input": "a", "target": "b"}
     path = write_jsonl(tmp_path / "d.jsonl", [record])
     first = [s.id for s in iter_samples(path)]
-    again = [s.id for s in iter_samples(write_jsonl(tmp_path / "e.jsonl", [{"id": "x", "input": "q", "target": "r"}, record]))]
+    again = [
+        s.id
+        for s in iter_samples(write_jsonl(tmp_path / "e.jsonl", [{"id": "x", "input": "q", "target": "r"}, record]))
+    ]
     assert first[0] == again[1] == hashlib.sha256(json.dumps(record).encode()).hexdigest()[:16]
 
 
@@ -221,15 +227,21 @@ def test_headerless_csv_with_choice_columns_and_axis_from_file_name(tmp_path: Pa
     assert report.ok and report.valid == 2
     assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert (samples[0].input, samples[0].choices, samples[0].target, samples[0].axis) == (
-        "Which, of these?", ["one", "two", "three", "four"], "C", "anatomy"
+        "Which, of these?",
+        ["one", "two", "three", "four"],
+        "C",
+        "anatomy",
     )
 
 
 def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("q,a,b,c,d,A\nshort,row\n", encoding="utf-8")
-    spec = DatasetSpec(format="csv", csv_columns=["question", "A", "B", "C", "D", "answer"],
-                       fields={"input": "question", "target": "answer"})
+    spec = DatasetSpec(
+        format="csv",
+        csv_columns=["question", "A", "B", "C", "D", "answer"],
+        fields={"input": "question", "target": "answer"},
+    )
     assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import TaskRoot, arithmetic_records, read_records
+
 from eval_harness.aggregate import COLUMNS_CACHE, load_columns, load_columns_cached, summarize
 from eval_harness.artifacts import RunPaths, read_manifest, read_resume_point
 from eval_harness.config import RunConfig
 from eval_harness.datasets import Position
 from eval_harness.frontier import FrontierTracker
-from eval_harness.runner import RunResult, Runner, plan_resume, plan_run
+from eval_harness.runner import Runner, RunResult, plan_resume, plan_run
 
 
 def pos(line: int) -> Position:
@@ -46,9 +46,13 @@ def test_samples_seen_finished_move_the_frontier_at_once() -> None:
 
 def config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
     values: dict[str, Any] = {
-        "task": str(task_root.root / "tasks" / "adder.toml"), "model": "mock/m",
+        "task": str(task_root.root / "tasks" / "adder.toml"),
+        "model": "mock/m",
         "model_args": {"skill": "0.6", "latency_ms": "5", "jitter_ms": "25", "cost_per_1k_tokens": "0.3"},
-        "output_dir": task_root.root / "results", "run_id": "r", "concurrency": 6, "grace_s": 0.0,
+        "output_dir": task_root.root / "results",
+        "run_id": "r",
+        "concurrency": 6,
+        "grace_s": 0.0,
     }
     values.update(overrides)
     return RunConfig(**values)
@@ -73,7 +77,9 @@ def comparable(summary: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("epochs", "limit"), [(1, None), (3, None), (2, 150)])
-def test_resume_from_the_frontier_is_exactly_once_and_equal(task_root: TaskRoot, epochs: int, limit: int | None) -> None:
+def test_resume_from_the_frontier_is_exactly_once_and_equal(
+    task_root: TaskRoot, epochs: int, limit: int | None
+) -> None:
     task_root.data("adder.jsonl", arithmetic_records(200, axes=("a", "b", "c")))
     whole = asyncio.run(Runner(plan_run(config(task_root, run_id="whole", epochs=epochs, limit=limit))).run())
     first = interrupted(config(task_root, epochs=epochs, limit=limit), after_s=0.15)
@@ -126,9 +132,10 @@ def test_a_cache_from_another_file_is_ignored(task_root: TaskRoot) -> None:
     other = interrupted(config(task_root, run_id="other", model_args={"skill": "0.1"}), after_s=0.1)
     (first.run_dir / COLUMNS_CACHE).write_bytes((other.run_dir / COLUMNS_CACHE).read_bytes())
     samples = RunPaths(first.run_dir).samples
-    assert load_columns_cached(samples, ["exact_match"]).score.tolist() == load_columns(
-        samples, ["exact_match"]
-    ).score.tolist()
+    assert (
+        load_columns_cached(samples, ["exact_match"]).score.tolist()
+        == load_columns(samples, ["exact_match"]).score.tolist()
+    )
 
 
 def test_resume_point_is_json_naming_the_frontier(task_root: TaskRoot) -> None:

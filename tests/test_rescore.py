@@ -7,10 +7,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 import probe
+import pytest
 from conftest import CliResult, TaskRoot, read_records
+
 from eval_harness.config import RunConfig
 from eval_harness.errors import ConfigError, ResumeMismatchError
 from eval_harness.rescore import parse_scorer, plan_rescore
@@ -22,9 +22,13 @@ Cli = Callable[..., CliResult]
 @pytest.fixture
 def source_run(task_root: TaskRoot) -> Path:
     probe.ProbeProvider.reset()
-    config = RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m",
-                       model_args={"skill": "0.5", "format_ok": "0.5", "error_rate": "0.1"},
-                       output_dir=task_root.root / "results", run_id="source")
+    config = RunConfig(
+        task=str(task_root.root / "tasks" / "adder.toml"),
+        model="mock/m",
+        model_args={"skill": "0.5", "format_ok": "0.5", "error_rate": "0.1"},
+        output_dir=task_root.root / "results",
+        run_id="source",
+    )
     asyncio.run(Runner(plan_run(config)).run())
     return task_root.root / "results" / "source"
 
@@ -36,8 +40,9 @@ def test_rescore_applies_new_scorers_to_the_recorded_outputs(cli: Cli, source_ru
     manifest = json.loads((new_dir / "manifest.json").read_text())
     assert manifest["source_run"] == str(source_run.resolve())
     assert manifest["model"]["id"] == "mock/m" and manifest["model"]["args"]["skill"] == 0.5
-    assert manifest["task"]["scorers"] == [{"name": "exact_match", "args": {"mode": "strict"}, "weight": 1.0,
-                                           "gate": False, "alias": None}]
+    assert manifest["task"]["scorers"] == [
+        {"name": "exact_match", "args": {"mode": "strict"}, "weight": 1.0, "gate": False, "alias": None}
+    ]
     assert manifest["task"]["scorers_source"] is None
     old = {r["sample_id"]: r for r in read_records(source_run)}
     new = {r["sample_id"]: r for r in read_records(new_dir)}
@@ -47,7 +52,9 @@ def test_rescore_applies_new_scorers_to_the_recorded_outputs(cli: Cli, source_ru
         assert record["cost_usd"] == old[key]["cost_usd"]
         if record["error"] is None:
             assert record["scores"]["exact_match"] == float(record["output"].strip() == record["target"])
-    chatty = [r for r in new.values() if r["error"] is None and r["output"] != r["target"] and r["target"] in r["output"]]
+    chatty = [
+        r for r in new.values() if r["error"] is None and r["output"] != r["target"] and r["target"] in r["output"]
+    ]
     assert chatty and all(r["score"] == 0.0 for r in chatty)  # numeric mode credited these; strict does not
     assert all(old[k]["score"] == 1.0 for k in (r["sample_id"] for r in chatty))
 
@@ -63,8 +70,13 @@ def test_generation_errors_of_the_source_are_replayed_as_errors(source_run: Path
 
 def test_rescore_calls_no_model(task_root: TaskRoot) -> None:
     probe.ProbeProvider.reset()
-    config = RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="probe/p",
-                       output_dir=task_root.root / "results", run_id="src", limit=5)
+    config = RunConfig(
+        task=str(task_root.root / "tasks" / "adder.toml"),
+        model="probe/p",
+        output_dir=task_root.root / "results",
+        run_id="src",
+        limit=5,
+    )
     asyncio.run(Runner(plan_run(config)).run())
     assert probe.ProbeProvider.calls == 5
     plan = plan_rescore(task_root.root / "results" / "src", task=str(task_root.root / "tasks" / "adder.toml"))
@@ -85,7 +97,7 @@ def test_rescore_run_resumes_like_any_run(source_run: Path) -> None:
 def test_rescore_refuses_when_the_source_dataset_changed(task_root: TaskRoot, source_run: Path) -> None:
     path = task_root.root / "data" / "adder.jsonl"
     path.write_text(path.read_text() + json.dumps({"input": "new", "target": "x"}) + "\n")
-    with pytest.raises(ResumeMismatchError, match="dataset .* changed since that run"):
+    with pytest.raises(ResumeMismatchError, match=r"dataset .* changed since that run"):
         plan_rescore(source_run, scorers=["exact_match"])
 
 
@@ -94,7 +106,9 @@ def test_rescore_needs_a_task_or_scorers(source_run: Path) -> None:
         plan_rescore(source_run)
 
 
-@pytest.mark.parametrize(("text", "name", "args"), [("f1", "f1", {}), ("em:mode=numeric,x=1", "em", {"mode": "numeric", "x": "1"})])
+@pytest.mark.parametrize(
+    ("text", "name", "args"), [("f1", "f1", {}), ("em:mode=numeric,x=1", "em", {"mode": "numeric", "x": "1"})]
+)
 def test_scorer_flag_parses_name_and_arguments(text: str, name: str, args: dict[str, str]) -> None:
     spec = parse_scorer(text)
     assert (spec.name, spec.args) == (name, args)

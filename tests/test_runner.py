@@ -8,14 +8,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import probe
+import pytest
 from conftest import TaskRoot, arithmetic_records, read_records
+
 from eval_harness.artifacts import read_manifest, read_summary
 from eval_harness.config import RunConfig
 from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
-from eval_harness.runner import RunResult, Runner, dry_run, plan_resume, plan_run
+from eval_harness.runner import Runner, RunResult, dry_run, plan_resume, plan_run
 
 
 @pytest.fixture(autouse=True)
@@ -65,8 +65,25 @@ def test_complete_run_writes_manifest_samples_and_summary(task_root: TaskRoot) -
     records = read_records(run_dir)
     assert len(records) == 40 and len(set(keys(run_dir))) == 40
     first = records[0]
-    assert set(first) >= {"sample_id", "epoch", "axis", "tags", "input", "target", "prompt", "output", "scores",
-                          "score", "passed", "latency_ms", "usage", "cost_usd", "error", "attempts", "finished_at"}
+    assert set(first) >= {
+        "sample_id",
+        "epoch",
+        "axis",
+        "tags",
+        "input",
+        "target",
+        "prompt",
+        "output",
+        "scores",
+        "score",
+        "passed",
+        "latency_ms",
+        "usage",
+        "cost_usd",
+        "error",
+        "attempts",
+        "finished_at",
+    }
     summary = read_summary(run_dir)
     assert summary.records == 40 and summary.missing == 0
     assert [a.axis for a in summary.axes] == ["alpha", "beta"]
@@ -133,7 +150,8 @@ def test_scoring_failure_keeps_the_output_and_retry_errors_rescores_without_call
 ) -> None:
     task_root.task(
         "flaky",
-        'name = "flaky"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\nname = "flaky"\n',
+        'name = "flaky"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "flaky"\n',
     )
     run(config(task_root, task=str(task_root.root / "tasks" / "flaky.toml"), model="probe/p", limit=4))
     run_dir = task_root.root / "results" / "r1"
@@ -194,7 +212,7 @@ def test_resume_refuses_a_changed_dataset_and_force_overrides(task_root: TaskRoo
 def test_resume_refuses_a_changed_template(task_root: TaskRoot) -> None:
     run_dir = interrupt_after(task_root, 5)
     task_root.template("plain.jinja2", "{{ input }}\nAnswer with a number.\n")
-    with pytest.raises(ResumeMismatchError, match="template plain.jinja2"):
+    with pytest.raises(ResumeMismatchError, match=r"template plain\.jinja2"):
         plan_resume(run_dir)
 
 
@@ -216,8 +234,10 @@ def test_broken_dataset_stops_before_anything_is_created(task_root: TaskRoot) ->
     task_root.data("adder.jsonl", [{"input": "a", "target": "b"}, "{oops"])
     with pytest.raises(DatasetError) as raised:
         plan_run(config(task_root))
-    assert raised.value.problems == [f"{task_root.root / 'data' / 'adder.jsonl'}:2: line: invalid JSON: "
-                                     "Expecting property name enclosed in double quotes at column 2"]
+    assert raised.value.problems == [
+        f"{task_root.root / 'data' / 'adder.jsonl'}:2: line: invalid JSON: "
+        "Expecting property name enclosed in double quotes at column 2"
+    ]
     assert not (task_root.root / "results").exists()
 
 
@@ -225,7 +245,9 @@ def test_dry_run_renders_every_prompt_and_writes_nothing(task_root: TaskRoot) ->
     preview = dry_run(plan_run(config(task_root, epochs=2, generation={"max_tokens": 10})))
     assert preview.count == 80
     assert [m[-1].content for m in preview.first_prompts] == [
-        "What is 0 + 1?\nAnswer only.", "What is 0 + 1?\nAnswer only.", "What is 1 + 1?\nAnswer only."
+        "What is 0 + 1?\nAnswer only.",
+        "What is 0 + 1?\nAnswer only.",
+        "What is 1 + 1?\nAnswer only.",
     ]
     assert preview.max_output_tokens == 800
     assert preview.estimated_cost_usd == 0.0

@@ -60,7 +60,7 @@ def test_missing_template_lists_the_ones_available(tmp_path: Path) -> None:
 
 def test_sandbox_blocks_access_to_python_internals(tmp_path: Path) -> None:
     write(tmp_path, "t.jinja2", "{{ input.__class__.__mro__[1].__subclasses__() }}")
-    with pytest.raises(TemplateError, match="SecurityError|UndefinedError"):
+    with pytest.raises(TemplateError, match=r"SecurityError|UndefinedError"):
         load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"))
 
 
@@ -78,7 +78,9 @@ def test_few_shot_examples_and_choices_are_available(tmp_path: Path) -> None:
 
 
 def test_chain_of_thought_and_xml_switches_come_from_task_variables(tmp_path: Path) -> None:
-    write(tmp_path, "t.jinja2", "{{ input }}\n{% if cot %}Think step by step.{% endif %}{% if xml %}<answer>{% endif %}")
+    write(
+        tmp_path, "t.jinja2", "{{ input }}\n{% if cot %}Think step by step.{% endif %}{% if xml %}<answer>{% endif %}"
+    )
     plain = load_template(tmp_path, "t.jinja2", variables={"cot": False, "xml": False})
     both = load_template(tmp_path, "t.jinja2", variables={"cot": True, "xml": True})
     sample = Sample(id="1", input="Q", target="A")
@@ -99,7 +101,10 @@ def test_chat_input_keeps_history_and_templates_the_last_turn(tmp_path: Path) ->
     )
     messages = load_template(tmp_path, "t.jinja2", system_prompt="S").render(sample)
     assert [(m.role, m.content) for m in messages] == [
-        ("system", "S"), ("user", "hi"), ("assistant", "hello"), ("user", "[question]")
+        ("system", "S"),
+        ("user", "hi"),
+        ("assistant", "hello"),
+        ("user", "[question]"),
     ]
 
 
@@ -109,7 +114,8 @@ def test_builtin_templates_render_the_builtin_tasks() -> None:
 
     for name in ("capability_profile", "math_cot"):
         task = find_task(name)
-        template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt,
-                                 task.spec.template_vars)
+        template = load_template(
+            task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars
+        )
         messages = template.render(Sample(id="1", input="What is 2 + 2?", target="4"))
         assert "What is 2 + 2?" in messages[-1].content

@@ -1,0 +1,144 @@
+"""The on-disk response cache: one file per answer, keyed by a hash of what was asked.
+
+``<dir>/<first two hex digits>/<sha256>.json`` holds ``{"schema_version", "key", "completion"}``. Each entry
+is written to a temporary file in the same directory, fsync-ed and renamed into place, so a crash leaves
+either the whole entry or none of it; an unreadable entry is treated as a miss. ``clear`` deletes only
+files this module writes, never anything else a user keeps in the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from eval_harness.types import Completion
+
+CACHE_SCHEMA_VERSION = 1
+_ENTRY_SUFFIX = ".json"
+_TEMP_SUFFIX = ".tmp"
+_OURS = re.compile(r"^([0-9a-f]{64}\.json|\.[0-9a-f]{64}\.\d+\.[0-9a-f]+\.tmp)$")
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/eval-harness/responses``, or ``~/.cache/eval-harness/responses``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "eval-harness" / "responses"
+
+
+def cache_key(scope: str, model: str, body: Any, epoch: int = 0) -> str:
+    """sha256 of (provider scope, model, full request body, epoch).
+
+    The epoch is part of the key so that ``--epochs K`` draws K answers instead of replaying the first.
+    """
+    payload = {"scope": scope, "model": model, "body": body, "epoch": epoch}
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What a cache directory holds."""
+
+    directory: Path
+    entries: int
+    bytes: int
+    temp_files: int
+
+
+class ResponseCache:
+    """Completions stored on disk under their request's key."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}{_ENTRY_SUFFIX}"
+
+    def get(self, key: str) -> Completion | None:
+        """The stored completion for ``key``, or None (absent, torn or from another schema version)."""
+        try:
+            raw = orjson.loads(self._path(key).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if not isinstance(raw, dict) or raw.get("schema_version") != CACHE_SCHEMA_VERSION or raw.get("key") != key:
+            return None
+        try:
+            return Completion.model_validate(raw["completion"])
+        except (KeyError, ValidationError):
+            return None
+
+    def put(self, key: str, completion: Completion) -> None:
+        """Store ``completion`` atomically: temp file, fsync, rename."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = orjson.dumps(
+            {
+                "schema_version": CACHE_SCHEMA_VERSION,
+                "key": key,
+                "completion": completion.model_dump(mode="json", exclude={"cached"}),
+            }
+        )
+        tmp = path.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, path)
+
+    def _files(self) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        found: list[Path] = []
+        for shard in self.directory.iterdir():
+            if shard.is_dir() and len(shard.name) == 2:
+                found.extend(p for p in shard.iterdir() if _OURS.match(p.name))
+        return found
+
+    def info(self) -> CacheInfo:
+        """Entry count and size on disk."""
+        entries = size = temps = 0
+        for path in self._files():
+            try:
+                size += path.stat().st_size
+            except FileNotFoundError:
+                continue
+            if path.name.endswith(_TEMP_SUFFIX):
+                temps += 1
+            else:
+                entries += 1
+        return CacheInfo(self.directory, entries, size, temps)
+
+    def clear(self) -> int:
+        """Delete every entry (and leftover temp file); returns how many entries were deleted."""
+        removed = 0
+        for path in self._files():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            if path.name.endswith(_ENTRY_SUFFIX):
+                removed += 1
+        if self.directory.is_dir():
+            for shard in self.directory.iterdir():
+                if shard.is_dir() and len(shard.name) == 2:
+                    with contextlib.suppress(OSError):  # it holds something we did not write: leave it
+                        shard.rmdir()
+        return removed
+
+
+__all__ = ["CACHE_SCHEMA_VERSION", "CacheInfo", "ResponseCache", "cache_key", "default_cache_dir"]

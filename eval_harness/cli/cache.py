@@ -1,0 +1,49 @@
+"""``eval-harness cache info|clear``: the on-disk response cache that ``run --cache`` reads and fills."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+cache_app = typer.Typer(
+    help="Inspect or clear the response cache (run --cache).", no_args_is_help=True, rich_markup_mode=None
+)
+
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir", help="Cache directory (default: $EVAL_HARNESS_CACHE_DIR, else ~/.cache/eval-harness/responses)."
+    ),
+]
+
+
+def _directory(cache_dir: Path | None) -> Path:
+    from eval_harness.cache import default_cache_dir
+    from eval_harness.config import Settings
+
+    return cache_dir or Settings.load().cache_dir or default_cache_dir()
+
+
+@cache_app.command("info")
+def info_command(cache_dir: CacheDirOption = None) -> None:
+    """Show where the cache is, how many answers it holds and their size."""
+    from eval_harness.cache import ResponseCache
+    from eval_harness.cli.render.cache import print_cache_info
+
+    print_cache_info(ResponseCache(_directory(cache_dir)).info())
+
+
+@cache_app.command("clear")
+def clear_command(cache_dir: CacheDirOption = None) -> None:
+    """Delete every cached answer (only files the cache wrote)."""
+    from eval_harness.cache import ResponseCache
+    from eval_harness.cli.render.cache import print_cache_cleared
+
+    directory = _directory(cache_dir)
+    print_cache_cleared(directory, ResponseCache(directory).clear())
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cache_app, name="cache")

@@ -1,0 +1,28 @@
+"""Views of the response cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_harness.cache import CacheInfo
+from eval_harness.cli.render import stdout
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size:,} B"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"
+
+
+def print_cache_info(info: CacheInfo) -> None:
+    leftovers = f", {info.temp_files:,} unfinished writes" if info.temp_files else ""
+    stdout.print(f"{info.directory}: {info.entries:,} cached answers, {_size(info.bytes)}{leftovers}", markup=False)
+
+
+def print_cache_cleared(directory: Path, removed: int) -> None:
+    stdout.print(f"{directory}: removed {removed:,} cached answers", markup=False)

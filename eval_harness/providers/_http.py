@@ -1,0 +1,466 @@
+"""What every HTTP provider shares: the pooled client, error classification, retry hints, secrets, prices.
+
+A provider subclass supplies the wire format (body in, ``Completion`` out) and its auth headers; this
+module turns transport failures and HTTP error statuses into the ``ProviderError`` tree with the provider's
+own message, a ``retry_cause`` when trying again can help, and ``retry_after`` from the response headers.
+
+Each provider holds one ``httpx.AsyncClient``, built on its first call, whose pool is sized to the run's
+concurrency (``ProviderContext.concurrency``) with connect/read timeouts from the context or the model args.
+Its transport is by default the lean HTTP/1.1 pool of ``_transport`` (~0.2 ms of CPU a call, where httpx's
+own transport spends ~20 ms at 64 in flight: bench/throughput.py); ``--model-arg http_transport=httpx``
+selects httpx's own, which honours proxy variables. httpx is not imported before the first call.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal, NoReturn
+from urllib.parse import urlsplit
+
+import orjson
+from pydantic import Field, SecretStr, model_validator
+
+from eval_harness import pricing
+from eval_harness.config import redact
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+    RetryCause,
+)
+from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
+from eval_harness.types import GenerateConfig, Usage
+
+_MESSAGE_LIMIT = 400
+_WHITESPACE = re.compile(r"\s+")
+_HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+class HTTPOptions(ProviderOptions):
+    """Options every HTTP provider accepts."""
+
+    base_url: str | None = Field(default=None, description="API root, e.g. https://api.openai.com/v1.")
+    connect_timeout_s: float | None = Field(default=None, gt=0, description="TCP/TLS connect timeout.")
+    read_timeout_s: float | None = Field(
+        default=None, gt=0, description="Longest silence while awaiting a response (default: the run's --timeout)."
+    )
+    price_in: float | None = Field(default=None, ge=0, description="USD per million input tokens (override).")
+    price_out: float | None = Field(default=None, ge=0, description="USD per million output tokens (override).")
+    price_cached_in: float | None = Field(
+        default=None, ge=0, description="USD per million cached input tokens (default: price_in)."
+    )
+    http_transport: Literal["pooled", "httpx"] = Field(
+        default="pooled",
+        description="'pooled' (lean HTTP/1.1 pool) or 'httpx' (an httpx.AsyncClient: honours HTTP(S)_PROXY).",
+    )
+
+    @model_validator(mode="after")
+    def _prices_come_in_pairs(self) -> HTTPOptions:
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("give both price_in and price_out (USD per million tokens)")
+        if self.price_cached_in is not None and self.price_in is None:
+            raise ValueError("price_cached_in needs price_in and price_out")
+        return self
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful HTTP exchange: parsed JSON (or raw text for event streams), headers and timing."""
+
+    data: Any
+    headers: Mapping[str, str]
+    latency_ms: float
+    text: str | None = None
+
+
+def one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
+    """Collapse whitespace and cut ``text`` to ``limit`` characters."""
+    text = _WHITESPACE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_body(body: bytes) -> str:
+    """A one-line description of a non-JSON body: an HTML page's title, or the start of the text."""
+    stripped = body.lstrip()
+    if not stripped:
+        return "an empty body"
+    if stripped[:1] == b"<":
+        title = _HTML_TITLE.search(body)
+        name = one_line(title.group(1).decode("utf-8", "replace"), 120) if title else ""
+        return f"an HTML page ({name})" if name else "an HTML page"
+    return repr(one_line(body.decode("utf-8", "replace"), 120))
+
+
+def error_detail(body: bytes) -> str:
+    """The provider's own error message from any of the common error body shapes.
+
+    OpenAI ``{"error": {"message", "type", "code"}}``, Anthropic ``{"type": "error", "error": {"type",
+    "message"}}``, vLLM ``{"object": "error", "message", "type"}``, Ollama ``{"error": "..."}``, TGI/FastAPI
+    ``{"detail": ...}``; anything else is described (HTML page, plain text).
+    """
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return describe_body(body)
+    if not isinstance(obj, dict):
+        return describe_body(body)
+    error = obj.get("error")
+    kind: Any = None
+    code: Any = None
+    message: Any = None
+    if isinstance(error, dict):
+        message, kind, code = error.get("message"), error.get("type"), error.get("code")
+    elif isinstance(error, str):
+        message = error
+    elif "message" in obj:
+        message, kind, code = obj.get("message"), obj.get("type"), obj.get("code")
+    elif "detail" in obj:
+        message = obj["detail"] if isinstance(obj["detail"], str) else orjson.dumps(obj["detail"]).decode()
+    if message is None:
+        return describe_body(body)
+    labels = [str(x) for x in (kind, code) if x not in (None, "", "error") and not isinstance(x, int)]
+    prefix = f"{labels[0]}: " if labels else ""
+    if len(labels) > 1 and labels[1] != labels[0]:
+        prefix = f"{labels[0]} ({labels[1]}): "
+    return prefix + str(message)
+
+
+def error_code(body: bytes) -> str | None:
+    """``error.code`` or ``error.type`` of a JSON error body, when there is one."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    error = obj.get("error") if isinstance(obj, dict) else None
+    if isinstance(error, dict):
+        for key in ("code", "type"):
+            if isinstance(error.get(key), str):
+                return str(error[key])
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (delta seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = datetime.now(UTC).timestamp() if now is None else now
+    return max(when.timestamp() - current, 0.0)
+
+
+def field(obj: Any, *path: str | int) -> Any:
+    """``obj[path[0]][path[1]]...``, or ``ProviderResponseError`` naming the missing field."""
+    current = obj
+    walked = ""
+    for step in path:
+        walked += f"[{step}]" if isinstance(step, int) else (f".{step}" if walked else step)
+        try:
+            current = current[step]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderResponseError(f"the response has no {walked}") from None
+    return current
+
+
+def sampling(config: GenerateConfig) -> dict[str, float]:
+    """``temperature`` and ``top_p`` when the task sets them (the same field names in every API here)."""
+    chosen = {"temperature": config.temperature, "top_p": config.top_p}
+    return {name: value for name, value in chosen.items() if value is not None}
+
+
+def int_or_none(value: Any) -> int | None:
+    """An integer token count, or None when absent or not a number."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class HTTPProvider(Provider):
+    """Base of providers that speak JSON over HTTP through one shared client with a pool sized to the run."""
+
+    Options: ClassVar[type[ProviderOptions]] = HTTPOptions
+    default_base_url: ClassVar[str | None] = None
+    key_hint: ClassVar[str] = "the API key"
+    request_id_headers: ClassVar[tuple[str, ...]] = ("x-request-id", "request-id")
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        super().__init__(model, options, context)
+        assert isinstance(options, HTTPOptions)
+        self.http_options = options
+        base_url = options.base_url or self.configured_base_url() or self.default_base_url
+        if not base_url:
+            raise ConfigError(
+                f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
+            )
+        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"{self.provider_name}/{model}: base_url {base_url!r} is not an http:// or https:// URL")
+        self.price = pricing.resolve(
+            self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
+        )
+        self._wire_state: _Wire | None = None
+        self._timeout: dict[str, float | None] = {
+            "connect": options.connect_timeout_s or context.connect_timeout_s,
+            "read": options.read_timeout_s or context.read_timeout_s,
+            "write": options.read_timeout_s or context.read_timeout_s,
+            "pool": None,
+        }
+        # Import httpx now, not inside the first call: that call's rate-limit slot and its latency should not
+        # include ~0.1 s of imports.
+        import httpx  # noqa: F401
+
+        from eval_harness.providers import _transport  # noqa: F401
+
+    # hooks for subclasses ------------------------------------------------------------------------------
+    def configured_base_url(self) -> str | None:
+        """The base URL from the environment (e.g. OPENAI_BASE_URL), when the provider has one."""
+        return None
+
+    def auth_headers(self) -> dict[str, str]:
+        """Headers that carry the credentials."""
+        return {}
+
+    def reset_after(self, headers: Mapping[str, str]) -> float | None:
+        """Seconds until the provider's rate-limit window resets, from its own headers."""
+        return None
+
+    def is_transient_4xx(self, status: int, body: bytes) -> RetryCause | None:
+        """Whether a 4xx other than 401/403 is worth retrying (408, 409, 429 by default)."""
+        causes: dict[int, RetryCause] = {408: "timeout", 409: "conflict", 429: "rate_limit"}
+        return causes.get(status)
+
+    # shared machinery ----------------------------------------------------------------------------------
+    @property
+    def cache_scope(self) -> str:
+        """What, besides model and body, identifies an answer: the provider and the server it came from."""
+        return f"{self.provider_name}@{self.base_url}"
+
+    def secrets(self) -> list[str]:
+        return [*super().secrets(), *self.own_secrets()]
+
+    def own_secrets(self) -> list[str]:
+        """Secrets this provider holds beyond the environment's (e.g. a key given as a model arg)."""
+        return []
+
+    def cost(self, usage: Usage) -> float | None:
+        return None if self.price is None else self.price.cost(usage)
+
+    def _static_headers(self) -> dict[str, str]:
+        from eval_harness import __version__
+
+        return {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "accept-encoding": "gzip, deflate",
+            "user-agent": f"eval-harness/{__version__}",
+            **self.auth_headers(),
+        }
+
+    def _wire(self) -> _Wire:
+        if self._wire_state is None:
+            size = max(self.context.concurrency, 1)
+            transport = self.http_options.http_transport
+            self._wire_state = _Wire(self.base_url, self._static_headers(), size, self._timeout, transport)
+        return self._wire_state
+
+    async def post(self, path: str, body: dict[str, Any], *, raw_text: bool = False) -> Reply:
+        """POST ``body`` as JSON; return the parsed reply or raise the matching ``ProviderError``."""
+        wire = self._wire()
+        payload = orjson.dumps(body)
+        started = time.perf_counter()
+        with self.parsing():  # transport failures arrive as ProviderErrors; name the provider in them
+            status, headers, content = await wire.post(path, payload)
+        latency_ms = (time.perf_counter() - started) * 1000
+        if status >= 400:
+            self._raise_for_status(status, headers, content)
+        if raw_text:
+            return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
+        try:
+            data = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            what = describe_body(content)
+            raise ProviderResponseError(
+                self._clean(f"{self.label}: HTTP {status} but the body is not JSON: {what}")
+            ) from None
+        if not isinstance(data, dict):
+            raise ProviderResponseError(f"{self.label}: expected a JSON object, got {type(data).__name__}")
+        return Reply(data, headers, latency_ms)
+
+    @property
+    def label(self) -> str:
+        """How messages name this provider: ``openai/gpt-4o``."""
+        return self.model_id
+
+    def _clean(self, text: str) -> str:
+        return redact(one_line(text, 600), self.secrets())
+
+    def _raise_for_status(self, status: int, headers: Mapping[str, str], body: bytes) -> NoReturn:
+        detail = error_detail(body)
+        if status in (401, 403):
+            raise AuthenticationError(
+                self._clean(f"{self.label}: authentication failed (HTTP {status}: {detail}); check {self.key_hint}")
+            )
+        cause: RetryCause | None
+        if status == 529 or status == 503:
+            cause = "overloaded"
+        elif status >= 500:
+            cause = "server_error"
+        else:
+            cause = self.is_transient_4xx(status, body)
+        retry_after = None
+        if cause is not None:
+            retry_after = parse_retry_after(headers)
+            if retry_after is None and status == 429:
+                retry_after = self.reset_after(headers)
+        raise ProviderHTTPError(
+            self._clean(f"{self.label}: HTTP {status}: {detail}"),
+            retry_cause=cause,
+            retry_after=retry_after,
+            status_code=status,
+        )
+
+    @contextmanager
+    def parsing(self) -> Iterator[None]:
+        """Name the provider in errors raised while a successful reply is translated."""
+        try:
+            yield
+        except ProviderError as exc:
+            raise type(exc)(
+                self._clean(f"{self.label}: {exc}"),
+                retry_cause=exc.retry_cause,
+                retry_after=exc.retry_after,
+                status_code=exc.status_code,
+            ) from None
+
+    def request_id(self, reply: Reply, body_id: Any = None) -> str | None:
+        """The provider's request id from a response header, else the id in the body."""
+        for name in self.request_id_headers:
+            value = reply.headers.get(name)
+            if value:
+                return str(value)
+        return str(body_id) if body_id is not None else None
+
+    def priced(self, usage: Usage, reported: bool, cache_write_tokens: int = 0) -> float | None:
+        """The cost of ``usage``; None when the price is unknown or the server reported no usage."""
+        if self.price is None or not reported:
+            return None
+        return self.price.cost(usage, cache_write_tokens)
+
+    async def aclose(self) -> None:
+        if self._wire_state is not None:
+            await self._wire_state.aclose()
+            self._wire_state = None
+
+
+Exchange = tuple[int, dict[str, str], bytes]
+"""What a wire returns: status, headers (lower-case names; repeated ones joined by ", "), decoded body."""
+
+
+class _Wire:
+    """The provider's one ``httpx.AsyncClient``, with a pool sized to the run's concurrency."""
+
+    def __init__(
+        self, base_url: str, headers: dict[str, str], size: int, timeout: dict[str, float | None], transport: str
+    ) -> None:
+        import httpx
+
+        self.base_url = base_url
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        pooled = None
+        if transport == "pooled":
+            from eval_harness.providers._transport import PooledTransport
+
+            pooled = PooledTransport(size, timeout["connect"], timeout["read"])
+        # transport=None: httpx builds its own, which also honours HTTP(S)_PROXY from the environment
+        self.client = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(**timeout), limits=limits, transport=pooled
+        )
+        # Parsed once per path: URL parsing is a tenth of httpx's cost per request.
+        self._urls: dict[str, httpx.URL] = {}
+
+    async def post(self, path: str, payload: bytes) -> Exchange:
+        """POST ``payload``; failures below HTTP raise ``ProviderTimeoutError`` / ``ProviderConnectionError``."""
+        import httpx
+
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self.base_url + path)
+        try:
+            response = await self.client.post(url, content=payload)
+        except httpx.TimeoutException as exc:
+            raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
+        except httpx.DecodingError as exc:
+            raise ProviderResponseError(f"the body cannot be decoded: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
+        return response.status_code, _header_dict(response.headers.raw), response.content
+
+    async def aclose(self) -> None:
+        """Close the pool's connections."""
+        await self.client.aclose()
+
+
+def _header_dict(lines: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in lines:
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+class KeyOptions(HTTPOptions):
+    """Options of providers whose key may come from a model arg or a named environment variable."""
+
+    api_key: SecretStr | None = Field(
+        default=None, description="API key (never recorded; prefer api_key_env so a resume finds it again)."
+    )
+    api_key_env: str | None = Field(default=None, description="Name of the environment variable holding the key.")
+
+    def public(self) -> dict[str, Any]:
+        """Without ``api_key`` even when unset, so that a resume without the key matches the manifest."""
+        recorded = super().public()
+        recorded.pop("api_key", None)
+        return recorded
+
+
+__all__ = [
+    "HTTPOptions",
+    "HTTPProvider",
+    "KeyOptions",
+    "Reply",
+    "describe_body",
+    "error_code",
+    "error_detail",
+    "field",
+    "int_or_none",
+    "one_line",
+    "parse_retry_after",
+    "sampling",
+]

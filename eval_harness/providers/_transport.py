@@ -1,0 +1,412 @@
+"""A lean HTTP/1.1 transport for ``httpx.AsyncClient``: asyncio protocols and an O(1) connection pool.
+
+Why not httpx's default transport: httpcore's pool checks every pooled connection for readability (a
+``getpeername`` system call each) for every request it assigns, which at 64 requests in flight costs ~20 ms
+of CPU per request, so a 64-wide run became CPU-bound at 7x its physical limit (bench/throughput.py,
+"httpx" rows). No library in our set offers another asyncio HTTP pool, so this transport plugs into the slot
+httpx provides for exactly that (``AsyncBaseTransport``): providers keep using ``httpx.AsyncClient``,
+requests and responses stay httpx objects, and httpx still decodes bodies. It speaks only what LLM APIs
+need: HTTP/1.1 over TCP or TLS, Content-Length, chunked and read-until-close bodies, keep-alive. No proxies
+and no HTTP/2: ``--model-arg http_transport=httpx`` selects httpx's own transport for those.
+
+Timeouts: ``connect`` bounds the TCP/TLS handshake and ``read`` the longest silence while a response is
+awaited. A request sent on a keep-alive connection that the server had already closed (no byte of a
+response came back) is sent once more on a fresh connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+from collections import deque
+from typing import NamedTuple
+
+import httpx
+
+_MAX_HEAD_BYTES = 64 * 1024
+Origin = tuple[str, str, int]
+
+
+class TransportError(Exception):
+    """A request failed below HTTP: the connection, the framing or a timeout."""
+
+
+class ConnectFailed(TransportError):
+    """The TCP/TLS connection could not be made."""
+
+
+class ConnectTimedOut(TransportError):
+    """The TCP/TLS handshake took longer than the connect timeout."""
+
+
+class ReadTimedOut(TransportError):
+    """No byte of the response arrived for longer than the read timeout."""
+
+
+class ConnectionDropped(TransportError):
+    """The server closed or reset the connection before the response ended."""
+
+
+class MalformedResponse(TransportError):
+    """The bytes received are not an HTTP/1.x response."""
+
+
+class RawResponse(NamedTuple):
+    """A whole response: status, header lines as sent (names as bytes, any case), body as received."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+
+def origin_of(scheme: str, host: str, port: int | None) -> Origin:
+    """The pool key of a URL: scheme, host and port (defaulted from the scheme)."""
+    return (scheme, host, port or (443 if scheme == "https" else 80))
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; parses exactly one response at a time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.received_any = False  # a stale keep-alive socket never gets a byte back
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[RawResponse] | None = None
+        self._status = 0
+        self._headers: list[tuple[bytes, bytes]] | None = None
+        self._framing = ""  # "length" | "chunked" | "close"
+        self._remaining = 0
+        self._body = bytearray()
+        self._keep_alive = True
+        self._last_activity = 0.0
+        self._read_timeout: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    # asyncio.Protocol callbacks -------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._waiter.done():
+            self.close()  # bytes nobody asked for: the connection cannot be trusted any more
+            return
+        self.received_any = True
+        self._last_activity = self._loop.time()
+        self._buffer += data
+        try:
+            self._parse()
+        except MalformedResponse as exc:
+            self._fail(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._headers is not None and self._framing == "close":
+            self._body += self._buffer
+            self._finish(keep_alive=False)
+        elif exc is not None:
+            self._fail(ConnectionDropped(f"connection lost: {exc}"))
+        else:
+            self._fail(ConnectionDropped("server closed the connection before the response ended"))
+
+    # request/response -----------------------------------------------------------------------------------
+    async def round_trip(self, data: bytes, read_timeout: float | None) -> RawResponse:
+        """Send one serialized request and read its whole response."""
+        if self.closed or self.transport is None or self.transport.is_closing():
+            raise ConnectionDropped("connection closed")
+        self._waiter = self._loop.create_future()
+        self._status = 0
+        self._headers = None
+        self._framing = ""
+        self._body = bytearray()
+        self._keep_alive = True
+        self.received_any = False
+        self._last_activity = self._loop.time()
+        self._read_timeout = read_timeout
+        if read_timeout is not None:
+            self._timer = self._loop.call_at(self._last_activity + read_timeout, self._check_silence)
+        try:
+            self.transport.write(data)
+            return await self._waiter
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._waiter = None
+
+    def _check_silence(self) -> None:
+        self._timer = None
+        if self._waiter is None or self._waiter.done() or self._read_timeout is None:
+            return
+        due = self._last_activity + self._read_timeout
+        if self._loop.time() >= due:
+            self._fail(ReadTimedOut(f"no data for {self._read_timeout:g}s"))
+        else:
+            self._timer = self._loop.call_at(due, self._check_silence)
+
+    def _fail(self, exc: Exception) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self.close()
+
+    def _finish(self, keep_alive: bool) -> None:
+        assert self._headers is not None and self._waiter is not None
+        if not (keep_alive and self._keep_alive):
+            self.close()
+        if not self._waiter.done():
+            self._waiter.set_result(RawResponse(self._status, self._headers, bytes(self._body)))
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        self.closed = True
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    # parsing --------------------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        if self._headers is None and not self._parse_head():
+            return
+        if self._framing == "length":
+            if len(self._buffer) >= self._remaining:
+                self._body = self._buffer[: self._remaining]
+                leftover = len(self._buffer) > self._remaining
+                self._buffer = bytearray()
+                self._finish(keep_alive=not leftover)
+        elif self._framing == "chunked":
+            self._parse_chunks()
+        else:  # read until the server closes
+            self._body += self._buffer
+            self._buffer = bytearray()
+
+    def _parse_head(self) -> bool:
+        while True:
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buffer) > _MAX_HEAD_BYTES:
+                    raise MalformedResponse("response head too large")
+                return False
+            lines = bytes(self._buffer[:end]).split(b"\r\n")
+            del self._buffer[: end + 4]
+            version, _, rest = lines[0].partition(b" ")
+            code = rest[:3]
+            if not version.startswith(b"HTTP/1.") or not code.isdigit():
+                raise MalformedResponse(f"malformed status line {lines[0][:80]!r}")
+            status = int(code)
+            if status >= 200:
+                break  # 1xx responses (100 Continue) are interim: the real one follows
+        headers: list[tuple[bytes, bytes]] = []
+        length: int | None = None
+        chunked = False
+        keep_alive = version == b"HTTP/1.1"
+        for line in lines[1:]:
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise MalformedResponse(f"malformed header line {line[:80]!r}")
+            name = name.strip()
+            value = value.strip()
+            headers.append((name, value))
+            lower = name.lower()
+            if lower == b"content-length":
+                if not value.isdigit():
+                    raise MalformedResponse(f"invalid Content-Length {value[:20]!r}")
+                length = int(value)
+            elif lower == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif lower == b"connection":
+                token = value.lower()
+                if b"close" in token:
+                    keep_alive = False
+                elif b"keep-alive" in token:
+                    keep_alive = True
+        self._status = status
+        self._headers = headers
+        self._keep_alive = keep_alive
+        if status in (204, 304):
+            self._framing, self._remaining = "length", 0
+        elif chunked:
+            self._framing = "chunked"
+        elif length is not None:
+            self._framing, self._remaining = "length", length
+        else:
+            self._framing = "close"
+        return True
+
+    def _parse_chunks(self) -> None:
+        buffer = self._buffer
+        pos = 0
+        while True:
+            line_end = buffer.find(b"\r\n", pos)
+            if line_end < 0:
+                break
+            size_text = bytes(buffer[pos:line_end]).split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise MalformedResponse(f"bad chunk size {size_text[:20]!r}") from None
+            if size == 0:
+                # the last chunk: optional trailer lines, then an empty line
+                end = buffer.find(b"\r\n\r\n", line_end)
+                if end < 0:
+                    break
+                leftover = len(buffer) > end + 4
+                self._buffer = bytearray()
+                self._finish(keep_alive=not leftover)
+                return
+            data_start = line_end + 2
+            data_end = data_start + size
+            if len(buffer) < data_end + 2:
+                break
+            self._body += buffer[data_start:data_end]
+            pos = data_end + 2
+        if pos:  # drop what has been consumed so the buffer does not grow with the body
+            del buffer[:pos]
+
+
+class ConnectionPool:
+    """Keep-alive connections to any origin; at most ``max_connections`` requests on the wire at once."""
+
+    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
+        self.max_connections = max_connections
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._slots: asyncio.Semaphore | None = None
+        self._idle: dict[Origin, deque[_Connection]] = {}
+        self._ssl: ssl.SSLContext | None = None
+        self._closed = False
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            cafile = os.environ.get("SSL_CERT_FILE")
+            if cafile is None:
+                import certifi
+
+                cafile = certifi.where()
+            self._ssl = ssl.create_default_context(cafile=cafile)
+        return self._ssl
+
+    async def exchange(self, origin: Origin, data: bytes) -> RawResponse:
+        """Send ``data`` (a whole serialized request) to ``origin`` on a pooled connection; read the response."""
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_connections)
+        slots = self._slots
+        await slots.acquire()
+        try:
+            for _ in range(2):
+                connection, reused = self._idle_connection(origin)
+                if connection is None:
+                    connection = await self._connect(origin)
+                try:
+                    response = await connection.round_trip(data, self.read_timeout)
+                except ConnectionDropped:
+                    connection.close()
+                    if reused and not connection.received_any:
+                        continue  # the server closed this idle connection; it never saw the request
+                    raise
+                except BaseException:
+                    connection.close()
+                    raise
+                self._park(origin, connection)
+                return response
+            raise ConnectionDropped("connection closed")  # pragma: no cover - the second try uses a fresh one
+        finally:
+            slots.release()
+
+    def _idle_connection(self, origin: Origin) -> tuple[_Connection | None, bool]:
+        idle = self._idle.get(origin)
+        while idle:
+            connection = idle.pop()
+            if not connection.closed and connection.transport is not None and not connection.transport.is_closing():
+                return connection, True
+        return None, False
+
+    def _park(self, origin: Origin, connection: _Connection) -> None:
+        if connection.closed or self._closed:
+            connection.close()
+            return
+        idle = self._idle.setdefault(origin, deque())
+        if len(idle) >= self.max_connections:
+            connection.close()
+        else:
+            idle.append(connection)
+
+    async def _connect(self, origin: Origin) -> _Connection:
+        scheme, host, port = origin
+        loop = asyncio.get_running_loop()
+        ssl_context = self._ssl_context() if scheme == "https" else None
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _, protocol = await loop.create_connection(
+                    lambda: _Connection(loop),
+                    host,
+                    port,
+                    ssl=ssl_context,
+                    server_hostname=host if ssl_context is not None else None,
+                )
+        except TimeoutError:
+            raise ConnectTimedOut(f"connecting to {host}:{port} took over {self.connect_timeout:g}s") from None
+        except OSError as exc:
+            raise ConnectFailed(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+        return protocol
+
+    async def aclose(self) -> None:
+        """Close idle connections; connections in use close when their response is read."""
+        self._closed = True
+        for idle in self._idle.values():
+            while idle:
+                idle.pop().close()
+        self._idle.clear()
+
+
+class PooledTransport(httpx.AsyncBaseTransport):
+    """``ConnectionPool`` behind httpx's transport interface; pool failures become the httpx exceptions."""
+
+    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
+        self.pool = ConnectionPool(max_connections, connect_timeout, read_timeout)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        origin = origin_of(url.scheme, url.host, url.port)
+        body = await request.aread()
+        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
+        head.extend(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw)
+        if "content-length" not in request.headers and body:
+            head.append(b"content-length: %d\r\n" % len(body))
+        head.append(b"\r\n")
+        try:
+            raw = await self.pool.exchange(origin, b"".join(head) + body)
+        except ConnectTimedOut as exc:
+            raise httpx.ConnectTimeout(str(exc), request=request) from None
+        except ReadTimedOut as exc:
+            raise httpx.ReadTimeout(str(exc), request=request) from None
+        except ConnectFailed as exc:
+            raise httpx.ConnectError(str(exc), request=request) from None
+        except ConnectionDropped as exc:
+            raise httpx.ReadError(str(exc), request=request) from None
+        except MalformedResponse as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from None
+        return httpx.Response(raw.status, headers=raw.headers, content=raw.body, request=request)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+__all__ = [
+    "ConnectFailed",
+    "ConnectTimedOut",
+    "ConnectionDropped",
+    "ConnectionPool",
+    "MalformedResponse",
+    "Origin",
+    "PooledTransport",
+    "RawResponse",
+    "ReadTimedOut",
+    "TransportError",
+    "origin_of",
+]

@@ -1,0 +1,154 @@
+"""``anthropic/<model>``: Anthropic's Messages API.
+
+``POST {base}/messages`` with headers ``x-api-key`` and ``anthropic-version``; the system prompt is the
+top-level ``system`` field, ``max_tokens`` is required (the task's value, else ``DEFAULT_MAX_TOKENS``), stop
+sequences are ``stop_sequences``. The answer is the ``text`` blocks of ``content``; with
+``--model-arg thinking_budget=N`` the request enables extended thinking and the ``thinking`` blocks go to
+``Completion.thinking``, never into the answer. Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``,
+``cache_creation_input_tokens``, ``output_tokens``. Errors: ``{"type": "error", "error": {"type", "message"}}``;
+529 ``overloaded_error``; rate limits send ``retry-after`` and ``anthropic-ratelimit-*-reset`` (RFC 3339).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from eval_harness.errors import ConfigError, ProviderResponseError
+from eval_harness.providers._http import HTTPOptions, HTTPProvider, field, int_or_none, sampling
+from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
+from eval_harness.types import Completion, GenerateRequest, Usage
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+MIN_THINKING_BUDGET = 1024
+_RESET_BUDGETS = ("requests", "tokens", "input-tokens", "output-tokens")
+
+
+def parse_reset_time(value: str, now: float) -> float | None:
+    """Seconds from ``now`` (epoch seconds) until an RFC 3339 time such as ``2025-01-01T00:00:30Z``."""
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when.timestamp() - now, 0.0)
+
+
+class AnthropicOptions(HTTPOptions):
+    """Options of ``anthropic/<model>``."""
+
+    thinking_budget: int | None = Field(
+        default=None, ge=MIN_THINKING_BUDGET, description="Extended-thinking budget in tokens (at least 1024)."
+    )
+    anthropic_version: str = Field(default=API_VERSION, description="The anthropic-version header.")
+
+
+@register_provider("anthropic")
+class AnthropicProvider(HTTPProvider):
+    """Claude models through the Messages API; the key comes from ``ANTHROPIC_API_KEY``."""
+
+    Options = AnthropicOptions
+    default_base_url = "https://api.anthropic.com/v1"
+    key_hint = "ANTHROPIC_API_KEY"
+    request_id_headers = ("request-id", "x-request-id")
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        super().__init__(model, options, context)
+        assert isinstance(options, AnthropicOptions)
+        self.anthropic_options = options
+        if context.settings.anthropic_api_key is None:
+            raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
+
+    def configured_base_url(self) -> str | None:
+        return self.context.settings.anthropic_base_url
+
+    def auth_headers(self) -> dict[str, str]:
+        key = self.context.settings.anthropic_api_key
+        assert key is not None
+        return {"x-api-key": key.get_secret_value(), "anthropic-version": self.anthropic_options.anthropic_version}
+
+    def request_body(self, request: GenerateRequest) -> dict[str, Any]:
+        config = request.config
+        answer_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
+        budget = self.anthropic_options.thinking_budget
+        body: dict[str, Any] = {"model": self.model}
+        # max_tokens bounds thinking and answer together, so the budget comes on top of the answer's share.
+        body["max_tokens"] = answer_tokens + (budget or 0)
+        system = [m.content for m in request.messages if m.role == "system"]
+        if system:
+            body["system"] = "\n\n".join(system)
+        body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
+        if config.stop:
+            body["stop_sequences"] = list(config.stop)
+        if budget is not None:
+            # Extended thinking accepts neither a temperature nor a top_p below 0.95: leave both out.
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        else:
+            body.update(sampling(config))
+        return body
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        reply = await self.post("/messages", self.request_body(request))
+        with self.parsing():
+            data = reply.data
+            texts: list[str] = []
+            thoughts: list[str] = []
+            content = field(data, "content")
+            if not isinstance(content, list):
+                raise ProviderResponseError("the response's content is not a list of blocks")
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(str(block.get("text", "")))
+                elif kind == "thinking":
+                    thoughts.append(str(block.get("thinking", "")))
+                elif kind == "redacted_thinking":
+                    thoughts.append("[redacted thinking]")
+            raw = data.get("usage")
+            reported = isinstance(raw, dict)
+            cache_write = 0
+            usage = Usage()
+            if isinstance(raw, dict):
+                fresh = int_or_none(raw.get("input_tokens")) or 0
+                cache_read = int_or_none(raw.get("cache_read_input_tokens"))
+                cache_write = int_or_none(raw.get("cache_creation_input_tokens")) or 0
+                usage = Usage(
+                    prompt_tokens=fresh + (cache_read or 0) + cache_write,
+                    completion_tokens=int_or_none(raw.get("output_tokens")) or 0,
+                    cached_tokens=cache_read,
+                )
+            return Completion(
+                text="".join(texts),
+                finish_reason=None if data.get("stop_reason") is None else str(data["stop_reason"]),
+                usage=usage,
+                cost_usd=self.priced(usage, reported, cache_write),
+                latency_ms=reply.latency_ms,
+                model=str(data["model"]) if data.get("model") is not None else None,
+                request_id=self.request_id(reply, data.get("id")),
+                thinking="\n\n".join(thoughts) or None,
+            )
+
+    def reset_after(self, headers: Mapping[str, str]) -> float | None:
+        import time
+
+        now = time.time()
+        waits = []
+        for budget in _RESET_BUDGETS:
+            reset = headers.get(f"anthropic-ratelimit-{budget}-reset")
+            remaining = headers.get(f"anthropic-ratelimit-{budget}-remaining")
+            if reset is None or (remaining is not None and remaining.strip() != "0"):
+                continue
+            seconds = parse_reset_time(reset, now)
+            if seconds is not None:
+                waits.append(seconds)
+        return max(waits) if waits else None
+
+
+__all__ = ["API_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicOptions", "AnthropicProvider", "parse_reset_time"]

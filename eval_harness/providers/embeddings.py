@@ -1,0 +1,97 @@
+"""Embeddings over HTTP: the ``/embeddings`` endpoint of OpenAI or any OpenAI-compatible server.
+
+Used by the embedding-similarity scorer; it lives here because only ``providers/`` talks HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import SecretStr
+
+from eval_harness.config import redact
+from eval_harness.errors import (
+    AuthenticationError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+)
+
+DEFAULT_API_MODEL = "text-embedding-3-small"
+_BATCH = 256
+
+
+class EmbeddingsClient(Protocol):
+    """Turns texts into vectors; ``name`` identifies the vector space in the cache (backend:model)."""
+
+    name: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class OpenAIEmbeddingsClient:
+    """``POST {base_url}/embeddings`` of an OpenAI-compatible server, over httpx.
+
+    ``transport`` lets tests inject ``httpx.MockTransport``. Errors are ``ProviderError`` subclasses whose
+    messages never contain the key.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_API_MODEL,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: SecretStr | None = None,
+        timeout_s: float = 60.0,
+        transport: Any = None,
+    ) -> None:
+        self.model = model
+        self.name = f"api:{model}"
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self._transport = transport
+
+    def _secrets(self) -> list[str]:
+        return [self._api_key.get_secret_value()] if self._api_key is not None else []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+        url = f"{self.base_url}/embeddings"
+        vectors: list[list[float]] = []
+        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
+            for start in range(0, len(texts), _BATCH):
+                batch = list(texts[start : start + _BATCH])
+                try:
+                    response = await client.post(url, json={"model": self.model, "input": batch}, headers=headers)
+                except httpx.TimeoutException:
+                    raise ProviderTimeoutError(f"embeddings {url}: timed out", retry_cause="timeout") from None
+                except httpx.TransportError as exc:
+                    raise ProviderConnectionError(
+                        f"embeddings {url}: {type(exc).__name__}", retry_cause="connection"
+                    ) from None
+                vectors.extend(self._vectors(response, len(batch), url))
+        return vectors
+
+    def _vectors(self, response: Any, expected: int, url: str) -> list[list[float]]:
+        if response.status_code in (401, 403):
+            raise AuthenticationError(f"embeddings {url}: HTTP {response.status_code} (check OPENAI_API_KEY)")
+        if response.status_code >= 400:
+            raise ProviderHTTPError(
+                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text[:200]}", self._secrets()),
+                status_code=response.status_code,
+            )
+        try:
+            data = response.json()["data"]
+            ordered = sorted(data, key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in ordered]
+        except (ValueError, KeyError, TypeError):
+            raise ProviderResponseError(f"embeddings {url}: the body is not an embeddings response") from None
+        if len(vectors) != expected:
+            raise ProviderResponseError(f"embeddings {url}: asked for {expected} vectors, got {len(vectors)}")
+        return vectors

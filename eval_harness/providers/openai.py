@@ -1,0 +1,364 @@
+"""``openai/<model>``: OpenAI's Chat Completions API (default) or Responses API (``--model-arg api=responses``).
+
+The wire translation here is shared with ``openai-compatible/<model>`` (vLLM, llama.cpp, Ollama, LM Studio,
+TGI), which adds the legacy ``/completions`` endpoint and optional keys.
+
+Chat Completions: ``POST {base}/chat/completions`` with ``messages``; the answer is
+``choices[0].message.content``, usage ``prompt_tokens``/``completion_tokens`` with
+``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``.
+Responses: ``POST {base}/responses`` with ``input`` and ``instructions``; the answer is the ``output_text``
+parts of ``message`` items in ``output``, usage ``input_tokens``/``output_tokens`` with
+``input_tokens_details.cached_tokens`` and ``output_tokens_details.reasoning_tokens``.
+Rate limits: ``retry-after``/``retry-after-ms`` when sent, else ``x-ratelimit-reset-requests`` /
+``x-ratelimit-reset-tokens`` (durations such as ``1s``, ``6m0s``, ``20ms``) of the exhausted budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Literal
+
+import orjson
+from pydantic import Field
+
+from eval_harness.errors import ConfigError, ProviderHTTPError, ProviderResponseError, RetryCause
+from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, field, int_or_none, sampling
+from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
+from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage
+
+Endpoint = Literal["chat", "responses", "completions"]
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Reasoning models accept only the default temperature and top_p; sending the task's value fails every sample.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+
+
+def parse_duration(text: str) -> float | None:
+    """OpenAI's reset durations: ``1s``, ``6m0s``, ``1h2m3.5s``, ``20ms`` → seconds."""
+    text = text.strip()
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(a + b for a, b in parts) != text:
+        return None
+    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
+def prompt_text(messages: list[ChatMessage]) -> str:
+    """A chat prompt as one plain prompt (for the legacy completions endpoint): the turns' texts in order."""
+    return "\n\n".join(m.content for m in messages)
+
+
+def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop sequence, for APIs without ``stop`` (the Responses API)."""
+    if not stop:
+        return text, False
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class OpenAIOptions(HTTPOptions):
+    """Options of ``openai/<model>``."""
+
+    api: Literal["chat", "responses"] = Field(default="chat", description="chat (Chat Completions) or responses.")
+    stream: bool = Field(default=False, description="Use server-sent events (Chat Completions only).")
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="Reasoning effort of o-series / gpt-5 models."
+    )
+
+
+class OpenAIWire(HTTPProvider):
+    """The OpenAI wire formats; subclasses choose the endpoint, the max-tokens field and the credentials."""
+
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Which of the three endpoints this provider calls."""
+        return "chat"
+
+    @property
+    def streaming(self) -> bool:
+        """Whether answers come as server-sent events."""
+        return False
+
+    def omits_sampling(self) -> bool:
+        """Whether temperature/top_p must be left out (reasoning models reject them)."""
+        return False
+
+    def reasoning_effort(self) -> str | None:
+        """The reasoning effort to request, if any."""
+        return None
+
+    # request -------------------------------------------------------------------------------------------
+    def request_body(self, request: GenerateRequest) -> dict[str, Any]:
+        config = request.config
+        body: dict[str, Any] = {"model": self.model}
+        endpoint = self.endpoint
+        if endpoint == "responses":
+            system = [m.content for m in request.messages if m.role == "system"]
+            if system:
+                body["instructions"] = "\n\n".join(system)
+            body["input"] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
+            if config.max_tokens is not None:
+                body["max_output_tokens"] = config.max_tokens
+            body["store"] = False
+            effort = self.reasoning_effort()
+            if effort is not None:
+                body["reasoning"] = {"effort": effort}
+        else:
+            if endpoint == "completions":
+                body["prompt"] = prompt_text(request.messages)
+            else:
+                body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
+                effort = self.reasoning_effort()
+                if effort is not None:
+                    body["reasoning_effort"] = effort
+            if config.max_tokens is not None:
+                body["max_tokens" if endpoint == "completions" else self.max_tokens_field] = config.max_tokens
+            if config.stop:
+                body["stop"] = list(config.stop)
+            if config.seed is not None:
+                body["seed"] = config.seed
+            if self.streaming:
+                body["stream"] = True
+                body["stream_options"] = {"include_usage": True}
+        if not self.omits_sampling():
+            body.update(sampling(config))
+        return body
+
+    # response ------------------------------------------------------------------------------------------
+    async def generate(self, request: GenerateRequest) -> Completion:
+        body = self.request_body(request)
+        endpoint = self.endpoint
+        path = {"chat": "/chat/completions", "responses": "/responses", "completions": "/completions"}[endpoint]
+        reply = await self.post(path, body, raw_text=self.streaming)
+        with self.parsing():
+            if self.streaming:
+                return self._from_stream(reply, endpoint)
+            if endpoint == "responses":
+                return self._from_responses(reply, request.config.stop)
+            return self._from_choices(reply, endpoint)
+
+    def _usage(self, raw: Any, input_key: str, output_key: str) -> tuple[Usage, bool]:
+        if not isinstance(raw, dict):
+            return Usage(), False
+        input_details = raw.get(f"{input_key}_details") or {}
+        output_details = raw.get(f"{output_key}_details") or {}
+        usage = Usage(
+            prompt_tokens=int_or_none(raw.get(input_key)) or 0,
+            completion_tokens=int_or_none(raw.get(output_key)) or 0,
+            cached_tokens=int_or_none(input_details.get("cached_tokens")) if isinstance(input_details, dict) else None,
+            reasoning_tokens=(
+                int_or_none(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else None
+            ),
+        )
+        return usage, True
+
+    def _completion(
+        self,
+        reply: Reply,
+        data: dict[str, Any],
+        text: str,
+        finish_reason: Any,
+        raw_usage: Any,
+        usage_keys: tuple[str, str],
+        thinking: str | None = None,
+    ) -> Completion:
+        usage, reported = self._usage(raw_usage, *usage_keys)
+        return Completion(
+            text=text,
+            finish_reason=None if finish_reason is None else str(finish_reason),
+            usage=usage,
+            cost_usd=self.priced(usage, reported),
+            latency_ms=reply.latency_ms,
+            model=str(data["model"]) if data.get("model") is not None else None,
+            request_id=self.request_id(reply, data.get("id")),
+            thinking=thinking or None,
+        )
+
+    def _from_choices(self, reply: Reply, endpoint: Endpoint) -> Completion:
+        data = reply.data
+        choice = field(data, "choices", 0)
+        if endpoint == "completions":
+            text = field(choice, "text")
+            thinking = None
+        else:
+            message = field(choice, "message")
+            text = message.get("content") if isinstance(message, dict) else None
+            if text is None and isinstance(message, dict):
+                text = message.get("refusal")
+            if text is None:
+                raise ProviderResponseError("the response has no choices[0].message.content")
+            thinking = message.get("reasoning_content") or message.get("reasoning")
+        if not isinstance(text, str):
+            raise ProviderResponseError(f"the answer text is {type(text).__name__}, not a string")
+        return self._completion(
+            reply,
+            data,
+            text,
+            choice.get("finish_reason"),
+            data.get("usage"),
+            ("prompt_tokens", "completion_tokens"),
+            thinking if isinstance(thinking, str) else None,
+        )
+
+    def _from_responses(self, reply: Reply, stop: list[str] | None) -> Completion:
+        data = reply.data
+        status = data.get("status")
+        if status == "failed":
+            error = data.get("error") or {}
+            code = error.get("code") if isinstance(error, dict) else None
+            message = error.get("message") if isinstance(error, dict) else None
+            cause: RetryCause | None = "server_error" if code in ("server_error", None) else None
+            raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
+        texts: list[str] = []
+        thoughts: list[str] = []
+        for item in field(data, "output"):
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "message":
+                for part in item.get("content") or []:
+                    if isinstance(part, dict) and part.get("type") == "output_text":
+                        texts.append(str(part.get("text", "")))
+                    elif isinstance(part, dict) and part.get("type") == "refusal":
+                        texts.append(str(part.get("refusal", "")))
+            elif item.get("type") == "reasoning":
+                for part in item.get("summary") or []:
+                    if isinstance(part, dict) and part.get("text"):
+                        thoughts.append(str(part["text"]))
+        if not texts and status == "completed":
+            raise ProviderResponseError("the response has no output_text in output[].content")
+        text, stopped = apply_stop("".join(texts), stop)
+        if status == "incomplete":
+            reason = (data.get("incomplete_details") or {}).get("reason")
+            finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
+        else:
+            finish = "stop" if stopped or status == "completed" else str(status)
+        return self._completion(
+            reply, data, text, finish, data.get("usage"), ("input_tokens", "output_tokens"), "\n\n".join(thoughts)
+        )
+
+    def _from_stream(self, reply: Reply, endpoint: Endpoint) -> Completion:
+        text: list[str] = []
+        thinking: list[str] = []
+        finish: Any = None
+        usage: Any = None
+        meta: dict[str, Any] = {}
+        done = False
+        for event in _events(reply.text or ""):
+            if event is None:
+                done = True
+                break
+            if "error" in event:
+                detail = orjson.dumps(event["error"]).decode()
+                raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
+            meta.setdefault("id", event.get("id"))
+            if event.get("model") is not None:
+                meta["model"] = event["model"]
+            if isinstance(event.get("usage"), dict):
+                usage = event["usage"]
+            for choice in event.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                if endpoint == "completions":
+                    text.append(str(choice.get("text") or ""))
+                else:
+                    delta = choice.get("delta") or {}
+                    text.append(str(delta.get("content") or ""))
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(reasoning, str):
+                        thinking.append(reasoning)
+                if choice.get("finish_reason") is not None:
+                    finish = choice["finish_reason"]
+        if not done and finish is None:
+            raise ProviderResponseError("the event stream ended before [DONE]", retry_cause="connection")
+        return self._completion(
+            reply, meta, "".join(text), finish, usage, ("prompt_tokens", "completion_tokens"), "".join(thinking)
+        )
+
+    def reset_after(self, headers: Mapping[str, str]) -> float | None:
+        waits = []
+        for budget in ("requests", "tokens"):
+            reset = headers.get(f"x-ratelimit-reset-{budget}")
+            remaining = headers.get(f"x-ratelimit-remaining-{budget}")
+            if reset is None or (remaining is not None and remaining.strip() not in ("0", "0.0")):
+                continue
+            seconds = parse_duration(reset)
+            if seconds is not None:
+                waits.append(seconds)
+        return max(waits) if waits else None
+
+    def is_transient_4xx(self, status: int, body: bytes) -> RetryCause | None:
+        # A 429 for an exhausted quota or billing limit will not clear by waiting.
+        if status == 429 and error_code(body) in ("insufficient_quota", "billing_hard_limit_reached"):
+            return None
+        return super().is_transient_4xx(status, body)
+
+
+def _events(text: str) -> Iterator[dict[str, Any] | None]:
+    """The JSON payloads of a server-sent event stream; ``None`` for the closing ``[DONE]``."""
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            yield None
+            return
+        if not payload:
+            continue
+        try:
+            event = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:80]!r}") from None
+        if isinstance(event, dict):
+            yield event
+
+
+@register_provider("openai")
+class OpenAIProvider(OpenAIWire):
+    """OpenAI's hosted API; the key comes from ``OPENAI_API_KEY`` (environment or ``.env``)."""
+
+    Options = OpenAIOptions
+    default_base_url = "https://api.openai.com/v1"
+    key_hint = "OPENAI_API_KEY"
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        super().__init__(model, options, context)
+        if context.settings.openai_api_key is None:
+            raise ConfigError(f"openai/{model}: no API key; set OPENAI_API_KEY in the environment or in .env")
+
+    @property
+    def openai_options(self) -> OpenAIOptions:
+        options = self.options
+        assert isinstance(options, OpenAIOptions)
+        return options
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.openai_options.api
+
+    @property
+    def streaming(self) -> bool:
+        return self.openai_options.stream and self.openai_options.api == "chat"
+
+    def omits_sampling(self) -> bool:
+        return _REASONING_MODEL.match(self.model) is not None
+
+    def reasoning_effort(self) -> str | None:
+        return self.openai_options.reasoning_effort
+
+    def configured_base_url(self) -> str | None:
+        return self.context.settings.openai_base_url
+
+    def auth_headers(self) -> dict[str, str]:
+        settings = self.context.settings
+        assert settings.openai_api_key is not None
+        headers = {"authorization": f"Bearer {settings.openai_api_key.get_secret_value()}"}
+        if settings.openai_organization:
+            headers["openai-organization"] = settings.openai_organization
+        if settings.openai_project:
+            headers["openai-project"] = settings.openai_project
+        return headers
+
+
+__all__ = ["OpenAIOptions", "OpenAIProvider", "OpenAIWire", "apply_stop", "parse_duration", "prompt_text"]

@@ -1,0 +1,73 @@
+"""``openai-compatible/<model>``: any server that speaks OpenAI's wire format (vLLM, llama.cpp's server,
+Ollama, LM Studio, TGI).
+
+``base_url`` is required (``--model-arg base_url=http://localhost:8000/v1``) and the key optional: give it
+as ``api_key_env=NAME`` (the variable is read at run time and never recorded) or ``api_key=...``. The key of
+the hosted OpenAI API is never sent to such a server. ``endpoint=completions`` uses the legacy
+``/completions`` endpoint with a plain prompt (the template's turns joined), for base models.
+
+Servers differ in what they return: llama.cpp adds a ``timings`` object (ignored) and reports the model
+file as the model name; some servers omit ``usage`` (then the cost is unknown, never 0).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import Field
+
+from eval_harness.errors import ConfigError
+from eval_harness.providers._http import KeyOptions
+from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
+from eval_harness.providers.openai import Endpoint, OpenAIWire
+
+
+class OpenAICompatibleOptions(KeyOptions):
+    """Options of ``openai-compatible/<model>``."""
+
+    base_url: str | None = Field(default=None, description="The server's API root, e.g. http://127.0.0.1:8080/v1.")
+    endpoint: Literal["chat", "completions"] = Field(
+        default="chat", description="chat (/chat/completions) or completions (legacy /completions, plain prompt)."
+    )
+    stream: bool = Field(default=False, description="Ask for server-sent events (usage via stream_options).")
+
+
+@register_provider("openai-compatible")
+class OpenAICompatibleProvider(OpenAIWire):
+    """An OpenAI-style server of the user's choosing."""
+
+    Options = OpenAICompatibleOptions
+    max_tokens_field = "max_tokens"
+    key_hint = "the key (api_key_env / api_key model args)"
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        super().__init__(model, options, context)
+        assert isinstance(options, OpenAICompatibleOptions)
+        self.compatible_options = options
+        self._key: str | None = None
+        if options.api_key is not None:
+            self._key = options.api_key.get_secret_value()
+        elif options.api_key_env is not None:
+            self._key = os.environ.get(options.api_key_env)
+            if not self._key:
+                raise ConfigError(
+                    f"openai-compatible/{model}: api_key_env={options.api_key_env} but that variable is not set"
+                )
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.compatible_options.endpoint
+
+    @property
+    def streaming(self) -> bool:
+        return self.compatible_options.stream
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._key}"} if self._key else {}
+
+    def own_secrets(self) -> list[str]:
+        return [self._key] if self._key else []
+
+
+__all__ = ["OpenAICompatibleOptions", "OpenAICompatibleProvider"]

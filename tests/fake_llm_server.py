@@ -1,0 +1,773 @@
+"""A fake LLM server for tests and benchmarks: OpenAI and Anthropic wire formats on 127.0.0.1.
+
+Speaks ``POST /v1/chat/completions`` (also streamed), ``/v1/responses``, ``/v1/completions``,
+``/v1/embeddings``, ``GET /v1/models`` (OpenAI schemas) and ``POST /v1/messages`` (Anthropic), validates the
+requests the way the real APIs do (required fields and headers, the key when one is set) and records every
+request. What it answers is decided per request, first match wins:
+
+1. a scripted queue (``server.script(reply, reply, ...)``): FIFO, shared by every generation endpoint;
+   judge tests queue JSON verdicts with ``answer('{"score": 1}')``;
+2. a rule (``server.rule = fn``): ``fn(recorded_request) -> Reply | None``, e.g. ``chaos(...)``;
+3. the default: a deterministic *correct* answer. The text after ``[[answer: ...]]`` in the prompt, else
+   the target of the dataset item whose input appears in the prompt (``answers=answers_from_jsonl(path)``),
+   else ``"ok"``.
+
+Faults (``Reply`` helpers): ``rate_limited`` (429 + Retry-After), ``server_error`` (500), ``overloaded``
+(529), ``unauthorized`` (401), ``bad_request`` (400), ``hang``, ``cut_connection`` (the body stops short and
+the socket closes), ``truncated_json``, ``not_json``, ``html_page``. ``{key}`` in an error message is
+replaced by the key the client presented (to test redaction). ``max_in_flight`` counts the most requests
+ever handled at once.
+
+In-process: ``with FakeLLMServer(latency_s=0.05) as server: ... server.base_url``. As a separate process
+(benchmarks): ``python tests/fake_llm_server.py --latency 0.2`` prints ``PORT <n>``; configure it with
+``POST /_control`` (``{"latency_s", "script": [reply...], "reset": true}``) and read ``GET /_stats``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import math
+import re
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+ANSWER_MARK = re.compile(r"\[\[answer:\s*(.*?)\]\]", re.DOTALL)
+ANTHROPIC_PATHS = ("/v1/messages",)
+
+
+@dataclass
+class Reply:
+    """What the server does with one request."""
+
+    kind: str = "answer"  # answer | error | hang | cut | truncated_json | not_json | html
+    status: int = 200
+    text: str | None = None  # the answer (None: the default answer rule)
+    thinking: str | None = None  # reasoning / thinking text, where the schema has a place for it
+    finish_reason: str | None = None
+    message: str = ""  # error message; "{key}" becomes the presented key
+    error_type: str | None = None
+    error_code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float | None = None  # overrides the server's latency for this reply
+    body: Any = None  # a raw JSON body sent as-is (status and headers still apply)
+    usage: bool = True  # include usage in the answer
+    gzip: bool = False  # compress the answer's body (Content-Encoding: gzip)
+
+
+def answer(text: str, **kwargs: Any) -> Reply:
+    """A successful answer with ``text``."""
+    return Reply(text=text, **kwargs)
+
+
+def rate_limited(retry_after: str | None = "1", *, headers: dict[str, str] | None = None, message: str = "") -> Reply:
+    """HTTP 429 with ``retry-after`` (seconds or an HTTP date) and any extra headers."""
+    all_headers = dict(headers or {})
+    if retry_after is not None:
+        all_headers["retry-after"] = retry_after
+    return Reply(kind="error", status=429, headers=all_headers, message=message or "Rate limit reached; slow down.")
+
+
+def server_error(status: int = 500, message: str = "The server had an error while processing your request.") -> Reply:
+    """A 5xx error."""
+    return Reply(kind="error", status=status, message=message)
+
+
+def overloaded() -> Reply:
+    """Anthropic's 529 overloaded_error."""
+    return Reply(kind="error", status=529, message="Overloaded", error_type="overloaded_error")
+
+
+def unauthorized(message: str = "Incorrect API key provided: {key}.") -> Reply:
+    """HTTP 401."""
+    return Reply(kind="error", status=401, message=message)
+
+
+def bad_request(message: str, error_type: str = "invalid_request_error", code: str | None = None) -> Reply:
+    """HTTP 400 with the provider's message."""
+    return Reply(kind="error", status=400, message=message, error_type=error_type, error_code=code)
+
+
+def hang() -> Reply:
+    """Accept the request and never answer (until the server stops)."""
+    return Reply(kind="hang")
+
+
+def cut_connection() -> Reply:
+    """Send a 200 head promising more body than comes, then close the socket."""
+    return Reply(kind="cut")
+
+
+def truncated_json() -> Reply:
+    """A complete HTTP response whose JSON body stops in the middle."""
+    return Reply(kind="truncated_json")
+
+
+def not_json() -> Reply:
+    """HTTP 200 with a plain-text body."""
+    return Reply(kind="not_json")
+
+
+def html_page(status: int = 502) -> Reply:
+    """An HTML error page, as proxies send."""
+    return Reply(kind="html", status=status)
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    time: float  # time.monotonic() at arrival
+    wall_time: float  # time.time() at arrival
+    prompt: str  # the prompt text, all turns joined
+    attempt: int  # how many times this exact body arrived before, plus one
+
+
+def answers_from_jsonl(path: Path | str, input_field: str = "input", target_field: str = "target") -> dict[str, str]:
+    """``{input: target}`` of a JSONL dataset, for correct default answers."""
+    mapping = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            target = obj[target_field]
+            mapping[str(obj[input_field])] = str(target[0] if isinstance(target, list) else target)
+    return mapping
+
+
+def chaos(
+    *,
+    seed: int = 0,
+    p_rate_limit: float = 0.0,
+    p_server_error: float = 0.0,
+    p_overloaded: float = 0.0,
+    p_garbage: float = 0.0,
+    p_bad_request: float = 0.0,
+    retry_after: str = "0",
+    heal_after: int = 2,
+) -> Callable[[RecordedRequest], Reply | None]:
+    """A rule failing requests deterministically by (prompt, attempt): the same run faults the same way.
+
+    Transient faults (429, 500, 529) and garbage bodies stop after ``heal_after`` attempts of a prompt, so
+    enough retries always succeed; ``p_bad_request`` fails a prompt on every attempt.
+    """
+
+    def decide(request: RecordedRequest) -> Reply | None:
+        digest = hashlib.sha256(f"{seed}\x1f{request.prompt}".encode()).digest()
+        fixed = int.from_bytes(digest[:4], "big") / 2**32
+        if fixed < p_bad_request:
+            return bad_request("This prompt is refused by the fake server.")
+        if request.attempt > heal_after:
+            return None
+        roll = int.from_bytes(hashlib.sha256(digest + bytes([request.attempt])).digest()[:4], "big") / 2**32
+        faults: list[tuple[float, Reply]] = [
+            (p_rate_limit, rate_limited(retry_after)),
+            (p_server_error, server_error()),
+            (p_overloaded, overloaded()),
+            (p_garbage, not_json()),
+        ]
+        for probability, fault in faults:
+            if roll < probability:
+                return fault
+            roll -= probability
+        return None
+
+    return decide
+
+
+def _tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+def _prompt_of(path: str, body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    if path.endswith("/completions") and not path.endswith("/chat/completions"):
+        prompt = body.get("prompt")
+        return prompt if isinstance(prompt, str) else json.dumps(prompt)
+    if path.endswith("/responses"):
+        parts = [str(body.get("instructions") or "")]
+        items = body.get("input")
+        if isinstance(items, str):
+            parts.append(items)
+        elif isinstance(items, list):
+            parts += [_content_text(i.get("content")) for i in items if isinstance(i, dict)]
+        return "\n\n".join(p for p in parts if p)
+    parts = []
+    system = body.get("system")
+    if system:
+        parts.append(_content_text(system))
+    for message in body.get("messages") or []:
+        if isinstance(message, dict):
+            parts.append(_content_text(message.get("content")))
+    return "\n\n".join(parts)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _json_response(payload: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(payload), status=status, headers=headers, content_type="application/json")
+
+
+class FakeLLMServer:
+    """The server; use as a context manager (in a background thread) or ``serve_forever`` (own process)."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        api_key: str | None = None,
+        answers: dict[str, str] | None = None,
+        model_name: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        hang_s: float = 60.0,
+    ) -> None:
+        self.latency_s = latency_s
+        self.api_key = api_key
+        self.answers = dict(answers or {})
+        self.model_name = model_name
+        self.host = host
+        self.port = port
+        self.hang_s = hang_s
+        self.rule: Callable[[RecordedRequest], Reply | None] | None = None
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._script: deque[Reply] = deque()
+        self._seen: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+
+    # control -------------------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The API root clients use: ``http://127.0.0.1:PORT/v1``."""
+        return f"{self.url}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, used in order by the next generation requests."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        """Forget recorded requests, the script and the in-flight maximum."""
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+            self._seen.clear()
+            self.max_in_flight = self.in_flight
+
+    def generation_requests(self) -> list[RecordedRequest]:
+        """Recorded requests to generation endpoints (not models, control or stats)."""
+        return [r for r in self.requests if r.method == "POST" and not r.path.startswith("/_")]
+
+    # lifecycle -----------------------------------------------------------------------------------------
+    def _app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._generate)
+        app.router.add_post("/v1/responses", self._generate)
+        app.router.add_post("/v1/completions", self._generate)
+        app.router.add_post("/v1/messages", self._generate)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/health", self._health)
+        app.router.add_post("/_control", self._control)
+        app.router.add_get("/_stats", self._stats)
+        return app
+
+    async def _start(self, sock: socket.socket) -> None:
+        self._stopping = asyncio.Event()
+        self._runner = web.AppRunner(self._app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock).start()
+
+    def _bind(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(1024)
+        self.port = sock.getsockname()[1]
+        return sock
+
+    def start(self) -> FakeLLMServer:
+        """Serve in a background thread with its own event loop."""
+        sock = self._bind()
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run() -> None:
+            assert self._loop is not None
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(self._start(sock))
+            started.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-llm-server", daemon=True)
+        self._thread.start()
+        started.wait(10)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: hanging requests are released, the thread joins."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+
+        async def shutdown() -> None:
+            assert self._stopping is not None and self._runner is not None
+            self._stopping.set()
+            await self._runner.cleanup()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(15)
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(15)
+        self._loop = None
+        self._thread = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def serve_forever(self) -> None:
+        """Serve in the current loop until cancelled (the separate-process mode)."""
+        await self._start(self._bind())
+        print(f"PORT {self.port}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            assert self._runner is not None
+            await self._runner.cleanup()
+
+    # handlers ------------------------------------------------------------------------------------------
+    async def _health(self, request: web.Request) -> web.Response:
+        return _json_response({"status": "ok"})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if (denied := self._check_key(request)) is not None:
+            return denied
+        name = self.model_name or "fake-model"
+        return _json_response(
+            {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "fake"}]}
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        if (denied := self._check_key(request)) is not None:
+            return denied
+        body = await request.json()
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = []
+        for index, text in enumerate(texts):
+            digest = hashlib.sha256(str(text).encode()).digest()
+            vector = [(b - 128) / 128 for b in digest[:8]]
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        tokens = sum(_tokens(str(t)) for t in texts)
+        return _json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    async def _control(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        if body.get("reset"):
+            self.reset()
+        if "latency_s" in body:
+            self.latency_s = float(body["latency_s"])
+        if body.get("script"):
+            self.script(*(Reply(**r) for r in body["script"]))
+        return _json_response({"ok": True})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        generation = self.generation_requests()
+        return _json_response(
+            {
+                "requests": len(generation),
+                "max_in_flight": self.max_in_flight,
+                "first_request_at": generation[0].wall_time if generation else None,
+                "last_request_at": generation[-1].wall_time if generation else None,
+            }
+        )
+
+    def _presented_key(self, request: web.Request) -> str:
+        if request.path in ANTHROPIC_PATHS:
+            return request.headers.get("x-api-key", "")
+        auth = request.headers.get("authorization", "")
+        return auth[7:] if auth.lower().startswith("bearer ") else auth
+
+    def _check_key(self, request: web.Request) -> web.Response | None:
+        if self.api_key is None or self._presented_key(request) == self.api_key:
+            return None
+        return self._error(request, unauthorized())
+
+    def _record(self, request: web.Request, raw: bytes, body: Any) -> RecordedRequest:
+        prompt = _prompt_of(request.path, body)
+        fingerprint = f"{request.path}\x1f".encode() + raw  # a retry sends the same bytes
+        with self._lock:
+            attempt = self._seen.get(fingerprint, 0) + 1
+            self._seen[fingerprint] = attempt
+            recorded = RecordedRequest(
+                method=request.method,
+                path=request.path,
+                headers={k.lower(): v for k, v in request.headers.items()},
+                body=body,
+                time=time.monotonic(),
+                wall_time=time.time(),
+                prompt=prompt,
+                attempt=attempt,
+            )
+            self.requests.append(recorded)
+        return recorded
+
+    def _choose(self, recorded: RecordedRequest) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        if self.rule is not None:
+            chosen = self.rule(recorded)
+            if chosen is not None:
+                return chosen
+        return Reply()
+
+    def _default_answer(self, prompt: str) -> str:
+        marked = ANSWER_MARK.search(prompt)
+        if marked:
+            return marked.group(1).strip()
+        for question, target in self.answers.items():
+            if question in prompt:
+                return target
+        return "ok"
+
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._handle(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            body = None
+        recorded = self._record(request, raw, body)
+        if (denied := self._check_key(request)) is not None:
+            return denied
+        if (invalid := self._validate(request, body)) is not None:
+            return self._error(request, invalid)
+        reply = self._choose(recorded)
+        delay = self.latency_s if reply.delay_s is None else reply.delay_s
+        if reply.kind == "hang":
+            assert self._stopping is not None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.hang_s)
+            return web.Response(status=504, text="hung")
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if reply.kind == "error":
+            return self._error(request, reply)
+        if reply.kind == "html":
+            page = (
+                f"<html><head><title>{reply.status} Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>"
+            )
+            return web.Response(status=reply.status, text=page, content_type="text/html", headers=reply.headers)
+        if reply.kind == "not_json":
+            return web.Response(status=200, text="this is not json at all", content_type="text/plain")
+        if reply.kind == "truncated_json":
+            return web.Response(
+                status=200, body=b'{"id": "chatcmpl-cut", "object": "chat.comp', content_type="application/json"
+            )
+        if reply.kind == "cut":
+            response = web.StreamResponse(
+                status=200, headers={"Content-Type": "application/json", "Content-Length": "4096"}
+            )
+            await response.prepare(request)
+            await response.write(b'{"id": "chatcmpl-cut", "choices": [')
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        if reply.body is not None:
+            return _json_response(reply.body, status=reply.status, headers=reply.headers)
+        text = reply.text if reply.text is not None else self._default_answer(recorded.prompt)
+        return await self._answer(request, body, recorded, reply, text)
+
+    def _validate(self, request: web.Request, body: Any) -> Reply | None:
+        path = request.path
+        if not isinstance(body, dict):
+            return bad_request("We could not parse the JSON body of your request.")
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            return bad_request("you must provide a model parameter")
+        if path == "/v1/messages":
+            if not request.headers.get("anthropic-version"):
+                return bad_request("anthropic-version: header is required")
+            if not isinstance(body.get("max_tokens"), int):
+                return bad_request("max_tokens: Field required")
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                return bad_request("messages: Field required")
+            if any(m.get("role") not in ("user", "assistant") for m in messages if isinstance(m, dict)):
+                return bad_request("messages: roles must be 'user' or 'assistant'; use the top-level system field")
+            thinking = body.get("thinking")
+            if isinstance(thinking, dict) and body["max_tokens"] <= int(thinking.get("budget_tokens", 0)):
+                return bad_request("max_tokens must be greater than thinking.budget_tokens")
+            if isinstance(thinking, dict) and "temperature" in body:
+                return bad_request("temperature may only be set to 1 when thinking is enabled")
+        elif path == "/v1/chat/completions":
+            if not isinstance(body.get("messages"), list) or not body["messages"]:
+                return bad_request("'messages' is a required property")
+        elif path == "/v1/responses":
+            if "input" not in body:
+                return bad_request("Missing required parameter: 'input'.")
+            if "stop" in body or "seed" in body:
+                return bad_request("Unknown parameter: 'stop' / 'seed'.")
+        elif path == "/v1/completions" and not isinstance(body.get("prompt"), str | list):
+            return bad_request("'prompt' is a required property")
+        return None
+
+    def _error(self, request: web.Request, reply: Reply) -> web.Response:
+        message = reply.message.replace("{key}", self._presented_key(request))
+        status = reply.status
+        if request.path in ANTHROPIC_PATHS:
+            kind = reply.error_type or {
+                400: "invalid_request_error",
+                401: "authentication_error",
+                403: "permission_error",
+                404: "not_found_error",
+                429: "rate_limit_error",
+                529: "overloaded_error",
+            }.get(status, "api_error")
+            payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            kind = reply.error_type or {
+                400: "invalid_request_error",
+                401: "invalid_request_error",
+                429: "requests",
+            }.get(status, "server_error")
+            code = reply.error_code or {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
+            payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        headers = {"x-request-id": f"req_err_{next(self._ids)}", **reply.headers}
+        return _json_response(payload, status=status, headers=headers)
+
+    async def _answer(
+        self, request: web.Request, body: dict[str, Any], recorded: RecordedRequest, reply: Reply, text: str
+    ) -> web.StreamResponse:
+        number = next(self._ids)
+        model = self.model_name or body["model"]
+        prompt_tokens = _tokens(recorded.prompt)
+        completion_tokens = _tokens(text) + 1
+        path = request.path
+        headers = {**reply.headers}
+        if path == "/v1/messages":
+            headers.setdefault("request-id", f"req_{number:08d}")
+            content: list[dict[str, Any]] = []
+            if reply.thinking is not None:
+                content.append({"type": "thinking", "thinking": reply.thinking, "signature": "c2lnbmF0dXJl"})
+            content.append({"type": "text", "text": text})
+            payload: dict[str, Any] = {
+                "id": f"msg_{number:08d}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": reply.finish_reason or "end_turn",
+                "stop_sequence": None,
+            }
+            if reply.usage:
+                payload["usage"] = {
+                    "input_tokens": prompt_tokens,
+                    "output_tokens": completion_tokens + _tokens(reply.thinking or ""),
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                }
+            return self._send_answer(payload, headers, reply)
+        headers.setdefault("x-request-id", f"req_{number:08d}")
+        if path == "/v1/responses":
+            output: list[dict[str, Any]] = []
+            if reply.thinking is not None:
+                output.append(
+                    {
+                        "type": "reasoning",
+                        "id": f"rs_{number}",
+                        "summary": [{"type": "summary_text", "text": reply.thinking}],
+                    }
+                )
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{number}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
+            payload = {
+                "id": f"resp_{number:08d}",
+                "object": "response",
+                "created_at": int(time.time()),
+                "status": "completed" if reply.finish_reason is None else "incomplete",
+                "incomplete_details": None if reply.finish_reason is None else {"reason": reply.finish_reason},
+                "model": model,
+                "output": output,
+            }
+            if reply.usage:
+                reasoning = _tokens(reply.thinking or "")
+                payload["usage"] = {
+                    "input_tokens": prompt_tokens,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": completion_tokens + reasoning,
+                    "output_tokens_details": {"reasoning_tokens": reasoning},
+                    "total_tokens": prompt_tokens + completion_tokens + reasoning,
+                }
+            return self._send_answer(payload, headers, reply)
+        chat = path == "/v1/chat/completions"
+        finish = reply.finish_reason or "stop"
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        }
+        ident = f"{'chatcmpl' if chat else 'cmpl'}-{number:08d}"
+        if body.get("stream"):
+            return await self._stream(request, body, ident, model, text, finish, usage if reply.usage else None, chat)
+        if chat:
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if reply.thinking is not None:
+                message["reasoning_content"] = reply.thinking
+            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        payload = {
+            "id": ident,
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [choice],
+            "system_fingerprint": "fp_fake",
+        }
+        if reply.usage:
+            payload["usage"] = usage
+        return self._send_answer(payload, headers, reply)
+
+    @staticmethod
+    def _send_answer(payload: dict[str, Any], headers: dict[str, str], reply: Reply) -> web.Response:
+        response = _json_response(payload, headers=headers)
+        if reply.gzip:
+            response.enable_compression(web.ContentCoding.gzip)
+        return response
+
+    async def _stream(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        ident: str,
+        model: str,
+        text: str,
+        finish: str,
+        usage: dict[str, Any] | None,
+        chat: bool,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        async def send(event: dict[str, Any]) -> None:
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+
+        def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"id": ident, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
+
+        if chat:
+            await send(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))
+        pieces = [text[i : i + 3] for i in range(0, len(text), 3)] or [""]
+        for piece in pieces:
+            delta: dict[str, Any] = {"delta": {"content": piece}} if chat else {"text": piece}
+            await send(chunk([{"index": 0, **delta, "finish_reason": None}]))
+        final: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
+        await send(chunk([{"index": 0, **final, "finish_reason": finish}]))
+        options = body.get("stream_options") or {}
+        if usage is not None and options.get("include_usage"):
+            await send({**chunk([]), "usage": usage})
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def main() -> None:
+    """Run the server in this process (for benchmarks): prints ``PORT <n>``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="Seconds before each answer.")
+    parser.add_argument("--api-key", default=None)
+    args = parser.parse_args()
+    server = FakeLLMServer(latency_s=args.latency, api_key=args.api_key, port=args.port)
+    try:
+        asyncio.run(server.serve_forever())
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = [
+    "FakeLLMServer",
+    "RecordedRequest",
+    "Reply",
+    "answer",
+    "answers_from_jsonl",
+    "bad_request",
+    "chaos",
+    "cut_connection",
+    "hang",
+    "html_page",
+    "not_json",
+    "overloaded",
+    "rate_limited",
+    "server_error",
+    "truncated_json",
+    "unauthorized",
+]

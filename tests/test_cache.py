@@ -1,0 +1,123 @@
+"""The on-disk response cache: round trip, keys, torn entries, crash safety, clearing."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import orjson
+
+from eval_harness.cache import CACHE_SCHEMA_VERSION, ResponseCache, cache_key
+from eval_harness.types import Completion, Usage
+
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def completion(text: str = "hello") -> Completion:
+    return Completion(text=text, finish_reason="stop", usage=Usage(prompt_tokens=3, completion_tokens=1), cost_usd=0.5)
+
+
+def test_a_stored_completion_comes_back_equal(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("openai@x", "m", BODY)
+    cache.put(key, completion())
+    assert cache.get(key) == completion()
+
+
+def test_a_missing_key_is_a_miss(tmp_path: Path) -> None:
+    assert ResponseCache(tmp_path).get(cache_key("openai@x", "m", BODY)) is None
+
+
+def test_the_key_covers_scope_model_body_and_epoch() -> None:
+    base = cache_key("openai@x", "m", BODY, 0)
+    assert base == cache_key("openai@x", "m", dict(reversed(list(BODY.items()))), 0)  # key order does not matter
+    assert base != cache_key("openai@y", "m", BODY, 0)
+    assert base != cache_key("openai@x", "n", BODY, 0)
+    assert base != cache_key("openai@x", "m", {**BODY, "temperature": 0}, 0)
+    assert base != cache_key("openai@x", "m", BODY, 1)
+
+
+def test_a_torn_entry_is_a_miss(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion())
+    path = next(tmp_path.rglob(f"{key}.json"))
+    path.write_bytes(path.read_bytes()[:20])
+    assert cache.get(key) is None
+
+
+def test_an_entry_of_another_schema_version_is_a_miss(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion())
+    path = next(tmp_path.rglob(f"{key}.json"))
+    raw = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**raw, "schema_version": CACHE_SCHEMA_VERSION + 1}))
+    assert cache.get(key) is None
+
+
+def test_the_cached_flag_is_not_stored(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion().model_copy(update={"cached": True}))
+    stored = cache.get(key)
+    assert stored is not None and stored.cached is False
+
+
+def _write_forever(directory: str) -> None:
+    cache = ResponseCache(Path(directory))
+    text = "x" * 20_000  # large enough that a write is not one page
+    number = 0
+    while True:
+        cache.put(cache_key("s", "m", {"n": number}), completion(f"{number}:{text}"))
+        number += 1
+
+
+def test_a_writer_killed_mid_write_leaves_only_whole_entries(tmp_path: Path) -> None:
+    writer = multiprocessing.get_context("spawn").Process(target=_write_forever, args=(str(tmp_path),))
+    writer.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(list(tmp_path.rglob("*.json"))) < 30:
+        time.sleep(0.01)
+    assert writer.pid is not None
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.join()
+    cache = ResponseCache(tmp_path)
+    entries = list(tmp_path.rglob("*.json"))
+    assert len(entries) >= 30
+    for path in entries:
+        stored = cache.get(path.stem)
+        assert stored is not None and stored.text.endswith("x" * 100), path
+
+
+def test_info_counts_entries_and_leftover_temp_files(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    for number in range(3):
+        cache.put(cache_key("s", "m", {"n": number}), completion())
+    key = cache_key("s", "m", {"n": 0})
+    (tmp_path / key[:2] / f".{key}.123.abcd.tmp").write_bytes(b"{")
+    (tmp_path / key[:2] / "user-file.json").write_bytes(b"{}")
+    info = cache.info()
+    assert (info.entries, info.temp_files) == (3, 1)
+    assert info.bytes > 0
+
+
+def test_clear_deletes_entries_and_temp_files_but_nothing_else(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    for number in range(3):
+        cache.put(cache_key("s", "m", {"n": number}), completion())
+    key = cache_key("s", "m", {"n": 0})
+    (tmp_path / key[:2] / f".{key}.1.ab.tmp").write_bytes(b"{")
+    keep = tmp_path / "notes.txt"
+    keep.write_text("mine")
+    assert cache.clear() == 3
+    assert cache.info().entries == 0
+    assert keep.read_text() == "mine"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_clear_of_a_missing_directory_deletes_nothing(tmp_path: Path) -> None:
+    assert ResponseCache(tmp_path / "absent").clear() == 0

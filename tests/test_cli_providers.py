@@ -1,0 +1,269 @@
+"""``eval-harness run`` end to end against the fake server: faults, concurrency, rpm, secrets, auth, cost, cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm_server import (
+    FakeLLMServer,
+    RecordedRequest,
+    Reply,
+    answers_from_jsonl,
+    bad_request,
+    chaos,
+    cut_connection,
+    hang,
+    html_page,
+    server_error,
+)
+
+from eval_harness.pricing import lookup
+from eval_harness.types import Usage
+
+REPO = Path(__file__).resolve().parent.parent
+DATASET = REPO / "data" / "capability_profile.jsonl"
+CANARY = "sk-canary-7f3a9c2e5b1d4f60a8e2"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(answers=answers_from_jsonl(DATASET)) as running:
+        yield running
+
+
+def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a clean environment (no keys, no .env, a private cache) from ``tmp_path``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    clean.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "eval_harness", *args],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def run_args(server: FakeLLMServer, model: str = "openai-compatible/fake", *extra: str) -> list[str]:
+    return [
+        "run",
+        "--task",
+        "capability_profile",
+        "--model",
+        model,
+        "--model-arg",
+        f"base_url={server.base_url}",
+        "--output-dir",
+        "results",
+        "--run-id",
+        "r1",
+        *extra,
+    ]
+
+
+def records(tmp_path: Path, run_id: str = "r1") -> list[dict[str, Any]]:
+    lines = (tmp_path / "results" / run_id / "samples.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line]
+
+
+def summary(tmp_path: Path, run_id: str = "r1") -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((tmp_path / "results" / run_id / "summary.json").read_text())
+    return loaded
+
+
+def test_a_run_over_a_faulty_server_records_every_sample_scored_or_with_its_error(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    faults = chaos(seed=3, p_rate_limit=0.1, p_server_error=0.1, p_overloaded=0.05, p_garbage=0.05, p_bad_request=0.05)
+
+    def rule(request: RecordedRequest) -> Reply | None:
+        if "What is 221 + 427?" in request.prompt:
+            return hang()
+        if "What is 757 - 497?" in request.prompt:
+            return html_page(502) if request.attempt == 1 else None
+        if "What is 77 * 6?" in request.prompt:
+            return cut_connection() if request.attempt == 1 else None
+        return faults(request)
+
+    server.rule = rule
+    result = cli(
+        tmp_path,
+        *run_args(server, "openai-compatible/fake", "--limit", "80", "--concurrency", "8"),
+        "--max-retries",
+        "3",
+        "--timeout",
+        "2",
+        "--quiet",
+    )
+    assert result.returncode == 0, result.stderr
+    rows = records(tmp_path)
+    assert len({(r["sample_id"], r["epoch"]) for r in rows}) == len(rows) == 80
+    for row in rows:
+        assert (row["score"] is not None and row["error"] is None) or row["error"] is not None, row
+    errors = {r["sample_id"]: r["error"] for r in rows if r["error"] is not None}
+    assert errors["arithmetic-000"]["type"] == "ProviderTimeoutError"
+    assert "arithmetic-001" not in errors and "arithmetic-002" not in errors  # healed after one retry
+    assert {e["type"] for e in errors.values()} >= {
+        "ProviderTimeoutError",
+        "ProviderHTTPError",
+        "ProviderResponseError",
+    }
+    scored = [r for r in rows if r["score"] is not None]
+    assert len(scored) >= 60 and sum(r["score"] for r in scored) >= 55
+    totals = summary(tmp_path)
+    assert totals["status"] == "complete" and totals["records"] == 80
+    assert {"rate_limit", "server_error"} <= set(totals["retries_by_cause"])
+    assert server.max_in_flight <= 8
+
+
+def test_in_flight_requests_never_exceed_concurrency(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.latency_s = 0.05
+    result = cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "40", "--concurrency", "4", "-q"))
+    assert result.returncode == 0, result.stderr
+    assert len(server.generation_requests()) == 40
+    assert 2 <= server.max_in_flight <= 4
+
+
+def test_rpm_holds_across_concurrent_samples(server: FakeLLMServer, tmp_path: Path) -> None:
+    result = cli(
+        tmp_path,
+        *run_args(server, "openai-compatible/fake", "--limit", "10", "--concurrency", "8", "--rpm", "600", "-q"),
+    )
+    assert result.returncode == 0, result.stderr
+    times = sorted(r.time for r in server.generation_requests())
+    assert len(times) == 10
+    # one request every 0.1 s; up to one interval of jitter (the first call also opens the client)
+    assert times[-1] - times[0] >= 0.9 - 0.1
+    assert summary(tmp_path)["backoff_s"] > 0
+
+
+def test_the_api_key_never_reaches_artifacts_output_or_errors(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.api_key = CANARY
+
+    def echo_key(request: RecordedRequest) -> Reply | None:
+        if "What is 65 * 18?" in request.prompt:
+            return bad_request("Invalid request made with key {key}")
+        if "What is 869 + 891?" in request.prompt:
+            return server_error(message="upstream failed for {key}")
+        return None
+
+    server.rule = echo_key
+    result = cli(
+        tmp_path,
+        *run_args(server, "openai/gpt-4o-mini", "--limit", "12", "--max-retries", "1"),
+        env={"OPENAI_API_KEY": CANARY},
+    )
+    assert result.returncode == 0, result.stderr
+    assert all(r.headers["authorization"] == f"Bearer {CANARY}" for r in server.generation_requests())
+    errors = [r["error"]["message"] for r in records(tmp_path) if r["error"]]
+    assert len(errors) == 2 and all("[REDACTED]" in message for message in errors)
+    assert CANARY not in result.stdout and CANARY not in result.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_a_key_given_as_a_model_arg_is_never_recorded(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.api_key = CANARY
+    server.script(bad_request("Invalid request made with key {key}"))
+    args = run_args(server, "openai-compatible/fake", "--limit", "4", "--model-arg", f"api_key={CANARY}")
+    result = cli(tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+    assert len(server.generation_requests()) == 4
+    manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
+    assert "api_key" not in manifest["model"]["args"]
+    assert CANARY not in result.stdout + result.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_authentication_failure_stops_the_run_early_with_one_line(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.api_key = "sk-the-right-key-000000"
+    result = cli(
+        tmp_path, *run_args(server, "openai/gpt-4o-mini", "--concurrency", "4", "-q"), env={"OPENAI_API_KEY": CANARY}
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "authentication failed" in lines[0]
+    assert CANARY not in result.stderr
+    assert len(server.generation_requests()) <= 4  # not one request per sample
+    manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+
+
+def test_after_an_auth_failure_resume_with_the_right_key_completes(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.api_key = "sk-the-right-key-000000"
+    args = run_args(server, "openai-compatible/fake", "--limit", "6", "--model-arg", "api_key_env=LOCAL_KEY", "-q")
+    failed = cli(tmp_path, *args, env={"LOCAL_KEY": "sk-wrong-key-111111"})
+    assert failed.returncode == 2, failed.stderr
+    resumed = cli(tmp_path, "resume", "results/r1", "-q", env={"LOCAL_KEY": "sk-the-right-key-000000"})
+    assert resumed.returncode == 0, resumed.stderr
+    rows = records(tmp_path)
+    assert len(rows) == 6 and all(r["error"] is None for r in rows)
+
+
+def test_recorded_costs_follow_the_pricing_table(server: FakeLLMServer, tmp_path: Path) -> None:
+    result = cli(
+        tmp_path, *run_args(server, "openai/gpt-4o-mini", "--limit", "10", "-q"), env={"OPENAI_API_KEY": "sk-x"}
+    )
+    assert result.returncode == 0, result.stderr
+    price = lookup("openai", "gpt-4o-mini")
+    assert price is not None
+    rows = records(tmp_path)
+    for row in rows:
+        usage = Usage.model_validate(row["usage"])
+        # gpt-4o-mini lists $0.15 in and $0.60 out per million tokens
+        assert row["cost_usd"] == pytest.approx((usage.prompt_tokens * 0.15 + usage.completion_tokens * 0.60) / 1e6)
+        assert row["cost_usd"] == pytest.approx(price.cost(usage))
+    overall = summary(tmp_path)["overall"]
+    assert overall["cost_known"] is True
+    assert overall["cost_total_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows))
+
+
+def test_a_model_without_price_reports_unknown_cost(server: FakeLLMServer, tmp_path: Path) -> None:
+    result = cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "5", "-q"))
+    assert result.returncode == 0, result.stderr
+    assert all(r["cost_usd"] is None for r in records(tmp_path))
+    overall = summary(tmp_path)["overall"]
+    assert overall["cost_known"] is False and overall["cost_total_usd"] is None
+
+
+def test_cache_serves_a_repeated_run_without_calls_and_can_be_cleared(server: FakeLLMServer, tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-x"}
+    first = cli(tmp_path, *run_args(server, "openai/gpt-4o-mini", "--limit", "6", "--cache", "-q"), env=env)
+    assert first.returncode == 0, first.stderr
+    assert len(server.generation_requests()) == 6
+    second_args = run_args(server, "openai/gpt-4o-mini", "--limit", "6", "--cache", "-q")
+    second_args[second_args.index("r1")] = "r2"
+    second = cli(tmp_path, *second_args, env=env)
+    assert second.returncode == 0, second.stderr
+    assert len(server.generation_requests()) == 6  # nothing new was asked
+    again = records(tmp_path, "r2")
+    assert all(r["cached"] and r["cost_usd"] == 0 for r in again)
+    assert {r["sample_id"]: r["output"] for r in again} == {r["sample_id"]: r["output"] for r in records(tmp_path)}
+    assert summary(tmp_path, "r2")["cached_records"] == 6
+    info = cli(tmp_path, "cache", "info")
+    assert "6 cached answers" in info.stdout
+    cleared = cli(tmp_path, "cache", "clear")
+    assert "removed 6 cached answers" in cleared.stdout
+    assert "0 cached answers" in cli(tmp_path, "cache", "info").stdout
+
+
+def test_dry_run_estimates_cost_from_the_pricing_table(tmp_path: Path) -> None:
+    result = cli(
+        tmp_path,
+        "run", "--task", "capability_profile", "--model", "openai/gpt-4o-mini", "--dry-run",
+        env={"OPENAI_API_KEY": "sk-x"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "cost ≤ $" in result.stdout

@@ -1,0 +1,243 @@
+"""The gateway over a real HTTP server: retries, Retry-After, rate limits, adaptive concurrency, cache."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_llm_server import FakeLLMServer, bad_request, rate_limited, server_error, unauthorized
+
+from eval_harness.cache import ResponseCache
+from eval_harness.config import RunConfig, Settings
+from eval_harness.errors import AuthenticationError, ProviderHTTPError
+from eval_harness.providers.base import ProviderContext, create_provider
+from eval_harness.providers.gateway import AdaptiveConcurrency, Gateway, RateLimiter, RetryPolicy
+from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, Sample
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def request(number: int = 0, epoch: int = 0, max_tokens: int | None = None) -> GenerateRequest:
+    text = f"Question {number}: [[answer: {number}]]"
+    return GenerateRequest(
+        messages=[ChatMessage(role="user", content=text)],
+        config=GenerateConfig(max_tokens=max_tokens),
+        sample=Sample(id=f"s{number}", input=text, target=str(number)),
+        epoch=epoch,
+    )
+
+
+def gateway(
+    server: FakeLLMServer,
+    *,
+    concurrency: int = 4,
+    max_retries: int = 3,
+    rpm: float | None = None,
+    cache: ResponseCache | None = None,
+) -> Gateway:
+    provider = create_provider(
+        "openai-compatible/fake",
+        {"base_url": server.base_url},
+        ProviderContext(settings=Settings(), concurrency=concurrency),
+    )
+    policy = RetryPolicy(max_retries=max_retries, initial_wait_s=0.01, max_wait_s=5)
+    return Gateway(provider, policy, concurrency=concurrency, rpm=rpm, cache=cache)
+
+
+async def test_retry_waits_as_long_as_retry_after_says(server: FakeLLMServer) -> None:
+    server.script(rate_limited("1"))
+    gw = gateway(server)
+    outcome = await gw.generate(request(7))
+    await gw.aclose()
+    first, second = server.requests
+    assert outcome.completion is not None and outcome.completion.text == "7"
+    assert second.time - first.time >= 1.0
+    assert outcome.attempts == 2
+    assert outcome.retries == {"rate_limit": 1}
+    assert outcome.backoff_s >= 1.0
+
+
+async def test_retry_after_ms_is_honoured(server: FakeLLMServer) -> None:
+    server.script(rate_limited(None, headers={"retry-after-ms": "400"}))
+    gw = gateway(server)
+    await gw.generate(request())
+    await gw.aclose()
+    first, second = server.requests
+    assert second.time - first.time >= 0.4
+
+
+async def test_non_retryable_4xx_is_tried_once(server: FakeLLMServer) -> None:
+    server.script(bad_request("context too long"))
+    gw = gateway(server)
+    outcome = await gw.generate(request())
+    await gw.aclose()
+    assert len(server.requests) == 1
+    assert outcome.attempts == 1 and outcome.retries == {}
+    assert isinstance(outcome.error, ProviderHTTPError) and "context too long" in str(outcome.error)
+
+
+async def test_max_retries_bounds_the_attempts(server: FakeLLMServer) -> None:
+    server.script(*[server_error() for _ in range(10)])
+    gw = gateway(server, max_retries=2)
+    outcome = await gw.generate(request())
+    await gw.aclose()
+    assert len(server.requests) == 3
+    assert outcome.attempts == 3 and outcome.retries == {"server_error": 2}
+    assert outcome.completion is None and outcome.error is not None
+
+
+async def test_transient_failure_then_success_records_the_retry(server: FakeLLMServer) -> None:
+    server.script(server_error(), server_error(502))
+    gw = gateway(server)
+    outcome = await gw.generate(request(3))
+    await gw.aclose()
+    assert outcome.completion is not None and outcome.completion.text == "3"
+    assert outcome.retries == {"server_error": 2}
+    assert gw.retries_by_cause == {"server_error": 2}
+
+
+async def test_authentication_error_passes_through_to_stop_the_run(server: FakeLLMServer) -> None:
+    server.script(unauthorized())
+    gw = gateway(server)
+    with pytest.raises(AuthenticationError):
+        await gw.generate(request())
+    await gw.aclose()
+    assert len(server.requests) == 1
+
+
+async def test_in_flight_requests_never_exceed_the_concurrency(server: FakeLLMServer) -> None:
+    server.latency_s = 0.03
+    gw = gateway(server, concurrency=5)
+    outcomes = await asyncio.gather(*(gw.generate(request(i)) for i in range(40)))
+    await gw.aclose()
+    assert all(o.completion is not None for o in outcomes)
+    assert server.max_in_flight <= 5
+
+
+async def test_rpm_spaces_requests_evenly(server: FakeLLMServer) -> None:
+    gw = gateway(server, concurrency=8, rpm=600)  # one request every 0.1 s
+    await asyncio.gather(*(gw.generate(request(i)) for i in range(8)))
+    await gw.aclose()
+    times = sorted(r.time for r in server.requests)
+    assert times[-1] - times[0] >= 0.7 - 0.02
+    assert gw.backoff_s >= 0.7 * 4 - 0.1  # the waits of all eight add up: 0 + 0.1 + ... + 0.7
+
+
+async def test_a_429_halves_concurrency_for_the_whole_run(server: FakeLLMServer) -> None:
+    server.script(rate_limited("0"))
+    gw = gateway(server, concurrency=8)
+    await gw.generate(request())
+    await gw.aclose()
+    assert gw.concurrency.limit == pytest.approx(4 + 1 / 4)  # halved, then one success climbs 1/limit
+
+
+async def test_cache_hit_returns_the_stored_answer_without_a_call(server: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway(server, cache=ResponseCache(tmp_path))
+    first = await gw.generate(request(5))
+    second = await gw.generate(request(5))
+    await gw.aclose()
+    assert len(server.requests) == 1
+    assert first.completion is not None and not first.completion.cached
+    assert second.completion is not None and second.completion.cached
+    assert second.completion.text == "5" and second.attempts == 0
+
+
+async def test_cache_keys_on_the_epoch(server: FakeLLMServer, tmp_path: Path) -> None:
+    gw = gateway(server, cache=ResponseCache(tmp_path))
+    await gw.generate(request(5, epoch=0))
+    await gw.generate(request(5, epoch=1))
+    await gw.aclose()
+    assert len(server.requests) == 2
+
+
+async def test_failed_calls_are_not_cached(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.script(bad_request("no"))
+    gw = gateway(server, cache=ResponseCache(tmp_path))
+    await gw.generate(request())
+    outcome = await gw.generate(request())
+    await gw.aclose()
+    assert len(server.requests) == 2 and outcome.completion is not None
+
+
+def test_from_config_uses_the_cache_directory_from_settings(server: FakeLLMServer, tmp_path: Path) -> None:
+    provider = create_provider(
+        "openai-compatible/fake",
+        {"base_url": server.base_url},
+        ProviderContext(settings=Settings(cache_dir=tmp_path / "c")),
+    )
+    built = Gateway.from_config(provider, RunConfig(task="t", cache=True, rpm=60, tpm=1000, max_retries=2))
+    assert built.cache is not None and built.cache.directory == tmp_path / "c"
+    assert built.rpm is not None and built.tpm is not None and built.policy.max_retries == 2
+
+
+# the pieces, on a fake clock -----------------------------------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rate_limiter_books_calls_one_interval_apart() -> None:
+    clock = Clock()
+    limiter = RateLimiter(120, clock=clock)  # one every 0.5 s
+    assert [limiter.reserve() for _ in range(4)] == [0.0, 0.5, 1.0, 1.5]
+
+
+def test_rate_limiter_never_lets_a_window_exceed_the_budget() -> None:
+    clock = Clock()
+    limiter = RateLimiter(600, clock=clock)  # 10 a second
+    starts = []
+    for _ in range(100):
+        clock.now += 0.013  # callers arrive faster than the budget
+        starts.append(clock.now + limiter.reserve())
+    for start in starts:
+        assert sum(1 for s in starts if start <= s < start + 1.0 - 1e-9) <= 10
+
+
+def test_token_limiter_charges_the_estimate_then_corrects_with_usage() -> None:
+    clock = Clock()
+    limiter = RateLimiter(6000, clock=clock)  # 100 tokens a second
+    assert limiter.reserve(200) == 0.0
+    limiter.adjust(-100)  # the call used 100, not 200
+    assert limiter.reserve(50) == pytest.approx(1.0)
+
+
+async def test_adaptive_concurrency_admits_up_to_the_limit_then_queues() -> None:
+    limit = AdaptiveConcurrency(2)
+    assert await limit.acquire() == 0.0
+    assert await limit.acquire() == 0.0
+    waiting = asyncio.ensure_future(limit.acquire())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    limit.release()
+    await asyncio.wait_for(waiting, 1)
+    assert limit.in_flight == 2
+
+
+def test_adaptive_concurrency_cuts_once_per_burst_and_climbs_back_slowly() -> None:
+    clock = Clock()
+    limit = AdaptiveConcurrency(16, cooldown_s=1.0, clock=clock)
+    for _ in range(10):  # ten 429s of one burst
+        limit.on_rate_limit(None)
+    assert limit.limit == 8.0
+    for _ in range(8):
+        limit.on_success()
+    assert 8.9 < limit.limit < 9.1  # about one slot per `limit` successes
+    clock.now += 2
+    limit.on_rate_limit(None)
+    assert limit.limit < 5  # a later burst cuts again
+
+
+async def test_a_named_wait_pauses_every_new_call() -> None:
+    limit = AdaptiveConcurrency(4)
+    limit.on_rate_limit(0.2)
+    waited = await limit.acquire()
+    assert waited >= 0.2 - 0.01

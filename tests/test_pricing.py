@@ -1,0 +1,88 @@
+"""The pricing table and cost arithmetic; expected figures are computed by hand from the listed prices."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from eval_harness.config import Settings
+from eval_harness.errors import ConfigError
+from eval_harness.pricing import Price, lookup, price_table, resolve
+from eval_harness.providers.base import ProviderContext, create_provider
+from eval_harness.types import Usage
+
+
+def test_the_table_names_its_date_and_prices_every_model() -> None:
+    table = price_table()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", table.as_of)
+    assert {"openai", "anthropic"} <= set(table.prices)
+    for models in table.prices.values():
+        for price in models.values():
+            assert price.input > 0 and price.output > 0
+
+
+def test_gpt_4o_mini_cost_matches_the_listed_prices() -> None:
+    # $0.15 in, $0.075 cached in, $0.60 out per million: (1000*0.15 + 0*0.075 + 500*0.60) / 1e6
+    price = lookup("openai", "gpt-4o-mini")
+    assert price is not None
+    assert price.cost(Usage(prompt_tokens=1000, completion_tokens=500)) == pytest.approx(0.00045)
+
+
+def test_cached_input_tokens_are_billed_at_the_cached_rate() -> None:
+    # gpt-4o: (800*2.50 + 200*1.25 + 500*10) / 1e6 = (2000 + 250 + 5000) / 1e6
+    price = lookup("openai", "gpt-4o")
+    assert price is not None
+    usage = Usage(prompt_tokens=1000, completion_tokens=500, cached_tokens=200)
+    assert price.cost(usage) == pytest.approx(0.00725)
+
+
+def test_anthropic_cache_writes_are_billed_at_the_write_rate() -> None:
+    # claude-3-5-haiku: $0.80 in, $0.08 read, $1.00 write, $4 out: (100*0.8 + 300*0.08 + 600*1.0 + 10*4) / 1e6
+    price = lookup("anthropic", "claude-3-5-haiku-20241022")
+    assert price is not None
+    usage = Usage(prompt_tokens=1000, completion_tokens=10, cached_tokens=300)
+    assert price.cost(usage, cache_write_tokens=600) == pytest.approx(0.000744)
+
+
+def test_snapshot_dates_and_latest_resolve_to_the_family_price() -> None:
+    assert lookup("openai", "gpt-4o-2024-08-06") == lookup("openai", "gpt-4o")
+    assert lookup("anthropic", "claude-sonnet-4-20250514") == lookup("anthropic", "claude-sonnet-4")
+    assert lookup("anthropic", "claude-3-5-sonnet-latest") == lookup("anthropic", "claude-3-5-sonnet")
+
+
+def test_a_longer_name_is_not_priced_as_its_prefix() -> None:
+    assert lookup("openai", "gpt-4o-mini") != lookup("openai", "gpt-4o")
+    assert lookup("openai", "gpt-4o-audio-preview") is None
+
+
+def test_unknown_models_and_providers_have_no_price() -> None:
+    assert lookup("openai", "my-finetune") is None
+    assert lookup("openai-compatible", "gpt-4o") is None
+
+
+def test_overrides_replace_the_table_price() -> None:
+    assert resolve("openai", "gpt-4o", 1.0, 2.0) == Price(input=1.0, output=2.0)
+    assert resolve("openai-compatible", "llama", 0.0, 0.0) == Price(input=0.0, output=0.0)
+    assert resolve("openai", "gpt-4o") == lookup("openai", "gpt-4o")
+
+
+def test_provider_cost_uses_the_override_per_million_tokens() -> None:
+    context = ProviderContext(settings=Settings())
+    provider = create_provider(
+        "openai-compatible/llama", {"base_url": "http://127.0.0.1:1/v1", "price_in": "2", "price_out": "6"}, context
+    )
+    # (1_000_000 * 2 + 500_000 * 6) / 1e6
+    assert provider.cost(Usage(prompt_tokens=1_000_000, completion_tokens=500_000)) == pytest.approx(5.0)
+
+
+def test_provider_cost_of_an_unknown_model_is_null_not_zero() -> None:
+    context = ProviderContext(settings=Settings())
+    provider = create_provider("openai-compatible/llama", {"base_url": "http://127.0.0.1:1/v1"}, context)
+    assert provider.cost(Usage(prompt_tokens=1000, completion_tokens=10)) is None
+
+
+def test_a_price_override_needs_both_directions() -> None:
+    context = ProviderContext(settings=Settings())
+    with pytest.raises(ConfigError, match="price_in and price_out"):
+        create_provider("openai-compatible/llama", {"base_url": "http://127.0.0.1:1/v1", "price_in": "2"}, context)

@@ -1,0 +1,475 @@
+"""openai/ and openai-compatible/ against a real HTTP server on 127.0.0.1: request wire, parsing, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from fake_llm_server import (
+    FakeLLMServer,
+    Reply,
+    answer,
+    bad_request,
+    cut_connection,
+    hang,
+    html_page,
+    not_json,
+    overloaded,
+    rate_limited,
+    server_error,
+    truncated_json,
+    unauthorized,
+)
+from pydantic import SecretStr
+
+from eval_harness.config import Settings
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+)
+from eval_harness.providers.base import Provider, ProviderContext, create_provider
+from eval_harness.providers.openai import parse_duration
+from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
+
+KEY = "sk-test-openai-0123456789"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(api_key=KEY) as running:
+        yield running
+
+
+def settings(**overrides: object) -> Settings:
+    values: dict[str, object] = {"openai_api_key": SecretStr(KEY)}
+    values.update(overrides)
+    return Settings.model_validate(values)
+
+
+def request(
+    text: str = "What is 2 + 2? [[answer: 4]]", system: str | None = "Be brief.", **config: object
+) -> GenerateRequest:
+    messages = [ChatMessage(role="system", content=system)] if system else []
+    messages.append(ChatMessage(role="user", content=text))
+    return GenerateRequest(
+        messages=messages, config=GenerateConfig.model_validate(config), sample=Sample(id="s1", input=text, target="4")
+    )
+
+
+def make(
+    model_id: str, server: FakeLLMServer, concurrency: int = 4, context_settings: Settings | None = None, **args: str
+) -> Provider:
+    context = ProviderContext(settings=context_settings or settings(), concurrency=concurrency)
+    return create_provider(model_id, {"base_url": server.base_url, **args}, context)
+
+
+async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
+    try:
+        return await provider.generate(req or request())
+    finally:
+        await provider.aclose()
+
+
+async def failure(provider: Provider, req: GenerateRequest | None = None) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        await call(provider, req)
+    return caught.value
+
+
+# request wire --------------------------------------------------------------------------------------------
+async def test_chat_request_carries_messages_sampling_options_and_auth_headers(server: FakeLLMServer) -> None:
+    provider = make(
+        "openai/gpt-4o-mini",
+        server,
+        context_settings=settings(openai_organization="org-1", openai_project="proj-1"),
+    )
+    await call(provider, request(temperature=0.0, top_p=0.5, max_tokens=7, stop=["\n"], seed=3))
+    sent = server.requests[-1]
+    assert sent.path == "/v1/chat/completions"
+    assert sent.body == {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "What is 2 + 2? [[answer: 4]]"},
+        ],
+        "max_completion_tokens": 7,
+        "stop": ["\n"],
+        "seed": 3,
+        "temperature": 0.0,
+        "top_p": 0.5,
+    }
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.headers["openai-organization"] == "org-1"
+    assert sent.headers["openai-project"] == "proj-1"
+
+
+async def test_reasoning_models_are_sent_no_temperature(server: FakeLLMServer) -> None:
+    await call(make("openai/o3-mini", server, reasoning_effort="low"), request(temperature=0.0, max_tokens=5))
+    body = server.requests[-1].body
+    assert "temperature" not in body
+    assert body["reasoning_effort"] == "low"
+
+
+async def test_responses_api_sends_instructions_input_and_max_output_tokens(server: FakeLLMServer) -> None:
+    await call(make("openai/gpt-4o", server, api="responses"), request(max_tokens=9, temperature=0.2, seed=1))
+    sent = server.requests[-1]
+    assert sent.path == "/v1/responses"
+    assert sent.body == {
+        "model": "gpt-4o",
+        "instructions": "Be brief.",
+        "input": [{"role": "user", "content": "What is 2 + 2? [[answer: 4]]"}],
+        "max_output_tokens": 9,
+        "store": False,
+        "temperature": 0.2,
+    }
+
+
+async def test_base_url_comes_from_openai_base_url_setting(server: FakeLLMServer) -> None:
+    context = ProviderContext(settings=settings(openai_base_url=server.base_url))
+    provider = create_provider("openai/gpt-4o", {}, context)
+    completion = await call(provider)
+    assert completion.text == "4"
+
+
+def test_openai_without_a_key_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        create_provider("openai/gpt-4o", {}, ProviderContext(settings=Settings()))
+
+
+# response parsing ----------------------------------------------------------------------------------------
+async def test_chat_completion_fills_text_usage_cost_model_and_request_id(server: FakeLLMServer) -> None:
+    completion = await call(make("openai/gpt-4o-mini", server))
+    assert completion.text == "4"
+    assert completion.finish_reason == "stop"
+    assert completion.model == "gpt-4o-mini"
+    assert completion.request_id is not None and completion.request_id.startswith("req_")
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert completion.usage.cached_tokens == 0 and completion.usage.reasoning_tokens == 0
+    assert completion.cost_usd is not None and completion.cost_usd > 0
+    assert completion.latency_ms > 0
+
+
+async def test_chat_usage_details_become_cached_and_reasoning_tokens(server: FakeLLMServer) -> None:
+    body = {
+        "id": "chatcmpl-9",
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "length"}],
+        "usage": {
+            "prompt_tokens": 1000,
+            "completion_tokens": 50,
+            "prompt_tokens_details": {"cached_tokens": 400},
+            "completion_tokens_details": {"reasoning_tokens": 30},
+        },
+    }
+    server.script(Reply(body=body))
+    completion = await call(make("openai/gpt-4o", server))
+    assert (completion.usage.cached_tokens, completion.usage.reasoning_tokens) == (400, 30)
+    assert completion.finish_reason == "length"
+    assert completion.model == "gpt-4o-2024-08-06"
+    # gpt-4o: $2.50 in, $1.25 cached in, $10 out per million: (600*2.5 + 400*1.25 + 50*10) / 1e6
+    assert completion.cost_usd == pytest.approx(0.0025)
+
+
+async def test_responses_api_separates_reasoning_summary_from_answer(server: FakeLLMServer) -> None:
+    server.script(answer("The answer is 4.", thinking="2 plus 2 makes 4"))
+    completion = await call(make("openai/gpt-4o", server, api="responses"))
+    assert completion.text == "The answer is 4."
+    assert completion.thinking == "2 plus 2 makes 4"
+    assert completion.request_id is not None
+    assert completion.usage.reasoning_tokens is not None and completion.usage.reasoning_tokens > 0
+
+
+async def test_responses_api_applies_stop_sequences_client_side(server: FakeLLMServer) -> None:
+    server.script(answer("4\nand more text"))
+    completion = await call(make("openai/gpt-4o", server, api="responses"), request(stop=["\n"]))
+    assert completion.text == "4"
+    assert "stop" not in server.requests[-1].body
+
+
+async def test_streamed_chat_joins_deltas_and_reads_usage(server: FakeLLMServer) -> None:
+    server.script(answer("forty-two exactly"))
+    completion = await call(make("openai/gpt-4o-mini", server, stream="true"))
+    body = server.requests[-1].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert completion.text == "forty-two exactly"
+    assert completion.finish_reason == "stop"
+    assert completion.usage.completion_tokens > 0
+
+
+async def test_a_body_without_choices_is_a_response_error_naming_the_field(server: FakeLLMServer) -> None:
+    server.script(Reply(body={"id": "chatcmpl-1", "object": "chat.completion"}))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderResponseError)
+    assert "choices" in str(error) and error.retry_cause is None
+
+
+# errors --------------------------------------------------------------------------------------------------
+async def test_429_is_a_rate_limit_with_retry_after_seconds(server: FakeLLMServer) -> None:
+    server.script(rate_limited("7"))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError)
+    assert (error.status_code, error.retry_cause, error.retry_after) == (429, "rate_limit", 7.0)
+    assert "Rate limit reached" in str(error)
+
+
+async def test_retry_after_ms_wins_over_retry_after(server: FakeLLMServer) -> None:
+    server.script(rate_limited("7", headers={"retry-after-ms": "250"}))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_after == pytest.approx(0.25)
+
+
+async def test_retry_after_http_date_is_seconds_from_now(server: FakeLLMServer) -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    server.script(rate_limited(when))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_after is not None
+    assert 25 <= error.retry_after <= 30
+
+
+async def test_exhausted_budget_reset_header_sets_retry_after(server: FakeLLMServer) -> None:
+    headers = {
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "6m0s",
+        "x-ratelimit-remaining-tokens": "5000",
+        "x-ratelimit-reset-tokens": "1s",
+    }
+    server.script(rate_limited(None, headers=headers))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_after == 360.0
+
+
+def test_openai_reset_durations_parse_to_seconds() -> None:
+    assert parse_duration("1s") == 1.0
+    assert parse_duration("6m0s") == 360.0
+    assert parse_duration("20ms") == pytest.approx(0.02)
+    assert parse_duration("1h2m3.5s") == pytest.approx(3723.5)
+    assert parse_duration("soon") is None
+
+
+async def test_insufficient_quota_429_is_not_retryable(server: FakeLLMServer) -> None:
+    server.script(
+        Reply(kind="error", status=429, message="You exceeded your current quota", error_code="insufficient_quota")
+    )
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (server_error(), "server_error"),
+        (server_error(503), "overloaded"),
+        (overloaded(), "overloaded"),
+        (Reply(kind="error", status=408, message="Request timed out"), "timeout"),
+        (Reply(kind="error", status=409, message="Conflict"), "conflict"),
+    ],
+)
+async def test_408_409_5xx_and_529_are_transient(server: FakeLLMServer, reply: Reply, cause: str) -> None:
+    server.script(reply)
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause == cause
+
+
+async def test_400_fails_with_the_providers_own_message_and_no_retry(server: FakeLLMServer) -> None:
+    server.script(bad_request("max_tokens is too large: 999999.", code="invalid_value"))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError)
+    assert error.retry_cause is None and error.status_code == 400
+    assert "max_tokens is too large: 999999." in str(error)
+
+
+async def test_401_is_an_authentication_error_on_one_line(server: FakeLLMServer) -> None:
+    server.script(unauthorized("Incorrect API key provided.\nSee the docs."))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, AuthenticationError)
+    assert "\n" not in str(error) and "OPENAI_API_KEY" in str(error)
+
+
+async def test_wrong_key_is_rejected_and_never_echoed(server: FakeLLMServer) -> None:
+    wrong = "sk-wrong-canary-9876543210"
+    error = await failure(make("openai/gpt-4o", server, context_settings=settings(openai_api_key=SecretStr(wrong))))
+    assert isinstance(error, AuthenticationError)
+    assert wrong not in str(error) and "[REDACTED]" in str(error)
+
+
+async def test_html_error_page_is_named_in_the_message(server: FakeLLMServer) -> None:
+    server.script(html_page(502))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause == "server_error"
+    assert "HTML page (502 Bad Gateway)" in str(error)
+
+
+@pytest.mark.parametrize("reply", [not_json(), truncated_json()])
+async def test_a_200_that_is_not_json_is_a_response_error(server: FakeLLMServer, reply: Reply) -> None:
+    server.script(reply)
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderResponseError) and "not JSON" in str(error)
+
+
+async def test_connection_cut_mid_body_is_a_transient_connection_error(server: FakeLLMServer) -> None:
+    server.script(cut_connection())
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
+
+
+async def test_a_hanging_server_hits_the_read_timeout(server: FakeLLMServer) -> None:
+    server.script(hang())
+    error = await failure(make("openai/gpt-4o", server, read_timeout_s="0.3"))
+    assert isinstance(error, ProviderTimeoutError) and error.retry_cause == "timeout"
+
+
+async def test_connection_refused_is_a_transient_connection_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    provider = create_provider(
+        "openai/gpt-4o", {"base_url": f"http://127.0.0.1:{port}/v1"}, ProviderContext(settings=settings())
+    )
+    error = await failure(provider)
+    assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
+
+
+# pool ----------------------------------------------------------------------------------------------------
+async def test_connection_pool_keeps_in_flight_requests_within_concurrency(server: FakeLLMServer) -> None:
+    server.latency_s = 0.05
+    provider = make("openai/gpt-4o", server, concurrency=3)
+    try:
+        await asyncio.gather(*(provider.generate(request()) for _ in range(12)))
+    finally:
+        await provider.aclose()
+    assert len(server.requests) == 12
+    assert server.max_in_flight == 3
+
+
+async def test_keep_alive_connection_closed_by_the_server_is_replaced(server: FakeLLMServer) -> None:
+    provider = make("openai/gpt-4o", server, concurrency=1)
+    try:
+        first = await provider.generate(request())
+        server.stop()  # closes the idle keep-alive connection
+        server.start()  # same port
+        second = await provider.generate(request())
+    finally:
+        await provider.aclose()
+    assert first.text == second.text == "4"
+
+
+# openai-compatible ---------------------------------------------------------------------------------------
+def test_openai_compatible_requires_a_base_url() -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        create_provider("openai-compatible/llama", {}, ProviderContext(settings=settings()))
+
+
+async def test_openai_compatible_never_sends_the_openai_key() -> None:
+    with FakeLLMServer() as open_server:
+        await call(make("openai-compatible/llama", open_server))
+        assert "authorization" not in open_server.requests[-1].headers
+
+
+async def test_openai_compatible_reads_its_key_from_the_named_variable(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCAL_SERVER_KEY", KEY)
+    completion = await call(make("openai-compatible/llama", server, api_key_env="LOCAL_SERVER_KEY"))
+    assert completion.text == "4"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_openai_compatible_key_is_dropped_from_recorded_options(server: FakeLLMServer) -> None:
+    provider = make("openai-compatible/llama", server, api_key=KEY)
+    assert "api_key" not in provider.options.public()
+    assert KEY in provider.secrets()
+
+
+def test_recorded_options_are_the_same_with_and_without_a_key(server: FakeLLMServer) -> None:
+    with_key = make("openai-compatible/llama", server, api_key=KEY).options.public()
+    without = make("openai-compatible/llama", server).options.public()
+    assert with_key == without  # a resume that no longer has the key still matches the manifest
+
+
+async def test_completions_endpoint_sends_a_plain_prompt_with_max_tokens(server: FakeLLMServer) -> None:
+    completion = await call(
+        make("openai-compatible/llama", server, api_key=KEY, endpoint="completions"), request(max_tokens=4)
+    )
+    sent = server.requests[-1]
+    assert sent.path == "/v1/completions"
+    assert sent.body == {"model": "llama", "prompt": "Be brief.\n\nWhat is 2 + 2? [[answer: 4]]", "max_tokens": 4}
+    assert completion.text == "4"
+
+
+async def test_server_extras_are_ignored_and_missing_usage_means_unknown_cost(server: FakeLLMServer) -> None:
+    body = {
+        "id": "chatcmpl-x",
+        "model": "stories260K.gguf",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Once"}, "finish_reason": "length"}],
+        "timings": {"prompt_n": 3, "predicted_ms": 1.5},
+    }
+    server.script(Reply(body=body))
+    completion = await call(make("openai-compatible/llama", server, api_key=KEY, price_in="1", price_out="2"))
+    assert completion.text == "Once" and completion.model == "stories260K.gguf"
+    assert completion.cost_usd is None
+
+
+async def test_openai_compatible_model_without_price_costs_null(server: FakeLLMServer) -> None:
+    completion = await call(make("openai-compatible/gpt-4o", server, api_key=KEY))
+    assert completion.usage.prompt_tokens > 0 and completion.cost_usd is None
+
+
+async def test_a_gzip_encoded_answer_is_decoded(server: FakeLLMServer) -> None:
+    server.script(answer("compressed " * 50, gzip=True))
+    completion = await call(make("openai/gpt-4o", server))
+    assert completion.text == "compressed " * 50
+
+
+async def test_the_httpx_transport_speaks_the_same_wire(server: FakeLLMServer) -> None:
+    server.script(answer("via httpx"), server_error())
+    provider = make("openai/gpt-4o", server, http_transport="httpx")
+    try:
+        completion = await provider.generate(request())
+        with pytest.raises(ProviderHTTPError) as caught:
+            await provider.generate(request())
+    finally:
+        await provider.aclose()
+    assert completion.text == "via httpx" and completion.request_id is not None
+    assert caught.value.retry_cause == "server_error"
+    assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_the_httpx_transport_reports_a_refused_connection_as_transient() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    provider = create_provider(
+        "openai/gpt-4o",
+        {"base_url": f"http://127.0.0.1:{port}/v1", "http_transport": "httpx"},
+        ProviderContext(settings=settings()),
+    )
+    error = await failure(provider)
+    assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
+
+
+def test_a_base_url_that_is_not_http_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        create_provider("openai-compatible/x", {"base_url": "localhost:8080/v1"}, ProviderContext(settings=settings()))
+
+
+def test_the_fake_server_also_speaks_models_and_embeddings(server: FakeLLMServer) -> None:
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    models = urllib.request.Request(f"{server.base_url}/models", headers=headers)
+    with urllib.request.urlopen(models) as response:
+        assert json.loads(response.read())["data"][0]["object"] == "model"
+    body = json.dumps({"model": "text-embedding-3-small", "input": ["a", "b"]}).encode()
+    embeddings = urllib.request.Request(f"{server.base_url}/embeddings", data=body, headers=headers)
+    with urllib.request.urlopen(embeddings) as response:
+        data = json.loads(response.read())
+    assert [item["index"] for item in data["data"]] == [0, 1]
+    assert len(data["data"][0]["embedding"]) == 8 and data["usage"]["prompt_tokens"] > 0
