@@ -49,6 +49,7 @@ class RunConfig(BaseModel):
     scorer_task: str | None = Field(default=None, description="Take scorers and pass threshold from this task.")
     scorers: list[ScorerSpec] | None = Field(default=None, description="Scorers to use instead of the task's.")
     source_run: Path | None = Field(default=None, description="Rescore: replay this run's outputs, call no model.")
+    dry_run: bool = Field(default=False, description="Plan and render only; credentials are not required.")
     fsync_interval_s: float = Field(default=0.5, ge=0, description="Longest time a written record waits for fsync.")
     grace_s: float = Field(default=5.0, ge=0, description="On interrupt, how long in-flight samples may finish.")
 

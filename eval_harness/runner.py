@@ -250,8 +250,8 @@ def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
     hint = (
-        "duplicate ids make --skip-invalid ambiguous; fix them"
-        if skip_invalid and report.duplicate_ids
+        "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
+        if report.duplicate_ids
         else "fix them, or pass --skip-invalid to run the valid lines only"
     )
     raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
@@ -339,7 +339,9 @@ def judge_info(judge: Gateway | None) -> ModelInfo | None:
 
 
 def _provider_context(config: RunConfig, settings: Settings) -> ProviderContext:
-    return ProviderContext(settings=settings, concurrency=config.concurrency, read_timeout_s=config.timeout_s)
+    return ProviderContext(
+        settings=settings, concurrency=config.concurrency, read_timeout_s=config.timeout_s, offline=config.dry_run
+    )
 
 
 def _counted_samples(

@@ -268,3 +268,16 @@ def test_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.communicate()
+
+
+def test_dry_run_needs_no_api_key_and_prices_the_prompts(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env here
+    result = cli("run", "--task", "capability_profile", "--model", "openai/gpt-4o-mini", "--dry-run")
+    assert result.code == 0, result.err
+    assert "240 prompts rendered; nothing was called or written" in result.out
+    assert "cost ≤ $" in result.out and "unknown" not in result.out
+    without = cli("run", "--task", "capability_profile", "--model", "openai/gpt-4o-mini", "--output-dir", tmp_path)
+    assert without.code == 2 and "no API key; set OPENAI_API_KEY" in without.err

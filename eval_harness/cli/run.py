@@ -182,6 +182,7 @@ def run_command(
         cache=cache,
         judge_model=judge_model,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
+        dry_run=dry_run_,
     )
     plan = plan_run(config)
     if not plan.dataset_report.ok:

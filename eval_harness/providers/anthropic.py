@@ -61,7 +61,7 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, options, context)
         assert isinstance(options, AnthropicOptions)
         self.anthropic_options = options
-        if context.settings.anthropic_api_key is None:
+        if context.settings.anthropic_api_key is None and not context.offline:
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
 
     def configured_base_url(self) -> str | None:

@@ -41,6 +41,8 @@ class ProviderContext:
     concurrency: int = 16
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    offline: bool = False
+    """True for a dry run: nothing will be called, so missing credentials are not an error yet."""
 
 
 class Provider(ABC):

@@ -324,7 +324,7 @@ class OpenAIProvider(OpenAIWire):
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)
-        if context.settings.openai_api_key is None:
+        if context.settings.openai_api_key is None and not context.offline:
             raise ConfigError(f"openai/{model}: no API key; set OPENAI_API_KEY in the environment or in .env")
 
     @property
