@@ -1253,21 +1253,25 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
     return columns, covered
 
 
-def load_columns_cached(samples_path: Path, scorer_keys: Sequence[str] = ()) -> RunColumns:
+def load_columns_cached(
+    samples_path: Path, scorer_keys: Sequence[str] = (), *, workers: int = 1, light: bool = False
+) -> RunColumns:
     """``load_columns`` that reads only the lines appended since the cache was written, when it is valid.
 
-    When an appended line repeats a key of the cached part (``--retry-errors``), the whole file is read
-    again: the cache keeps no per-row retries, so the superseded row could not be taken out exactly.
+    Every session of the runner leaves the cache, so a report on a million-record run reads a few MB of
+    numpy instead of a GB of JSON. When an appended line repeats a key of the cached part
+    (``--retry-errors``), the whole file is read again: the cache keeps no per-row retries, so the
+    superseded row could not be taken out exactly. ``workers`` and ``light`` apply to a full read.
     """
     cached = _read_columns_cache(samples_path, scorer_keys)
     if cached is None:
-        return load_columns(samples_path, scorer_keys)
+        return load_columns(samples_path, scorer_keys, workers=workers, light=light)
     base, covered = cached
     tail = load_columns(samples_path, scorer_keys, start=covered)
     if tail.lines_read == 0:
         return replace(base, torn_bytes=tail.torn_bytes)
     if tail.n != tail.lines_read or np.isin(tail.key_hash[:, 0], base.key_hash[:, 0]).any():
-        return load_columns(samples_path, scorer_keys)
+        return load_columns(samples_path, scorer_keys, workers=workers, light=light)
     return _concat_columns(base, tail)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from eval_harness.aggregate import RunColumns, default_workers, load_columns, scorer_keys
+from eval_harness.aggregate import RunColumns, default_workers, load_columns_cached, scorer_keys
 from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.stats import holm, mean_ci, paired_comparison
@@ -186,7 +186,7 @@ class _Run:
 
 def _load_run(path: Path, keys: list[str]) -> _Run:
     # light: a comparison needs identity, axis, score, error, latency and cost only.
-    return _Run.of(load_columns(path, keys, light=True))
+    return _Run.of(load_columns_cached(path, keys, light=True))
 
 
 @dataclass(frozen=True)

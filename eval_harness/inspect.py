@@ -17,7 +17,7 @@ import orjson
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from eval_harness.aggregate import load_columns, read_records_at, scorer_keys
+from eval_harness.aggregate import load_columns_cached, read_records_at, scorer_keys
 from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.errors import ConfigError
 
@@ -153,7 +153,7 @@ def inspect_run(
         raise ConfigError(f"--n: {n} must be at least 1")
     manifest = read_manifest(run_dir)
     path = RunPaths(run_dir).samples
-    columns = load_columns(path, scorer_keys(manifest))
+    columns = load_columns_cached(path, scorer_keys(manifest))
     eligible = np.ones(columns.n, dtype=np.bool_)
     if axis is not None:
         if axis not in columns.axes:

@@ -19,7 +19,7 @@ from eval_harness.aggregate import (
     ScorerDistribution,
     default_workers,
     epoch_stats,
-    load_columns,
+    load_columns_cached,
     per_axis,
     scorer_distributions,
     scorer_keys,
@@ -290,7 +290,7 @@ def build_report(
         raise ConfigError(f"--ci: {ci!r} is not one of {', '.join(CI_CHOICES[1:])}")
     manifest = read_manifest(run_dir)
     samples = RunPaths(run_dir).samples
-    columns = load_columns(
+    columns = load_columns_cached(
         samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
     )
     return report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir)

@@ -351,19 +351,65 @@ def _counted_samples(
     return min(available, limit) if limit is not None else available
 
 
+@dataclass
+class _Parts:
+    """What a plan is built from, the same for a new run and a resumed one."""
+
+    template: PromptTemplate
+    provider: Provider
+    judge: Gateway | None
+    setup: ScoringSetup
+    scoring: ScoringPipeline
+    model: ModelInfo
+    examples: list[Sample]
+    excluded: frozenset[str]
+    fingerprint: str
+
+
+def _parts(config: RunConfig, task: LoadedTask, dataset_path: Path, sha256: str, settings: Settings) -> _Parts:
+    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
+    provider = _provider(config, settings)
+    judge = _judge(config, settings)
+    setup = _scoring_setup(task, config)
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
+    model = _model_info(config, provider)
+    examples, excluded = _few_shot(task, dataset_path, config.seed)
+    fingerprint = _fingerprint(
+        _fingerprint_parts(sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
+    )
+    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint)
+
+
+def _plan(
+    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
+    manifest: RunManifest, run_dir: Path, generation: GenerateConfig,
+) -> RunPlan:  # fmt: skip
+    return RunPlan(
+        config=config,
+        task=task,
+        dataset_path=dataset_path,
+        dataset_report=report,
+        template=parts.template,
+        scoring=parts.scoring,
+        pass_threshold=parts.setup.pass_threshold,
+        provider=parts.provider,
+        judge=parts.judge,
+        generation=generation,
+        examples=parts.examples,
+        excluded_ids=parts.excluded,
+        manifest=manifest,
+        run_dir=run_dir,
+    )
+
+
 def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     """Check a new run completely; raises before anything is written."""
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
     report = _validated_dataset(task, dataset_path, config.skip_invalid)
-    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    provider = _provider(config, settings)
-    judge = _judge(config, settings)
-    setup = _scoring_setup(task, config)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
+    parts = _parts(config, task, dataset_path, report.sha256, settings)
     generation = _generation(task, config.generation)
-    examples, excluded = _few_shot(task, dataset_path, config.seed)
     run_id = config.run_id or new_run_id()
     if not _RUN_ID.match(run_id):
         raise ConfigError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
@@ -372,8 +418,8 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    model = _model_info(config, provider)
-    count = _counted_samples(task, dataset_path, report, excluded, config.limit)
+    count = _counted_samples(task, dataset_path, report, parts.excluded, config.limit)
+    setup = parts.setup
     now = _now()
     manifest = RunManifest(
         run_id=run_id,
@@ -385,7 +431,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             name=task.spec.name,
             source=str(task.path),
             template=task.spec.template,
-            template_sha256=template.sha256,
+            template_sha256=parts.template.sha256,
             system_prompt=task.spec.system_prompt,
             scorers=setup.specs,
             pass_threshold=setup.pass_threshold,
@@ -393,7 +439,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             generation=generation,
             few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
         ),
-        model=model,
+        model=parts.model,
         dataset=DatasetInfo(
             path=str(dataset_path.resolve()),
             sha256=report.sha256,
@@ -407,50 +453,20 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         limit=config.limit,
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
-        fingerprint=_fingerprint(
-            _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
-        ),
+        fingerprint=parts.fingerprint,
         expected_records=count * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
-        judge=judge_info(judge),
+        judge=judge_info(parts.judge),
     )
-    return RunPlan(
-        config=config,
-        task=task,
-        dataset_path=dataset_path,
-        dataset_report=report,
-        template=template,
-        scoring=scoring,
-        pass_threshold=setup.pass_threshold,
-        provider=provider,
-        judge=judge,
-        generation=generation,
-        examples=examples,
-        excluded_ids=excluded,
-        manifest=manifest,
-        run_dir=run_dir,
-    )
+    return _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
 
 
-def plan_resume(
-    run_dir: Path,
-    overrides: dict[str, Any] | None = None,
-    *,
-    retry_errors: bool = False,
-    force: bool = False,
-    settings: Settings | None = None,
-) -> RunPlan:
-    """Check that an existing run can continue: the fingerprint's parts must still match."""
-    settings = settings or Settings.load()
-    manifest = read_manifest(run_dir)
-    overrides = dict(overrides or {})
-    task_ref = (
-        manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
-    )
-    task = find_task(task_ref)
+def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:
+    """The configuration the run started with, from its manifest, with the operational overrides given now."""
+    overrides = dict(overrides)
     explicit_scorers = manifest.task.scorers_source is None
-    config = RunConfig(
+    return RunConfig(
         task=task_ref,
         scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
         scorers=list(manifest.task.scorers) if explicit_scorers else None,
@@ -470,57 +486,57 @@ def plan_resume(
         generation=manifest.task.generation.model_dump(exclude_none=True),
         **{k: v for k, v in overrides.items() if v is not None},
     )
-    dataset_path = Path(manifest.dataset.path)
-    report = _resumed_dataset(task, dataset_path, manifest)
-    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    provider = _provider(config, settings)
-    model = _model_info(config, provider)
-    setup = _scoring_setup(task, config)
+
+
+def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Parts) -> list[str]:
+    """What the run's fingerprint covers and is no longer as it was, each named for the user."""
     changed = []
     if report.sha256 != manifest.dataset.sha256:
-        changed.append(f"dataset {dataset_path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
-    if template.sha256 != manifest.task.template_sha256:
-        changed.append(
-            f"template {task.spec.template} (sha256 {manifest.task.template_sha256[:12]} → {template.sha256[:12]})"
-        )
+        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
+    old_template, new_template = manifest.task.template_sha256, parts.template.sha256
+    if new_template != old_template:
+        changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
+    setup = parts.setup
     if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
     if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    if model != manifest.model:
-        changed.append(f"model ({manifest.model.id} → {model.id})")
-    judge = _judge(config, settings)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
-    fingerprint = _fingerprint(
-        _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), manifest.seed)
-    )
-    if fingerprint != manifest.fingerprint and not changed:
+    if parts.model != manifest.model:
+        changed.append(f"model ({manifest.model.id} → {parts.model.id})")
+    if parts.fingerprint != manifest.fingerprint and not changed:
         changed.append("a judge rubric or the judge model")
+    return changed
+
+
+def plan_resume(
+    run_dir: Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    retry_errors: bool = False,
+    force: bool = False,
+    settings: Settings | None = None,
+) -> RunPlan:
+    """Check that an existing run can continue: the fingerprint's parts must still match."""
+    settings = settings or Settings.load()
+    manifest = read_manifest(run_dir)
+    task_ref = (
+        manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
+    )
+    task = find_task(task_ref)
+    config = _resume_config(manifest, run_dir, task_ref, overrides or {})
+    dataset_path = Path(manifest.dataset.path)
+    report = _resumed_dataset(task, dataset_path, manifest)
+    parts = _parts(config, task, dataset_path, report.sha256, settings)
+    changed = _changes(manifest, task, report, parts)
     if changed and not force:
         raise ResumeMismatchError(
             f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
-            "Use --force to resume anyway (the mix is recorded), or start a new run"
+            "Use --force to resume anyway (the mix is recorded in the manifest), or start a new run"
         )
-    examples, excluded = _few_shot(task, dataset_path, config.seed)
-    return RunPlan(
-        config=config,
-        task=task,
-        dataset_path=dataset_path,
-        dataset_report=report,
-        template=template,
-        scoring=scoring,
-        pass_threshold=setup.pass_threshold,
-        provider=provider,
-        judge=judge,
-        generation=GenerateConfig.model_validate(config.generation),
-        examples=examples,
-        excluded_ids=excluded,
-        manifest=manifest,
-        run_dir=run_dir,
-        resuming=True,
-        retry_errors=retry_errors,
-        forced=changed,
-    )
+    generation = GenerateConfig.model_validate(config.generation)
+    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
+    plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
+    return plan
 
 
 def _work_items(
@@ -610,8 +626,14 @@ class Runner:
             repair_tail(paths.samples)
             start = self._resume_start(paths)
             previous = self._previous_outputs(paths.samples, start.scan) if plan.retry_errors else {}
+            forced = [f"session {plan.manifest.sessions + 1}: {change}" for change in plan.forced]
             manifest = plan.manifest.model_copy(
-                update={"status": "running", "updated_at": _now(), "sessions": plan.manifest.sessions + 1}
+                update={
+                    "status": "running",
+                    "updated_at": _now(),
+                    "sessions": plan.manifest.sessions + 1,
+                    "forced_changes": [*plan.manifest.forced_changes, *forced],
+                }
             )
             write_model(paths.manifest, manifest)
             self._writer = SampleWriter(paths.samples, plan.config.fsync_interval_s)

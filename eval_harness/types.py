@@ -238,6 +238,9 @@ class RunManifest(BaseModel):
     expected_records: int = Field(description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
     judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")
+    forced_changes: list[str] = Field(
+        default_factory=list, description="What had changed when a session was resumed with --force."
+    )
     sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
     wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
 

@@ -206,7 +206,10 @@ def test_resume_refuses_a_changed_dataset_and_force_overrides(task_root: TaskRoo
     task_root.data("adder.jsonl", arithmetic_records(41))
     with pytest.raises(ResumeMismatchError, match=r"changed since the run started: dataset .*adder.jsonl"):
         plan_resume(run_dir)
-    assert plan_resume(run_dir, force=True).forced[0].startswith("dataset")
+    forced = plan_resume(run_dir, force=True)
+    assert forced.forced[0].startswith("dataset")
+    asyncio.run(Runner(forced).run())
+    assert read_manifest(run_dir).forced_changes[0].startswith("session 2: dataset")
 
 
 def test_resume_refuses_a_changed_template(task_root: TaskRoot) -> None:
