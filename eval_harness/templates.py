@@ -32,6 +32,15 @@ class PromptTemplate:
     variables: dict[str, Any]
     _template: jinja2.Template
     _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict)
+    _system: ChatMessage | None = None
+    _base: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Jinja merges its globals into every render's context; merging them once here and rendering with a
+        # shared context halves the cost of a render, which runs once per sample.
+        self._base.update(self._template.globals, **self.variables)
+        if self.system_prompt:
+            object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
 
     def render(self, sample: Sample, examples: Sequence[Sample] = ()) -> list[ChatMessage]:
         """The chat messages for ``sample``: system prompt, earlier turns of a chat input, the rendered turn."""
@@ -43,7 +52,7 @@ class PromptTemplate:
             question = sample.input[-1].content
         choices = sample.choices or []
         context = {
-            **self.variables,
+            **self._base,
             "input": question,
             "sample": sample,
             "target": sample.targets[0],
@@ -52,13 +61,17 @@ class PromptTemplate:
             "examples": self._examples(examples),
             "metadata": sample.metadata,
         }
+        template = self._template
         try:
-            text = self._template.render(context)
-        except jinja2.TemplateError as exc:
-            raise TemplateError(_located(exc, self.path)) from None
+            text = "".join(template.root_render_func(template.new_context(context, shared=True)))
+        except Exception:
+            try:
+                template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
+            except Exception as exc:  # any error inside a template is the template's error, never a traceback
+                raise TemplateError(_located(exc, self.path)) from None
         messages: list[ChatMessage] = []
-        if self.system_prompt:
-            messages.append(ChatMessage(role="system", content=self.system_prompt))
+        if self._system is not None:
+            messages.append(self._system)
         messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
         messages.append(ChatMessage(role="user", content=text.strip()))
         return messages
@@ -117,7 +130,7 @@ def load_template(
     )
 
 
-def _located(exc: jinja2.TemplateError, path: Path) -> str:
+def _located(exc: Exception, path: Path) -> str:
     """``file:line: message`` for a render error, found in the frames Jinja maps back to the template."""
     line: int | None = getattr(exc, "lineno", None)
     filename = str(path)

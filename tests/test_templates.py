@@ -119,3 +119,15 @@ def test_builtin_templates_render_the_builtin_tasks() -> None:
         )
         messages = template.render(Sample(id="1", input="What is 2 + 2?", target="4"))
         assert "What is 2 + 2?" in messages[-1].content
+
+
+def test_a_python_error_inside_a_template_is_a_template_error_with_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "ok\n{{ input + 1 }}\n")
+    with pytest.raises(TemplateError, match=rf"^{path}:2: TypeError"):
+        load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"))
+
+
+def test_jinja_globals_such_as_range_stay_available(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "{% for i in range(3) %}{{ i }}{% endfor %} {{ input }}")
+    (message,) = load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"))
+    assert message.content == "012 a"
