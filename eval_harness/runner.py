@@ -843,7 +843,7 @@ class Runner:
             error = outcome.error or ProviderError("no completion")
             return SampleRecord(
                 **base,
-                error=self._error_info(error, "generate"),
+                error=self._generation_error(error),
                 finished_at=_now(),
             )
         completion = outcome.completion
@@ -906,9 +906,9 @@ class Runner:
         }
         return await self._scored(base, sample, completion)
 
-    def _error_info(self, error: BaseException, stage: str) -> ErrorInfo:
+    def _generation_error(self, error: BaseException) -> ErrorInfo:
         message = redact(str(error) or type(error).__name__, self._secrets)
-        return ErrorInfo(type=type(error).__name__, message=message, stage="score" if stage == "score" else "generate")
+        return ErrorInfo(type=type(error).__name__, message=message, stage="generate")
 
 
 def run_directory_exists(run_dir: Path) -> bool:
