@@ -172,7 +172,8 @@ def _open(path: Path) -> IO[bytes]:
 
 def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
     report = scan.report
-    digest = hashlib.sha256()
+    # Only validation reports the file's sha256; the runner's second pass already has it.
+    digest = hashlib.sha256() if scan.validating else None
     with _open(path) as handle:
         head = handle.peek(8) if hasattr(handle, "peek") else b""
         for magic, why in _FOREIGN_MAGIC.items():
@@ -187,8 +188,8 @@ def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
             yield from _scan_csv(path, spec, scan, hashing)
         else:
             yield from _scan_jsonl(path, spec, scan, hashing)
-    if scan.start is not None:
-        return  # a partial read proves nothing about the whole file
+    if digest is None:
+        return  # an iteration, or a partial read, proves nothing about the whole file
     report.sha256 = digest.hexdigest()
     if report.lines == 0 and report.problem_count == 0:
         report.add(Problem(str(path), 1, "file", "the file is empty"))
@@ -197,7 +198,7 @@ def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
 
 
 class _HashingReader:
-    """Feeds every byte read to a digest, so one pass both validates and hashes."""
+    """Feeds every byte read to a digest (when given one), so one pass both validates and hashes."""
 
     def __init__(self, raw: IO[bytes], digest: Any) -> None:
         self._raw = raw
@@ -205,12 +206,14 @@ class _HashingReader:
 
     def readline(self, limit: int = -1) -> bytes:
         data = self._raw.readline(limit)
-        self._digest.update(data)
+        if self._digest is not None:
+            self._digest.update(data)
         return data
 
     def read(self, size: int = -1) -> bytes:
         data = self._raw.read(size)
-        self._digest.update(data)
+        if self._digest is not None:
+            self._digest.update(data)
         return data
 
 
@@ -323,11 +326,10 @@ def _checked_sample(
         if scan.skip is not None and scan.skip(sample_id, scan.position):
             report.valid += 1
             return None
-        fields = _sample_fields(obj, spec, path)
+        fields = _sample_fields(obj, spec, path, sample_id)
     except _FieldProblem as problem:
         report.add(Problem(where, lineno, problem.field_name, problem.message))
         return None
-    fields["id"] = sample_id
     if scan.validating:
         first = scan.seen_ids.get(sample_id)
         if first is not None:
@@ -389,11 +391,11 @@ def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set
     return values, used
 
 
-def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path) -> dict[str, Any]:
-    """Map and type-check one record; raise ``_FieldProblem`` naming the first bad field as the file names it."""
+def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id: str) -> dict[str, Any]:
+    """Map and type-check one record whose id ``_line_id`` gave; raise ``_FieldProblem`` naming the first bad
+    field as the file names it."""
     values, used = _mapped(obj, spec)
     try:
-        sample_id = _check_id(values.get("id"))
         input_value = _check_input(values.get("input"))
         target = _check_target(values.get("target"), spec.target_pattern)
         axis = _check_axis(values.get("axis"), spec, path)

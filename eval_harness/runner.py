@@ -668,7 +668,8 @@ class Runner:
                 items = _work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
                 for position, sample, epoch in items:
                     if epoch == 0:
-                        tracker.seen(sample.id, position, [e for e in epochs if recorded(record_key(sample.id, e))])
+                        done = [e for e in epochs if recorded(record_key(sample.id, e))] if scan.done else []
+                        tracker.seen(sample.id, position, done)
                     key = record_key(sample.id, epoch)
                     if not recorded(key):
                         yield sample, epoch, previous.get(key)
