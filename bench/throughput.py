@@ -113,12 +113,12 @@ class Setup:
     env: dict[str, str]
 
 
-KINDS = ("httpx", "pooled", "mock")
+KINDS = ("httpx", "httpx-pooled", "pooled", "mock")
 
 
 def measure(setup: Setup, out: Path, concurrency: int, limit: int | None, kind: str = "httpx") -> Measured:
-    """One run over HTTP against the fake server (through httpx, or the lean pooled transport), or (``mock``)
-    the same run with the mock provider."""
+    """One run over HTTP against the fake server (through one of the wires), or (``mock``) the same run with
+    the mock provider."""
     http_json(f"{setup.base}/_control", {"reset": True})
     server_cpu = process_cpu_s(setup.server_pid)
     mock = kind == "mock"
@@ -165,7 +165,7 @@ def row(label: str, full: Measured, one: Measured, samples: int, limit: float) -
     cpu = full.cpu_user_s + full.cpu_sys_s
     marginal = (cpu - one.cpu_user_s - one.cpu_sys_s) / (samples - 1)
     return (
-        f"{label:>10} {limit:>7.2f} {full.run_phase_s:>6.2f} {full.run_phase_s / limit:>7.3f} "
+        f"{label:>16} {limit:>7.2f} {full.run_phase_s:>6.2f} {full.run_phase_s / limit:>7.3f} "
         f"{full.wall_s:>7.2f} {full.wall_s - limit:>+9.2f} {full.startup_s:>7.2f} {full.teardown_s:>6.2f} "
         f"{cpu / samples * 1000:>8.3f} {full.cpu_user_s / samples * 1000:>5.2f} "
         f"{full.cpu_sys_s / samples * 1000:>5.2f} {marginal * 1000:>9.3f} {full.max_rss_mb:>7.0f} "
@@ -197,8 +197,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="Runs per concurrency; the median run is shown.")
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=list(KINDS),
-        help="httpx (the default transport), pooled (--model-arg http_transport=pooled) and mock (the same "
-        "latency without HTTP: the runner's share).",
+        help="pooled (the default wire), httpx (--model-arg http_transport=httpx: httpx.AsyncClient and its "
+        "transport), httpx-pooled (httpx.AsyncClient on the lean pool: the client machinery's share) and mock "
+        "(the same latency without HTTP: the runner's share).",
     )  # fmt: skip
     options = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
@@ -219,7 +220,7 @@ def main() -> None:
                 f"server in its own process, median of {options.repeat} runs"
             )
             print(
-                f"{'run':>10} {'limit s':>7} {'run s':>6} {'run/lim':>7} {'whole s':>7} {'whole-lim':>9} "
+                f"{'run':>16} {'limit s':>7} {'run s':>6} {'run/lim':>7} {'whole s':>7} {'whole-lim':>9} "
                 f"{'start s':>7} {'end s':>6} {'cpu ms/s':>8} {'usr':>5} {'sys':>5} {'marg ms/s':>9} "
                 f"{'rss MB':>7} {'srv cpu s':>9} {'inflight':>8} {'err':>4}"
             )

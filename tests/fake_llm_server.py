@@ -139,6 +139,8 @@ class RecordedRequest:
     wall_time: float  # time.time() at arrival
     prompt: str  # the prompt text, all turns joined
     attempt: int  # how many times this exact body arrived before, plus one
+    query: dict[str, str] = field(default_factory=dict)
+    size: int = 0  # bytes of the body as received
 
 
 def answers_from_jsonl(path: Path | str, input_field: str = "input", target_field: str = "target") -> dict[str, str]:
@@ -454,6 +456,8 @@ class FakeLLMServer:
                 wall_time=time.time(),
                 prompt=prompt,
                 attempt=attempt,
+                query=dict(request.query),
+                size=len(raw),
             )
             self.requests.append(recorded)
         return recorded

@@ -430,9 +430,10 @@ async def test_a_gzip_encoded_answer_is_decoded(server: FakeLLMServer) -> None:
     assert completion.text == "compressed " * 50
 
 
-async def test_the_httpx_transport_speaks_the_same_wire(server: FakeLLMServer) -> None:
+@pytest.mark.parametrize("kind", ["httpx", "httpx-pooled"])
+async def test_the_httpx_client_speaks_the_same_wire(server: FakeLLMServer, kind: str) -> None:
     server.script(answer("via httpx"), server_error())
-    provider = make("openai/gpt-4o", server, http_transport="httpx")
+    provider = make("openai/gpt-4o", server, http_transport=kind)
     try:
         completion = await provider.generate(request())
         with pytest.raises(ProviderHTTPError) as caught:
@@ -455,6 +456,29 @@ async def test_the_httpx_transport_reports_a_refused_connection_as_transient() -
     )
     error = await failure(provider)
     assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
+
+
+async def test_the_default_wire_sends_host_query_and_length(server: FakeLLMServer) -> None:
+    server.script(answer("plain"))
+    provider = make("openai/gpt-4o", server, base_url=f"{server.base_url}?api-version=2024-06-01")
+    try:
+        completion = await provider.generate(request())
+    finally:
+        await provider.aclose()
+    seen = server.requests[-1]
+    assert completion.text == "plain"
+    assert seen.headers["host"] == server.url.removeprefix("http://")
+    assert seen.query == {"api-version": "2024-06-01"} and seen.path == "/v1/chat/completions"
+    assert int(seen.headers["content-length"]) == seen.size > 0
+
+
+async def test_a_header_with_a_line_break_is_refused_without_echoing_it(server: FakeLLMServer) -> None:
+    provider = make("openai-compatible/x", server, api_key="sk-canary\r\nx-injected: 1")
+    try:
+        error = await failure(provider)
+    finally:
+        await provider.aclose()
+    assert "line break" in str(error) and "sk-canary" not in str(error)
 
 
 def test_a_base_url_that_is_not_http_is_a_config_error() -> None:

@@ -4,11 +4,11 @@ A provider subclass supplies the wire format (body in, ``Completion`` out) and i
 module turns transport failures and HTTP error statuses into the ``ProviderError`` tree with the provider's
 own message, a ``retry_cause`` when trying again can help, and ``retry_after`` from the response headers.
 
-Each provider holds one ``httpx.AsyncClient``, built on its first call, whose pool is sized to the run's
+Each provider holds one wire (``_wires``), built on its first call: a connection pool sized to the run's
 concurrency (``ProviderContext.concurrency``) with connect/read timeouts from the context or the model args.
-Its transport is by default the lean HTTP/1.1 pool of ``_transport`` (~0.2 ms of CPU a call, where httpx's
-own transport spends ~20 ms at 64 in flight: bench/throughput.py); ``--model-arg http_transport=httpx``
-selects httpx's own, which honours proxy variables. httpx is not imported before the first call.
+By default it is the lean HTTP/1.1 pool of ``_transport``, used without httpx's per-request machinery;
+``--model-arg http_transport=httpx`` selects one shared ``httpx.AsyncClient`` (which honours proxy
+variables). httpx is not imported unless it is selected.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, NoReturn
+from typing import Any, ClassVar, NoReturn
 from urllib.parse import urlsplit
 
 import orjson
@@ -31,13 +31,12 @@ from eval_harness.config import redact
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
-    ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
     ProviderResponseError,
-    ProviderTimeoutError,
     RetryCause,
 )
+from eval_harness.providers._wires import Wire, WireKind, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
 from eval_harness.types import GenerateConfig, Usage
 
@@ -59,9 +58,10 @@ class HTTPOptions(ProviderOptions):
     price_cached_in: float | None = Field(
         default=None, ge=0, description="USD per million cached input tokens (default: price_in)."
     )
-    http_transport: Literal["pooled", "httpx"] = Field(
+    http_transport: WireKind = Field(
         default="pooled",
-        description="'pooled' (lean HTTP/1.1 pool) or 'httpx' (an httpx.AsyncClient: honours HTTP(S)_PROXY).",
+        description="'pooled' (lean HTTP/1.1 pool), 'httpx' (an httpx.AsyncClient: honours HTTP(S)_PROXY) or "
+        "'httpx-pooled' (an httpx.AsyncClient on the lean pool).",
     )
 
     @model_validator(mode="after")
@@ -222,18 +222,17 @@ class HTTPProvider(Provider):
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
         )
-        self._wire_state: _Wire | None = None
+        self._wire_state: Wire | None = None
         self._timeout: dict[str, float | None] = {
             "connect": options.connect_timeout_s or context.connect_timeout_s,
             "read": options.read_timeout_s or context.read_timeout_s,
             "write": options.read_timeout_s or context.read_timeout_s,
             "pool": None,
         }
-        # Import httpx now, not inside the first call: that call's rate-limit slot and its latency should not
-        # include ~0.1 s of imports.
-        import httpx  # noqa: F401
-
-        from eval_harness.providers import _transport  # noqa: F401
+        # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should
+        # not include the imports.
+        if options.http_transport != "pooled":
+            import httpx  # noqa: F401
 
     # hooks for subclasses ------------------------------------------------------------------------------
     def configured_base_url(self) -> str | None:
@@ -280,11 +279,11 @@ class HTTPProvider(Provider):
             **self.auth_headers(),
         }
 
-    def _wire(self) -> _Wire:
+    def _wire(self) -> Wire:
         if self._wire_state is None:
             size = max(self.context.concurrency, 1)
-            transport = self.http_options.http_transport
-            self._wire_state = _Wire(self.base_url, self._static_headers(), size, self._timeout, transport)
+            kind = self.http_options.http_transport
+            self._wire_state = open_wire(kind, self.base_url, self._static_headers(), size, self._timeout)
         return self._wire_state
 
     async def post(self, path: str, body: dict[str, Any], *, raw_text: bool = False) -> Reply:
@@ -374,65 +373,6 @@ class HTTPProvider(Provider):
         if self._wire_state is not None:
             await self._wire_state.aclose()
             self._wire_state = None
-
-
-Exchange = tuple[int, dict[str, str], bytes]
-"""What a wire returns: status, headers (lower-case names; repeated ones joined by ", "), decoded body."""
-
-
-class _Wire:
-    """The provider's one ``httpx.AsyncClient``, with a pool sized to the run's concurrency."""
-
-    def __init__(
-        self, base_url: str, headers: dict[str, str], size: int, timeout: dict[str, float | None], transport: str
-    ) -> None:
-        import httpx
-
-        self.base_url = base_url
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        pooled = None
-        if transport == "pooled":
-            from eval_harness.providers._transport import PooledTransport
-
-            pooled = PooledTransport(size, timeout["connect"], timeout["read"])
-        # transport=None: httpx builds its own, which also honours HTTP(S)_PROXY from the environment
-        self.client = httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(**timeout), limits=limits, transport=pooled
-        )
-        # Parsed once per path: URL parsing is a tenth of httpx's cost per request.
-        self._urls: dict[str, httpx.URL] = {}
-
-    async def post(self, path: str, payload: bytes) -> Exchange:
-        """POST ``payload``; failures below HTTP raise ``ProviderTimeoutError`` / ``ProviderConnectionError``."""
-        import httpx
-
-        url = self._urls.get(path)
-        if url is None:
-            url = self._urls[path] = httpx.URL(self.base_url + path)
-        try:
-            response = await self.client.post(url, content=payload)
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
-        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
-        except httpx.DecodingError as exc:
-            raise ProviderResponseError(f"the body cannot be decoded: {exc}") from None
-        except httpx.HTTPError as exc:
-            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
-        return response.status_code, _header_dict(response.headers.raw), response.content
-
-    async def aclose(self) -> None:
-        """Close the pool's connections."""
-        await self.client.aclose()
-
-
-def _header_dict(lines: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in lines:
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
 
 
 class KeyOptions(HTTPOptions):
