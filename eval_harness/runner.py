@@ -61,7 +61,7 @@ from eval_harness.frontier import START, FrontierTracker
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway, GenerationOutcome
 from eval_harness.providers.replay import ReplayProvider
-from eval_harness.scorers.base import ScoringPipeline
+from eval_harness.scorers.base import ScoringPipeline, ScoringResult
 from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
@@ -77,7 +77,6 @@ from eval_harness.types import (
     RunStatus,
     RunSummary,
     Sample,
-    SampleRecord,
     ScorerSpec,
     TaskInfo,
     Usage,
@@ -791,29 +790,31 @@ class Runner:
                 return
             self._append(record, started)
 
-    def _append(self, record: SampleRecord, started: float) -> None:
+    def _append(self, record: dict[str, Any], started: float) -> None:
         assert self._writer is not None
         synced = self._writer.append(record)
-        self._tracker.recorded(record.sample_id, record.epoch)
+        self._tracker.recorded(record["sample_id"], record["epoch"])
         if synced:
             self._write_resume_point()
         progress = self._progress
         progress.done += 1
         progress.session_done += 1
-        if record.error is not None:
+        if record["error"] is not None:
             progress.errors += 1
-        if record.score is not None:
+        score = record["score"]
+        if score is not None:
             progress.scored += 1
-            progress.score_sum += record.score
-        if record.cost_usd is None:
+            progress.score_sum += score
+        cost = record["cost_usd"]
+        if cost is None:
             progress.cost_known = False
         else:
-            progress.cost_usd += record.cost_usd
+            progress.cost_usd += cost
         progress.elapsed_s = time.monotonic() - started
         if self.listener is not None:
             self.listener.update(progress)
 
-    async def _process(self, sample: Sample, epoch: int, previous: dict[str, Any] | None) -> SampleRecord:
+    async def _process(self, sample: Sample, epoch: int, previous: dict[str, Any] | None) -> dict[str, Any]:
         plan = self.plan
         messages = plan.template.render(sample, plan.examples)
         if previous is not None:
@@ -828,60 +829,24 @@ class Runner:
             outcome = GenerationOutcome(
                 None, ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s"), 1
             )
-        base = {
-            "sample_id": sample.id,
-            "epoch": epoch,
-            "axis": sample.axis,
-            "tags": sample.tags,
-            "input": sample.input,
-            "target": sample.target,
-            "prompt": messages,
-            "attempts": outcome.attempts,
-            "retries": outcome.retries,
-            "backoff_s": round(outcome.backoff_s, 3),
-        }
+        spent = (outcome.attempts, outcome.retries, round(outcome.backoff_s, 3))
         if outcome.completion is None:
-            error = outcome.error or ProviderError("no completion")
-            return SampleRecord(
-                **base,
-                error=self._generation_error(error),
-                finished_at=_now(),
-            )
-        completion = outcome.completion
-        return await self._scored(base, sample, completion)
+            error = self._generation_error(outcome.error or ProviderError("no completion"))
+            return _record(sample, epoch, messages, spent, error=error)
+        return await self._scored(sample, epoch, messages, spent, outcome.completion)
 
-    async def _scored(self, base: dict[str, Any], sample: Sample, completion: Completion) -> SampleRecord:
+    async def _scored(
+        self, sample: Sample, epoch: int, messages: list[ChatMessage], spent: _Spent, completion: Completion
+    ) -> dict[str, Any]:
         result = await self.plan.scoring.score(completion.text, sample, completion)
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
-        final = result.final
-        return SampleRecord(
-            **base,
-            output=completion.text,
-            scores=result.scores,
-            score=final,
-            passed=None if final is None else final >= self._threshold,
-            latency_ms=round(completion.latency_ms, 3),
-            usage=completion.usage,
-            cost_usd=0.0 if completion.cached else completion.cost_usd,
-            error=error,
-            finished_at=_now(),
-            explanations=result.explanations,
-            answers=result.answers,
-            score_metadata=result.metadata,
-            judge_usage=result.judge_usage,
-            judge_cost_usd=result.judge_cost_usd,
-            cached=completion.cached,
-            model=completion.model,
-            request_id=completion.request_id,
-            finish_reason=completion.finish_reason,
-            thinking=completion.thinking,
-        )
+        return _record(sample, epoch, messages, spent, completion, result, error, self._threshold)
 
     async def _rescore(
         self, sample: Sample, epoch: int, messages: list[ChatMessage], previous: dict[str, Any]
-    ) -> SampleRecord:
+    ) -> dict[str, Any]:
         completion = Completion(
             text=previous["output"],
             finish_reason=previous.get("finish_reason"),
@@ -893,23 +858,79 @@ class Runner:
             thinking=previous.get("thinking"),
             cached=bool(previous.get("cached")),
         )
-        base = {
-            "sample_id": sample.id,
-            "epoch": epoch,
-            "axis": sample.axis,
-            "tags": sample.tags,
-            "input": sample.input,
-            "target": sample.target,
-            "prompt": messages,
-            "attempts": previous.get("attempts", 1),
-            "retries": previous.get("retries") or {},
-            "backoff_s": previous.get("backoff_s") or 0.0,
-        }
-        return await self._scored(base, sample, completion)
+        spent = (previous.get("attempts", 1), previous.get("retries") or {}, previous.get("backoff_s") or 0.0)
+        return await self._scored(sample, epoch, messages, spent, completion)
 
     def _generation_error(self, error: BaseException) -> ErrorInfo:
         message = redact(str(error) or type(error).__name__, self._secrets)
         return ErrorInfo(type=type(error).__name__, message=message, stage="generate")
+
+
+_Spent = tuple[int, dict[str, int], float]
+"""What a sample's generation took: attempts, retries by cause, seconds of backoff."""
+
+
+def _usage_fields(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+
+
+def _message_fields(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+_NO_USAGE = _usage_fields(Usage())
+
+
+def _record(
+    sample: Sample,
+    epoch: int,
+    messages: list[ChatMessage],
+    spent: _Spent,
+    completion: Completion | None = None,
+    result: ScoringResult | None = None,
+    error: ErrorInfo | None = None,
+    threshold: float = 0.5,
+) -> dict[str, Any]:
+    """The fields of one ``SampleRecord``, in its field order (the artifact's format: see ``record_line``)."""
+    attempts, retries, backoff_s = spent
+    final = result.final if result is not None else None
+    judge_usage = result.judge_usage if result is not None else None
+    return {
+        "sample_id": sample.id,
+        "epoch": epoch,
+        "axis": sample.axis,
+        "tags": sample.tags,
+        "input": sample.input if isinstance(sample.input, str) else _message_fields(sample.input),
+        "target": sample.target,
+        "prompt": _message_fields(messages),
+        "output": completion.text if completion is not None else None,
+        "scores": result.scores if result is not None else {},
+        "score": final,
+        "passed": None if final is None else final >= threshold,
+        "latency_ms": round(completion.latency_ms, 3) if completion is not None else None,
+        "usage": _usage_fields(completion.usage) if completion is not None else _NO_USAGE,
+        "cost_usd": (0.0 if completion.cached else completion.cost_usd) if completion is not None else None,
+        "error": None if error is None else {"type": error.type, "message": error.message, "stage": error.stage},
+        "attempts": attempts,
+        "finished_at": _now(),
+        "explanations": result.explanations if result is not None else {},
+        "answers": result.answers if result is not None else {},
+        "score_metadata": result.metadata if result is not None else {},
+        "judge_usage": _usage_fields(judge_usage) if judge_usage is not None else None,
+        "judge_cost_usd": result.judge_cost_usd if result is not None else None,
+        "cached": completion.cached if completion is not None else False,
+        "model": completion.model if completion is not None else None,
+        "request_id": completion.request_id if completion is not None else None,
+        "finish_reason": completion.finish_reason if completion is not None else None,
+        "thinking": completion.thinking if completion is not None else None,
+        "retries": retries,
+        "backoff_s": backoff_s,
+    }
 
 
 def run_directory_exists(run_dir: Path) -> bool:

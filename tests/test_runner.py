@@ -16,6 +16,7 @@ from eval_harness.artifacts import read_manifest, read_summary
 from eval_harness.config import RunConfig
 from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
 from eval_harness.runner import Runner, RunResult, dry_run, plan_resume, plan_run
+from eval_harness.types import SampleRecord
 
 
 @pytest.fixture(autouse=True)
@@ -308,3 +309,25 @@ def test_skip_invalid_still_refuses_duplicate_ids(task_root: TaskRoot) -> None:
     task_root.data("adder.jsonl", [*arithmetic_records(3), arithmetic_records(1)[0]])
     with pytest.raises(DatasetError, match="duplicate ids make --skip-invalid ambiguous"):
         plan_run(config(task_root, skip_invalid=True))
+
+
+def test_records_are_written_exactly_as_sample_record_serializes_them(task_root: TaskRoot) -> None:
+    # The runner writes records from plain fields (record_line); each line must be the very bytes the
+    # pydantic model would write: same fields, same order, same number formatting.
+    task_root.task(
+        "flaky",
+        'name = "flaky"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "flaky"\n',
+    )
+    run(config(task_root, model_args={"error_rate": "0.3", "cost_per_1k_tokens": "0.37", "latency_ms": "0.3"}))
+    run(config(task_root, task=str(task_root.root / "tasks" / "flaky.toml"), model="probe/p", run_id="r2", limit=3))
+    lines = [
+        line
+        for run_id in ("r1", "r2")
+        for line in (task_root.root / "results" / run_id / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    ]
+    kinds = {json.loads(line)["error"]["stage"] if json.loads(line)["error"] else "ok" for line in lines}
+    assert kinds == {"ok", "generate", "score"}
+    for line in lines:
+        model = SampleRecord.model_validate_json(line)
+        assert SampleRecord.__pydantic_serializer__.to_json(model) + b"\n" == line
