@@ -6,6 +6,7 @@ that a resume can read the keys of a million records without parsing whole lines
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,17 +57,25 @@ class GenerateConfig(BaseModel):
     seed: int | None = Field(default=None, description="Sampling seed where the API supports one.")
 
 
-class GenerateRequest(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class GenerateRequest:
     """What the runner asks a provider for. ``sample`` and ``epoch`` are context a real API never sees;
-    the deterministic mock uses them to decide its answer."""
+    the deterministic mock uses them to decide its answer.
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    A plain dataclass, not a pydantic model: it never crosses a boundary (the runner builds it from
+    values already validated), and it is built once per sample.
+    """
 
-    messages: list[ChatMessage] = Field(description="Rendered prompt, system message first when present.")
-    config: GenerateConfig = Field(default_factory=GenerateConfig, description="Sampling options.")
-    sample: Sample = Field(description="The sample being evaluated.")
-    epoch: int = Field(default=0, description="Which repetition of the sample this is.")
-    seed: int = Field(default=0, description="The run's seed.")
+    messages: list[ChatMessage]
+    """Rendered prompt, system message first when present."""
+    sample: Sample
+    """The sample being evaluated."""
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig())
+    """Sampling options."""
+    epoch: int = 0
+    """Which repetition of the sample this is."""
+    seed: int = 0
+    """The run's seed."""
 
 
 class Usage(BaseModel):

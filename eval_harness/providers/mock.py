@@ -73,13 +73,18 @@ class _Draws(NamedTuple):
     chatter: float
 
 
+_SIX_WORDS = struct.Struct(">6Q")
+_UNIT = 2.0**-64
+
+
 def _draws(seed: int, model: str, sample_id: str, epoch: int) -> _Draws:
     """Independent uniform numbers in [0, 1), one per decision, from one hash of the sample's identity.
 
     Nothing else goes into the hash, so an answer never depends on completion order, concurrency or resumption.
     """
     digest = hashlib.blake2b(f"{seed}\x1f{model}\x1f{sample_id}\x1f{epoch}".encode(), digest_size=48).digest()
-    return _Draws(*(word / 2**64 for word in struct.unpack(">6Q", digest)))
+    a, b, c, d, e, f = _SIX_WORDS.unpack(digest)
+    return _Draws(a * _UNIT, b * _UNIT, c * _UNIT, d * _UNIT, e * _UNIT, f * _UNIT)
 
 
 def _wrong_answer(sample: Sample, right: str, salt: float) -> str:

@@ -253,7 +253,7 @@ class ScoringPipeline:
         values: dict[str, float] = {}
         known = True
         for step in self.steps:
-            decisive = next((c for c in step.conditions if c.holds(values)), None)
+            decisive = next((c for c in step.conditions if c.holds(values)), None) if step.conditions else None
             if decisive is not None:
                 result.skipped.append(step.key)
                 result.explanations[step.key] = f"skipped: {decisive} is decisive"
@@ -275,9 +275,10 @@ class ScoringPipeline:
                 return result
             values[step.key] = verdict.value
             self._record(result, step.key, verdict)
-            result.judge_usage, result.judge_cost_usd, known = add_spend(
-                result.judge_usage, result.judge_cost_usd, known, verdict.usage, verdict.cost_usd
-            )
+            if verdict.usage is not None or verdict.cost_usd is not None:
+                result.judge_usage, result.judge_cost_usd, known = add_spend(
+                    result.judge_usage, result.judge_cost_usd, known, verdict.usage, verdict.cost_usd
+                )
         if not values:
             result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
             return result

@@ -188,18 +188,19 @@ def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
         raise ValueError("tolerance must be >= 0")
 
     def score(output: str, sample: Sample) -> Score:
-        expected = " or ".join(repr(t) for t in sample.targets)
+        targets = sample.targets
+        expected = " or ".join(map(repr, targets))
         if mode == "numeric":
             predicted = extract_number(output)
             if predicted is None:
                 return Score(value=0.0, explanation=f"no number found in the output; expected {expected}")
-            references = [n for t in sample.targets if (n := extract_number(t)) is not None]
+            references = [n for t in targets if (n := extract_number(t)) is not None]
             if not references:
                 return Score(value=0.0, answer=str(predicted), explanation=f"no number in the reference {expected}")
             hit = any(same_number(predicted, reference, tolerance) for reference in references)
             verdict = "equals" if hit else "differs from"
             return Score(value=float(hit), answer=str(predicted), explanation=f"read {predicted}; {verdict} {expected}")
-        best = max(exact_match(output, target, mode) for target in sample.targets)
+        best = max([exact_match(output, target, mode) for target in targets])
         verdict = "matches" if best else "does not match"
         return Score(value=best, explanation=f"{mode}: output {verdict} {expected}")
 
