@@ -63,6 +63,10 @@ U64 = NDArray[np.uint64]
 Bool = NDArray[np.bool_]
 
 _CHUNK_BYTES: Final[int] = 1 << 24
+# The runner's end-of-session summary reads in small blocks: the parse's temporaries then stay ~10 MB
+# whatever the file's size, so a run's peak memory does not grow with its records (bench/overhead.py),
+# at no cost in speed; report and compare, one-shot readers of files up to GBs, use the larger blocks.
+SMALL_BLOCK_BYTES: Final[int] = 1 << 20
 # Zero bytes after each chunk, so that checking a key at the very end never indexes past the buffer.
 _PAD: Final[int] = 64
 # Numbers are gathered into fixed-width cells; repr() of any float64 fits in 24 characters.
@@ -818,14 +822,15 @@ class _Blocks:
     of a block moves to the front for the next block. A line longer than the buffer doubles it.
     """
 
-    def __init__(self, path: Path, start: int = 0, stop: int | None = None) -> None:
+    def __init__(self, path: Path, start: int = 0, stop: int | None = None, capacity: int = _CHUNK_BYTES) -> None:
         self.path = path
         self.start = start
         self.stop = stop
+        self.capacity = capacity
         self.torn = 0
 
     def __iter__(self) -> Iterator[tuple[_Buffer, int]]:
-        capacity = _CHUNK_BYTES
+        capacity = self.capacity
         buf = np.zeros(capacity + 2 * _PAD, dtype=np.uint8)
         filled = 0
         offset = self.start
@@ -861,15 +866,19 @@ class _Blocks:
                 buf[:filled] = buf[cut:total].copy()
 
 
+_EMPTY: Final = np.zeros(0)
+_EMPTY_HASHES: Final = np.zeros((0, 2), dtype=np.uint64)
+
+
 def _concat(parts: list[Any], dtype: Any, shape: tuple[int, ...] = ()) -> Any:
     return np.concatenate(parts) if parts else np.zeros((0, *shape), dtype=dtype)
 
 
 def _load_range(
-    path: Path, start: int, stop: int | None, keys: Sequence[str], fast: bool, light: bool
+    path: Path, start: int, stop: int | None, keys: Sequence[str], fast: bool, light: bool, block_bytes: int
 ) -> tuple[list[_Chunk], int]:
     """The chunks of bytes ``start:stop`` and the length of a torn tail (run in a worker process)."""
-    blocks = _Blocks(path, start, stop)
+    blocks = _Blocks(path, start, stop, block_bytes)
     chunks = [_parse_chunk(block, offset, keys, fast, light) for block, offset in blocks]
     return chunks, blocks.torn
 
@@ -918,6 +927,7 @@ def load_columns(
     workers: int = 1,
     light: bool = False,
     start: int = 0,
+    block_bytes: int = _CHUNK_BYTES,
 ) -> RunColumns:
     """Stream samples.jsonl into columns, keeping the latest record of every ``(sample_id, epoch)``.
 
@@ -930,7 +940,7 @@ def load_columns(
     (judge cost) or empty (scorers) for every row. A missing file reads as no records; a torn last line
     (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file
     and line. ``start`` (the beginning of a line) reads only the bytes from there; line numbers then
-    count from it.
+    count from it. ``block_bytes`` is the size of the blocks read (the parse's temporaries scale with it).
     """
     keys = list(scorer_keys)
     size = samples_path.stat().st_size if samples_path.exists() else 0
@@ -947,10 +957,11 @@ def load_columns(
             # fork: a fresh interpreter would pay the imports again. Only ``compare`` asks for workers, from
             # the single-threaded CLI; the runner (which has threads, unsafe to fork) never does.
             with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("fork")) as pool:
-                futures = [pool.submit(_load_range, samples_path, a, b, keys, fast, light) for a, b in ranges]
+                read = (keys, fast, light, block_bytes)
+                futures = [pool.submit(_load_range, samples_path, a, b, *read) for a, b in ranges]
                 parts = [future.result() for future in futures]
         else:
-            parts = [_load_range(samples_path, a, b, keys, fast, light) for a, b in ranges]
+            parts = [_load_range(samples_path, a, b, keys, fast, light, block_bytes) for a, b in ranges]
     except _DamagedLine as exc:
         line = _line_number(samples_path, exc.offset)
         raise ArtifactError(f"{samples_path}:{line}: not a sample record; the file is damaged") from None
@@ -971,16 +982,25 @@ def load_columns(
         type_lut = np.array([_code(types, type_index, t) for t in chunk.error_type_name] + [-1], dtype=np.int32)
         chunk.error_type = type_lut[chunk.error_type]  # -1 indexes the appended -1
     names = list(dict.fromkeys([*keys, *(name for c in chunks for name in c.scorers)]))
-    scorers = {
-        name: _concat([c.scorers.get(name, np.full(c.size, np.nan)) for c in chunks], np.float64) for name in names
-    }
+    scorers = {}
+    for name in names:
+        joined = [c.scorers.pop(name) if name in c.scorers else np.full(c.size, np.nan) for c in chunks]
+        scorers[name] = _concat(joined, np.float64)
+        del joined
     retries_by_row: dict[int, dict[str, int]] = {}
     base = 0
     for c in chunks:
         retries_by_row.update({base + row: value for row, value in c.retries.items()})
         base += c.size
-    rows = {name: _concat([getattr(c, name) for c in chunks], dtype) for name, (dtype, _) in _ROW_COLUMNS.items()}
+    # Column by column, each chunk's part dropped once joined: the peak holds one column twice, not all.
+    rows = {}
+    for name, (dtype, _) in _ROW_COLUMNS.items():
+        rows[name] = _concat([getattr(c, name) for c in chunks], dtype)
+        for c in chunks:
+            setattr(c, name, _EMPTY)
     sample_hash = _concat([c.sample_hash for c in chunks], np.uint64, (2,))
+    for c in chunks:
+        c.sample_hash = _EMPTY_HASHES
     columns = RunColumns(
         axes=axes,
         error_types=types,
@@ -1175,7 +1195,7 @@ def summarize(
     keys = scorer_keys(manifest)
     if not keep_cache:
         return summarize_columns(load_columns(samples_path, keys), manifest, ci_method)
-    columns = load_columns_cached(samples_path, keys)
+    columns = load_columns_cached(samples_path, keys, block_bytes=SMALL_BLOCK_BYTES)
     save_columns_cache(samples_path, columns, keys)
     return summarize_columns(columns, manifest, ci_method)
 
@@ -1254,7 +1274,12 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
 
 
 def load_columns_cached(
-    samples_path: Path, scorer_keys: Sequence[str] = (), *, workers: int = 1, light: bool = False
+    samples_path: Path,
+    scorer_keys: Sequence[str] = (),
+    *,
+    workers: int = 1,
+    light: bool = False,
+    block_bytes: int = _CHUNK_BYTES,
 ) -> RunColumns:
     """``load_columns`` that reads only the lines appended since the cache was written, when it is valid.
 
@@ -1265,13 +1290,13 @@ def load_columns_cached(
     """
     cached = _read_columns_cache(samples_path, scorer_keys)
     if cached is None:
-        return load_columns(samples_path, scorer_keys, workers=workers, light=light)
+        return load_columns(samples_path, scorer_keys, workers=workers, light=light, block_bytes=block_bytes)
     base, covered = cached
-    tail = load_columns(samples_path, scorer_keys, start=covered)
+    tail = load_columns(samples_path, scorer_keys, start=covered, block_bytes=block_bytes)
     if tail.lines_read == 0:
         return replace(base, torn_bytes=tail.torn_bytes)
     if tail.n != tail.lines_read or np.isin(tail.key_hash[:, 0], base.key_hash[:, 0]).any():
-        return load_columns(samples_path, scorer_keys, workers=workers, light=light)
+        return load_columns(samples_path, scorer_keys, workers=workers, light=light, block_bytes=block_bytes)
     return _concat_columns(base, tail)
 
 

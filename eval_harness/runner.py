@@ -91,11 +91,10 @@ _second_text: tuple[int, str] = (-1, "")
 def _now() -> str:
     """UTC time in ISO 8601 with milliseconds; the text of the second is reused, as this runs once per record."""
     global _second_text
-    now = time.time()
-    second = int(now)
+    second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
     if second != _second_text[0]:
         _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second_text[1]}.{int(now * 1000) % 1000:03d}Z"
+    return f"{_second_text[1]}.{millisecond:03d}Z"
 
 
 def _harness_version() -> str:

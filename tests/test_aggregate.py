@@ -267,15 +267,23 @@ def test_parallel_workers_read_the_same_columns(tmp_path: Path) -> None:
     assert one.n == 300
 
 
-def test_lines_longer_than_a_block_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import eval_harness.aggregate as aggregate
-
-    monkeypatch.setattr(aggregate, "_CHUNK_BYTES", 256)
+def test_lines_longer_than_a_block_are_read(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
     write_records(path, [record("a"), record("b", output="x" * 2000), record("c")])
-    columns = load_columns(path, KEYS)
+    columns = load_columns(path, KEYS, block_bytes=256)
     assert columns.n == 3
     assert_same_columns(columns, load_columns(path, KEYS, fast=False))
+
+
+def test_small_blocks_read_the_same_columns(tmp_path: Path) -> None:
+    # The runner's summary reads in small blocks to keep its memory flat; nothing else may change.
+    path = tmp_path / "samples.jsonl"
+    records = [record(f"s{i}", axis=["a", "b"][i % 2], score=float(i % 3 == 0)) for i in range(400)]
+    records.append(record("s7", score=0.5))  # a superseding record in a later block
+    write_records(path, records)
+    small = load_columns(path, KEYS, block_bytes=4096)
+    assert_same_columns(small, load_columns(path, KEYS))
+    assert small.n == 400
 
 
 def test_read_records_at_returns_whole_records(tmp_path: Path) -> None:

@@ -1,13 +1,12 @@
-"""A lean HTTP/1.1 transport for ``httpx.AsyncClient``: asyncio protocols and an O(1) connection pool.
+"""A lean HTTP/1.1 client pool: asyncio protocols and an O(1) connection pool.
 
 Why not httpx's default transport: httpcore's pool checks every pooled connection for readability (a
 ``getpeername`` system call each) for every request it assigns, which at 64 requests in flight costs ~20 ms
 of CPU per request, so a 64-wide run became CPU-bound at 7x its physical limit (bench/throughput.py,
-"httpx" rows). No library in our set offers another asyncio HTTP pool, so this transport plugs into the slot
-httpx provides for exactly that (``AsyncBaseTransport``): providers keep using ``httpx.AsyncClient``,
-requests and responses stay httpx objects, and httpx still decodes bodies. It speaks only what LLM APIs
-need: HTTP/1.1 over TCP or TLS, Content-Length, chunked and read-until-close bodies, keep-alive. No proxies
-and no HTTP/2: ``--model-arg http_transport=httpx`` selects httpx's own transport for those.
+"httpx" rows). No library in our set offers another asyncio HTTP pool. It speaks only what LLM APIs need:
+HTTP/1.1 over TCP or TLS, Content-Length, chunked and read-until-close bodies, keep-alive. No proxies and
+no HTTP/2: ``--model-arg http_transport=httpx`` selects httpx for those. ``_wires.PooledWire`` uses it
+directly; ``_httpx_pool.PooledTransport`` puts it under an ``httpx.AsyncClient``.
 
 Timeouts: ``connect`` bounds the TCP/TLS handshake and ``read`` the longest silence while a response is
 awaited. A request sent on a keep-alive connection that the server had already closed (no byte of a
@@ -21,8 +20,6 @@ import os
 import ssl
 from collections import deque
 from typing import NamedTuple
-
-import httpx
 
 _MAX_HEAD_BYTES = 64 * 1024
 Origin = tuple[str, str, int]
@@ -364,39 +361,6 @@ class ConnectionPool:
         self._idle.clear()
 
 
-class PooledTransport(httpx.AsyncBaseTransport):
-    """``ConnectionPool`` behind httpx's transport interface; pool failures become the httpx exceptions."""
-
-    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
-        self.pool = ConnectionPool(max_connections, connect_timeout, read_timeout)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        origin = origin_of(url.scheme, url.host, url.port)
-        body = await request.aread()
-        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
-        head.extend(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw)
-        if "content-length" not in request.headers and body:
-            head.append(b"content-length: %d\r\n" % len(body))
-        head.append(b"\r\n")
-        try:
-            raw = await self.pool.exchange(origin, b"".join(head) + body)
-        except ConnectTimedOut as exc:
-            raise httpx.ConnectTimeout(str(exc), request=request) from None
-        except ReadTimedOut as exc:
-            raise httpx.ReadTimeout(str(exc), request=request) from None
-        except ConnectFailed as exc:
-            raise httpx.ConnectError(str(exc), request=request) from None
-        except ConnectionDropped as exc:
-            raise httpx.ReadError(str(exc), request=request) from None
-        except MalformedResponse as exc:
-            raise httpx.RemoteProtocolError(str(exc), request=request) from None
-        return httpx.Response(raw.status, headers=raw.headers, content=raw.body, request=request)
-
-    async def aclose(self) -> None:
-        await self.pool.aclose()
-
-
 __all__ = [
     "ConnectFailed",
     "ConnectTimedOut",
@@ -404,7 +368,6 @@ __all__ = [
     "ConnectionPool",
     "MalformedResponse",
     "Origin",
-    "PooledTransport",
     "RawResponse",
     "ReadTimedOut",
     "TransportError",

@@ -140,7 +140,7 @@ class HttpxWire:
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
         transport = None
         if lean_pool:
-            from eval_harness.providers._transport import PooledTransport
+            from eval_harness.providers._httpx_pool import PooledTransport
 
             transport = PooledTransport(size, timeout["connect"], timeout["read"])
         # transport=None: httpx builds its own, which also honours HTTP(S)_PROXY from the environment

@@ -185,7 +185,7 @@ class _Tally:
     """What one sample's calls cost: attempts, retries by cause, seconds waited."""
 
     attempts: int = 0
-    retries: Counter[str] = field(default_factory=Counter)
+    retries: dict[str, int] = field(default_factory=dict)
     waited: float = 0.0
 
 
@@ -257,7 +257,7 @@ class Gateway:
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
-        return GenerationOutcome(completion, error, tally.attempts, dict(tally.retries), tally.waited)
+        return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
 
     async def _attempt(self, request: GenerateRequest, tally: _Tally) -> Completion:
         """One call: admission, then the provider; feeds the adaptive limit and the token budget."""
@@ -299,7 +299,7 @@ class Gateway:
         def before_sleep(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
             if isinstance(error, ProviderError) and error.retry_cause is not None:
-                tally.retries[error.retry_cause] += 1
+                tally.retries[error.retry_cause] = tally.retries.get(error.retry_cause, 0) + 1
             tally.waited += state.next_action.sleep if state.next_action is not None else 0.0
 
         retrying = AsyncRetrying(

@@ -163,6 +163,8 @@ def combine(values: Mapping[str, float], specs: Sequence[ScorerSpec]) -> float:
     Scorers absent from ``values`` (skipped) take no part. Gates are pass/fail conditions, not part of
     the mean, unless every present scorer is a gate.
     """
+    if len(specs) == 1 and not specs[0].gate and specs[0].key in values:
+        return values[specs[0].key]  # one scorer: its value (the common case, once per sample)
     present = [s for s in specs if s.key in values]
     for spec in present:
         if spec.gate and values[spec.key] < 1.0:

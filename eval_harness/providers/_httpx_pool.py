@@ -1,0 +1,57 @@
+"""``PooledTransport``: the lean pool of ``_transport`` behind httpx's transport interface.
+
+Used by ``--model-arg http_transport=httpx-pooled`` (an ``httpx.AsyncClient`` on the lean pool), which the
+throughput benchmark sets beside the default wire to measure what httpx's client machinery costs.
+Its own module so that nothing else pays for importing httpx (~90 ms: it imports its command line, rich
+and pygments).
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from eval_harness.providers._transport import (
+    ConnectFailed,
+    ConnectionDropped,
+    ConnectionPool,
+    ConnectTimedOut,
+    MalformedResponse,
+    ReadTimedOut,
+    origin_of,
+)
+
+
+class PooledTransport(httpx.AsyncBaseTransport):
+    """``ConnectionPool`` behind httpx's transport interface; pool failures become the httpx exceptions."""
+
+    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
+        self.pool = ConnectionPool(max_connections, connect_timeout, read_timeout)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        origin = origin_of(url.scheme, url.host, url.port)
+        body = await request.aread()
+        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
+        head.extend(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw)
+        if "content-length" not in request.headers and body:
+            head.append(b"content-length: %d\r\n" % len(body))
+        head.append(b"\r\n")
+        try:
+            raw = await self.pool.exchange(origin, b"".join(head) + body)
+        except ConnectTimedOut as exc:
+            raise httpx.ConnectTimeout(str(exc), request=request) from None
+        except ReadTimedOut as exc:
+            raise httpx.ReadTimeout(str(exc), request=request) from None
+        except ConnectFailed as exc:
+            raise httpx.ConnectError(str(exc), request=request) from None
+        except ConnectionDropped as exc:
+            raise httpx.ReadError(str(exc), request=request) from None
+        except MalformedResponse as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from None
+        return httpx.Response(raw.status, headers=raw.headers, content=raw.body, request=request)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+__all__ = ["PooledTransport"]
