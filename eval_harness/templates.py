@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 import jinja2
+from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from eval_harness.errors import TemplateError
@@ -34,11 +35,13 @@ class PromptTemplate:
     _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict)
     _system: ChatMessage | None = None
     _base: dict[str, Any] = field(default_factory=dict)
+    _plain: list[tuple[bool, str]] | None = None
 
     def __post_init__(self) -> None:
         # Jinja merges its globals into every render's context; merging them once here and rendering with a
         # shared context halves the cost of a render, which runs once per sample.
         self._base.update(self._template.globals, **self.variables)
+        object.__setattr__(self, "_plain", _plain_parts(self._template))
         if self.system_prompt:
             object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
 
@@ -62,8 +65,10 @@ class PromptTemplate:
             "metadata": sample.metadata,
         }
         template = self._template
+        text = _plain_render(self._plain, context) if self._plain is not None else None
         try:
-            text = "".join(template.root_render_func(template.new_context(context, shared=True)))
+            if text is None:
+                text = "".join(template.root_render_func(template.new_context(context, shared=True)))
         except Exception:
             try:
                 template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
@@ -83,6 +88,38 @@ class PromptTemplate:
         if cached is None:
             cached = self._example_cache[key] = [_example(e) for e in examples]
         return cached
+
+
+def _plain_parts(template: jinja2.Template) -> list[tuple[bool, str]] | None:
+    """A template made only of text and ``{{ name }}`` references, as ``(is_text, text_or_name)`` parts;
+    None for any other template.
+
+    Such a template renders by joining strings, ~20x faster than through Jinja's render machinery (which
+    builds a context object and a generator per render); the output is the same, ``str()`` of each value.
+    """
+    source = template.filename and Path(template.filename).read_text(encoding="utf-8")
+    if not source:
+        return None
+    tree = template.environment.parse(source)
+    if len(tree.body) != 1 or not isinstance(tree.body[0], nodes.Output):
+        return None
+    parts: list[tuple[bool, str]] = []
+    for node in tree.body[0].nodes:
+        if isinstance(node, nodes.TemplateData):
+            parts.append((True, node.data))
+        elif isinstance(node, nodes.Name) and node.ctx == "load":
+            parts.append((False, node.name))
+        else:
+            return None
+    return parts
+
+
+def _plain_render(parts: list[tuple[bool, str]], context: dict[str, Any]) -> str | None:
+    """The text of a plain template; None when a name is missing (Jinja's path then raises its error)."""
+    try:
+        return "".join([value if is_text else str(context[value]) for is_text, value in parts])
+    except KeyError:
+        return None
 
 
 def _example(sample: Sample) -> dict[str, Any]:

@@ -312,3 +312,26 @@ def test_openbookqa_maps_choices_and_letters_from_the_original_file() -> None:
     samples = list(iter_samples(path, spec))
     assert validate_dataset(path, spec).ok and len(samples) == 500
     assert all(len(s.choices or []) == 4 and s.target in "ABCD" for s in samples)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"id": "a", "input": "q", "target": "t", "axis": "x"},
+        {"id": "b", "input": "q", "target": ""},
+        {"input": "q", "target": "t"},
+        {"id": "c", "input": "  ", "target": "t"},
+        {"id": "d", "input": "q", "target": "t", "axis": " "},
+        {"id": "e", "input": "q", "target": "t", "axis": None},
+        {"id": "f", "input": "q", "target": "t", "tags": ["k"], "extra": 1},
+        {"id": "g", "input": "q", "target": 7},
+    ],
+)
+def test_the_plain_line_shortcut_reads_exactly_what_the_general_path_reads(tmp_path: Path, line: dict) -> None:
+    # A mapping of each field onto itself forces the general path; the results must not differ.
+    path = tmp_path / "d.jsonl"
+    write_jsonl(path, [line])
+    identity = DatasetSpec(fields={"input": "input"})
+    plain, general = validate_dataset(path), validate_dataset(path, identity)
+    assert plain.problem_lines() == general.problem_lines()
+    assert list(iter_samples(path)) == list(iter_samples(path, identity))

@@ -131,3 +131,33 @@ def test_jinja_globals_such_as_range_stay_available(tmp_path: Path) -> None:
     write(tmp_path, "t.jinja2", "{% for i in range(3) %}{{ i }}{% endfor %} {{ input }}")
     (message,) = load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"))
     assert message.content == "012 a"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ input }}\nReply with the answer only.\n",
+        "Q: {{input}} -> {{ target }} {{ choices }} {{ letters }} {{ metadata }}\n\n",
+        "  {{ input }}  {{ input }}",
+        "no variables at all\n",
+    ],
+)
+def test_a_plain_template_renders_as_jinja_would(tmp_path: Path, body: str) -> None:
+    # Text-and-names templates skip Jinja's render machinery; the text must be the same to the character.
+    write(tmp_path, "t.jinja2", body)
+    fast = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
+    slow = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
+    object.__setattr__(slow, "_plain", None)
+    assert fast._plain is not None
+    samples = [
+        Sample(id="1", input="{{ 7 * 7 }}\n", target="49"),
+        Sample(id="2", input="Pick one", target="B", choices=["a", "b"], metadata={"k": [1, None]}),
+    ]
+    for sample in samples:
+        assert fast.render(sample) == slow.render(sample)
+
+
+def test_templates_with_logic_or_filters_take_jinja_s_path(tmp_path: Path) -> None:
+    for body in ("{{ input | upper }}", "{% if input %}{{ input }}{% endif %}", "{{ metadata.k }}", "{{ 1 + 1 }}"):
+        write(tmp_path, "t.jinja2", body)
+        assert load_template(tmp_path, "t.jinja2")._plain is None
