@@ -1,5 +1,5 @@
 """``python -m eval_harness`` runs the CLI."""
 
-from eval_harness.cli.app import main
+from eval_harness.cli.app import run_process
 
-main()
+run_process()

@@ -281,3 +281,16 @@ def test_dry_run_needs_no_api_key_and_prices_the_prompts(
     assert "cost ≤ $" in result.out and "unknown" not in result.out
     without = cli("run", "--task", "capability_profile", "--model", "openai/gpt-4o-mini", "--output-dir", tmp_path)
     assert without.code == 2 and "no API key; set OPENAI_API_KEY" in without.err
+
+
+def test_the_process_entry_point_keeps_exit_codes_and_every_line_of_output(tmp_path: Path) -> None:
+    # run_process ends with os._exit (no interpreter teardown): nothing printed may be lost, no code changed.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(f'{{"id": "x", "input": "q{i}", "target": "t"}}\n' for i in range(80)))
+    result = run_subprocess("validate-dataset", "--path", bad)
+    assert result.code == 1
+    assert result.out.count("duplicate id 'x'") == 50 and result.out.endswith("... and 29 more problems\n")
+    assert run_subprocess("validate-dataset", "--path", tmp_path / "missing.jsonl").code == 2
+    assert run_subprocess("no-such-command").code == 2
+    done = run_subprocess("tasks")
+    assert done.code == 0 and "capability_profile" in done.out and done.out.endswith("\n")

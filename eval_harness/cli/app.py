@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -55,3 +57,29 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+def run_process() -> NoReturn:
+    """The console script and ``python -m eval_harness``: ``main``, then exit without the interpreter's
+    teardown.
+
+    Tearing the interpreter down (freeing every module, pydantic's schemas, numpy) takes ~0.2 s after the
+    work is done, a fifth of a short command. Every file we write is closed and fsync'ed before ``main``
+    ends, so skipping the teardown loses nothing; stdout and stderr are flushed first. An unexpected
+    exception still takes the normal path, so its traceback is printed.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        if isinstance(exc.code, int) or exc.code is None:
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said on it
+            pass
+    os._exit(code)
