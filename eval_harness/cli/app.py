@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -78,8 +79,6 @@ def run_process() -> NoReturn:
             print(exc.code, file=sys.stderr)
             code = 1
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said on it
-            pass
     os._exit(code)
