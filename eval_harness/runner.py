@@ -731,21 +731,39 @@ class Runner:
         frontier = Position(point.frontier_offset, point.frontier_line, -1)
         return _Start(tail, point.done_keys + tail.lines, frontier, point.taken_before_frontier)
 
-    def _write_resume_point(self) -> None:
-        """Record where a resume can start; called right after samples.jsonl was made durable."""
+    def _resume_point(self) -> dict[str, Any] | None:
+        """What a resume point made now would say, but its digest (read once the bytes are durable)."""
         writer, tracker = self._writer, self._tracker
         if writer is None or not self.plan.manifest.dataset.seekable:
-            return
-        point = ResumePoint(
-            samples_bytes=writer.size,
-            samples_digest=tail_digest(self._paths.samples, writer.size),
-            done_keys=self._done_before + writer.written,
-            frontier_offset=tracker.frontier.offset,
-            frontier_line=tracker.frontier.line,
-            taken_before_frontier=tracker.taken_before,
-            keys_beyond=tracker.keys_beyond(),
-        )
-        write_atomic(self._paths.resume_point, point.model_dump_json().encode())
+            return None
+        return {
+            "samples_bytes": writer.size,
+            "done_keys": self._done_before + writer.written,
+            "frontier_offset": tracker.frontier.offset,
+            "frontier_line": tracker.frontier.line,
+            "taken_before_frontier": tracker.taken_before,
+            "keys_beyond": tracker.keys_beyond(),
+        }
+
+    def _store_resume_point(self, fields: dict[str, Any]) -> None:
+        """Write the resume point; only ever after samples.jsonl is durable up to ``samples_bytes``."""
+        digest = tail_digest(self._paths.samples, fields["samples_bytes"])
+        write_atomic(self._paths.resume_point, ResumePoint(samples_digest=digest, **fields).model_dump_json().encode())
+
+    def _sync_soon(self) -> None:
+        """fsync in the writer's thread, then the resume point of this moment (so it never claims a record
+        the file may still lose)."""
+        assert self._writer is not None
+        if self._writer.syncing:
+            return  # the next record due will try again
+        fields = self._resume_point()
+        self._writer.sync_soon(None if fields is None else lambda _size: self._store_resume_point(fields))
+
+    def _write_resume_point(self) -> None:
+        """Record where a resume can start; called right after samples.jsonl was made durable."""
+        fields = self._resume_point()
+        if fields is not None:
+            self._store_resume_point(fields)
 
     def _previous_outputs(self, path: Path, scan: KeyScan) -> dict[str, dict[str, Any]]:
         """Records with a scoring error whose output can be re-scored without calling the model."""
@@ -796,10 +814,10 @@ class Runner:
 
     def _append(self, record: dict[str, Any], started: float) -> None:
         assert self._writer is not None
-        synced = self._writer.append(record)
+        due = self._writer.append(record)
         self._tracker.recorded(record["sample_id"], record["epoch"])
-        if synced:
-            self._write_resume_point()
+        if due:
+            self._sync_soon()
         progress = self._progress
         progress.done += 1
         progress.session_done += 1

@@ -157,3 +157,23 @@ def test_lock_is_free_again_after_release(tmp_path: Path) -> None:
     with pytest.raises(RunLockedError):
         RunLock(tmp_path).acquire()
     lock.release()
+
+
+def test_sync_soon_reports_the_size_it_made_durable_and_its_failures(tmp_path: Path) -> None:
+    path = tmp_path / "samples.jsonl"
+    writer = SampleWriter(path, fsync_interval_s=0)
+    assert writer.append(record("a")) is True  # interval 0: a sync is due after every record
+    size_then = writer.size
+    seen: list[int] = []
+    writer.sync_soon(seen.append)
+    writer.append(record("b"))  # appended while the fsync may still run: not claimed by it
+    writer.sync()
+    assert seen == [size_then] and not writer.syncing
+
+    def broken(_size: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    writer.sync_soon(broken)
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+    assert [json.loads(line)["sample_id"] for line in path.read_text().splitlines()] == ["a", "b"]
