@@ -177,3 +177,12 @@ def test_sync_soon_reports_the_size_it_made_durable_and_its_failures(tmp_path: P
     with pytest.raises(OSError, match="No space left"):
         writer.close()
     assert [json.loads(line)["sample_id"] for line in path.read_text().splitlines()] == ["a", "b"]
+
+
+def test_a_failed_write_raises_at_once() -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full (Linux) to fail writes with ENOSPC")
+    writer = SampleWriter(Path("/dev/full"))
+    with pytest.raises(OSError, match="No space left"):
+        writer.append(record("a"))
+    writer.close()
