@@ -29,6 +29,7 @@ class FrontierTracker:
 
     def __init__(self, epochs: int, start: Position = START, taken_before: int = 0) -> None:
         self._epochs = epochs
+        self._all_epochs = frozenset(range(epochs))
         self._window: OrderedDict[str, _Open] = OrderedDict()
         self.frontier = start
         self.taken_before = taken_before
@@ -36,8 +37,10 @@ class FrontierTracker:
     def seen(self, sample_id: str, position: Position, recorded: Iterable[int]) -> None:
         """A sample counted toward --limit was reached; ``recorded`` are its epochs already in the file."""
         done = list(recorded)
-        self._window[sample_id] = _Open(position, set(range(self._epochs)) - set(done), done)
-        self._advance()
+        pending = set(self._all_epochs).difference(done) if done else set(self._all_epochs)
+        self._window[sample_id] = _Open(position, pending, done)
+        if not pending:  # else the window's front cannot have moved: it was pending before, and still is
+            self._advance()
 
     def recorded(self, sample_id: str, epoch: int) -> None:
         """One epoch of a sample in the window was written."""
@@ -45,7 +48,8 @@ class FrontierTracker:
         if entry is not None and epoch in entry.pending:
             entry.pending.discard(epoch)
             entry.recorded.append(epoch)
-            self._advance()
+            if not entry.pending:
+                self._advance()
 
     def keys_beyond(self) -> list[str]:
         """Record keys already written for samples at or after the frontier."""

@@ -116,7 +116,11 @@ class AdaptiveConcurrency:
 
     async def acquire(self) -> float:
         """Wait for a slot; returns the seconds spent waiting."""
-        if not self._waiters and self.in_flight < int(self.limit) and self._pause_until <= self._clock():
+        if (
+            not self._waiters
+            and self.in_flight < int(self.limit)
+            and (not self._pause_until or self._pause_until <= self._clock())
+        ):
             self._take()
             return 0.0
         started = self._clock()
