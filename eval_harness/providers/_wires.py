@@ -7,9 +7,9 @@ shared ``httpx.AsyncClient`` instead (``--model-arg http_transport=httpx``: http
 honours HTTP(S)_PROXY; ``http_transport=httpx-pooled``: the same client on the lean pool).
 
 Why the default bypasses ``httpx.AsyncClient``: its per-request machinery (request building, header
-merging, the cookie jar, response decoding) costs ~0.3 ms of CPU per call, measured side by side with the
-same pool underneath (bench/throughput.py, rows "httpx-pooled" and "pooled") — more than the rest of the
-runner spends on a sample. LLM APIs need none of it: a fixed set of headers, a JSON body, no cookies and
+merging, the cookie jar, response decoding) costs ~0.25-0.6 ms of CPU per call, measured side by side with
+the same pool underneath (bench/throughput.py, rows "httpx-pooled" and "pooled") — as much as the rest of
+the runner spends on a sample. LLM APIs need none of it: a fixed set of headers, a JSON body, no cookies and
 no redirects.
 """
 
