@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from typing import TYPE_CHECKING
 
 from eval_harness.cli.render import money, pct, stderr, stdout
 from eval_harness.cli.render.profile import print_profile
 from eval_harness.runner import DryRun, RunResult
 from eval_harness.runner import Progress as RunProgress
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 def print_result(result: RunResult) -> None:
@@ -48,6 +50,9 @@ class ProgressDisplay:
         self._progress: Progress | None = None
         self._task: TaskID | None = None
         if self._interactive:
+            # Imported here: a run whose output is not a terminal never draws the bar.
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
