@@ -37,7 +37,8 @@ class FrontierTracker:
     def seen(self, sample_id: str, position: Position, recorded: Iterable[int]) -> None:
         """A sample counted toward --limit was reached; ``recorded`` are its epochs already in the file."""
         done = list(recorded)
-        pending = set(self._all_epochs).difference(done) if done else set(self._all_epochs)
+        pending = set(self._all_epochs)
+        pending.difference_update(done)
         self._window[sample_id] = _Open(position, pending, done)
         if not pending:  # else the window's front cannot have moved: it was pending before, and still is
             self._advance()
