@@ -34,6 +34,7 @@ import orjson
 from numpy.typing import NDArray
 
 from eval_harness.artifacts import tail_digest
+from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
 from eval_harness.types import AxisStats, RunManifest, RunSummary
@@ -1212,8 +1213,6 @@ _CACHE_VERSION: Final[int] = 1
 
 def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Sequence[str]) -> None:
     """Write the columns of every complete line of ``samples_path`` beside it, atomically."""
-    import os
-
     covered = samples_path.stat().st_size - columns.torn_bytes if samples_path.exists() else 0
     meta = {
         "version": _CACHE_VERSION,
@@ -1231,13 +1230,9 @@ def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Seq
     arrays.update(sample_hash=columns.sample_hash, key_hash=columns.key_hash)
     arrays.update({f"scorer_{i}": values for i, values in enumerate(columns.scorers.values())})
     arrays["meta"] = np.frombuffer(orjson.dumps(meta), dtype=np.uint8)
-    target = samples_path.with_name(COLUMNS_CACHE)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    with tmp.open("wb") as handle:
+    # A lost rename only means a slower next read (the cache names the bytes it covers): no directory fsync.
+    with atomic_file(samples_path.with_name(COLUMNS_CACHE), sync_directory=False) as handle:
         np.savez(handle, **arrays)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, target)
 
 
 def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple[RunColumns, int] | None:

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from eval_harness.durable import write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
 from eval_harness.types import SCHEMA_VERSION, ResumePoint, RunManifest, RunSummary, SampleRecord
 
@@ -87,25 +88,6 @@ class RunPaths:
     @property
     def resume_point(self) -> Path:
         return self.dir / RESUME_POINT
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a mix."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def write_model(path: Path, model: BaseModel) -> None:

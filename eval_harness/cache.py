@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,14 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from eval_harness.durable import TEMP_SUFFIX, atomic_file
 from eval_harness.types import Completion
 
 CACHE_SCHEMA_VERSION = 1
 _ENTRY_SUFFIX = ".json"
-_TEMP_SUFFIX = ".tmp"
-_OURS = re.compile(r"^([0-9a-f]{64}\.json|\.[0-9a-f]{64}\.\d+\.[0-9a-f]+\.tmp)$")
+# Entries, and the temporaries of atomic_file (``.KEY.json.PID.RANDOM.tmp``; ``.KEY.PID.RANDOM.tmp`` from
+# earlier builds): `cache clear` deletes only what it recognises.
+_OURS = re.compile(r"^([0-9a-f]{64}\.json|\.[0-9a-f]{64}(\.json)?\.\d+\.[0-9a-f]+\.tmp)$")
 
 
 def default_cache_dir() -> Path:
@@ -76,7 +77,7 @@ class ResponseCache:
             return None
 
     def put(self, key: str, completion: Completion) -> None:
-        """Store ``completion`` atomically: temp file, fsync, rename."""
+        """Store ``completion`` atomically: temp file, fsync, rename (``durable.atomic_file``)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = orjson.dumps(
@@ -86,19 +87,9 @@ class ResponseCache:
                 "completion": completion.model_dump(mode="json", exclude={"cached"}),
             }
         )
-        tmp = path.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
+        # Entries are cheap to recompute: no directory fsync per entry (a lost rename is a cache miss).
+        with atomic_file(path, mode=0o600, sync_directory=False) as handle:
+            handle.write(data)
 
     def _files(self) -> list[Path]:
         if not self.directory.is_dir():
@@ -117,7 +108,7 @@ class ResponseCache:
                 size += path.stat().st_size
             except FileNotFoundError:
                 continue
-            if path.name.endswith(_TEMP_SUFFIX):
+            if path.name.endswith(TEMP_SUFFIX):
                 temps += 1
             else:
                 entries += 1

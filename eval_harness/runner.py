@@ -34,7 +34,6 @@ from eval_harness.artifacts import (
     repair_tail,
     scan_keys,
     tail_digest,
-    write_atomic,
     write_model,
 )
 from eval_harness.config import RunConfig, Settings, redact
@@ -48,6 +47,7 @@ from eval_harness.datasets import (
     validate_dataset,
 )
 from eval_harness.datasets import sample as sample_subset
+from eval_harness.durable import write_atomic
 from eval_harness.errors import (
     ArtifactError,
     AuthenticationError,

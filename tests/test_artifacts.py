@@ -18,8 +18,8 @@ from eval_harness.artifacts import (
     record_key,
     repair_tail,
     scan_keys,
-    write_atomic,
 )
+from eval_harness.durable import atomic_file, write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
 from eval_harness.types import ChatMessage, ErrorInfo, SampleRecord
 
@@ -63,6 +63,16 @@ def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) 
     write_atomic(path, b"new")
     assert path.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_a_write_that_fails_halfway_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError), atomic_file(path) as handle:
+        handle.write(b"half of the new")
+        raise RuntimeError("disk gone")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
 def test_repair_tail_drops_only_a_torn_last_line(tmp_path: Path) -> None:

@@ -98,10 +98,11 @@ def test_info_counts_entries_and_leftover_temp_files(tmp_path: Path) -> None:
     for number in range(3):
         cache.put(cache_key("s", "m", {"n": number}), completion())
     key = cache_key("s", "m", {"n": 0})
-    (tmp_path / key[:2] / f".{key}.123.abcd.tmp").write_bytes(b"{")
+    (tmp_path / key[:2] / f".{key}.123.abcd.tmp").write_bytes(b"{")  # as earlier builds named them
+    (tmp_path / key[:2] / f".{key}.json.123.abcd.tmp").write_bytes(b"{")  # as durable.atomic_file names them
     (tmp_path / key[:2] / "user-file.json").write_bytes(b"{}")
     info = cache.info()
-    assert (info.entries, info.temp_files) == (3, 1)
+    assert (info.entries, info.temp_files) == (3, 2)
     assert info.bytes > 0
 
 
@@ -111,6 +112,7 @@ def test_clear_deletes_entries_and_temp_files_but_nothing_else(tmp_path: Path) -
         cache.put(cache_key("s", "m", {"n": number}), completion())
     key = cache_key("s", "m", {"n": 0})
     (tmp_path / key[:2] / f".{key}.1.ab.tmp").write_bytes(b"{")
+    (tmp_path / key[:2] / f".{key}.json.1.ab.tmp").write_bytes(b"{")
     keep = tmp_path / "notes.txt"
     keep.write_text("mine")
     assert cache.clear() == 3

@@ -1,0 +1,58 @@
+"""Replacing a file so that a crash at any instant leaves either the old file or the new one, never a mix.
+
+The one way every persisted document is written: run manifests and summaries (``artifacts``), the columns
+cache (``aggregate``) and the response cache (``cache``). Below every other module: it imports nothing of
+ours.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+TEMP_SUFFIX = ".tmp"
+
+
+def temp_name(path: Path) -> Path:
+    """A temporary beside ``path`` that no other writer (process or thread) picks: ``.NAME.PID.RANDOM.tmp``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+
+
+@contextmanager
+def atomic_file(path: Path, mode: int = 0o644, sync_directory: bool = True) -> Iterator[BinaryIO]:
+    """A file to write that replaces ``path`` when the block ends without error.
+
+    It is written to a temporary beside ``path``, fsync'ed, renamed over ``path`` and (``sync_directory``)
+    the directory fsync'ed, so that the rename itself survives a power loss. On an error the temporary is
+    removed and ``path`` is untouched.
+    """
+    tmp = temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    if sync_directory:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a mix."""
+    with atomic_file(path) as handle:
+        handle.write(data)
+
+
+__all__ = ["TEMP_SUFFIX", "atomic_file", "temp_name", "write_atomic"]
