@@ -246,20 +246,18 @@ _HEAVY_COLUMNS: Final = (
 
 
 @dataclass
-class RunColumns:
-    """A run's records as numpy columns, one row per ``(sample_id, epoch)`` (the latest record), in file order."""
+class _Rows:
+    """The per-row columns (``_ROW_COLUMNS``), shared by a run's columns and by a chunk being read."""
 
-    axes: list[str]
-    """Axis names; ``axis`` holds indices into this list."""
     axis: NDArray[np.int32]
+    """Index into the axis names."""
     epoch: I64
     score: F64
     """Final score; NaN when the record has none (an error)."""
     error: Bool
     """True when the record holds an error or has no final score: counted as wrong (score 0)."""
-    error_types: list[str]
     error_type: NDArray[np.int32]
-    """Index into ``error_types``; -1 when the record holds no error."""
+    """Index into the error type names; -1 when the record holds no error."""
     passed: Bool
     latency_ms: F64
     """NaN when unknown."""
@@ -274,16 +272,26 @@ class RunColumns:
     judge_cost_usd: F64
     cached: Bool
     backoff_s: F64
+    offset: I64
+    """Byte offset of the record's line, to read the whole record back (``read_records_at``)."""
+    line: I64
+    """1-based line number of the record."""
+
+
+@dataclass
+class RunColumns(_Rows):
+    """A run's records as numpy columns, one row per ``(sample_id, epoch)`` (the latest record), in file order."""
+
+    axes: list[str]
+    """Axis names; ``axis`` holds indices into this list."""
+    error_types: list[str]
+    """Error type names; ``error_type`` holds indices into this list."""
     scorers: dict[str, F64]
     """Per-scorer values; NaN where the scorer has no value for the record."""
     sample_hash: U64
     """``(n, 2)`` 128-bit identity of the sample id."""
     key_hash: U64
     """``(n, 2)`` 128-bit identity of ``(sample_id, epoch)``."""
-    offset: I64
-    """Byte offset of the record's line, to read the whole record back (``read_records_at``)."""
-    line: I64
-    """1-based line number of the record."""
     retries: dict[str, int] = field(default_factory=dict)
     """Retries by cause, summed over the rows."""
     lines_read: int = 0
@@ -313,32 +321,14 @@ class RunColumns:
 
 
 @dataclass
-class _Chunk:
+class _Chunk(_Rows):
     """The columns of one chunk's lines, before deduplication; names are still per-chunk strings."""
 
     size: int
     axis_name: list[str]
-    axis: NDArray[np.int32]
-    epoch: I64
-    score: F64
-    error: Bool
     error_type_name: list[str]
-    error_type: NDArray[np.int32]
-    passed: Bool
-    latency_ms: F64
-    cost_usd: F64
-    prompt_tokens: I64
-    completion_tokens: I64
-    judge_used: Bool
-    judge_prompt_tokens: I64
-    judge_completion_tokens: I64
-    judge_cost_usd: F64
-    cached: Bool
-    backoff_s: F64
     scorers: dict[str, F64]
     sample_hash: U64
-    offset: I64
-    line: I64
     retries: dict[int, dict[str, int]]
     fast: int = 0
 

@@ -380,3 +380,12 @@ def test_light_reading_keeps_what_compare_needs_and_blanks_the_rest(tmp_path: Pa
         assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
     assert light.scorers == {} and light.retries == {}
     assert not light.prompt_tokens.any() and not light.judge_used.any() and np.isnan(light.judge_cost_usd).all()
+
+
+def test_the_row_column_table_names_exactly_the_row_fields() -> None:
+    # _ROW_COLUMNS (dtype and empty value of each row column) and the _Rows dataclass must stay in step.
+    from dataclasses import fields
+
+    from eval_harness.aggregate import _ROW_COLUMNS, _Rows
+
+    assert list(_ROW_COLUMNS) == [f.name for f in fields(_Rows)]
