@@ -37,6 +37,7 @@ from eval_harness.artifacts import tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
+from eval_harness.tally import AxisTally, SessionTally
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 __all__ = [
@@ -1074,32 +1075,92 @@ def _fsum(values: F64) -> float:
     return math.fsum(values[~np.isnan(values)].tolist())
 
 
-def _percentiles(values: F64) -> tuple[float | None, float | None]:
-    known = values[~np.isnan(values)]
+def _percentiles(known: F64) -> tuple[float | None, float | None]:
     if not known.size:
         return None, None
     p50, p95 = np.percentile(known, [50, 95]).tolist()
     return float(p50), float(p95)
 
 
+@dataclass(frozen=True)
+class _AxisInputs:
+    """What the statistics of a set of records are computed from; built from columns or from a tally."""
+
+    final: F64
+    """Final scores, errors as 0, in any order."""
+    latency_ms: F64
+    """Known latencies."""
+    cost_usd: F64
+    """Known costs."""
+    errors: int
+    passed: int
+    """Records that passed and hold no error."""
+    cost_known: bool
+    prompt_tokens: int
+    completion_tokens: int
+
+    @classmethod
+    def of_columns(cls, columns: RunColumns) -> _AxisInputs:
+        latency, cost = columns.latency_ms, columns.cost_usd
+        return cls(
+            final=columns.final,
+            latency_ms=latency[~np.isnan(latency)],
+            cost_usd=cost[~np.isnan(cost)],
+            errors=int(np.count_nonzero(columns.error)),
+            passed=int(np.count_nonzero(columns.passed & ~columns.error)),
+            # An errored record has no completion to price; only a completed record with no price is unknown.
+            cost_known=not bool(np.any(np.isnan(cost) & ~columns.error)),
+            prompt_tokens=int(columns.prompt_tokens.sum()),
+            completion_tokens=int(columns.completion_tokens.sum()),
+        )
+
+    @classmethod
+    def of_tally(cls, tally: AxisTally) -> _AxisInputs:
+        return cls(
+            final=np.frombuffer(tally.final, dtype=np.float64),
+            latency_ms=np.frombuffer(tally.latency_ms, dtype=np.float64),
+            cost_usd=np.frombuffer(tally.cost_usd, dtype=np.float64),
+            errors=tally.errors,
+            passed=tally.passed,
+            cost_known=not tally.cost_unknown,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+        )
+
+    @classmethod
+    def joined(cls, parts: Sequence[_AxisInputs]) -> _AxisInputs:
+        return cls(
+            final=np.concatenate([p.final for p in parts]) if parts else np.empty(0),
+            latency_ms=np.concatenate([p.latency_ms for p in parts]) if parts else np.empty(0),
+            cost_usd=np.concatenate([p.cost_usd for p in parts]) if parts else np.empty(0),
+            errors=sum(p.errors for p in parts),
+            passed=sum(p.passed for p in parts),
+            cost_known=all(p.cost_known for p in parts),
+            prompt_tokens=sum(p.prompt_tokens for p in parts),
+            completion_tokens=sum(p.completion_tokens for p in parts),
+        )
+
+
 def axis_stats(columns: RunColumns, name: str, ci_method: str = "auto", seed: int = 0) -> AxisStats:
     """Aggregates of all rows of ``columns`` (select rows first with ``take``) under the label ``name``."""
-    n = columns.n
-    errors = int(np.count_nonzero(columns.error))
+    return _axis_stats(_AxisInputs.of_columns(columns), name, ci_method, seed)
+
+
+def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> AxisStats:
     # Sorted, and summed exactly (fsum): the statistics must not depend on the order of the records,
     # which a crash and resume changes, down to the last bit.
-    final = np.sort(columns.final)
+    final = np.sort(inputs.final)
+    n = int(final.size)
+    errors = inputs.errors
     if n:
         mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
     else:
         mean, low, high, method = None, None, None, "none"
     clean = n - errors
     excluding = math.fsum(final) / clean if clean else None  # errors contribute 0 to the sum
-    # An errored record has no completion to price; only a completed record with no price is unknown.
-    cost_known = not bool(np.any(np.isnan(columns.cost_usd) & ~columns.error))
-    cost_total = _fsum(columns.cost_usd) if cost_known else None
+    cost_total = math.fsum(inputs.cost_usd.tolist()) if inputs.cost_known else None
     cost_mean = cost_total / n if cost_total is not None and n else None
-    p50, p95 = _percentiles(columns.latency_ms)
+    p50, p95 = _percentiles(inputs.latency_ms)
     return AxisStats(
         axis=name,
         n=n,
@@ -1109,15 +1170,15 @@ def axis_stats(columns: RunColumns, name: str, ci_method: str = "auto", seed: in
         mean_excluding_errors=excluding,
         ci=(low, high) if low is not None and high is not None else None,
         ci_method=method,
-        pass_rate=int(np.count_nonzero(columns.passed & ~columns.error)) / n if n else None,
+        pass_rate=inputs.passed / n if n else None,
         cost_total_usd=cost_total,
         cost_mean_usd=cost_mean,
-        cost_known=cost_known,
+        cost_known=inputs.cost_known,
         accuracy_per_dollar=(mean / cost_mean) if mean is not None and cost_mean else None,
         latency_p50_ms=p50,
         latency_p95_ms=p95,
-        prompt_tokens=int(columns.prompt_tokens.sum()),
-        completion_tokens=int(columns.completion_tokens.sum()),
+        prompt_tokens=inputs.prompt_tokens,
+        completion_tokens=inputs.completion_tokens,
     )
 
 
@@ -1132,14 +1193,17 @@ def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
     return out
 
 
+def _judge_cost(known: F64, unpriced: bool) -> float | None:
+    """Total judge cost; None when no judge was used or a judged record has no price."""
+    if not known.size or unpriced:
+        return None
+    return math.fsum(known.tolist())
+
+
 def judge_cost(columns: RunColumns) -> float | None:
     """Total judge cost; None when no judge was used or a judged record has no price."""
     known = ~np.isnan(columns.judge_cost_usd)
-    if not known.any():
-        return None
-    if np.any(columns.judge_used & ~known):
-        return None
-    return _fsum(columns.judge_cost_usd)
+    return _judge_cost(columns.judge_cost_usd[known], bool(np.any(columns.judge_used & ~known)))
 
 
 def errors_by_type(columns: RunColumns) -> dict[str, int]:
@@ -1149,10 +1213,23 @@ def errors_by_type(columns: RunColumns) -> dict[str, int]:
     return {columns.error_types[i]: int(c) for i, c in enumerate(counts) if c}
 
 
-def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
-    """The summary of already-loaded columns, with the manifest's status."""
-    axes = [axis_stats(rows, name, ci_method, manifest.seed) for name, rows in per_axis(columns)]
-    overall = axis_stats(columns, "overall", ci_method, manifest.seed)
+@dataclass(frozen=True)
+class _RunInputs:
+    """What a run's summary is computed from, besides the manifest."""
+
+    axes: list[tuple[str, _AxisInputs]]
+    """Per axis, sorted by name; axes without records left out."""
+    judge_cost_usd: float | None
+    errors_by_type: dict[str, int]
+    retries: dict[str, int]
+    backoff_s: float
+    cached: int
+
+
+def _summary(inputs: _RunInputs, manifest: RunManifest, ci_method: str) -> RunSummary:
+    seed = manifest.seed
+    axes = [_axis_stats(part, name, ci_method, seed) for name, part in inputs.axes]
+    overall = _axis_stats(_AxisInputs.joined([part for _, part in inputs.axes]), "overall", ci_method, seed)
     axis_means = [a.mean for a in axes if a.mean is not None]
     return RunSummary(
         run_id=manifest.run_id,
@@ -1166,13 +1243,41 @@ def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str
         macro_mean=sum(axis_means) / len(axis_means) if axis_means else None,
         axes=axes,
         overall=overall,
-        judge_cost_usd=judge_cost(columns),
-        errors_by_type=errors_by_type(columns),
-        retries_by_cause=dict(columns.retries),
-        backoff_s=round(_fsum(columns.backoff_s), 3),
-        cached_records=int(np.count_nonzero(columns.cached)),
+        judge_cost_usd=inputs.judge_cost_usd,
+        # sorted by name: a crash and resume changes the order in which they first occur
+        errors_by_type=dict(sorted(inputs.errors_by_type.items())),
+        retries_by_cause=dict(sorted(inputs.retries.items())),
+        backoff_s=round(inputs.backoff_s, 3),
+        cached_records=inputs.cached,
         wall_time_s=manifest.wall_time_s or None,
     )
+
+
+def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of already-loaded columns, with the manifest's status."""
+    inputs = _RunInputs(
+        axes=[(name, _AxisInputs.of_columns(rows)) for name, rows in per_axis(columns)],
+        judge_cost_usd=judge_cost(columns),
+        errors_by_type=errors_by_type(columns),
+        retries=dict(columns.retries),
+        backoff_s=_fsum(columns.backoff_s),
+        cached=int(np.count_nonzero(columns.cached)),
+    )
+    return _summary(inputs, manifest, ci_method)
+
+
+def summarize_tally(tally: SessionTally, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of a run whose every record went through ``tally`` (a session that began on an empty
+    artifact): equal to ``summarize`` of its samples.jsonl, without reading it."""
+    inputs = _RunInputs(
+        axes=[(name, _AxisInputs.of_tally(tally.axes[name])) for name in sorted(tally.axes)],
+        judge_cost_usd=_judge_cost(np.frombuffer(tally.judge_cost_usd, dtype=np.float64), tally.judge_unpriced),
+        errors_by_type=dict(tally.errors_by_type),
+        retries=dict(tally.retries),
+        backoff_s=math.fsum(tally.backoff_s),
+        cached=tally.cached,
+    )
+    return _summary(inputs, manifest, ci_method)
 
 
 def summarize(

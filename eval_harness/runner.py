@@ -62,6 +62,7 @@ from eval_harness.providers.base import Provider, ProviderContext, create_provid
 from eval_harness.providers.gateway import Gateway, GenerationOutcome
 from eval_harness.providers.replay import ReplayProvider
 from eval_harness.scorers.base import ScoringPipeline, ScoringResult
+from eval_harness.tally import SessionTally
 from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
@@ -607,6 +608,7 @@ class Runner:
         self._stop = asyncio.Event()
         self._fatal: BaseException | None = None
         self._writer: SampleWriter | None = None
+        self._tally: SessionTally | None = None
         self._secrets = plan.provider.secrets()
         self._threshold = plan.pass_threshold
 
@@ -622,6 +624,9 @@ class Runner:
         started = time.monotonic()
         with RunLock(plan.run_dir):
             repair_tail(paths.samples)
+            # Records written to an empty artifact are the whole artifact: the summary can come from them.
+            fresh = not paths.samples.exists() or paths.samples.stat().st_size == 0
+            self._tally = SessionTally() if fresh else None
             start = self._resume_start(paths)
             previous = self._previous_outputs(paths.samples, start.scan) if plan.retry_errors else {}
             forced = [f"session {plan.manifest.sessions + 1}: {change}" for change in plan.forced]
@@ -692,9 +697,12 @@ class Runner:
                     "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
                 }
             )
-            from eval_harness.aggregate import summarize
+            from eval_harness.aggregate import summarize, summarize_tally
 
-            summary = summarize(paths.samples, manifest, keep_cache=True)
+            if self._tally is not None and status == "complete":
+                summary = summarize_tally(self._tally, manifest)
+            else:  # the next session can resume from the columns cache this leaves
+                summary = summarize(paths.samples, manifest, keep_cache=True)
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
                 manifest = manifest.model_copy(update={"status": status})
@@ -816,6 +824,8 @@ class Runner:
         assert self._writer is not None
         due = self._writer.append(record)
         self._tracker.recorded(record["sample_id"], record["epoch"])
+        if self._tally is not None:
+            self._tally.add(record)
         if due:
             self._sync_soon()
         progress = self._progress

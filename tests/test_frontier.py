@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import TaskRoot, arithmetic_records, read_records
 
-from eval_harness.aggregate import COLUMNS_CACHE, load_columns, load_columns_cached, summarize
+from eval_harness.aggregate import COLUMNS_CACHE, load_columns, load_columns_cached, save_columns_cache, summarize
 from eval_harness.artifacts import RunPaths, read_manifest, read_resume_point
 from eval_harness.config import RunConfig
 from eval_harness.datasets import Position
@@ -114,9 +114,10 @@ def test_retry_errors_reads_everything_and_supersedes(task_root: TaskRoot) -> No
 
 
 def test_columns_cache_gives_the_same_columns_as_a_full_read(task_root: TaskRoot) -> None:
-    first = interrupted(config(task_root), after_s=0.1)
+    slow = {"skill": "0.6", "latency_ms": "40", "cost_per_1k_tokens": "0.3"}
+    first = interrupted(config(task_root, model_args=slow), after_s=0.1)
     run_dir = first.run_dir
-    assert (run_dir / COLUMNS_CACHE).is_file()
+    assert first.status == "interrupted" and (run_dir / COLUMNS_CACHE).is_file()
     asyncio.run(Runner(plan_resume(run_dir)).run())
     samples = RunPaths(run_dir).samples
     keys = ["exact_match"]
@@ -130,8 +131,9 @@ def test_columns_cache_gives_the_same_columns_as_a_full_read(task_root: TaskRoot
 def test_a_cache_from_another_file_is_ignored(task_root: TaskRoot) -> None:
     first = interrupted(config(task_root), after_s=0.1)
     other = interrupted(config(task_root, run_id="other", model_args={"skill": "0.1"}), after_s=0.1)
+    other_samples, samples = RunPaths(other.run_dir).samples, RunPaths(first.run_dir).samples
+    save_columns_cache(other_samples, load_columns(other_samples, ["exact_match"]), ["exact_match"])
     (first.run_dir / COLUMNS_CACHE).write_bytes((other.run_dir / COLUMNS_CACHE).read_bytes())
-    samples = RunPaths(first.run_dir).samples
     assert (
         load_columns_cached(samples, ["exact_match"]).score.tolist()
         == load_columns(samples, ["exact_match"]).score.tolist()
