@@ -1158,7 +1158,7 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
         mean, low, high, method = None, None, None, "none"
     clean = n - errors
     excluding = math.fsum(final) / clean if clean else None  # errors contribute 0 to the sum
-    cost_total = math.fsum(inputs.cost_usd.tolist()) if inputs.cost_known else None
+    cost_total = math.fsum(inputs.cost_usd) if inputs.cost_known else None
     cost_mean = cost_total / n if cost_total is not None and n else None
     p50, p95 = _percentiles(inputs.latency_ms)
     return AxisStats(
@@ -1197,7 +1197,7 @@ def _judge_cost(known: F64, unpriced: bool) -> float | None:
     """Total judge cost; None when no judge was used or a judged record has no price."""
     if not known.size or unpriced:
         return None
-    return math.fsum(known.tolist())
+    return math.fsum(known)
 
 
 def judge_cost(columns: RunColumns) -> float | None:

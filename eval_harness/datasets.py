@@ -21,6 +21,7 @@ from typing import IO, Any
 import orjson
 
 from eval_harness.errors import DatasetError, DatasetUnreadableError
+from eval_harness.seen import SeenStrings
 from eval_harness.types import SAMPLE_FIELDS, ChatMessage, DatasetSpec, Sample
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
@@ -107,7 +108,7 @@ class _Scan:
     skip: Callable[[str, Position], bool] | None = None
     start: Position | None = None
     position: Position = field(default_factory=lambda: Position(-1, 0, -1))
-    seen_ids: dict[str, int] = field(default_factory=dict)
+    seen_ids: SeenStrings = field(default_factory=SeenStrings)
     derived_seen: Counter[str] = field(default_factory=Counter)
 
 
@@ -331,12 +332,11 @@ def _checked_sample(
         report.add(Problem(where, lineno, problem.field_name, problem.message))
         return None
     if scan.validating:
-        first = scan.seen_ids.get(sample_id)
+        first = scan.seen_ids.first(sample_id, lineno)
         if first is not None:
             report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
             report.duplicate_ids.append(sample_id)
             return None
-        scan.seen_ids[sample_id] = lineno
     report.valid += 1
     report.axis_counts[fields["axis"]] += 1
     return None if scan.validating else Sample(**fields)
