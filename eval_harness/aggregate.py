@@ -37,7 +37,7 @@ from eval_harness.artifacts import tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
-from eval_harness.tally import AxisTally, SessionTally
+from eval_harness.tally import AxisFigures, AxisTally, SessionTally, axis_stats_of, run_summary_of
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 __all__ = [
@@ -1150,36 +1150,27 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
     # Sorted, and summed exactly (fsum): the statistics must not depend on the order of the records,
     # which a crash and resume changes, down to the last bit.
     final = np.sort(inputs.final)
-    n = int(final.size)
-    errors = inputs.errors
-    if n:
+    if final.size:
         mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
     else:
         mean, low, high, method = None, None, None, "none"
-    clean = n - errors
-    excluding = math.fsum(final) / clean if clean else None  # errors contribute 0 to the sum
-    cost_total = math.fsum(inputs.cost_usd) if inputs.cost_known else None
-    cost_mean = cost_total / n if cost_total is not None and n else None
     p50, p95 = _percentiles(inputs.latency_ms)
-    return AxisStats(
-        axis=name,
-        n=n,
-        errors=errors,
-        error_rate=errors / n if n else 0.0,
+    figures = AxisFigures(
+        n=int(final.size),
+        errors=inputs.errors,
+        passed=inputs.passed,
         mean=mean,
-        mean_excluding_errors=excluding,
         ci=(low, high) if low is not None and high is not None else None,
         ci_method=method,
-        pass_rate=inputs.passed / n if n else None,
-        cost_total_usd=cost_total,
-        cost_mean_usd=cost_mean,
+        final_sum=math.fsum(final),
+        cost_total=math.fsum(inputs.cost_usd) if inputs.cost_known else None,
         cost_known=inputs.cost_known,
-        accuracy_per_dollar=(mean / cost_mean) if mean is not None and cost_mean else None,
         latency_p50_ms=p50,
         latency_p95_ms=p95,
         prompt_tokens=inputs.prompt_tokens,
         completion_tokens=inputs.completion_tokens,
     )
+    return axis_stats_of(figures, name)
 
 
 def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
@@ -1230,26 +1221,15 @@ def _summary(inputs: _RunInputs, manifest: RunManifest, ci_method: str) -> RunSu
     seed = manifest.seed
     axes = [_axis_stats(part, name, ci_method, seed) for name, part in inputs.axes]
     overall = _axis_stats(_AxisInputs.joined([part for _, part in inputs.axes]), "overall", ci_method, seed)
-    axis_means = [a.mean for a in axes if a.mean is not None]
-    return RunSummary(
-        run_id=manifest.run_id,
-        status=manifest.status,
-        task=manifest.task.name,
-        model=manifest.model.id,
-        expected_records=manifest.expected_records,
-        records=overall.n,
-        missing=max(0, manifest.expected_records - overall.n),
-        micro_mean=overall.mean,
-        macro_mean=sum(axis_means) / len(axis_means) if axis_means else None,
-        axes=axes,
-        overall=overall,
+    return run_summary_of(
+        manifest,
+        axes,
+        overall,
         judge_cost_usd=inputs.judge_cost_usd,
-        # sorted by name: a crash and resume changes the order in which they first occur
-        errors_by_type=dict(sorted(inputs.errors_by_type.items())),
-        retries_by_cause=dict(sorted(inputs.retries.items())),
-        backoff_s=round(inputs.backoff_s, 3),
-        cached_records=inputs.cached,
-        wall_time_s=manifest.wall_time_s or None,
+        errors_by_type=inputs.errors_by_type,
+        retries=inputs.retries,
+        backoff_s=inputs.backoff_s,
+        cached=inputs.cached,
     )
 
 

@@ -105,8 +105,10 @@ def _harness_version() -> str:
 
 
 def _import_aggregate_meanwhile() -> None:
-    """Import the summary code (numpy and the column reader: ~0.3 s) in a thread while the first calls are in
-    flight, instead of before them or after the last one: a latency-bound run finishes that much sooner."""
+    """Import the summary code (numpy and the column reader: ~0.3 s) in a thread while calls are in flight,
+    instead of after the last one: a latency-bound run finishes that much sooner. Only when the summary
+    will need it (a resumed session, or scores other than 0 and 1): on a busy event loop the importing
+    thread and the loop trade the GIL at every write, which costs several times the import itself."""
     import threading
 
     threading.Thread(target=importlib.import_module, args=("eval_harness.aggregate",), daemon=True).start()
@@ -677,7 +679,8 @@ class Runner:
                     if not recorded(key):
                         yield sample, epoch, previous.get(key)
 
-            _import_aggregate_meanwhile()
+            if self._tally is None:
+                _import_aggregate_meanwhile()
             try:
                 await self._execute(todo(), started)
             finally:
@@ -697,12 +700,7 @@ class Runner:
                     "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
                 }
             )
-            from eval_harness.aggregate import summarize, summarize_tally
-
-            if self._tally is not None and status == "complete":
-                summary = summarize_tally(self._tally, manifest)
-            else:  # the next session can resume from the columns cache this leaves
-                summary = summarize(paths.samples, manifest, keep_cache=True)
+            summary = self._summary(paths, manifest, status)
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
                 manifest = manifest.model_copy(update={"status": status})
@@ -716,6 +714,18 @@ class Runner:
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None
         return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
+
+    def _summary(self, paths: RunPaths, manifest: RunManifest, status: RunStatus) -> RunSummary:
+        tally = self._tally
+        if tally is not None and status == "complete":
+            if tally.binary:
+                return tally.summarize_binary(manifest)
+            from eval_harness.aggregate import summarize_tally
+
+            return summarize_tally(tally, manifest)
+        from eval_harness.aggregate import summarize
+
+        return summarize(paths.samples, manifest, keep_cache=True)  # the next session resumes from its cache
 
     def _resume_start(self, paths: RunPaths) -> _Start:
         """Where this session starts: the top for a new run; the resume point when it can be trusted, which
@@ -824,8 +834,12 @@ class Runner:
         assert self._writer is not None
         due = self._writer.append(record)
         self._tracker.recorded(record["sample_id"], record["epoch"])
-        if self._tally is not None:
-            self._tally.add(record)
+        tally = self._tally
+        if tally is not None:
+            binary = tally.binary
+            tally.add(record)
+            if binary and not tally.binary:
+                _import_aggregate_meanwhile()
         if due:
             self._sync_soon()
         progress = self._progress

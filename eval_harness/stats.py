@@ -32,6 +32,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from eval_harness.proportions import check_confidence, check_counts, wilson_interval, z_value
+
 __all__ = [
     "MEAN_CI_METHODS",
     "NORMAL_CI_MIN_ITEMS",
@@ -81,25 +83,6 @@ _MAX_INDEX_ENTRIES: Final[int] = 1 << 23
 # --------------------------------------------------------------------------------------------------
 
 
-def _check_confidence(confidence: float) -> None:
-    # `not (0 < x < 1)` also rejects NaN, which a plain range comparison would let through.
-    if not (0.0 < confidence < 1.0):
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
-
-
-def _check_counts(successes: int, n: int) -> None:
-    if n < 0:
-        raise ValueError(f"n must be non-negative, got n={n}")
-    if not (0 <= successes <= n):
-        raise ValueError(f"successes must be in [0, n]; got successes={successes}, n={n}")
-
-
-def _z(confidence: float) -> float:
-    # The standard library's NormalDist.inv_cdf (Wichura's AS241, ~1e-16 accurate) instead of
-    # scipy.stats.norm.ppf: importing scipy.stats costs >1 s, and every run's summary needs z.
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
-
-
 def _as_1d(values: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
@@ -121,8 +104,8 @@ def _binary_array(arr: NDArray[np.float64]) -> bool:
 
 
 def _binom_ci(successes: int, n: int, confidence: float, method: str) -> tuple[float, float]:
-    _check_confidence(confidence)
-    _check_counts(successes, n)
+    check_confidence(confidence)
+    check_counts(successes, n)
     if n == 0:
         return 0.0, 1.0
     from scipy import stats as sps
@@ -130,29 +113,6 @@ def _binom_ci(successes: int, n: int, confidence: float, method: str) -> tuple[f
     ci = sps.binomtest(successes, n).proportion_ci(confidence_level=confidence, method=method)
     # Defensive clamp: scipy stays inside [0, 1] in practice, and callers rely on that contract.
     return max(0.0, float(ci.low)), min(1.0, float(ci.high))
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval (no continuity correction) for a binomial proportion.
-
-    Returns ``(low, high)``. ``n == 0`` gives ``(0.0, 1.0)``. Raises ``ValueError`` if ``successes`` is
-    outside ``[0, n]`` or ``confidence`` is outside (0, 1). This is the recommended default for
-    accuracy-style metrics: it keeps good coverage near 0 and 1 where the Wald interval collapses.
-    """
-    _check_confidence(confidence)
-    _check_counts(successes, n)
-    if n == 0:
-        return 0.0, 1.0
-    # Closed form rather than scipy's binomtest: same values (checked against statsmodels in the tests)
-    # without the >1 s scipy.stats import that every run summary would otherwise pay.
-    z = _z(confidence)
-    p = successes / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
 
 
 def clopper_pearson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -170,13 +130,13 @@ def wald_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[flo
     Provided for comparison with published numbers; it has poor coverage for small ``n`` or ``p`` near
     0/1 (it is zero-width at ``successes`` = 0 or n). Same edge-case rules as :func:`wilson_interval`.
     """
-    _check_confidence(confidence)
-    _check_counts(successes, n)
+    check_confidence(confidence)
+    check_counts(successes, n)
     if n == 0:
         return 0.0, 1.0
     # scipy offers no Wald interval for a proportion, so it is written out here.
     p = successes / n
-    half = _z(confidence) * math.sqrt(p * (1.0 - p) / n)
+    half = z_value(confidence) * math.sqrt(p * (1.0 - p) / n)
     return max(0.0, p - half), min(1.0, p + half)
 
 
@@ -243,7 +203,7 @@ def bootstrap_ci(scores: ArrayLike, confidence: float = 0.95, n_boot: int = 2000
     resampled in memory-bounded chunks. Raises ``ValueError`` for non-finite scores, a non-1-D input,
     ``n_boot < 1`` or a ``confidence`` outside (0, 1).
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     _check_n_boot(n_boot)
     arr = _as_1d(scores, "scores")
     if arr.size == 0:
@@ -264,7 +224,7 @@ def normal_ci(scores: ArrayLike, confidence: float = 0.95) -> tuple[float, float
     input ``v`` returns ``(v, v)``. Used instead of the bootstrap for large samples with many distinct
     values, where the two agree and item resampling would take minutes.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     arr = _as_1d(scores, "scores")
     if arr.size == 0:
         return math.nan, math.nan
@@ -272,7 +232,7 @@ def normal_ci(scores: ArrayLike, confidence: float = 0.95) -> tuple[float, float
         v = float(arr[0])
         return v, v
     mean = float(arr.mean())
-    half = _z(confidence) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    half = z_value(confidence) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
     return max(float(arr.min()), mean - half), min(float(arr.max()), mean + half)
 
 
@@ -362,7 +322,7 @@ def paired_comparison(
     Empty input gives NaN difference and interval with ``p_value=1`` and ``test="none"``. Inputs of
     different length raise ``ValueError``.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     _check_n_boot(n_boot)
     a, b = _paired_arrays(scores_a, scores_b)
     if a.size == 0:
@@ -380,7 +340,7 @@ def paired_comparison(
         if se == 0.0:
             p_value = 1.0 if mean_diff == 0.0 else 0.0
             return PairedComparison(mean_diff, mean_diff, mean_diff, p_value, "paired-normal", "paired-normal")
-        half = _z(confidence) * se
+        half = z_value(confidence) * se
         p_value = 2.0 * NormalDist().cdf(-abs(mean_diff) / se)
         return PairedComparison(
             mean_diff, mean_diff - half, mean_diff + half, p_value, "paired-normal", "paired-normal"
@@ -410,7 +370,7 @@ def mean_ci(
     """
     if method != "auto" and method not in MEAN_CI_METHODS:
         raise ValueError(f"unknown method {method!r}; expected 'auto' or one of {', '.join(MEAN_CI_METHODS)}")
-    _check_confidence(confidence)
+    check_confidence(confidence)
     arr = _as_1d(scores, "scores")
     if arr.size == 0:
         return math.nan, math.nan, math.nan, method
@@ -486,8 +446,8 @@ def two_proportion_ztest(k1: int, n1: int, k2: int, n2: int) -> tuple[float, flo
     evidence to test (an empty sample, or a pooled proportion of 0 or 1 so equal proportions) the
     result is ``(0.0, 1.0)``. Raises ``ValueError`` if a count is outside ``[0, n]``.
     """
-    _check_counts(k1, n1)
-    _check_counts(k2, n2)
+    check_counts(k1, n1)
+    check_counts(k2, n2)
     if n1 == 0 or n2 == 0:
         return 0.0, 1.0
     # scipy has no two-proportion z-test (chi2_contingency gives z**2 but loses the sign).
@@ -582,12 +542,12 @@ def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
     ``p = 0.5`` (the default) is the worst case. At least 1 is returned even for ``p`` of 0 or 1.
     Raises ``ValueError`` for ``margin`` outside (0, 1], ``p`` outside [0, 1] or a bad ``confidence``.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     if not (0.0 < margin <= 1.0):
         raise ValueError(f"margin must be in (0, 1], got {margin!r}")
     if not (0.0 <= p <= 1.0):
         raise ValueError(f"p must be in [0, 1], got {p!r}")
-    raw = _z(confidence) ** 2 * p * (1.0 - p) / margin**2
+    raw = z_value(confidence) ** 2 * p * (1.0 - p) / margin**2
     # Round away float noise first so an exact integer like 100.00000000000001 does not become 101.
     return max(1, math.ceil(round(raw, 9)))
 

@@ -1,4 +1,5 @@
-"""Running totals of the records a session writes, so a fresh run's summary need not read them back.
+"""Running totals of the records a session writes, so a fresh run's summary need not read them back; and
+the summary arithmetic that needs no numpy, shared with the column reader (``aggregate``).
 
 When a session starts on an empty artifact, the records it writes are the whole artifact: the summary can
 be computed from what the runner kept as it wrote them instead of reading samples.jsonl again, which takes
@@ -7,6 +8,11 @@ get from a counter: each record's final score (for the confidence interval), its
 percentiles) and its cost (for an exact, order-independent sum) — 24 bytes a record — and counters for the
 rest. ``aggregate.summarize_tally`` turns it into the same ``RunSummary`` as reading the file would give;
 the fields are read from a record exactly as the column reader reads them (a test holds the two equal).
+
+When every final score is 0 or 1 (exact match, choice letters: the common case) ``summarize_binary`` does
+the same without numpy: the Wilson interval needs only counts, and the latency percentiles are computed
+here exactly as numpy computes them. That spares a run the numpy import, which on a busy event loop costs
+far more than its own fifth of a second: the importing thread and the loop trade the GIL at every write.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from eval_harness.proportions import wilson_interval
+from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 
 def _values() -> array[float]:
@@ -61,6 +70,8 @@ class SessionTally:
     backoff_s: array[float] = field(default_factory=_values)
     """The non-zero backoffs."""
     cached: int = 0
+    binary: bool = True
+    """Every final score so far is 0 or 1."""
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record (the fields of a ``SampleRecord``)."""
@@ -78,6 +89,8 @@ class SessionTally:
         else:
             axis.final.append(score)
             axis.passed += record["passed"] is True
+            if score != 0.0 and score != 1.0:
+                self.binary = False
         latency = record["latency_ms"]
         if latency is not None:
             axis.latency_ms.append(latency)
@@ -100,5 +113,150 @@ class SessionTally:
         if record["retries"]:
             self.retries.update(record["retries"])
 
+    def summarize_binary(self, manifest: RunManifest) -> RunSummary:
+        """The run's summary when every final score is 0 or 1 (``binary``), without numpy; equal to
+        ``aggregate.summarize_tally``'s (tested)."""
+        if not self.binary:
+            raise ValueError("summarize_binary needs 0/1 final scores")
+        axes = [_binary_axis(name, [self.axes[name]]) for name in sorted(self.axes)]
+        overall = _binary_axis("overall", list(self.axes.values()))
+        return run_summary_of(
+            manifest,
+            axes,
+            overall,
+            judge_cost_usd=None if not self.judge_cost_usd or self.judge_unpriced else math.fsum(self.judge_cost_usd),
+            errors_by_type=dict(self.errors_by_type),
+            retries=dict(self.retries),
+            backoff_s=math.fsum(self.backoff_s),
+            cached=self.cached,
+        )
 
-__all__ = ["AxisTally", "SessionTally"]
+
+def _binary_axis(name: str, parts: list[AxisTally]) -> AxisStats:
+    n = sum(part.n for part in parts)
+    successes = sum(int(math.fsum(part.final)) for part in parts)
+    ci = wilson_interval(successes, n) if n else None
+    cost_known = not any(part.cost_unknown for part in parts)
+    latencies = sorted(value for part in parts for value in part.latency_ms)
+    return axis_stats_of(
+        AxisFigures(
+            n=n,
+            errors=sum(part.errors for part in parts),
+            passed=sum(part.passed for part in parts),
+            mean=successes / n if n else None,
+            ci=ci,
+            ci_method="wilson" if n else "none",
+            final_sum=float(successes),
+            cost_total=math.fsum(value for part in parts for value in part.cost_usd) if cost_known else None,
+            cost_known=cost_known,
+            latency_p50_ms=linear_percentile(latencies, 0.5),
+            latency_p95_ms=linear_percentile(latencies, 0.95),
+            prompt_tokens=sum(part.prompt_tokens for part in parts),
+            completion_tokens=sum(part.completion_tokens for part in parts),
+        ),
+        name,
+    )
+
+
+def linear_percentile(ordered: Sequence[float], fraction: float) -> float | None:
+    """``numpy.percentile(values, 100 * fraction)`` of sorted ``values`` (its default, linear method), with
+    the same floating-point steps so the result is bit-identical; None for no values."""
+    n = len(ordered)
+    if not n:
+        return None
+    virtual = (n - 1) * fraction
+    if virtual >= n - 1:
+        return float(ordered[-1])
+    below = math.floor(virtual)
+    low, high = ordered[below], ordered[below + 1]
+    weight = virtual - below
+    step = high - low
+    # numpy's _lerp: from the nearer end, so that a weight of 1 gives exactly the upper value
+    return float(high - step * (1 - weight) if weight >= 0.5 else low + step * weight)
+
+
+@dataclass(frozen=True)
+class AxisFigures:
+    """What the statistics of an axis are assembled from, however they were computed."""
+
+    n: int
+    errors: int
+    passed: int
+    """Records that passed and hold no error."""
+    mean: float | None
+    ci: tuple[float, float] | None
+    ci_method: str
+    final_sum: float
+    """Exact sum of the final scores (errors count 0)."""
+    cost_total: float | None
+    """Exact sum of the costs; None when a record without an error has no price."""
+    cost_known: bool
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def axis_stats_of(figures: AxisFigures, name: str) -> AxisStats:
+    """The per-axis (or overall) aggregates from their figures."""
+    n, mean = figures.n, figures.mean
+    clean = n - figures.errors
+    cost_total = figures.cost_total
+    cost_mean = cost_total / n if cost_total is not None and n else None
+    return AxisStats(
+        axis=name,
+        n=n,
+        errors=figures.errors,
+        error_rate=figures.errors / n if n else 0.0,
+        mean=mean,
+        mean_excluding_errors=figures.final_sum / clean if clean else None,
+        ci=figures.ci,
+        ci_method=figures.ci_method,
+        pass_rate=figures.passed / n if n else None,
+        cost_total_usd=cost_total,
+        cost_mean_usd=cost_mean,
+        cost_known=figures.cost_known,
+        accuracy_per_dollar=(mean / cost_mean) if mean is not None and cost_mean else None,
+        latency_p50_ms=figures.latency_p50_ms,
+        latency_p95_ms=figures.latency_p95_ms,
+        prompt_tokens=figures.prompt_tokens,
+        completion_tokens=figures.completion_tokens,
+    )
+
+
+def run_summary_of(
+    manifest: RunManifest,
+    axes: list[AxisStats],
+    overall: AxisStats,
+    *,
+    judge_cost_usd: float | None,
+    errors_by_type: dict[str, int],
+    retries: dict[str, int],
+    backoff_s: float,
+    cached: int,
+) -> RunSummary:
+    """The run's summary from its per-axis and overall aggregates and run-wide counts."""
+    axis_means = [a.mean for a in axes if a.mean is not None]
+    return RunSummary(
+        run_id=manifest.run_id,
+        status=manifest.status,
+        task=manifest.task.name,
+        model=manifest.model.id,
+        expected_records=manifest.expected_records,
+        records=overall.n,
+        missing=max(0, manifest.expected_records - overall.n),
+        micro_mean=overall.mean,
+        macro_mean=sum(axis_means) / len(axis_means) if axis_means else None,
+        axes=axes,
+        overall=overall,
+        judge_cost_usd=judge_cost_usd,
+        # sorted by name: a crash and resume changes the order in which they first occur
+        errors_by_type=dict(sorted(errors_by_type.items())),
+        retries_by_cause=dict(sorted(retries.items())),
+        backoff_s=round(backoff_s, 3),
+        cached_records=cached,
+        wall_time_s=manifest.wall_time_s or None,
+    )
+
+
+__all__ = ["AxisFigures", "AxisTally", "SessionTally", "axis_stats_of", "linear_percentile", "run_summary_of"]

@@ -12,13 +12,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from eval_harness.aggregate import COLUMNS_CACHE, load_columns, summarize, summarize_columns, summarize_tally
 from eval_harness.artifacts import RunPaths, SampleWriter, read_manifest
 from eval_harness.config import RunConfig
 from eval_harness.runner import Runner, plan_run
-from eval_harness.tally import SessionTally
+from eval_harness.tally import SessionTally, linear_percentile
 from eval_harness.types import ErrorInfo, RunSummary, SampleRecord, Usage
 from tests.conftest import TaskRoot
 from tests.test_aggregate import KEYS, make_manifest, record
@@ -77,6 +78,9 @@ def test_tally_summary_equals_the_summary_read_from_the_file(tmp_path: Path, see
     from_file = summarize_columns(load_columns(path, KEYS), manifest)
     assert summarize_tally(tally, manifest) == from_file
     assert summarize_tally(tally, manifest).model_dump_json() == from_file.model_dump_json()
+    assert tally.binary is not continuous
+    if not continuous:  # the numpy-free summary of 0/1 scores gives the same, bit for bit
+        assert tally.summarize_binary(manifest).model_dump_json() == from_file.model_dump_json()
     # the cases above all occurred, so the comparison covered them
     assert from_file.errors_by_type and from_file.retries_by_cause and from_file.cached_records
     assert from_file.judge_cost_usd is None  # an unpriced judged record makes the total unknown
@@ -87,7 +91,25 @@ def test_an_empty_tally_summarizes_like_an_empty_file(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
     path.touch()
     manifest = make_manifest(expected_records=3)
-    assert summarize_tally(SessionTally(), manifest) == summarize_columns(load_columns(path, KEYS), manifest)
+    from_file = summarize_columns(load_columns(path, KEYS), manifest)
+    assert summarize_tally(SessionTally(), manifest) == from_file
+    assert SessionTally().summarize_binary(manifest) == from_file
+
+
+def test_linear_percentile_is_numpys_bit_for_bit() -> None:
+    rng = random.Random(11)
+    for size in [*range(1, 40), 101, 1000, 4097]:
+        values = sorted(rng.choice([rng.uniform(0, 5000), rng.expovariate(0.01), 12.5, 1e22]) for _ in range(size))
+        for fraction in (0.5, 0.95):
+            assert linear_percentile(values, fraction) == float(np.percentile(values, 100 * fraction)), (size, fraction)
+    assert linear_percentile([], 0.5) is None
+
+
+def test_a_binary_summary_refuses_scores_that_are_not_0_or_1() -> None:
+    tally = SessionTally()
+    tally.add(record("a", score=0.5, passed=True).model_dump())
+    with pytest.raises(ValueError, match="0/1"):
+        tally.summarize_binary(make_manifest())
 
 
 def test_a_fresh_complete_run_summarizes_without_reading_its_records(task_root: TaskRoot) -> None:
