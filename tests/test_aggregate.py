@@ -98,18 +98,23 @@ def record(sample_id: str, **fields: Any) -> SampleRecord:
     return SampleRecord(**base)
 
 
+GENERATION_FAILED: dict[str, Any] = {
+    "output": None,
+    "scores": {},
+    "score": None,
+    "passed": None,
+    "latency_ms": None,
+    "cost_usd": None,
+}
+"""The fields of a record whose model call failed: no output, no latency, no price."""
+
 AWKWARD = [
     record("plain"),
     record("continuous", scores={"exact_match": 0.0, "judge": 0.3333333333333333}, score=0.16666666666666666),
     record("exponents", latency_ms=1e22, cost_usd=2.05e-5, scores={"exact_match": 1e-10, "judge": 1.0}, score=0.5),
     record(
         "generate-error",
-        output=None,
-        scores={},
-        score=None,
-        passed=None,
-        latency_ms=None,
-        cost_usd=None,
+        **GENERATION_FAILED,
         error=ErrorInfo(type="ProviderHTTPError", message='HTTP 500: "boom", retry later'),
     ),
     record(

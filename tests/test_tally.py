@@ -22,7 +22,7 @@ from eval_harness.runner import Runner, plan_run
 from eval_harness.tally import SessionTally, linear_percentile
 from eval_harness.types import ErrorInfo, RunSummary, SampleRecord, Usage
 from tests.conftest import TaskRoot
-from tests.test_aggregate import KEYS, make_manifest, record
+from tests.test_aggregate import GENERATION_FAILED, KEYS, make_manifest, record
 
 AXES = ("arithmetic", "string_ops", "long_context", "multi_step")
 
@@ -33,15 +33,8 @@ def random_record(rng: random.Random, index: int, continuous: bool) -> SampleRec
     fields.update(score=score, passed=score >= 0.5, scores={"exact_match": score, "judge": score})
     roll = rng.random()
     if roll < 0.1:  # the model failed: no output, no latency, no price
-        fields.update(
-            output=None,
-            scores={},
-            score=None,
-            passed=None,
-            latency_ms=None,
-            cost_usd=None,
-            error=ErrorInfo(type=rng.choice(["ProviderHTTPError", "ProviderTimeoutError"]), message="x"),
-        )
+        fields.update(GENERATION_FAILED)
+        fields["error"] = ErrorInfo(type=rng.choice(["ProviderHTTPError", "ProviderTimeoutError"]), message="x")
     elif roll < 0.15:  # a scorer failed after the model answered
         fields.update(score=None, passed=None, error=ErrorInfo(type="ScoringError", message="x", stage="score"))
     elif roll < 0.18:  # no final score and no error: counted as wrong, with no error type
