@@ -37,7 +37,14 @@ from eval_harness.artifacts import tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
-from eval_harness.tally import AxisFigures, AxisTally, SessionTally, axis_stats_of, run_summary_of
+from eval_harness.tally import (
+    AxisFigures,
+    AxisTally,
+    SessionTally,
+    axis_stats_of,
+    judge_cost_total,
+    run_summary_of,
+)
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 __all__ = [
@@ -1129,6 +1136,8 @@ class _AxisInputs:
 
     @classmethod
     def joined(cls, parts: Sequence[_AxisInputs]) -> _AxisInputs:
+        if len(parts) == 1:
+            return parts[0]
         return cls(
             final=np.concatenate([p.final for p in parts]) if parts else np.empty(0),
             latency_ms=np.concatenate([p.latency_ms for p in parts]) if parts else np.empty(0),
@@ -1184,17 +1193,10 @@ def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
     return out
 
 
-def _judge_cost(known: F64, unpriced: bool) -> float | None:
-    """Total judge cost; None when no judge was used or a judged record has no price."""
-    if not known.size or unpriced:
-        return None
-    return math.fsum(known)
-
-
 def judge_cost(columns: RunColumns) -> float | None:
     """Total judge cost; None when no judge was used or a judged record has no price."""
     known = ~np.isnan(columns.judge_cost_usd)
-    return _judge_cost(columns.judge_cost_usd[known], bool(np.any(columns.judge_used & ~known)))
+    return judge_cost_total(columns.judge_cost_usd[known], bool(np.any(columns.judge_used & ~known)))
 
 
 def errors_by_type(columns: RunColumns) -> dict[str, int]:
@@ -1204,60 +1206,31 @@ def errors_by_type(columns: RunColumns) -> dict[str, int]:
     return {columns.error_types[i]: int(c) for i, c in enumerate(counts) if c}
 
 
-@dataclass(frozen=True)
-class _RunInputs:
-    """What a run's summary is computed from, besides the manifest."""
-
-    axes: list[tuple[str, _AxisInputs]]
-    """Per axis, sorted by name; axes without records left out."""
-    judge_cost_usd: float | None
-    errors_by_type: dict[str, int]
-    retries: dict[str, int]
-    backoff_s: float
-    cached: int
-
-
-def _summary(inputs: _RunInputs, manifest: RunManifest, ci_method: str) -> RunSummary:
-    seed = manifest.seed
-    axes = [_axis_stats(part, name, ci_method, seed) for name, part in inputs.axes]
-    overall = _axis_stats(_AxisInputs.joined([part for _, part in inputs.axes]), "overall", ci_method, seed)
-    return run_summary_of(
-        manifest,
-        axes,
-        overall,
-        judge_cost_usd=inputs.judge_cost_usd,
-        errors_by_type=inputs.errors_by_type,
-        retries=inputs.retries,
-        backoff_s=inputs.backoff_s,
-        cached=inputs.cached,
-    )
-
-
 def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
     """The summary of already-loaded columns, with the manifest's status."""
-    inputs = _RunInputs(
-        axes=[(name, _AxisInputs.of_columns(rows)) for name, rows in per_axis(columns)],
+    seed = manifest.seed
+    parts = [(name, _AxisInputs.of_columns(rows)) for name, rows in per_axis(columns)]
+    return run_summary_of(
+        manifest,
+        [_axis_stats(inputs, name, ci_method, seed) for name, inputs in parts],
+        _axis_stats(_AxisInputs.joined([inputs for _, inputs in parts]), "overall", ci_method, seed),
         judge_cost_usd=judge_cost(columns),
         errors_by_type=errors_by_type(columns),
         retries=dict(columns.retries),
         backoff_s=_fsum(columns.backoff_s),
         cached=int(np.count_nonzero(columns.cached)),
     )
-    return _summary(inputs, manifest, ci_method)
 
 
 def summarize_tally(tally: SessionTally, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
     """The summary of a run whose every record went through ``tally`` (a session that began on an empty
     artifact): equal to ``summarize`` of its samples.jsonl, without reading it."""
-    inputs = _RunInputs(
-        axes=[(name, _AxisInputs.of_tally(tally.axes[name])) for name in sorted(tally.axes)],
-        judge_cost_usd=_judge_cost(np.frombuffer(tally.judge_cost_usd, dtype=np.float64), tally.judge_unpriced),
-        errors_by_type=dict(tally.errors_by_type),
-        retries=dict(tally.retries),
-        backoff_s=math.fsum(tally.backoff_s),
-        cached=tally.cached,
-    )
-    return _summary(inputs, manifest, ci_method)
+
+    def stats(name: str, parts: list[AxisTally]) -> AxisStats:
+        inputs = _AxisInputs.joined([_AxisInputs.of_tally(part) for part in parts])
+        return _axis_stats(inputs, name, ci_method, manifest.seed)
+
+    return tally.summary(manifest, stats)
 
 
 def summarize(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,23 +113,28 @@ class SessionTally:
         if record["retries"]:
             self.retries.update(record["retries"])
 
-    def summarize_binary(self, manifest: RunManifest) -> RunSummary:
-        """The run's summary when every final score is 0 or 1 (``binary``), without numpy; equal to
-        ``aggregate.summarize_tally``'s (tested)."""
-        if not self.binary:
-            raise ValueError("summarize_binary needs 0/1 final scores")
-        axes = [_binary_axis(name, [self.axes[name]]) for name in sorted(self.axes)]
-        overall = _binary_axis("overall", list(self.axes.values()))
+    def summary(self, manifest: RunManifest, axis_stats: Callable[[str, list[AxisTally]], AxisStats]) -> RunSummary:
+        """The run's summary; ``axis_stats(name, parts)`` aggregates the records of ``parts`` (one axis, or
+        every axis for ``overall``)."""
+        axes = [axis_stats(name, [self.axes[name]]) for name in sorted(self.axes)]
+        overall = axis_stats("overall", list(self.axes.values()))
         return run_summary_of(
             manifest,
             axes,
             overall,
-            judge_cost_usd=None if not self.judge_cost_usd or self.judge_unpriced else math.fsum(self.judge_cost_usd),
+            judge_cost_usd=judge_cost_total(self.judge_cost_usd, self.judge_unpriced),
             errors_by_type=dict(self.errors_by_type),
             retries=dict(self.retries),
             backoff_s=math.fsum(self.backoff_s),
             cached=self.cached,
         )
+
+    def summarize_binary(self, manifest: RunManifest) -> RunSummary:
+        """The run's summary when every final score is 0 or 1 (``binary``), without numpy; equal to
+        ``aggregate.summarize_tally``'s (tested)."""
+        if not self.binary:
+            raise ValueError("summarize_binary needs 0/1 final scores")
+        return self.summary(manifest, _binary_axis)
 
 
 def _binary_axis(name: str, parts: list[AxisTally]) -> AxisStats:
@@ -156,6 +161,14 @@ def _binary_axis(name: str, parts: list[AxisTally]) -> AxisStats:
         ),
         name,
     )
+
+
+def judge_cost_total(known: Collection[float], unpriced: bool) -> float | None:
+    """Total judge cost from the known judge costs; None when no judge was used or a judged record has no
+    price (``unpriced``)."""
+    if not len(known) or unpriced:
+        return None
+    return math.fsum(known)
 
 
 def linear_percentile(ordered: Sequence[float], fraction: float) -> float | None:
@@ -259,4 +272,12 @@ def run_summary_of(
     )
 
 
-__all__ = ["AxisFigures", "AxisTally", "SessionTally", "axis_stats_of", "linear_percentile", "run_summary_of"]
+__all__ = [
+    "AxisFigures",
+    "AxisTally",
+    "SessionTally",
+    "axis_stats_of",
+    "judge_cost_total",
+    "linear_percentile",
+    "run_summary_of",
+]
