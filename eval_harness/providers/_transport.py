@@ -9,7 +9,9 @@ no HTTP/2: ``--model-arg http_transport=httpx`` selects httpx for those. ``_wire
 directly; ``_httpx_pool.PooledTransport`` puts it under an ``httpx.AsyncClient``.
 
 Timeouts: ``connect`` bounds the TCP/TLS handshake and ``read`` the longest silence while a response is
-awaited. A request sent on a keep-alive connection that the server had already closed (no byte of a
+awaited; one periodic check per pool enforces ``read`` (a timer per request costs a handle and two heap
+operations on every request), so a silent connection fails at most a quarter of the timeout (at most 1 s)
+after the timeout. A request sent on a keep-alive connection that the server had already closed (no byte of a
 response came back) is sent once more on a fresh connection.
 """
 
@@ -78,9 +80,7 @@ class _Connection(asyncio.Protocol):
         self._remaining = 0
         self._body = bytearray()
         self._keep_alive = True
-        self._last_activity = 0.0
-        self._read_timeout: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self.last_activity = 0.0
 
     # asyncio.Protocol callbacks -------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -92,7 +92,7 @@ class _Connection(asyncio.Protocol):
             self.close()  # bytes nobody asked for: the connection cannot be trusted any more
             return
         self.received_any = True
-        self._last_activity = self._loop.time()
+        self.last_activity = self._loop.time()
         self._buffer += data
         try:
             self._parse()
@@ -112,8 +112,8 @@ class _Connection(asyncio.Protocol):
             self._fail(ConnectionDropped("server closed the connection before the response ended"))
 
     # request/response -----------------------------------------------------------------------------------
-    async def round_trip(self, data: bytes, read_timeout: float | None) -> RawResponse:
-        """Send one serialized request and read its whole response."""
+    async def round_trip(self, data: bytes) -> RawResponse:
+        """Send one serialized request and read its whole response (the pool enforces the read timeout)."""
         if self.closed or self.transport is None or self.transport.is_closing():
             raise ConnectionDropped("connection closed")
         self._waiter = self._loop.create_future()
@@ -123,28 +123,16 @@ class _Connection(asyncio.Protocol):
         self._body = bytearray()
         self._keep_alive = True
         self.received_any = False
-        self._last_activity = self._loop.time()
-        self._read_timeout = read_timeout
-        if read_timeout is not None:
-            self._timer = self._loop.call_at(self._last_activity + read_timeout, self._check_silence)
+        self.last_activity = self._loop.time()
         try:
             self.transport.write(data)
             return await self._waiter
         finally:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             self._waiter = None
 
-    def _check_silence(self) -> None:
-        self._timer = None
-        if self._waiter is None or self._waiter.done() or self._read_timeout is None:
-            return
-        due = self._last_activity + self._read_timeout
-        if self._loop.time() >= due:
-            self._fail(ReadTimedOut(f"no data for {self._read_timeout:g}s"))
-        else:
-            self._timer = self._loop.call_at(due, self._check_silence)
+    def time_out(self, read_timeout: float) -> None:
+        """The response has been silent for ``read_timeout`` seconds: fail it."""
+        self._fail(ReadTimedOut(f"no data for {read_timeout:g}s"))
 
     def _fail(self, exc: Exception) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -275,6 +263,8 @@ class ConnectionPool:
         self._idle: dict[Origin, deque[_Connection]] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
+        self._awaiting: set[_Connection] = set()  # connections with a response outstanding
+        self._watchdog: asyncio.Task[None] | None = None
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
@@ -299,8 +289,9 @@ class ConnectionPool:
                 connection, reused = self._idle_connection(origin)
                 if connection is None:
                     connection = await self._connect(origin)
+                self._watch(connection)
                 try:
-                    response = await connection.round_trip(data, self.read_timeout)
+                    response = await connection.round_trip(data)
                 except ConnectionDropped:
                     connection.close()
                     if reused and not connection.received_any:
@@ -309,11 +300,31 @@ class ConnectionPool:
                 except BaseException:
                     connection.close()
                     raise
+                finally:
+                    self._awaiting.discard(connection)
                 self._park(origin, connection)
                 return response
             raise ConnectionDropped("connection closed")  # pragma: no cover - the second try uses a fresh one
         finally:
             slots.release()
+
+    def _watch(self, connection: _Connection) -> None:
+        if self.read_timeout is None:
+            return
+        self._awaiting.add(connection)
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.get_running_loop().create_task(self._fail_silent(self.read_timeout))
+
+    async def _fail_silent(self, read_timeout: float) -> None:
+        """Fail each response silent for ``read_timeout``; ends when no response is outstanding."""
+        loop = asyncio.get_running_loop()
+        slack = min(1.0, read_timeout / 4)
+        while self._awaiting:
+            await asyncio.sleep(slack)
+            now = loop.time()
+            for connection in [c for c in self._awaiting if now - c.last_activity >= read_timeout]:
+                self._awaiting.discard(connection)
+                connection.time_out(read_timeout)
 
     def _idle_connection(self, origin: Origin) -> tuple[_Connection | None, bool]:
         idle = self._idle.get(origin)
@@ -355,6 +366,8 @@ class ConnectionPool:
     async def aclose(self) -> None:
         """Close idle connections; connections in use close when their response is read."""
         self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         for idle in self._idle.values():
             while idle:
                 idle.pop().close()

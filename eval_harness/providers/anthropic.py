@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import Field
 
-from eval_harness.errors import ConfigError, ProviderResponseError
-from eval_harness.providers._http import HTTPOptions, HTTPProvider, field, int_or_none, sampling
+from eval_harness.errors import ConfigError, ProviderError, ProviderResponseError
+from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, field, int_or_none, sampling
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateRequest, Usage
 
@@ -94,46 +94,51 @@ class AnthropicProvider(HTTPProvider):
 
     async def generate(self, request: GenerateRequest) -> Completion:
         reply = await self.post("/messages", self.request_body(request))
-        with self.parsing():
-            data = reply.data
-            texts: list[str] = []
-            thoughts: list[str] = []
-            content = field(data, "content")
-            if not isinstance(content, list):
-                raise ProviderResponseError("the response's content is not a list of blocks")
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                kind = block.get("type")
-                if kind == "text":
-                    texts.append(str(block.get("text", "")))
-                elif kind == "thinking":
-                    thoughts.append(str(block.get("thinking", "")))
-                elif kind == "redacted_thinking":
-                    thoughts.append("[redacted thinking]")
-            raw = data.get("usage")
-            reported = isinstance(raw, dict)
-            cache_write = 0
-            usage = Usage()
-            if isinstance(raw, dict):
-                fresh = int_or_none(raw.get("input_tokens")) or 0
-                cache_read = int_or_none(raw.get("cache_read_input_tokens"))
-                cache_write = int_or_none(raw.get("cache_creation_input_tokens")) or 0
-                usage = Usage(
-                    prompt_tokens=fresh + (cache_read or 0) + cache_write,
-                    completion_tokens=int_or_none(raw.get("output_tokens")) or 0,
-                    cached_tokens=cache_read,
-                )
-            return Completion(
-                text="".join(texts),
-                finish_reason=None if data.get("stop_reason") is None else str(data["stop_reason"]),
-                usage=usage,
-                cost_usd=self.priced(usage, reported, cache_write),
-                latency_ms=reply.latency_ms,
-                model=str(data["model"]) if data.get("model") is not None else None,
-                request_id=self.request_id(reply, data.get("id")),
-                thinking="\n\n".join(thoughts) or None,
+        try:
+            return self._completion(reply)
+        except ProviderError as exc:
+            raise self.labelled(exc) from None
+
+    def _completion(self, reply: Reply) -> Completion:
+        data = reply.data
+        texts: list[str] = []
+        thoughts: list[str] = []
+        content = field(data, "content")
+        if not isinstance(content, list):
+            raise ProviderResponseError("the response's content is not a list of blocks")
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(str(block.get("text", "")))
+            elif kind == "thinking":
+                thoughts.append(str(block.get("thinking", "")))
+            elif kind == "redacted_thinking":
+                thoughts.append("[redacted thinking]")
+        raw = data.get("usage")
+        reported = isinstance(raw, dict)
+        cache_write = 0
+        usage = Usage()
+        if isinstance(raw, dict):
+            fresh = int_or_none(raw.get("input_tokens")) or 0
+            cache_read = int_or_none(raw.get("cache_read_input_tokens"))
+            cache_write = int_or_none(raw.get("cache_creation_input_tokens")) or 0
+            usage = Usage(
+                prompt_tokens=fresh + (cache_read or 0) + cache_write,
+                completion_tokens=int_or_none(raw.get("output_tokens")) or 0,
+                cached_tokens=cache_read,
             )
+        return Completion(
+            text="".join(texts),
+            finish_reason=None if data.get("stop_reason") is None else str(data["stop_reason"]),
+            usage=usage,
+            cost_usd=self.priced(usage, reported, cache_write),
+            latency_ms=reply.latency_ms,
+            model=str(data["model"]) if data.get("model") is not None else None,
+            request_id=self.request_id(reply, data.get("id")),
+            thinking="\n\n".join(thoughts) or None,
+        )
 
     def reset_after(self, headers: Mapping[str, str]) -> float | None:
         import time

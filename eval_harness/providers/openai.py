@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 import orjson
 from pydantic import Field
 
-from eval_harness.errors import ConfigError, ProviderHTTPError, ProviderResponseError, RetryCause
+from eval_harness.errors import ConfigError, ProviderError, ProviderHTTPError, ProviderResponseError, RetryCause
 from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, field, int_or_none, sampling
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage
@@ -132,12 +132,14 @@ class OpenAIWire(HTTPProvider):
         endpoint = self.endpoint
         path = {"chat": "/chat/completions", "responses": "/responses", "completions": "/completions"}[endpoint]
         reply = await self.post(path, body, raw_text=self.streaming)
-        with self.parsing():
+        try:
             if self.streaming:
                 return self._from_stream(reply, endpoint)
             if endpoint == "responses":
                 return self._from_responses(reply, request.config.stop)
             return self._from_choices(reply, endpoint)
+        except ProviderError as exc:
+            raise self.labelled(exc) from None
 
     def _usage(self, raw: Any, input_key: str, output_key: str) -> tuple[Usage, bool]:
         if not isinstance(raw, dict):
