@@ -1,7 +1,10 @@
 """Throughput of a real HTTP run: how close ``eval-harness run`` gets to the physical limit.
 
-The fake LLM server (tests/fake_llm_server.py) runs in its own process and answers every request after a
-fixed latency, so a run of N samples at concurrency C cannot finish faster than N × latency / C. For each
+A fake LLM server runs in its own process and answers every request after a fixed latency, so a run of N
+samples at concurrency C cannot finish faster than N × latency / C. By default that is the lean server
+(tests/lean_llm_server.py), which keeps its latency at 256 requests in flight (its lateness is printed);
+``--server full`` uses the full fake server of the tests (aiohttp), whose own work at 256 in flight makes
+its answers late, so that row measures the server as much as the harness. For each
 concurrency this prints the whole process's wall time, the run phase (first request received to last
 record written), that limit and both ratios, the harness's CPU per sample (user + system, and the marginal
 figure with a 1-sample run's fixed cost taken out) and its peak RSS; and the time of ``eval-harness --help``.
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-SERVER = REPO / "tests" / "fake_llm_server.py"
+SERVERS = {"lean": REPO / "tests" / "lean_llm_server.py", "full": REPO / "tests" / "fake_llm_server.py"}
 
 
 @dataclass
@@ -45,6 +48,8 @@ class Measured:
     records: int
     errors: int
     max_in_flight: int
+    server_late_ms: float | None
+    """The lean server's 99th percentile of how late it answered (None: not measured)."""
 
 
 def write_dataset(path: Path, count: int) -> None:
@@ -60,9 +65,9 @@ def write_dataset(path: Path, count: int) -> None:
             out.write(json.dumps(item) + "\n")
 
 
-def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+def start_server(kind: str, latency: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--latency", str(latency)], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(SERVERS[kind]), "--latency", str(latency)], stdout=subprocess.PIPE, text=True
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -153,6 +158,7 @@ def measure(setup: Setup, out: Path, concurrency: int, limit: int | None, kind: 
         records=len(rows),
         errors=sum(1 for row in rows if row["error"] is not None),
         max_in_flight=concurrency if mock else stats["max_in_flight"],
+        server_late_ms=None if mock else (stats.get("late_ms") or {}).get("p99"),
     )
 
 
@@ -164,12 +170,13 @@ def median_run(setup: Setup, out: Path, concurrency: int, repeat: int, kind: str
 def row(label: str, full: Measured, one: Measured, samples: int, limit: float) -> str:
     cpu = full.cpu_user_s + full.cpu_sys_s
     marginal = (cpu - one.cpu_user_s - one.cpu_sys_s) / (samples - 1)
+    late = "-" if full.server_late_ms is None else f"{full.server_late_ms:.1f}"
     return (
         f"{label:>16} {limit:>7.2f} {full.run_phase_s:>6.2f} {full.run_phase_s / limit:>7.3f} "
         f"{full.wall_s:>7.2f} {full.wall_s - limit:>+9.2f} {full.startup_s:>7.2f} {full.teardown_s:>6.2f} "
         f"{cpu / samples * 1000:>8.3f} {full.cpu_user_s / samples * 1000:>5.2f} "
         f"{full.cpu_sys_s / samples * 1000:>5.2f} {marginal * 1000:>9.3f} {full.max_rss_mb:>7.0f} "
-        f"{full.server_cpu_s:>9.2f} {full.max_in_flight:>8} {full.errors:>4}"
+        f"{full.server_cpu_s:>9.2f} {late:>8} {full.max_in_flight:>8} {full.errors:>4}"
     )
 
 
@@ -186,7 +193,8 @@ LEGEND = """\
 run = first request received to last record written; whole = process start to exit;
 start = process start to first request; end = last record to exit;
 cpu ms/s = harness CPU per sample (user + system); marg = the same without a 1-sample run's fixed cost;
-srv cpu = the server process's CPU during the run; mock = the same run with the mock provider (no HTTP)"""
+srv cpu = the server process's CPU during the run; srv late = the lean server's 99th percentile of how late
+it answered (ms after the latency was up); mock = the same run with the mock provider (no HTTP)"""
 
 
 def main() -> None:
@@ -196,6 +204,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--repeat", type=int, default=3, help="Runs per concurrency; the median run is shown.")
     parser.add_argument(
+        "--server", choices=sorted(SERVERS), default="lean",
+        help="lean (tests/lean_llm_server.py, the default) or full (tests/fake_llm_server.py, aiohttp).",
+    )  # fmt: skip
+    parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=list(KINDS),
         help="pooled (the default wire), httpx (--model-arg http_transport=httpx: httpx.AsyncClient and its "
         "transport), httpx-pooled (httpx.AsyncClient on the lean pool: the client machinery's share) and mock "
@@ -203,7 +215,7 @@ def main() -> None:
     )  # fmt: skip
     options = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-    server, base = start_server(options.latency)
+    server, base = start_server(options.server, options.latency)
     try:
         with tempfile.TemporaryDirectory(prefix="eval-harness-bench-") as tmp:
             # Users run with cached bytecode; keep it out of the repository and warm it before measuring.
@@ -217,12 +229,12 @@ def main() -> None:
             print(f"eval-harness --help: {help_time(env) * 1000:.0f} ms (median of 5)")
             print(
                 f"{options.samples} samples, {options.latency * 1000:.0f} ms server latency, "
-                f"server in its own process, median of {options.repeat} runs"
+                f"{options.server} server in its own process, median of {options.repeat} runs"
             )
             print(
                 f"{'run':>16} {'limit s':>7} {'run s':>6} {'run/lim':>7} {'whole s':>7} {'whole-lim':>9} "
                 f"{'start s':>7} {'end s':>6} {'cpu ms/s':>8} {'usr':>5} {'sys':>5} {'marg ms/s':>9} "
-                f"{'rss MB':>7} {'srv cpu s':>9} {'inflight':>8} {'err':>4}"
+                f"{'rss MB':>7} {'srv cpu s':>9} {'srv late':>8} {'inflight':>8} {'err':>4}"
             )
             for concurrency in options.concurrency:
                 limit = options.samples * options.latency / concurrency

@@ -48,7 +48,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             raise httpx.ReadError(str(exc), request=request) from None
         except MalformedResponse as exc:
             raise httpx.RemoteProtocolError(str(exc), request=request) from None
-        return httpx.Response(raw.status, headers=raw.headers, content=raw.body, request=request)
+        return httpx.Response(raw.status, headers=raw.headers.pairs(), content=raw.body, request=request)
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -16,6 +16,7 @@ no redirects.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -30,7 +31,7 @@ from eval_harness.providers._transport import (
 
 WireKind = Literal["pooled", "httpx", "httpx-pooled"]
 
-Exchange = tuple[int, dict[str, str], bytes]
+Exchange = tuple[int, Mapping[str, str], bytes]
 """What a wire returns: status, headers (lower-case names; repeated ones joined by ", "), decoded body."""
 
 
@@ -49,16 +50,6 @@ def open_wire(
     if kind == "pooled":
         return PooledWire(base_url, headers, size, timeout)
     return HttpxWire(base_url, headers, size, timeout, lean_pool=kind == "httpx-pooled")
-
-
-def header_dict(lines: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """Header lines as a dict with lower-case names; a repeated header's values are joined by ", "."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in lines:
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
 
 
 def _header_lines(headers: dict[str, str]) -> bytes:
@@ -116,12 +107,11 @@ class PooledWire:
     async def post(self, path: str, payload: bytes) -> Exchange:
         data = b"%scontent-length: %d\r\n\r\n%s" % (self._head(path), len(payload), payload)
         try:
-            status, lines, body = await self.pool.exchange(self._origin, data)
+            status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
         except TransportError as exc:
             raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
-        headers = header_dict(lines)
         return status, headers, _decoded(body, headers.get("content-encoding"))
 
     async def aclose(self) -> None:
@@ -166,11 +156,11 @@ class HttpxWire:
             raise ProviderResponseError(f"the body cannot be decoded: {exc}") from None
         except httpx.HTTPError as exc:
             raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
-        return response.status_code, header_dict(response.headers.raw), response.content
+        return response.status_code, dict(response.headers.items()), response.content
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.client.aclose()
 
 
-__all__ = ["Exchange", "HttpxWire", "PooledWire", "Wire", "WireKind", "header_dict", "open_wire"]
+__all__ = ["Exchange", "HttpxWire", "PooledWire", "Wire", "WireKind", "open_wire"]

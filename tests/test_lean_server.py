@@ -1,0 +1,94 @@
+"""The benchmark's lean fake server: a real run through it scores every sample, and it keeps its latency."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import read_records, run_subprocess, write_jsonl
+
+SERVER = Path(__file__).resolve().parent / "lean_llm_server.py"
+LATENCY = 0.05
+
+
+@pytest.fixture(scope="module")
+def lean_server() -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--latency", str(LATENCY)], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("PORT "), line
+    try:
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        process.terminate()
+        process.wait(10)
+        process.stdout.close()
+
+
+def http(url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read()), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), dict(error.headers)
+
+
+def test_answers_in_the_chat_completion_schema_after_its_latency(lean_server: str) -> None:
+    http(f"{lean_server}/_control", {"reset": True})
+    started = time.perf_counter()
+    status, body, headers = http(
+        f"{lean_server}/v1/chat/completions",
+        {"model": "m", "messages": [{"role": "user", "content": "Say it. [[answer: 42]]"}]},
+    )
+    elapsed = time.perf_counter() - started
+    assert status == 200 and elapsed >= LATENCY
+    assert body["object"] == "chat.completion" and body["model"] == "m"
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": "42"}
+    assert body["choices"][0]["finish_reason"] == "stop"
+    usage = body["usage"]
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+    assert headers["x-request-id"].startswith("req_lean")
+    assert headers["x-ratelimit-remaining-requests"] == "9999" and headers["server"] == "cloudflare"
+    _, stats, _ = http(f"{lean_server}/_stats")
+    assert stats["requests"] == 1 and stats["max_in_flight"] == 1
+    assert 0 <= stats["late_ms"]["max"] < 1000 * LATENCY
+
+
+def test_bad_requests_get_openai_error_bodies(lean_server: str) -> None:
+    status, body, _ = http(f"{lean_server}/v1/chat/completions", {"model": "m"})
+    assert status == 400 and "messages" in body["error"]["message"]
+    status, body, _ = http(f"{lean_server}/v1/embeddings", {"model": "m", "input": "x"})
+    assert status == 404 and body["error"]["type"] == "invalid_request_error"
+
+
+def test_a_run_through_it_scores_every_sample_within_the_concurrency(lean_server: str, tmp_path: Path) -> None:
+    records = [
+        {"id": f"s{i}", "axis": "arithmetic", "input": f"Reply {i * 3}. [[answer: {i * 3}]]", "target": str(i * 3)}
+        for i in range(40)
+    ]
+    dataset = write_jsonl(tmp_path / "lean.jsonl", records)
+    http(f"{lean_server}/_control", {"reset": True})
+    result = run_subprocess(
+        "run", "--task", "capability_profile", "--dataset", dataset, "--model", "openai-compatible/lean",
+        "--model-arg", f"base_url={lean_server}/v1", "--concurrency", "8", "--output-dir", tmp_path / "out",
+        "--run-id", "lean", "-q",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    rows = read_records(tmp_path / "out" / "lean")
+    assert sorted(r["sample_id"] for r in rows) == sorted(r["id"] for r in records)
+    assert all(r["score"] == 1.0 and r["error"] is None and r["request_id"].startswith("req_lean") for r in rows)
+    _, stats, _ = http(f"{lean_server}/_stats")
+    assert stats["requests"] == 40 and stats["max_in_flight"] == 8

@@ -1,0 +1,115 @@
+"""The lean HTTP client's response parsing, fed bytes as a server would send them (split anywhere)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from eval_harness.providers._transport import MalformedResponse, RawResponse, ResponseHead, _Connection
+
+HOSTED = (
+    b"HTTP/1.1 200 OK\r\n"
+    b"Date: Sun, 29 Nov 2026 21:14:03 GMT\r\n"
+    b"Content-Type: application/json\r\n"
+    b"Content-Length: 11\r\n"
+    b"Connection: keep-alive\r\n"
+    b"Set-Cookie: a=1; path=/\r\n"
+    b"x-ratelimit-remaining-requests:   9999  \r\n"
+    b"set-cookie: b=2\r\n"
+    b"X-Request-ID: req_abc\r\n"
+    b"\r\n"
+    b'{"ok": true}'
+)
+
+
+class _Transport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = b""
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += bytes(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def exchange(*chunks: bytes) -> tuple[RawResponse | BaseException, bool]:
+    """Send one request on a fresh connection, feed ``chunks`` as the response; the response (or error) and
+    whether the connection was closed."""
+    loop = asyncio.get_running_loop()
+    connection = _Connection(loop)
+    transport = _Transport()
+    connection.connection_made(transport)
+    pending = asyncio.ensure_future(connection.round_trip(b"POST / HTTP/1.1\r\n\r\n"))
+    await asyncio.sleep(0)
+    for chunk in chunks:
+        connection.data_received(chunk)
+    if not pending.done():
+        connection.connection_lost(None)
+    try:
+        return await pending, transport.closed
+    except Exception as exc:  # the test inspects it
+        return exc, transport.closed
+
+
+async def test_headers_are_looked_up_by_any_case_and_repeated_ones_joined() -> None:
+    response, _ = await exchange(HOSTED)
+    assert isinstance(response, RawResponse)
+    assert response.status == 200
+    assert response.body == b'{"ok": true'  # exactly Content-Length (11) bytes; the extra byte is not body
+    headers = response.headers
+    assert headers.get("x-request-id") == headers["X-Request-Id"] == "req_abc"
+    assert headers.get("x-ratelimit-remaining-requests") == "9999"  # surrounding blanks stripped
+    assert headers.get("set-cookie") == "a=1; path=/, b=2"
+    assert headers.get("retry-after") is None and headers.get("retry-after", "none") == "none"
+    assert "content-type" in headers and len(headers) == 7  # eight lines, set-cookie twice
+    assert dict(headers)["date"] == "Sun, 29 Nov 2026 21:14:03 GMT"
+
+
+async def test_bytes_beyond_the_declared_length_close_the_connection() -> None:
+    # A keep-alive connection must not be reused when the server sent more than it declared.
+    _, closed = await exchange(HOSTED)
+    assert closed
+
+
+@pytest.mark.parametrize("cut", [1, 17, 40, len(HOSTED) - 3])
+async def test_a_response_split_anywhere_parses_the_same(cut: int) -> None:
+    exact = HOSTED[:-1]  # the declared 11 bytes of body, nothing more
+    response, closed = await exchange(exact[:cut], exact[cut:])
+    assert isinstance(response, RawResponse) and not closed
+    assert response.body == b'{"ok": true' and response.headers.get("x-request-id") == "req_abc"
+
+
+async def test_chunked_bodies_and_interim_responses() -> None:
+    response, _ = await exchange(
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n"
+    )
+    assert isinstance(response, RawResponse)
+    assert response.status == 200 and response.body == b"hello world"
+
+
+async def test_connection_close_and_read_until_close() -> None:
+    response, closed = await exchange(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartial body")
+    assert isinstance(response, RawResponse) and closed
+    assert response.body == b"partial body"
+
+
+async def test_garbage_is_a_malformed_response() -> None:
+    error, closed = await exchange(b"<html>Bad Gateway</html>\r\n\r\n")
+    assert isinstance(error, MalformedResponse) and closed
+    error, _ = await exchange(b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n")
+    assert isinstance(error, MalformedResponse) and "Content-Length" in str(error)
+
+
+def test_a_line_without_a_colon_is_ignored() -> None:
+    head = ResponseHead(b"x-a: 1\r\nnot a header\r\nx-b: 2")
+    assert head.pairs() == [(b"x-a", b"1"), (b"x-b", b"2")]
+    assert head.get("x-b") == "2" and len(head) == 2
