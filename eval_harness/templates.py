@@ -2,24 +2,28 @@
 
 A template renders the user turn of the prompt. Dataset values are passed as variables, never as template
 source, so a sample containing ``{{ ... }}`` is inserted literally.
+
+A *plain* template, text and ``{{ name }}`` references only (most answer-only prompts), is recognised
+without Jinja and rendered by joining strings; Jinja is imported (~30 ms) and the template compiled only
+for any other template, or when a plain one meets a name it cannot fill (for Jinja's own error).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import jinja2
-from jinja2 import nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from typing import TYPE_CHECKING, Any
 
 from eval_harness.errors import TemplateError
 from eval_harness.types import ChatMessage, Sample
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @dataclass(frozen=True)
@@ -31,16 +35,17 @@ class PromptTemplate:
     sha256: str
     system_prompt: str | None
     variables: dict[str, Any]
-    _template: jinja2.Template
+    _template: jinja2.Template | None
     _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict)
     _system: ChatMessage | None = None
     _base: dict[str, Any] = field(default_factory=dict)
     _plain: list[tuple[bool, str]] | None = None
+    _directory: Path | None = None  # where Jinja's loader looks; ``path`` is ``_directory / name``
 
     def __post_init__(self) -> None:
-        # Jinja merges its globals into every render's context; merging them once here and rendering with a
-        # shared context halves the cost of a render, which runs once per sample.
-        self._base.update(self._template.globals, **self.variables)
+        self._base.update(self.variables)
+        if self._template is not None:
+            self._adopt(self._template)
         if self.system_prompt:
             object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
 
@@ -63,22 +68,36 @@ class PromptTemplate:
             "examples": self._examples(examples),
             "metadata": sample.metadata,
         }
-        template = self._template
         text = _plain_render(self._plain, context) if self._plain is not None else None
-        try:
-            if text is None:
-                text = "".join(template.root_render_func(template.new_context(context, shared=True)))
-        except Exception:
-            try:
-                template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
-            except Exception as exc:  # any error inside a template is the template's error, never a traceback
-                raise TemplateError(_located(exc, self.path)) from None
+        if text is None:
+            text = self._render_jinja(context)
         messages: list[ChatMessage] = []
         if self._system is not None:
             messages.append(self._system)
         messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
         messages.append(ChatMessage(role="user", content=text.strip()))
         return messages
+
+    def _render_jinja(self, context: dict[str, Any]) -> str:
+        template = self._template
+        if template is None:  # a plain template that met a name it cannot fill: Jinja says what is wrong
+            template = _compile(self._directory or self.path.parent, self.name, self.path)
+            self._adopt(template)
+            context = {**self._base, **context}
+        try:
+            return "".join(template.root_render_func(template.new_context(context, shared=True)))
+        except Exception:
+            try:
+                template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
+            except Exception as exc:  # any error inside a template is the template's error, never a traceback
+                raise TemplateError(_located(exc, self.path)) from None
+            raise
+
+    def _adopt(self, template: jinja2.Template) -> None:
+        object.__setattr__(self, "_template", template)
+        # Jinja merges its globals into every render's context; merging them once here and rendering with a
+        # shared context halves the cost of a render, which runs once per sample.
+        self._base.update(template.globals, **self.variables)
 
     def _examples(self, examples: Sequence[Sample]) -> list[dict[str, Any]]:
         # A run renders every prompt with the same examples: build their variables once, not per sample.
@@ -89,25 +108,42 @@ class PromptTemplate:
         return cached
 
 
-def _plain_parts(environment: jinja2.Environment, source: str) -> list[tuple[bool, str]] | None:
+_REFERENCE = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
+_JINJA_CONSTANTS = frozenset({"true", "false", "none", "True", "False", "None"})
+
+
+def _plain_parts(source: str) -> list[tuple[bool, str]] | None:
     """A template made only of text and ``{{ name }}`` references, as ``(is_text, text_or_name)`` parts;
-    None for any other template.
+    None for any other template (or one this cannot be sure of: then Jinja decides).
 
     Such a template renders by joining strings, ~20x faster than through Jinja's render machinery (which
     builds a context object and a generator per render); the output is the same, ``str()`` of each value.
+    Recognised by hand, not by Jinja's parser, so that such a run never imports Jinja: no block or comment
+    tags, no other ``{{``, and text with Jinja's newline normalisation (every line break becomes ``\\n``).
     """
-    tree = environment.parse(source)
-    if len(tree.body) != 1 or not isinstance(tree.body[0], nodes.Output):
+    if "{%" in source or "{#" in source:
         return None
     parts: list[tuple[bool, str]] = []
-    for node in tree.body[0].nodes:
-        if isinstance(node, nodes.TemplateData):
-            parts.append((True, node.data))
-        elif isinstance(node, nodes.Name) and node.ctx == "load":
-            parts.append((False, node.name))
-        else:
+    position = 0
+    for reference in _REFERENCE.finditer(source):
+        text = source[position : reference.start()]
+        if "{{" in text or reference.group(1) in _JINJA_CONSTANTS:
             return None
-    return parts
+        if text:
+            parts.append((True, text))
+        parts.append((False, reference.group(1)))
+        position = reference.end()
+    rest = source[position:]
+    if "{{" in rest:
+        return None
+    if rest.endswith("\n"):  # keep_trailing_newline=False: Jinja drops one final line break
+        rest = rest[:-1]
+    if rest:
+        parts.append((True, rest))
+    return [
+        (True, value.replace("\r\n", "\n").replace("\r", "\n")) if is_text else (False, value)
+        for is_text, value in parts
+    ]
 
 
 def _plain_render(parts: list[tuple[bool, str]], context: dict[str, Any]) -> str | None:
@@ -141,6 +177,24 @@ def load_template(
         raise TemplateError(f"{path}: template not found (templates here: {known})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TemplateError(f"{path}: cannot read the template: {exc}") from None
+    plain = _plain_parts(source)
+    return PromptTemplate(
+        name=name,
+        path=path,
+        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        system_prompt=system_prompt,
+        variables=dict(variables or {}),
+        _template=None if plain is not None else _compile(directory, name, path),
+        _plain=plain,
+        _directory=directory,
+    )
+
+
+def _compile(directory: Path, name: str, path: Path) -> jinja2.Template:
+    """Jinja's compiled template; a syntax error names the file and line."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     environment = ImmutableSandboxedEnvironment(
         loader=jinja2.FileSystemLoader(str(directory)),
         undefined=jinja2.StrictUndefined,
@@ -150,18 +204,9 @@ def load_template(
         lstrip_blocks=True,
     )
     try:
-        template = environment.get_template(name)
+        return environment.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
-    return PromptTemplate(
-        name=name,
-        path=path,
-        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
-        system_prompt=system_prompt,
-        variables=dict(variables or {}),
-        _template=template,
-        _plain=_plain_parts(environment, source),
-    )
 
 
 def _located(exc: Exception, path: Path) -> str:

@@ -161,3 +161,41 @@ def test_templates_with_logic_or_filters_take_jinja_s_path(tmp_path: Path) -> No
     for body in ("{{ input | upper }}", "{% if input %}{{ input }}{% endif %}", "{{ metadata.k }}", "{{ 1 + 1 }}"):
         write(tmp_path, "t.jinja2", body)
         assert load_template(tmp_path, "t.jinja2")._plain is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ input }}\r\nReply.\r\n",  # Jinja turns every line break into \n
+        "{{input}}{{ target }}\n\n\n",
+        "a }} b {{ input }} c",
+        "{{ input }}\n{{ style }}",
+    ],
+)
+def test_plain_templates_are_recognised_without_jinja_and_render_as_jinja_would(tmp_path: Path, body: str) -> None:
+    write(tmp_path, "t.jinja2", body)
+    fast = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
+    assert fast._plain is not None and fast._template is None  # Jinja was not needed to load it
+    slow = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
+    object.__setattr__(slow, "_plain", None)
+    sample = Sample(id="1", input="{{ 7 * 7 }}\r\nsecond line", target="49")
+    assert fast.render(sample) == slow.render(sample)
+
+
+@pytest.mark.parametrize("body", ["{{ true }}", "{{ input }} {{- target }}", "{{ input }} {{", "{# note #}{{ input }}"])
+def test_sources_that_only_look_plain_take_jinja_s_path(tmp_path: Path, body: str) -> None:
+    write(tmp_path, "t.jinja2", body)
+    try:
+        template = load_template(tmp_path, "t.jinja2")
+    except TemplateError:
+        return  # "{{ input }} {{" is a syntax error, which Jinja reports when the template loads
+    assert template._plain is None and template._template is not None
+
+
+def test_a_plain_template_in_a_subfolder_reports_a_missing_name_through_jinja(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    path = write(tmp_path, "sub/t.jinja2", "{{ input }}\n{{ nowhere }}\n")
+    template = load_template(tmp_path, "sub/t.jinja2")
+    assert template._plain is not None
+    with pytest.raises(TemplateError, match=rf"{path}:2: UndefinedError: 'nowhere' is undefined"):
+        template.render(Sample(id="1", input="a", target="b"))

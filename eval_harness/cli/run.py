@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import typer
 
 from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from eval_harness.cli.render.run import ProgressDisplay
     from eval_harness.gates import GateSpec
-    from eval_harness.runner import RunPlan, RunResult
+    from eval_harness.runner import Progress, RunPlan, RunResult
 
 EXIT_INTERRUPTED = 130
 
@@ -36,7 +36,23 @@ MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transi
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
 
 
-async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
+class _Display(Protocol):
+    def update(self, progress: Progress) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class _QuietDisplay:
+    """``--quiet``: no progress; notes as plain lines on stderr. The views (and rich) are never imported."""
+
+    def update(self, progress: Progress) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+
+async def _execute(plan: RunPlan, display: _Display) -> RunResult:
     import asyncio
     import signal
 
@@ -69,16 +85,16 @@ async def _execute(plan: RunPlan, display: ProgressDisplay) -> RunResult:
 
 def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 stopped early, 1 a failed gate."""
-    from eval_harness.cli import render
-    from eval_harness.cli.render import run as run_views
     from eval_harness.gates import evaluate_gates, gate_failure
 
     if not quiet:
+        from eval_harness.cli.render import run as run_views
+
         run_views.print_result(result)
     if result.fatal is not None:
         raise ConfigError(f"run stopped early: {result.fatal}")
     if result.status == "interrupted":
-        render.stderr.print(f"interrupted; resume with: {result.resume_command}", markup=False)
+        print(f"interrupted; resume with: {result.resume_command}", file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED)
     failure = gate_failure(evaluate_gates(result.summary, gates))
     if failure is not None:
@@ -89,10 +105,12 @@ def start_run(plan: RunPlan, quiet: bool) -> RunResult:
     """Execute the plan with a progress display and Ctrl-C handling."""
     import asyncio
 
+    if quiet:
+        return asyncio.run(_execute(plan, _QuietDisplay()))
     from eval_harness.cli.render import run as run_views
 
     label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
-    with run_views.ProgressDisplay(plan.manifest.expected_records, label, enabled=not quiet) as display:
+    with run_views.ProgressDisplay(plan.manifest.expected_records, label) as display:
         return asyncio.run(_execute(plan, display))
 
 
@@ -156,7 +174,6 @@ def run_command(
                      "tpm": tpm, "cache": cache or None}  # fmt: skip
         _resume(resume, overrides, retry_errors, force, gates, quiet)
         return
-    from eval_harness.cli.render import run as run_views
     from eval_harness.config import RunConfig, parse_key_values
     from eval_harness.runner import dry_run, plan_run
 
@@ -193,6 +210,8 @@ def run_command(
         for line in report.problem_lines()[:10]:
             render.stderr.print(f"  {line}", markup=False)
     if dry_run_:
+        from eval_harness.cli.render import run as run_views
+
         run_views.print_dry_run(dry_run(plan))
         return
     finish_run(start_run(plan, quiet), gates, quiet)
