@@ -11,7 +11,9 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            return version("eval-harness")
+            found = version("eval-harness")
         except PackageNotFoundError:  # a source tree that was never installed
-            return "0.0.0+source"
+            found = "0.0.0+source"
+        globals()["__version__"] = found  # looked up once: the manifest and the user agent both ask
+        return found
     raise AttributeError(f"module 'eval_harness' has no attribute {name!r}")
