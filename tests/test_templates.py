@@ -140,17 +140,23 @@ def test_jinja_globals_such_as_range_stay_available(tmp_path: Path) -> None:
         "Q: {{input}} -> {{ target }} {{ choices }} {{ letters }} {{ metadata }}\n\n",
         "  {{ input }}  {{ input }}",
         "no variables at all\n",
+        "{{ input }}\r\nReply.\r\n",  # Jinja turns every line break into \n
+        "{{input}}{{ target }}\n\n\n",
+        "a }} b {{ input }} c",
+        "{{ input }}\n{{ style }}",
     ],
 )
 def test_a_plain_template_renders_as_jinja_would(tmp_path: Path, body: str) -> None:
-    # Text-and-names templates skip Jinja's render machinery; the text must be the same to the character.
+    # Text-and-names templates are recognised without Jinja and skip its render machinery; the text must be
+    # the same to the character.
     write(tmp_path, "t.jinja2", body)
     fast = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
+    assert fast._plain is not None and fast._template is None  # Jinja was not needed to load it
     slow = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
     object.__setattr__(slow, "_plain", None)
-    assert fast._plain is not None
     samples = [
         Sample(id="1", input="{{ 7 * 7 }}\n", target="49"),
+        Sample(id="3", input="{{ 7 * 7 }}\r\nsecond line", target="49"),
         Sample(id="2", input="Pick one", target="B", choices=["a", "b"], metadata={"k": [1, None]}),
     ]
     for sample in samples:
@@ -161,25 +167,6 @@ def test_templates_with_logic_or_filters_take_jinja_s_path(tmp_path: Path) -> No
     for body in ("{{ input | upper }}", "{% if input %}{{ input }}{% endif %}", "{{ metadata.k }}", "{{ 1 + 1 }}"):
         write(tmp_path, "t.jinja2", body)
         assert load_template(tmp_path, "t.jinja2")._plain is None
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        "{{ input }}\r\nReply.\r\n",  # Jinja turns every line break into \n
-        "{{input}}{{ target }}\n\n\n",
-        "a }} b {{ input }} c",
-        "{{ input }}\n{{ style }}",
-    ],
-)
-def test_plain_templates_are_recognised_without_jinja_and_render_as_jinja_would(tmp_path: Path, body: str) -> None:
-    write(tmp_path, "t.jinja2", body)
-    fast = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
-    assert fast._plain is not None and fast._template is None  # Jinja was not needed to load it
-    slow = load_template(tmp_path, "t.jinja2", variables={"style": "x"})
-    object.__setattr__(slow, "_plain", None)
-    sample = Sample(id="1", input="{{ 7 * 7 }}\r\nsecond line", target="49")
-    assert fast.render(sample) == slow.render(sample)
 
 
 @pytest.mark.parametrize("body", ["{{ true }}", "{{ input }} {{- target }}", "{{ input }} {{", "{# note #}{{ input }}"])
