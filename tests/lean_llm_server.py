@@ -83,10 +83,22 @@ class LeanServer:
         self.next_id = 1
 
 
+_date: tuple[int, bytes] = (0, b"")
+
+
+def _http_date() -> bytes:
+    """The Date header's value, formatted once a second (formatting costs ~7 µs, a tenth of an answer)."""
+    global _date
+    second = int(time.time())
+    if second != _date[0]:
+        _date = (second, email.utils.formatdate(second, usegmt=True).encode())
+    return _date[1]
+
+
 def _response(status: int, payload: Any, extra: bytes = b"") -> bytes:
     body = orjson.dumps(payload)
     reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")
-    date = email.utils.formatdate(usegmt=True).encode()
+    date = _http_date()
     head = b"HTTP/1.1 %d %s\r\ndate: %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n" % (
         status, reason.encode(), date, len(body),
     )  # fmt: skip
