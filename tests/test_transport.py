@@ -6,7 +6,14 @@ import asyncio
 
 import pytest
 
-from eval_harness.providers._transport import MalformedResponse, RawResponse, ResponseHead, _Connection
+from eval_harness.providers._transport import (
+    ConnectionPool,
+    MalformedResponse,
+    RawResponse,
+    ReadTimedOut,
+    ResponseHead,
+    _Connection,
+)
 
 HOSTED = (
     b"HTTP/1.1 200 OK\r\n"
@@ -113,3 +120,60 @@ def test_a_line_without_a_colon_is_ignored() -> None:
     head = ResponseHead(b"x-a: 1\r\nnot a header\r\nx-b: 2")
     assert head.pairs() == [(b"x-a", b"1"), (b"x-b", b"2")]
     assert head.get("x-b") == "2" and len(head) == 2
+
+
+class _TricklingServer:
+    """A loopback server that answers each request with ``pieces``, pausing ``pause_s`` before each, and then
+    holds the connection open until closed: only the client's read timeout can end a stalled answer."""
+
+    def __init__(self, pause_s: float, pieces: list[bytes]) -> None:
+        self.pause_s = pause_s
+        self.pieces = pieces
+        self.done = asyncio.Event()
+        self.handlers: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> int:
+        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.done.set()
+        await asyncio.gather(*self.handlers)
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            for piece in self.pieces:
+                await asyncio.sleep(self.pause_s)
+                writer.write(piece)
+                await writer.drain()
+            await self.done.wait()
+        except ConnectionError:
+            pass  # the client gave up and closed
+        finally:
+            writer.close()
+
+
+async def test_the_read_timeout_bounds_silence_not_the_whole_answer() -> None:
+    body = b"0123456789"
+    pieces = [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", *(body[i : i + 2] for i in range(0, 10, 2))]
+    pool = ConnectionPool(2, connect_timeout=1.0, read_timeout=0.3)
+    async with _TricklingServer(0.1, pieces) as port:  # 0.6 s in all, never 0.3 s silent
+        response = await pool.exchange(("http", "127.0.0.1", port), b"GET / HTTP/1.1\r\n\r\n")
+        await pool.aclose()
+    assert response.status == 200 and response.body == body
+
+
+async def test_a_silent_answer_fails_within_the_timeout_and_its_slack() -> None:
+    pool = ConnectionPool(2, connect_timeout=1.0, read_timeout=0.2)
+    loop = asyncio.get_running_loop()
+    async with _TricklingServer(0.05, [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01"]) as port:
+        started = loop.time()
+        with pytest.raises(ReadTimedOut, match=r"no data for 0\.2s"):
+            await pool.exchange(("http", "127.0.0.1", port), b"GET / HTTP/1.1\r\n\r\n")
+        elapsed = loop.time() - started
+        await pool.aclose()
+    assert 0.25 <= elapsed < 0.25 + 0.05 + 0.5  # last byte at 0.05 s, then 0.2 s; check slack 0.05 s; CI margin
