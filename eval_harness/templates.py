@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -36,11 +36,13 @@ class PromptTemplate:
     system_prompt: str | None
     variables: dict[str, Any]
     _template: jinja2.Template | None
-    _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict)
-    _system: ChatMessage | None = None
-    _base: dict[str, Any] = field(default_factory=dict)
     _plain: list[tuple[bool, str]] | None = None
     _directory: Path | None = None  # where Jinja's loader looks; ``path`` is ``_directory / name``
+    _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
+    # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
+    _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, init=False)
+    _system: ChatMessage | None = field(default=None, init=False)
+    _base: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._base.update(self.variables)
@@ -81,7 +83,7 @@ class PromptTemplate:
     def _render_jinja(self, context: dict[str, Any]) -> str:
         template = self._template
         if template is None:  # a plain template that met a name it cannot fill: Jinja says what is wrong
-            template = _compile(self._directory or self.path.parent, self.name, self.path)
+            template = _compile(self._directory or self.path.parent, self.name, self.path, self._source)
             self._adopt(template)
             context = {**self._base, **context}
         try:
@@ -109,7 +111,10 @@ class PromptTemplate:
 
 
 _REFERENCE = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
-_JINJA_CONSTANTS = frozenset({"true", "false", "none", "True", "False", "None"})
+# Names Jinja reads as constants or operators, never as variables.
+_JINJA_WORDS = frozenset(
+    {"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"}
+)
 
 
 def _plain_parts(source: str) -> list[tuple[bool, str]] | None:
@@ -127,8 +132,8 @@ def _plain_parts(source: str) -> list[tuple[bool, str]] | None:
     position = 0
     for reference in _REFERENCE.finditer(source):
         text = source[position : reference.start()]
-        if "{{" in text or reference.group(1) in _JINJA_CONSTANTS:
-            return None
+        if "{{" in text or text.endswith("{") or reference.group(1) in _JINJA_WORDS:
+            return None  # "{{{ x }}}" is "{{" then "{ x }" to Jinja: a syntax error, not "{" + x
         if text:
             parts.append((True, text))
         parts.append((False, reference.group(1)))
@@ -184,19 +189,24 @@ def load_template(
         sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
         system_prompt=system_prompt,
         variables=dict(variables or {}),
-        _template=None if plain is not None else _compile(directory, name, path),
+        _template=None if plain is not None else _compile(directory, name, path, source),
         _plain=plain,
         _directory=directory,
+        _source=source,
     )
 
 
-def _compile(directory: Path, name: str, path: Path) -> jinja2.Template:
-    """Jinja's compiled template; a syntax error names the file and line."""
+def _compile(directory: Path, name: str, path: Path, source: str) -> jinja2.Template:
+    """Jinja's compiled template of ``source`` (the text that was hashed, so the prompt always matches the
+    recorded sha256; templates it includes come from ``directory``); a syntax error names the file and line."""
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    def this_template(requested: str) -> tuple[str, str, Callable[[], bool]] | None:
+        return (source, str(path), lambda: True) if requested == name else None
+
     environment = ImmutableSandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(str(directory)),
+        loader=jinja2.ChoiceLoader([jinja2.FunctionLoader(this_template), jinja2.FileSystemLoader(str(directory))]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -169,13 +170,23 @@ def test_templates_with_logic_or_filters_take_jinja_s_path(tmp_path: Path) -> No
         assert load_template(tmp_path, "t.jinja2")._plain is None
 
 
-@pytest.mark.parametrize("body", ["{{ true }}", "{{ input }} {{- target }}", "{{ input }} {{", "{# note #}{{ input }}"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ true }}",
+        "{{ input }} {{- target }}",
+        "{{ input }} {{",
+        "{# note #}{{ input }}",
+        "{{{ input }}}",
+        "{{ not }}",
+    ],
+)
 def test_sources_that_only_look_plain_take_jinja_s_path(tmp_path: Path, body: str) -> None:
     write(tmp_path, "t.jinja2", body)
     try:
         template = load_template(tmp_path, "t.jinja2")
     except TemplateError:
-        return  # "{{ input }} {{" is a syntax error, which Jinja reports when the template loads
+        return  # "{{ input }} {{", "{{{ input }}}" and "{{ not }}" are syntax errors, reported at load
     assert template._plain is None and template._template is not None
 
 
@@ -186,3 +197,23 @@ def test_a_plain_template_in_a_subfolder_reports_a_missing_name_through_jinja(tm
     assert template._plain is not None
     with pytest.raises(TemplateError, match=rf"{path}:2: UndefinedError: 'nowhere' is undefined"):
         template.render(Sample(id="1", input="a", target="b"))
+
+
+def test_a_plain_template_keeps_the_hashed_text_when_its_file_changes_or_goes(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "{{ input }}\n{{ nowhere }}\n")
+    template = load_template(tmp_path, "t.jinja2")
+    path.write_text("EDITED {{ input }}\n")  # the run recorded the sha256 of the first text
+    with pytest.raises(TemplateError, match=r"t\.jinja2:2: UndefinedError: 'nowhere' is undefined"):
+        template.render(Sample(id="1", input="a", target="b"))
+    path.unlink()
+    with pytest.raises(TemplateError, match="'nowhere' is undefined"):
+        template.render(Sample(id="2", input="a", target="b"))
+
+
+def test_copies_with_other_variables_share_nothing_with_the_original(tmp_path: Path) -> None:
+    # The judge renders its template with per-call variables through dataclasses.replace.
+    write(tmp_path, "t.jinja2", "{% if extra is defined %}{{ extra }} {% endif %}{{ input }}")
+    template = load_template(tmp_path, "t.jinja2")
+    sample = Sample(id="1", input="a", target="b")
+    assert dataclasses.replace(template, variables={"extra": "E"}).render(sample)[-1].content == "E a"
+    assert template.render(sample)[-1].content == "a"
