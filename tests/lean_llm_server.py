@@ -161,7 +161,12 @@ class _Connection(asyncio.Protocol):
             for line in lines[1:]:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
+                    text = value.strip()
+                    if not text.isdigit():
+                        self._write(_error(400, "invalid Content-Length"))
+                        self._close()
+                        return
+                    length = int(text)
             if len(self.buffer) < end + 4 + length:
                 return
             body = bytes(self.buffer[end + 4 : end + 4 + length])
@@ -183,11 +188,17 @@ class _Connection(asyncio.Protocol):
             except orjson.JSONDecodeError:
                 body = None
             due = self.loop.time() + server.latency_s
-            self.loop.call_at(due, self._answer_due, body, due)
+            self.loop.call_at(due, self._answer_due, body, due, stats)  # a reset meanwhile does not see it
         elif path == b"/_stats":
             self._write(_response(200, server.stats.as_json()))
         elif path == b"/_control" and method == b"POST":
-            control = orjson.loads(raw or b"{}")
+            try:
+                control = orjson.loads(raw or b"{}")
+            except orjson.JSONDecodeError:
+                control = None
+            if not isinstance(control, dict):
+                self._write(_error(400, "the control body is not a JSON object"))
+                return
             if control.get("reset"):
                 server.stats = LeanStats()
             if "latency_s" in control:
@@ -196,8 +207,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._write(_error(404, f"Unknown request URL: {method.decode()} {path.decode()}"))
 
-    def _answer_due(self, body: Any, due: float) -> None:
-        stats = self.server.stats
+    def _answer_due(self, body: Any, due: float, stats: LeanStats) -> None:
         stats.in_flight -= 1
         stats.late_s.append(self.loop.time() - due)
         self._write(_answer(self.server, body))

@@ -71,6 +71,11 @@ def test_bad_requests_get_openai_error_bodies(lean_server: str) -> None:
     assert status == 400 and "messages" in body["error"]["message"]
     status, body, _ = http(f"{lean_server}/v1/embeddings", {"model": "m", "input": "x"})
     assert status == 404 and body["error"]["type"] == "invalid_request_error"
+    request = urllib.request.Request(f"{lean_server}/_control", data=b"[1, 2", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    refused.value.close()
 
 
 def test_a_run_through_it_scores_every_sample_within_the_concurrency(lean_server: str, tmp_path: Path) -> None:

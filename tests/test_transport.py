@@ -177,3 +177,29 @@ async def test_a_silent_answer_fails_within_the_timeout_and_its_slack() -> None:
         elapsed = loop.time() - started
         await pool.aclose()
     assert 0.25 <= elapsed < 0.25 + 0.05 + 0.5  # last byte at 0.05 s, then 0.2 s; check slack 0.05 s; CI margin
+
+
+async def test_content_length_repeated_identical_is_one_length_anything_else_is_malformed() -> None:
+    response, _ = await exchange(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2\r\n\r\nok")
+    assert isinstance(response, RawResponse) and response.body == b"ok"
+    for bad in (b"2, 3", b"\xb2", b"-1", b""):
+        error, _ = await exchange(b"HTTP/1.1 200 OK\r\nContent-Length: " + bad + b"\r\n\r\nok")
+        assert isinstance(error, MalformedResponse), bad
+
+
+async def test_blanks_before_a_colon_are_read_as_a_lenient_client_would() -> None:
+    response, _ = await exchange(b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\nX-Request-Id\t: r1 \x0b\r\n\r\nok")
+    assert isinstance(response, RawResponse) and response.body == b"ok"
+    head = response.headers
+    assert head.get("x-request-id") == "r1" and head["content-length"] == "2"
+    assert dict(head) == {"content-length": "2", "x-request-id": "r1"}  # lookups and iteration agree
+
+
+async def test_closing_the_pool_keeps_the_read_timeout_of_answers_in_flight() -> None:
+    pool = ConnectionPool(2, connect_timeout=1.0, read_timeout=0.2)
+    async with _TricklingServer(0.01, [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01"]) as port:
+        pending = asyncio.ensure_future(pool.exchange(("http", "127.0.0.1", port), b"GET / HTTP/1.1\r\n\r\n"))
+        await asyncio.sleep(0.05)
+        await pool.aclose()
+        with pytest.raises(ReadTimedOut):
+            await asyncio.wait_for(pending, 2)

@@ -67,11 +67,14 @@ class ResponseHead(Mapping[str, str]):
     is ignored, as curl and browsers do, rather than checked on every response.
     """
 
-    __slots__ = ("_block", "_lowered", "_parsed")
+    __slots__ = ("_block", "_lowered", "_odd", "_parsed")
 
     def __init__(self, block: bytes) -> None:
         self._block = block  # the lines after the status line, separated by CRLF
         self._lowered = b"\r\n" + block.lower()
+        # RFC 9112 forbids blanks between a name and its colon, but a lenient reader accepts them: only then
+        # does a lookup need the parsed lines.
+        self._odd = b" :" in block or b"\t:" in block
         self._parsed: dict[str, str] | None = None
 
     @overload
@@ -89,13 +92,15 @@ class ResponseHead(Mapping[str, str]):
         lowered = self._lowered
         found = lowered.find(key)
         if found < 0:
+            if self._odd:  # a name with blanks before its colon: ask the parsed lines
+                return self._all().get(key[2:-1].decode("latin-1"))
             return None
         values = []
         while found >= 0:
             start = found + len(key)
             end = lowered.find(b"\r\n", start)
             end = len(lowered) if end < 0 else end
-            values.append(self._block[start - 2 : end - 2].strip(b" \t").decode("latin-1"))
+            values.append(self._block[start - 2 : end - 2].strip().decode("latin-1"))
             found = lowered.find(key, end)
         return values[0] if len(values) == 1 else ", ".join(values)
 
@@ -269,9 +274,12 @@ class _Connection(asyncio.Protocol):
         length_text = headers.lookup(_CONTENT_LENGTH)
         length: int | None = None
         if length_text is not None:
-            if not length_text.isdigit():
+            # Repeated identical values ("2, 2") are one length (RFC 9110 8.6); anything but ASCII digits is not.
+            values = {value.strip() for value in length_text.split(",")}
+            value = values.pop()
+            if values or not (value.isascii() and value.isdigit()):
                 raise MalformedResponse(f"invalid Content-Length {length_text[:20]!r}")
-            length = int(length_text)
+            length = int(value)
         chunked = "chunked" in (headers.lookup(_TRANSFER_ENCODING) or "").lower()
         keep_alive = version == b"HTTP/1.1"
         token = (headers.lookup(_CONNECTION) or "").lower()
@@ -437,8 +445,8 @@ class ConnectionPool:
     async def aclose(self) -> None:
         """Close idle connections; connections in use close when their response is read."""
         self._closed = True
-        if self._watchdog is not None:
-            self._watchdog.cancel()
+        if self._watchdog is not None and not self._awaiting:
+            self._watchdog.cancel()  # else it ends by itself once the answers in flight are in
         for idle in self._idle.values():
             while idle:
                 idle.pop().close()
