@@ -199,6 +199,19 @@ def test_resume_alias_and_resume_flag_both_continue_a_run(cli: Cli, task_root: T
     assert again.code == 0 and "0 new records, 40 already done" in again.out
 
 
+def test_a_forced_quiet_resume_names_what_changed_on_stderr(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert (
+        cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "f", "-q", "--limit", "5").code == 0
+    )
+    task_root.template("plain.jinja2", "{{ input }}\nAnswer with the number only.\n")
+    refused = cli("resume", out_dir / "f", "-q")
+    assert refused.code == 2 and "plain.jinja2" in refused.err
+    forced = cli("resume", out_dir / "f", "-q", "--force")
+    assert forced.code == 0 and forced.out == ""
+    assert forced.err.startswith("--force: resuming although template plain.jinja2 (sha256 ")
+
+
 def test_python_dash_m_runs_the_cli() -> None:
     result = run_subprocess("--help")
     assert result.code == 0

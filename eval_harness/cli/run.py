@@ -220,12 +220,11 @@ def run_command(
 def _resume(
     run_dir: Path, overrides: dict[str, Any], retry_errors: bool, force: bool, gates: GateSpec, quiet: bool
 ) -> None:
-    from eval_harness.cli import render
     from eval_harness.runner import plan_resume
 
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
     if plan.forced:
-        render.stderr.print(f"--force: resuming although {'; '.join(plan.forced)}", markup=False)
+        print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
     finish_run(start_run(plan, quiet), gates, quiet)
 
 
