@@ -28,7 +28,6 @@ class FrontierTracker:
     """Follows samples from hand-out to their last recorded epoch; reports the frontier and the window."""
 
     def __init__(self, epochs: int, start: Position = START, taken_before: int = 0) -> None:
-        self._epochs = epochs
         self._all_epochs = frozenset(range(epochs))
         self._window: OrderedDict[str, _Open] = OrderedDict()
         self.frontier = start

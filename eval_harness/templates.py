@@ -36,8 +36,8 @@ class PromptTemplate:
     system_prompt: str | None
     variables: dict[str, Any]
     _template: jinja2.Template | None
+    _directory: Path  # where Jinja's loader looks; ``path`` is ``_directory / name``
     _plain: list[tuple[bool, str]] | None = None
-    _directory: Path | None = None  # where Jinja's loader looks; ``path`` is ``_directory / name``
     _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
     # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
     _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, init=False)
@@ -83,7 +83,7 @@ class PromptTemplate:
     def _render_jinja(self, context: dict[str, Any]) -> str:
         template = self._template
         if template is None:  # a plain template that met a name it cannot fill: Jinja says what is wrong
-            template = _compile(self._directory or self.path.parent, self.name, self.path, self._source)
+            template = _compile(self._directory, self.name, self.path, self._source)
             self._adopt(template)
             context = {**self._base, **context}
         try:

@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import email.utils
-import re
 import time
 from typing import Any
 
 import orjson
+from fake_llm_server import ANSWER_MARK  # the same default answer as the full server
 
-ANSWER_MARK = re.compile(r"\[\[answer:\s*(.*?)\]\]", re.DOTALL)
 _MAX_HEAD = 64 * 1024
 # What api.openai.com sends with a chat completion besides date, framing and request id (example values).
 _HOSTED_HEADERS = (

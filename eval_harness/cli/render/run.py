@@ -41,9 +41,8 @@ def print_dry_run(dry: DryRun) -> None:
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every few seconds otherwise (to stderr)."""
 
-    def __init__(self, total: int, label: str, enabled: bool = True, plain_interval_s: float = 5.0) -> None:
-        self._enabled = enabled
-        self._interactive = enabled and sys.stderr.isatty()
+    def __init__(self, total: int, label: str, plain_interval_s: float = 5.0) -> None:
+        self._interactive = sys.stderr.isatty()
         self._label = label
         self._interval = plain_interval_s
         self._last_plain = time.monotonic()
@@ -75,8 +74,6 @@ class ProgressDisplay:
             self._progress.stop()
 
     def update(self, progress: RunProgress) -> None:
-        if not self._enabled:
-            return
         rate = progress.session_done / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
         cost = f"${progress.cost_usd:.4f}" if progress.cost_known else "unknown"
         stats = f"mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
