@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -203,3 +207,78 @@ async def test_closing_the_pool_keeps_the_read_timeout_of_answers_in_flight() ->
         await pool.aclose()
         with pytest.raises(ReadTimedOut):
             await asyncio.wait_for(pending, 2)
+
+
+class _BulkServer:
+    """A loopback server (TLS when given a context) answering every request on a connection with the same
+    large chunked body, in pieces smaller and larger than the client's read buffer."""
+
+    def __init__(self, body: bytes, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.body = body
+        self.ssl_context = ssl_context
+
+    async def __aenter__(self) -> int:
+        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0, ssl=self.ssl_context)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for start, size in ((0, 7), (7, 100_000), (100_007, len(self.body))):
+                    piece = self.body[start : start + size]
+                    writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    await writer.drain()
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def _big_body() -> bytes:
+    return bytes(range(256)) * 1200  # 307,200 bytes: several reads of the 64 KiB buffer
+
+
+async def test_large_bodies_on_concurrent_connections_arrive_whole() -> None:
+    """The pool's connections share one read buffer: interleaved reads must not mix their bytes."""
+    body = _big_body()
+    pool = ConnectionPool(4, connect_timeout=1.0, read_timeout=5.0)
+    async with _BulkServer(body) as port:
+        origin = ("http", "127.0.0.1", port)
+        responses = await asyncio.gather(*(pool.exchange(origin, b"GET / HTTP/1.1\r\n\r\n") for _ in range(8)))
+        await pool.aclose()
+    assert [r.body == body for r in responses] == [True] * 8
+
+
+def _self_signed(tmp_path: Path) -> Path:
+    """A certificate for 127.0.0.1 and its key in one PEM file, made by the openssl command."""
+    pem = tmp_path / "loopback.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(pem), "-out", str(pem)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return pem
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+async def test_tls_answers_arrive_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pem = _self_signed(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(pem))  # the pool trusts this certificate and no other
+    body = _big_body()
+    pool = ConnectionPool(2, connect_timeout=5.0, read_timeout=5.0)
+    async with _BulkServer(body, server_context) as port:
+        origin = ("https", "127.0.0.1", port)
+        first = await pool.exchange(origin, b"GET / HTTP/1.1\r\n\r\n")
+        second = await pool.exchange(origin, b"GET / HTTP/1.1\r\n\r\n")  # the same kept-alive connection
+        await pool.aclose()
+    assert first.status == second.status == 200 and first.body == second.body == body

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import NamedTuple, TypeVar, overload
 
 _MAX_HEAD_BYTES = 64 * 1024
+_READ_CHUNK = 64 * 1024
 Origin = tuple[str, str, int]
 
 
@@ -150,11 +151,17 @@ def origin_of(scheme: str, host: str, port: int | None) -> Origin:
     return (scheme, host, port or (443 if scheme == "https" else 80))
 
 
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection; parses exactly one response at a time."""
+class _Connection(asyncio.BufferedProtocol):
+    """One keep-alive connection; parses exactly one response at a time.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    A buffered protocol: asyncio receives into ``read_buffer`` (shared by the pool's connections, which
+    are read one at a time on one loop) instead of into a new 256 KiB ``bytes`` per read, whose allocation
+    and shrinking cost ~20 µs, twice the system call itself, for a 1 KB answer.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, read_buffer: memoryview | None = None) -> None:
         self._loop = loop
+        self._read_buffer = read_buffer if read_buffer is not None else memoryview(bytearray(_READ_CHUNK))
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.received_any = False  # a stale keep-alive socket never gets a byte back
@@ -173,7 +180,13 @@ class _Connection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._read_buffer[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
         if self._waiter is None or self._waiter.done():
             self.close()  # bytes nobody asked for: the connection cannot be trusted any more
             return
@@ -344,6 +357,7 @@ class ConnectionPool:
         self._closed = False
         self._awaiting: set[_Connection] = set()  # connections with a response outstanding
         self._watchdog: asyncio.Task[None] | None = None
+        self._read_buffer = memoryview(bytearray(_READ_CHUNK))
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
@@ -430,7 +444,7 @@ class ConnectionPool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, protocol = await loop.create_connection(
-                    lambda: _Connection(loop),
+                    lambda: _Connection(loop, self._read_buffer),
                     host,
                     port,
                     ssl=ssl_context,
