@@ -1,5 +1,5 @@
 """``python -m eval_harness`` runs the CLI."""
 
-from eval_harness.cli.app import run_process
+from eval_harness.cli.launch import run
 
-run_process()
+run()

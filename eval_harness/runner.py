@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from eval_harness import __version__
 from eval_harness.artifacts import (
     KeyScan,
     RunLock,
@@ -96,12 +97,6 @@ def _now() -> str:
     if second != _second_text[0]:
         _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
     return f"{_second_text[1]}.{millisecond:03d}Z"
-
-
-def _harness_version() -> str:
-    from eval_harness import __version__  # importlib.metadata: paid only when a manifest is written
-
-    return str(__version__)
 
 
 def _import_aggregate_meanwhile() -> None:
@@ -427,7 +422,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         status="running",
         created_at=now,
         updated_at=now,
-        harness_version=_harness_version(),
+        harness_version=__version__,
         task=TaskInfo(
             name=task.spec.name,
             source=str(task.path),

@@ -307,3 +307,36 @@ def test_the_process_entry_point_keeps_exit_codes_and_every_line_of_output(tmp_p
     assert run_subprocess("no-such-command").code == 2
     done = run_subprocess("tasks")
     assert done.code == 0 and "capability_profile" in done.out and done.out.endswith("\n")
+
+
+GC_WATCH = """
+import gc, sys
+from eval_harness.cli import launch
+
+log = sys.argv[1]
+
+def watch(phase, info):
+    if phase == "start":
+        with open(log, "a") as out:
+            out.write(f"{gc.get_freeze_count()}\\n")
+
+gc.callbacks.append(watch)
+sys.argv = ["eval-harness", *sys.argv[2:]]
+launch.run()
+"""
+
+
+def test_start_up_runs_without_the_garbage_collector_and_the_command_with_it(tmp_path: Path) -> None:
+    """The collector is paused from the first import to the command's start, then resumed with start-up's
+    objects frozen: every collection of the process happens in the command and skips those objects."""
+    log = tmp_path / "collections.txt"
+    completed = subprocess.run(
+        [sys.executable, "-c", GC_WATCH, str(log), "run", "--task", "capability_profile", "--model", "mock/m",
+         "--output-dir", str(tmp_path), "--run-id", "gc", "-q"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    frozen = [int(line) for line in log.read_text().split()]
+    assert frozen, "the run made no collection: the collector was never resumed"
+    assert min(frozen) > 10_000  # none before the freeze (start-up alone used to make ~90)
+    assert len(read_records(tmp_path / "gc")) > 0

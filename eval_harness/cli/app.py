@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import pkgutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
+from eval_harness.cli.launch import resume_collection
 from eval_harness.errors import DatasetError, EvalHarnessError
 
 app = typer.Typer(
@@ -28,12 +31,33 @@ def _register_commands() -> None:
     """Every module of this package with a ``register(app)`` adds its commands: a new command is one file."""
     package = Path(__file__).parent
     for module_info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
-        if module_info.name in ("app", "render") or module_info.ispkg:
+        if module_info.name in ("app", "launch", "render") or module_info.ispkg:
             continue
         module = importlib.import_module(f"eval_harness.cli.{module_info.name}")
         register = getattr(module, "register", None)
         if register is not None:
             register(app)
+    _collect_in_commands(app)
+
+
+def _collect_in_commands(group: typer.Typer) -> None:
+    for command in group.registered_commands:
+        assert command.callback is not None
+        command.callback = _collecting(command.callback)
+    for subgroup in group.registered_groups:
+        assert subgroup.typer_instance is not None
+        _collect_in_commands(subgroup.typer_instance)
+
+
+def _collecting(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, ending start-up's pause of the garbage collector as it begins (see ``launch``)."""
+
+    @functools.wraps(callback)  # typer reads the parameters through __wrapped__
+    def command(*args: Any, **kwargs: Any) -> Any:
+        resume_collection()
+        return callback(*args, **kwargs)
+
+    return command
 
 
 _register_commands()

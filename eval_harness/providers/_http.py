@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import orjson
 from pydantic import Field, SecretStr, model_validator
 
-from eval_harness import pricing
+from eval_harness import __version__, pricing
 from eval_harness.config import redact
 from eval_harness.errors import (
     AuthenticationError,
@@ -268,8 +268,6 @@ class HTTPProvider(Provider):
         return None if self.price is None else self.price.cost(usage)
 
     def _static_headers(self) -> dict[str, str]:
-        from eval_harness import __version__
-
         return {
             "content-type": "application/json",
             "accept": "application/json",

@@ -1,0 +1,32 @@
+"""The process entry (the ``eval-harness`` script and ``python -m eval_harness``): start-up without the
+cyclic garbage collector.
+
+Start-up allocates ~40,000 long-lived objects (modules, classes, pydantic's validators, typer's
+parameter adapters) and leaves ~800 of them as cyclic garbage. With the collector on, that churn triggers
+~90 young-generation collections, ~30-40 ms of a 0.5 s start (measured with ``gc.callbacks``); and the
+first full collection of a run then walks all 40,000 objects, a 30 ms stall with every sample in flight
+waiting. So the collector is paused from the first import to the start of the command
+(``resume_collection``), and what start-up built is frozen: later collections never walk it again.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import NoReturn
+
+
+def run() -> NoReturn:
+    """Parse the command line and run the command, with the collector paused for start-up."""
+    gc.disable()
+    from eval_harness.cli.app import run_process
+
+    run_process()
+
+
+def resume_collection() -> None:
+    """End the start-up pause (the command starts now): freeze what exists, collect from here on.
+
+    Does nothing where the collector was on anyway (the CLI called in-process, as the tests do)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
