@@ -287,12 +287,7 @@ class _Connection(asyncio.BufferedProtocol):
         length_text = headers.lookup(_CONTENT_LENGTH)
         length: int | None = None
         if length_text is not None:
-            # Repeated identical values ("2, 2") are one length (RFC 9110 8.6); anything but ASCII digits is not.
-            values = {value.strip() for value in length_text.split(",")}
-            value = values.pop()
-            if values or not (value.isascii() and value.isdigit()):
-                raise MalformedResponse(f"invalid Content-Length {length_text[:20]!r}")
-            length = int(value)
+            length = _content_length(length_text)
         chunked = "chunked" in (headers.lookup(_TRANSFER_ENCODING) or "").lower()
         keep_alive = version == b"HTTP/1.1"
         token = (headers.lookup(_CONNECTION) or "").lower()
@@ -342,6 +337,18 @@ class _Connection(asyncio.BufferedProtocol):
             pos = data_end + 2
         if pos:  # drop what has been consumed so the buffer does not grow with the body
             del buffer[:pos]
+
+
+def _content_length(text: str) -> int:
+    """The body length a Content-Length value states; repeated identical values ("2, 2") are one length (RFC
+    9110 8.6); anything but ASCII digits is malformed."""
+    if text.isascii() and text.isdigit():  # the common case, a single number, needs no splitting
+        return int(text)
+    values = {value.strip() for value in text.split(",")}
+    value = values.pop()
+    if values or not (value.isascii() and value.isdigit()):
+        raise MalformedResponse(f"invalid Content-Length {text[:20]!r}")
+    return int(value)
 
 
 class ConnectionPool:
