@@ -340,3 +340,36 @@ def test_start_up_runs_without_the_garbage_collector_and_the_command_with_it(tmp
     assert frozen, "the run made no collection: the collector was never resumed"
     assert min(frozen) > 10_000  # none before the freeze (start-up alone used to make ~90)
     assert len(read_records(tmp_path / "gc")) > 0
+
+
+def whole_app(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
+    """``args`` parsed by the app with every command registered (as typer would without the shortcut)."""
+    from eval_harness.cli.app import app
+
+    capsys.readouterr()
+    try:
+        app(args=args, prog_name="eval-harness")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return CliResult(code, captured.out, captured.err)
+
+
+def test_a_command_parsed_alone_says_exactly_what_the_whole_app_says(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``main`` hands a named command to an app holding only that command (typer builds every registered
+    command before parsing); its help, usage errors and exit codes are the whole app's."""
+    from eval_harness.cli.app import _app_for, app
+
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    assert len(names) >= 10 and "run" in names and "cache" in names
+    cases = [[name, "--help"] for name in names] + [
+        ["run", "--no-such-option"], ["run", "--concurrency", "zero"], ["cache", "no-such"], ["cache", "--help"],
+    ]  # fmt: skip
+    for args in cases:
+        assert args[0] in names and _app_for(args) is not app
+        assert cli(*args) == whole_app(args, capsys), args
+    for args in (["--help"], ["rn"], []):  # the app's own help, a misspelt command, nothing: the whole app
+        assert _app_for(args) is app
+    assert "Did you mean 'run'?" in cli("rn").err
