@@ -373,3 +373,15 @@ def test_a_command_parsed_alone_says_exactly_what_the_whole_app_says(
     for args in (["--help"], ["rn"], []):  # the app's own help, a misspelt command, nothing: the whole app
         assert _app_for(args) is app
     assert "Did you mean 'run'?" in cli("rn").err
+
+
+def test_the_cli_called_in_process_leaves_the_hosts_collector_as_it_was(cli: Cli) -> None:
+    import gc
+
+    frozen = gc.get_freeze_count()
+    gc.disable()
+    try:
+        assert cli("tasks").code == 0
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen  # only launch.run's own pause is ended
+    finally:
+        gc.enable()

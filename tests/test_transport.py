@@ -211,11 +211,13 @@ async def test_closing_the_pool_keeps_the_read_timeout_of_answers_in_flight() ->
 
 class _BulkServer:
     """A loopback server (TLS when given a context) answering every request on a connection with the same
-    large chunked body, in pieces smaller and larger than the client's read buffer."""
+    large chunked body, in pieces smaller and larger than the client's read buffer; with ``overrun``, one
+    ``Content-Length`` answer followed by that many bytes the response did not declare."""
 
-    def __init__(self, body: bytes, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, body: bytes, ssl_context: ssl.SSLContext | None = None, overrun: int = 0) -> None:
         self.body = body
         self.ssl_context = ssl_context
+        self.overrun = overrun
 
     async def __aenter__(self) -> int:
         self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0, ssl=self.ssl_context)
@@ -227,6 +229,12 @@ class _BulkServer:
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if self.overrun:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(self.body), self.body))
+                writer.write(b"J" * self.overrun)
+                await writer.drain()
+                return
             while True:
                 await reader.readuntil(b"\r\n\r\n")
                 writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -282,3 +290,21 @@ async def test_tls_answers_arrive_whole(tmp_path: Path, monkeypatch: pytest.Monk
         second = await pool.exchange(origin, b"GET / HTTP/1.1\r\n\r\n")  # the same kept-alive connection
         await pool.aclose()
     assert first.status == second.status == 200 and first.body == second.body == body
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+async def test_bytes_beyond_a_tls_answer_never_replace_its_body(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a TLS connection reads what is still buffered; bytes after a complete answer (more than the
+    read buffer holds) must not be taken for that answer's body."""
+    pem = _self_signed(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(pem))
+    body = b"B" * 1000
+    pool = ConnectionPool(2, connect_timeout=5.0, read_timeout=5.0)
+    async with _BulkServer(body, server_context, overrun=300_000) as port:
+        bodies = [(await pool.exchange(("https", "127.0.0.1", port), b"GET / HTTP/1.1\r\n\r\n")).body for _ in range(5)]
+        await pool.aclose()
+    assert bodies == [body] * 5

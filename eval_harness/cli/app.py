@@ -92,9 +92,9 @@ def _no_options() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
-    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        _app_for(args)(args=args, prog_name="eval-harness")
+        # args=None (the console): click reads sys.argv itself, expanding globs on Windows as it always did
+        _app_for(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="eval-harness")
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         for problem in exc.problems:

@@ -14,10 +14,15 @@ from __future__ import annotations
 import gc
 from typing import NoReturn
 
+_paused = False
+
 
 def run() -> NoReturn:
     """Parse the command line and run the command, with the collector paused for start-up."""
-    gc.disable()
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
     from eval_harness.cli.app import run_process
 
     run_process()
@@ -26,7 +31,10 @@ def run() -> NoReturn:
 def resume_collection() -> None:
     """End the start-up pause (the command starts now): freeze what exists, collect from here on.
 
-    Does nothing where the collector was on anyway (the CLI called in-process, as the tests do)."""
-    if not gc.isenabled():
+    Does nothing unless ``run`` paused the collector: the CLI called in-process (as the tests do) leaves the
+    host's collector as it was, on or off."""
+    global _paused
+    if _paused:
+        _paused = False
         gc.freeze()
         gc.enable()

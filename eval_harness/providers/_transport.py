@@ -187,7 +187,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.data_received(self._read_buffer[:nbytes])
 
     def data_received(self, data: bytes | memoryview) -> None:
-        if self._waiter is None or self._waiter.done():
+        if self.closed or self._waiter is None or self._waiter.done():
             self.close()  # bytes nobody asked for: the connection cannot be trusted any more
             return
         self.received_any = True
@@ -240,10 +240,12 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _finish(self, keep_alive: bool) -> None:
         assert self._headers is not None and self._waiter is not None
-        if not (keep_alive and self._keep_alive):
-            self.close()
         if not self._waiter.done():
             self._waiter.set_result(RawResponse(self._status, self._headers, bytes(self._body)))
+        # Closed only after the answer is settled: closing a TLS connection reads what it still holds, and
+        # those bytes (beyond the answer) arrive here as data nobody asked for, not as this answer's body.
+        if not (keep_alive and self._keep_alive):
+            self.close()
 
     def close(self) -> None:
         """Close the socket (idempotent)."""
