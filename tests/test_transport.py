@@ -54,7 +54,7 @@ async def exchange(*chunks: bytes) -> tuple[RawResponse | BaseException, bool]:
     """Send one request on a fresh connection, feed ``chunks`` as the response; the response (or error) and
     whether the connection was closed."""
     loop = asyncio.get_running_loop()
-    connection = _Connection(loop)
+    connection = _Connection(loop, memoryview(bytearray(64 * 1024)))
     transport = _Transport()
     connection.connection_made(transport)
     pending = asyncio.ensure_future(connection.round_trip(b"POST / HTTP/1.1\r\n\r\n"))

@@ -159,9 +159,9 @@ class _Connection(asyncio.BufferedProtocol):
     and shrinking cost ~20 µs, twice the system call itself, for a 1 KB answer.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, read_buffer: memoryview | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, read_buffer: memoryview) -> None:
         self._loop = loop
-        self._read_buffer = read_buffer if read_buffer is not None else memoryview(bytearray(_READ_CHUNK))
+        self._read_buffer = read_buffer
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.received_any = False  # a stale keep-alive socket never gets a byte back
