@@ -13,6 +13,7 @@ key ``(sample_id, epoch)`` occurs more than once (``--retry-errors``), the last 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -200,6 +201,7 @@ class SampleWriter:
     """
 
     def __init__(self, path: Path, fsync_interval_s: float = 0.5) -> None:
+        self._path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._interval = fsync_interval_s
         self._last_sync = time.monotonic()
@@ -211,18 +213,30 @@ class SampleWriter:
 
     def append(self, record: SampleRecord | Mapping[str, Any]) -> bool:
         """Write one record (a ``SampleRecord``, or its fields in that order: see ``record_line``); True when
-        an fsync is due (call ``sync_soon`` or ``sync``)."""
+        an fsync is due (call ``sync_soon`` or ``sync``). A failed write (a full disk, a file size limit)
+        takes back the part of the line it wrote and raises ``ArtifactError`` naming the file."""
         if type(record) is dict:  # the runner's records; isinstance against a pydantic class is slower
             line = record_line(record)
         else:
             line = SampleRecord.__pydantic_serializer__.to_json(record) + b"\n"
         view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            self._take_back_torn_line()
+            raise ArtifactError(
+                f"{self._path}: cannot append a record: {exc.strerror or exc} (the records before it are kept)"
+            ) from exc
         self.written += 1
         self.size += len(line)
         self._dirty = True
         return time.monotonic() - self._last_sync >= self._interval
+
+    def _take_back_torn_line(self) -> None:
+        # when the file cannot be cut (a device, a failing disk), the next session's repair_tail drops the tail
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self.size)
 
     def sync_soon(self, then: Callable[[int], None] | None = None) -> None:
         """Make the file durable up to its current size in the writer's thread, then call ``then(size)``

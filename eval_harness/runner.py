@@ -51,9 +51,9 @@ from eval_harness.datasets import sample as sample_subset
 from eval_harness.durable import write_atomic
 from eval_harness.errors import (
     ArtifactError,
-    AuthenticationError,
     ConfigError,
     DatasetError,
+    EvalHarnessError,
     ProviderError,
     ProviderTimeoutError,
     ResumeMismatchError,
@@ -705,7 +705,7 @@ class Runner:
         await self.gateway.aclose()
         if plan.judge is not None:
             await plan.judge.aclose()
-        fatal = redact(str(self._fatal), self._secrets) if self._fatal is not None else None
+        fatal = redact(_fatal_text(self._fatal), self._secrets) if self._fatal is not None else None
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None
         return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
@@ -818,12 +818,11 @@ class Runner:
             if self._stop.is_set():
                 return
             try:
-                record = await self._process(sample, epoch, previous, task)
-            except AuthenticationError as exc:
+                self._append(await self._process(sample, epoch, previous, task), started)
+            except Exception as exc:  # a refused key, an artifact that cannot be written: no sample can succeed
                 self._fatal = exc
                 self._stop.set()
                 return
-            self._append(record, started)
 
     def _append(self, record: dict[str, Any], started: float) -> None:
         assert self._writer is not None
@@ -954,6 +953,11 @@ class _Deadlines:
 
 _Spent = tuple[int, dict[str, int], float]
 """What a sample's generation took: attempts, retries by cause, seconds of backoff."""
+
+
+def _fatal_text(error: BaseException) -> str:
+    """Our own errors speak for themselves; anything else (a bug) is named by its type too."""
+    return str(error) if isinstance(error, EvalHarnessError) else f"{type(error).__name__}: {error}"
 
 
 def _usage_fields(usage: Usage) -> dict[str, Any]:

@@ -193,6 +193,7 @@ def test_a_failed_write_raises_at_once() -> None:
     if not Path("/dev/full").exists():
         pytest.skip("needs /dev/full (Linux) to fail writes with ENOSPC")
     writer = SampleWriter(Path("/dev/full"))
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(ArtifactError, match=r"^/dev/full: cannot append a record: No space left on device"):
         writer.append(record("a"))
+    assert writer.written == 0
     writer.close()

@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import REPO, read_records, run_subprocess
 
 MODEL = [
@@ -82,3 +84,40 @@ def test_sigkill_at_random_moments_then_resume_is_exactly_once_and_equal(tmp_pat
     assert comparable(run_dir / "summary.json") == comparable(tmp_path / "whole" / "summary.json")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["sessions"] >= 2
+
+
+def _file_size_limit(limit_bytes: int) -> Callable[[], None]:
+    def apply() -> None:  # in the child: writes past the limit fail with EFBIG instead of killing it (SIGXFSZ)
+        import resource  # Unix only
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return apply
+
+
+def test_an_artifact_that_cannot_grow_stops_the_run_with_the_file_named_and_resume_completes_it(
+    tmp_path: Path,
+) -> None:
+    if sys.platform != "linux":
+        pytest.skip("uses RLIMIT_FSIZE and SIGXFSZ as Linux has them")
+    run_dir = tmp_path / "capped"
+    args = ("run", *RUN, "--output-dir", tmp_path, "--run-id", "capped", "-q")
+    capped = run_subprocess(*args, cwd=REPO, preexec_fn=_file_size_limit(40_000))
+    assert capped.code == 2, capped.err
+    assert capped.err.strip().splitlines() == [
+        f"error: run stopped early: {run_dir / 'samples.jsonl'}: cannot append a record: File too large "
+        "(the records before it are kept)"
+    ]
+    raw = (run_dir / "samples.jsonl").read_bytes()
+    assert 0 < len(raw) <= 40_000 and raw.endswith(b"\n")  # the torn part of the failed line was taken back
+    kept = [json.loads(line) for line in raw.splitlines()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["expected_records"] > len(kept)
+
+    resumed = run_subprocess("resume", run_dir, "-q", cwd=REPO)
+    assert resumed.code == 0, resumed.err
+    records = read_records(run_dir)
+    keys = [(r["sample_id"], r["epoch"]) for r in records]
+    assert len(keys) == len(set(keys)) == manifest["expected_records"]
+    assert records[: len(kept)] == kept
