@@ -814,15 +814,15 @@ class Runner:
     async def _worker(self, work: Iterator[tuple[Sample, int, dict[str, Any] | None]], started: float) -> None:
         task = asyncio.current_task()
         assert task is not None
-        for sample, epoch, previous in work:
-            if self._stop.is_set():
-                return
-            try:
+        try:
+            for sample, epoch, previous in work:
+                if self._stop.is_set():
+                    return
                 self._append(await self._process(sample, epoch, previous, task), started)
-            except Exception as exc:  # a refused key, an artifact that cannot be written: no sample can succeed
+        except Exception as exc:  # a refused key, an unwritable artifact, an unreadable dataset: stop them all
+            if self._fatal is None:
                 self._fatal = exc
-                self._stop.set()
-                return
+            self._stop.set()
 
     def _append(self, record: dict[str, Any], started: float) -> None:
         assert self._writer is not None
