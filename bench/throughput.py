@@ -8,6 +8,8 @@ its answers late, so that row measures the server as much as the harness. For ea
 concurrency this prints the whole process's wall time, the run phase (first request received to last
 record written), that limit and both ratios, the harness's CPU per sample (user + system, and the marginal
 figure with a 1-sample run's fixed cost taken out) and its peak RSS; and the time of ``eval-harness --help``.
+The ``floor`` rows send the same requests from bench/floor_client.py, an asyncio client that does nothing
+but the wire: what this machine and server leave of the limit for any Python client.
 
 Targets: run phase ≤ 1.10 × limit at every concurrency; whole process ≤ limit + 0.6 s; < 0.5 ms CPU per
 sample; ``--help`` < 0.3 s.
@@ -33,6 +35,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SERVERS = {"lean": REPO / "tests" / "lean_llm_server.py", "full": REPO / "tests" / "fake_llm_server.py"}
+FLOOR_CLIENT = Path(__file__).resolve().parent / "floor_client.py"
 
 
 @dataclass
@@ -114,16 +117,19 @@ class Setup:
     base: str
     server_pid: int
     dataset: Path
+    samples: int
     latency: float
     env: dict[str, str]
 
 
-KINDS = ("httpx", "httpx-pooled", "pooled", "mock")
+KINDS = ("httpx", "httpx-pooled", "pooled", "mock", "floor")
 
 
 def measure(setup: Setup, out: Path, concurrency: int, limit: int | None, kind: str = "httpx") -> Measured:
     """One run over HTTP against the fake server (through one of the wires), or (``mock``) the same run with
-    the mock provider."""
+    the mock provider, or (``floor``) the same requests from bench/floor_client.py."""
+    if kind == "floor":
+        return measure_floor(setup, concurrency, limit)
     http_json(f"{setup.base}/_control", {"reset": True})
     server_cpu = process_cpu_s(setup.server_pid)
     mock = kind == "mock"
@@ -162,6 +168,44 @@ def measure(setup: Setup, out: Path, concurrency: int, limit: int | None, kind: 
     )
 
 
+def measure_floor(setup: Setup, concurrency: int, limit: int | None) -> Measured:
+    """The same requests from a client that does nothing but the wire: the floor of this machine and server."""
+    http_json(f"{setup.base}/_control", {"reset": True})
+    server_cpu = process_cpu_s(setup.server_pid)
+    requests = limit or setup.samples
+    started_at = time.time()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, str(FLOOR_CLIENT), "--base", setup.base, "--concurrency", str(concurrency),
+         "--requests", str(requests)],
+        env=setup.env, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    output = process.stdout.read()  # to the end: the client has exited, unreaped, so wait4 gets its usage
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.stdout.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"floor_client.py exited with {os.waitstatus_to_exitcode(status)}")
+    result = json.loads(output)
+    server_cpu = process_cpu_s(setup.server_pid) - server_cpu
+    stats = http_json(f"{setup.base}/_stats")
+    return Measured(
+        wall_s=wall,
+        run_phase_s=result["ended_at"] - stats["first_request_at"],
+        startup_s=stats["first_request_at"] - started_at,
+        teardown_s=started_at + wall - result["ended_at"],
+        server_cpu_s=server_cpu,
+        cpu_user_s=usage.ru_utime,
+        cpu_sys_s=usage.ru_stime,
+        max_rss_mb=usage.ru_maxrss / 1024,
+        records=result["answered"],
+        errors=0,
+        max_in_flight=stats["max_in_flight"],
+        server_late_ms=(stats.get("late_ms") or {}).get("p99"),
+    )
+
+
 def median_run(setup: Setup, out: Path, concurrency: int, repeat: int, kind: str) -> Measured:
     runs = [measure(setup, out / f"{kind}-{i}", concurrency, None, kind) for i in range(repeat)]
     return sorted(runs, key=lambda m: m.run_phase_s)[len(runs) // 2]
@@ -194,7 +238,8 @@ run = first request received to last record written; whole = process start to ex
 start = process start to first request; end = last record to exit;
 cpu ms/s = harness CPU per sample (user + system); marg = the same without a 1-sample run's fixed cost;
 srv cpu = the server process's CPU during the run; srv late = the lean server's 99th percentile of how late
-it answered (ms after the latency was up); mock = the same run with the mock provider (no HTTP)"""
+it answered (ms after the latency was up); mock = the same run with the mock provider (no HTTP);
+floor = the same requests from bench/floor_client.py (no harness: the machine's and the server's share)"""
 
 
 def main() -> None:
@@ -210,8 +255,8 @@ def main() -> None:
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=list(KINDS),
         help="pooled (the default wire), httpx (--model-arg http_transport=httpx: httpx.AsyncClient and its "
-        "transport), httpx-pooled (httpx.AsyncClient on the lean pool: the client machinery's share) and mock "
-        "(the same latency without HTTP: the runner's share).",
+        "transport), httpx-pooled (httpx.AsyncClient on the lean pool: the client machinery's share), mock "
+        "(the same latency without HTTP: the runner's share) and floor (bench/floor_client.py: the wire alone).",
     )  # fmt: skip
     options = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
@@ -224,7 +269,7 @@ def main() -> None:
             dataset = Path(tmp) / "bench.jsonl"
             write_dataset(dataset, options.samples)
             out = Path(tmp) / "results"
-            setup = Setup(base, server.pid, dataset, options.latency, env)
+            setup = Setup(base, server.pid, dataset, options.samples, options.latency, env)
             measure(setup, out / "warm-up", 1, 1)
             print(f"eval-harness --help: {help_time(env) * 1000:.0f} ms (median of 5)")
             print(

@@ -16,6 +16,7 @@ import pytest
 from conftest import read_records, run_subprocess, write_jsonl
 
 SERVER = Path(__file__).resolve().parent / "lean_llm_server.py"
+FLOOR_CLIENT = Path(__file__).resolve().parent.parent / "bench" / "floor_client.py"
 LATENCY = 0.05
 
 
@@ -97,3 +98,20 @@ def test_a_run_through_it_scores_every_sample_within_the_concurrency(lean_server
     assert all(r["score"] == 1.0 and r["error"] is None and r["request_id"].startswith("req_lean") for r in rows)
     _, stats, _ = http(f"{lean_server}/_stats")
     assert stats["requests"] == 40 and stats["max_in_flight"] == 8
+
+
+def test_the_benchmarks_floor_client_keeps_its_connections_busy_and_counts_every_answer(lean_server: str) -> None:
+    """bench/floor_client.py is the benchmark's floor: it must really send and read every request."""
+    http(f"{lean_server}/_control", {"reset": True})
+    started = time.time()
+    completed = subprocess.run(
+        [sys.executable, str(FLOOR_CLIENT), "--base", lean_server, "--concurrency", "4", "--requests", "20"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    result = json.loads(completed.stdout)
+    _, stats, _ = http(f"{lean_server}/_stats")
+    assert result["answered"] == stats["requests"] == 20
+    assert stats["max_in_flight"] == 4
+    # 20 requests on 4 connections are 5 sequential rounds of the server's latency
+    assert result["ended_at"] - stats["first_request_at"] >= 5 * LATENCY
+    assert started < stats["first_request_at"] < result["ended_at"] < time.time()
