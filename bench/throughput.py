@@ -211,6 +211,20 @@ def median_run(setup: Setup, out: Path, concurrency: int, repeat: int, kind: str
     return sorted(runs, key=lambda m: m.run_phase_s)[len(runs) // 2]
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(ticks the hypervisor stole, all ticks) of the whole machine so far, from /proc/stat; (0, 0) elsewhere."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> str:
+    total = after[1] - before[1]
+    return f"{100 * (after[0] - before[0]) / total:.0f}" if total > 0 else "-"
+
+
 def row(label: str, full: Measured, one: Measured, samples: int, limit: float) -> str:
     cpu = full.cpu_user_s + full.cpu_sys_s
     marginal = (cpu - one.cpu_user_s - one.cpu_sys_s) / (samples - 1)
@@ -224,13 +238,25 @@ def row(label: str, full: Measured, one: Measured, samples: int, limit: float) -
     )
 
 
-def help_time(env: dict[str, str], repeats: int = 5) -> float:
+def process_time(args: list[str], env: dict[str, str], repeats: int = 5) -> float:
+    """Median wall time of ``python ARGS`` as a new process."""
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "eval_harness", "--help"], env=env, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+STACK_ONLY = """\
+import gc
+gc.disable()  # as eval-harness starts
+import asyncio, orjson, pydantic, typer
+class Model(pydantic.BaseModel):  # pydantic's first model sets up its schema machinery and plugins
+    x: int
+"""
+"""What any run pays before its own code: the interpreter, and importing the libraries the design card names
+for the CLI, the artifacts and the event loop."""
 
 
 LEGEND = """\
@@ -239,7 +265,8 @@ start = process start to first request; end = last record to exit;
 cpu ms/s = harness CPU per sample (user + system); marg = the same without a 1-sample run's fixed cost;
 srv cpu = the server process's CPU during the run; srv late = the lean server's 99th percentile of how late
 it answered (ms after the latency was up); mock = the same run with the mock provider (no HTTP);
-floor = the same requests from bench/floor_client.py (no harness: the machine's and the server's share)"""
+floor = the same requests from bench/floor_client.py (no harness: the machine's and the server's share);
+steal% = the share of the machine's CPU time the hypervisor took during that row's runs (/proc/stat)"""
 
 
 def main() -> None:
@@ -271,7 +298,12 @@ def main() -> None:
             out = Path(tmp) / "results"
             setup = Setup(base, server.pid, dataset, options.samples, options.latency, env)
             measure(setup, out / "warm-up", 1, 1)
-            print(f"eval-harness --help: {help_time(env) * 1000:.0f} ms (median of 5)")
+            help_s = process_time(["-m", "eval_harness", "--help"], env)
+            print(f"eval-harness --help: {help_s * 1000:.0f} ms (median of 5)")
+            print(
+                f"the stack alone (python, importing asyncio, orjson, pydantic + a first model, typer): "
+                f"{process_time(['-c', STACK_ONLY], env) * 1000:.0f} ms (median of 5)"
+            )
             print(
                 f"{options.samples} samples, {options.latency * 1000:.0f} ms server latency, "
                 f"{options.server} server in its own process, median of {options.repeat} runs"
@@ -279,16 +311,18 @@ def main() -> None:
             print(
                 f"{'run':>16} {'limit s':>7} {'run s':>6} {'run/lim':>7} {'whole s':>7} {'whole-lim':>9} "
                 f"{'start s':>7} {'end s':>6} {'cpu ms/s':>8} {'usr':>5} {'sys':>5} {'marg ms/s':>9} "
-                f"{'rss MB':>7} {'srv cpu s':>9} {'srv late':>8} {'inflight':>8} {'err':>4}"
+                f"{'rss MB':>7} {'srv cpu s':>9} {'srv late':>8} {'inflight':>8} {'err':>4} {'steal%':>6}"
             )
             for concurrency in options.concurrency:
                 limit = options.samples * options.latency / concurrency
                 for kind in options.kinds:
+                    ticks = cpu_ticks()
                     full = median_run(setup, out, concurrency, options.repeat, kind)
+                    steal = steal_share(ticks, cpu_ticks())
                     one = measure(setup, out / "one", concurrency, 1, kind)
                     assert full.records == options.samples, f"{full.records} records, expected {options.samples}"
                     label = f"{kind} c{concurrency}"
-                    print(row(label, full, one, options.samples, limit), flush=True)
+                    print(f"{row(label, full, one, options.samples, limit)} {steal:>6}", flush=True)
             print(LEGEND)
     finally:
         server.terminate()
