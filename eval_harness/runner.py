@@ -158,6 +158,8 @@ class RunPlan:
     excluded_ids: frozenset[str]
     manifest: RunManifest
     run_dir: Path
+    dataset_stamp: tuple[int, int] | None = None
+    """The dataset file's size and modification time before it was checked (see ``_file_stamp``)."""
     resuming: bool = False
     retry_errors: bool = False
     forced: list[str] = field(default_factory=list)
@@ -403,6 +405,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
+    stamp = _file_stamp(dataset_path)
     report = _validated_dataset(task, dataset_path, config.skip_invalid)
     parts = _parts(config, task, dataset_path, report.sha256, settings)
     generation = _generation(task, config.generation)
@@ -455,7 +458,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
     )
-    return _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
+    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
+    plan.dataset_stamp = stamp
+    return plan
 
 
 def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:
@@ -521,6 +526,7 @@ def plan_resume(
     task = find_task(task_ref)
     config = _resume_config(manifest, run_dir, task_ref, overrides or {})
     dataset_path = Path(manifest.dataset.path)
+    stamp = _file_stamp(dataset_path)
     report = _resumed_dataset(task, dataset_path, manifest)
     parts = _parts(config, task, dataset_path, report.sha256, settings)
     changed = _changes(manifest, task, report, parts)
@@ -532,7 +538,21 @@ def plan_resume(
     generation = GenerateConfig.model_validate(config.generation)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
     plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
+    plan.dataset_stamp = stamp
     return plan
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    """Size and modification time (ns): cheap evidence that a file was not rewritten (None: unreadable).
+
+    The runner reads the dataset twice, to check it and then to run it; comparing this stamp taken before
+    the check with one taken after the run catches a file edited in between (hashing it again would cost a
+    second full read)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
 
 
 def _work_items(
@@ -681,6 +701,8 @@ class Runner:
             finally:
                 self._writer.close()
                 self._write_resume_point()
+            if self._fatal is None and plan.dataset_stamp is not None:
+                self._check_dataset_unchanged()
             status: RunStatus
             if self._fatal is not None:
                 status = "failed"
@@ -709,6 +731,15 @@ class Runner:
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None
         return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
+
+    def _check_dataset_unchanged(self) -> None:
+        path = self.plan.dataset_path
+        if _file_stamp(path) != self.plan.dataset_stamp:
+            self._fatal = DatasetError(
+                f"{path}: the dataset file changed while the run read it, so its records may mix the old lines "
+                "and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
+                "what changed)"
+            )
 
     def _summary(self, paths: RunPaths, manifest: RunManifest, status: RunStatus) -> RunSummary:
         tally = self._tally

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, read_records, run_subprocess
+from conftest import REPO, read_records, run_subprocess, write_jsonl
 
 MODEL = [
     "--model",
@@ -106,7 +106,7 @@ def test_an_artifact_that_cannot_grow_stops_the_run_with_the_file_named_and_resu
     capped = run_subprocess(*args, cwd=REPO, preexec_fn=_file_size_limit(40_000))
     assert capped.code == 2, capped.err
     assert capped.err.strip().splitlines() == [
-        f"error: run stopped early: {run_dir / 'samples.jsonl'}: cannot append a record: File too large "
+        f"error: run failed: {run_dir / 'samples.jsonl'}: cannot append a record: File too large "
         "(the records before it are kept)"
     ]
     raw = (run_dir / "samples.jsonl").read_bytes()
@@ -121,3 +121,35 @@ def test_an_artifact_that_cannot_grow_stops_the_run_with_the_file_named_and_resu
     keys = [(r["sample_id"], r["epoch"]) for r in records]
     assert len(keys) == len(set(keys)) == manifest["expected_records"]
     assert records[: len(kept)] == kept
+
+
+def test_a_dataset_edited_during_the_run_fails_the_run_by_name_and_the_resume_refuses_it(tmp_path: Path) -> None:
+    dataset = write_jsonl(
+        tmp_path / "items.jsonl",
+        [{"id": f"q{i}", "axis": "arithmetic", "input": f"[[answer: {i}]]", "target": str(i)} for i in range(80)],
+    )
+    run_dir = tmp_path / "edited"
+    args = [
+        "run", "--task", "capability_profile", "--dataset", str(dataset), "--model", "mock/m",
+        "--model-arg", "latency_ms=25", "--concurrency", "2", "--output-dir", str(tmp_path), "--run-id", "edited", "-q",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    samples = run_dir / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while (not samples.exists() or samples.stat().st_size == 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with dataset.open("a", encoding="utf-8") as handle:  # in place, as an editor or a generator would
+        handle.write(json.dumps({"id": "late", "axis": "arithmetic", "input": "[[answer: 1]]", "target": "1"}) + "\n")
+    _, err = process.communicate(timeout=60)  # quiet: nothing on stdout
+    assert process.returncode == 2, err
+    assert err.strip().splitlines() == [
+        f"error: run failed: {dataset}: the dataset file changed while the run read it, so its records may mix "
+        "the old lines and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
+        "what changed)"
+    ]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "failed"
+
+    resumed = run_subprocess("resume", run_dir, "-q", cwd=REPO)
+    assert resumed.code == 2 and "dataset" in resumed.err and "changed since the run started" in resumed.err

@@ -305,7 +305,7 @@ def test_a_run_whose_judge_refuses_the_key_stops_early_with_one_line(
               "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
               "--output-dir", str(tmp_path), "--run-id", "j", "--quiet"])  # fmt: skip
     assert exit_code.value.code == 2
-    assert "run stopped early" in capsys.readouterr().err
+    assert "run failed: " in capsys.readouterr().err
     assert len(server.generation_requests()) == 1  # no sample after the first refusal asked the judge again
 
 

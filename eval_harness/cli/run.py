@@ -84,7 +84,7 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
 
 
 def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
-    """Show the result and turn it into the exit code: 130 interrupted, 2 stopped early, 1 a failed gate."""
+    """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.gates import evaluate_gates, gate_failure
 
     if not quiet:
@@ -92,7 +92,7 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
 
         run_views.print_result(result)
     if result.fatal is not None:
-        raise ConfigError(f"run stopped early: {result.fatal}")
+        raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":
         print(f"interrupted; resume with: {result.resume_command}", file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED)
