@@ -22,6 +22,7 @@ Errors are counted as wrong (score 0) in ``mean``; ``mean_excluding_errors`` is 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -1279,8 +1280,10 @@ def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Seq
     arrays.update({f"scorer_{i}": values for i, values in enumerate(columns.scorers.values())})
     arrays["meta"] = np.frombuffer(orjson.dumps(meta), dtype=np.uint8)
     # A lost rename only means a slower next read (the cache names the bytes it covers): no directory fsync.
-    with atomic_file(samples_path.with_name(COLUMNS_CACHE), sync_directory=False) as handle:
-        np.savez(handle, **arrays)
+    # For the same reason a disk that refuses the cache (full, read-only) fails nothing: the old one, if any,
+    # stays whole and is checked against the bytes it covers before use.
+    with contextlib.suppress(OSError), atomic_file(samples_path.with_name(COLUMNS_CACHE), sync_directory=False) as out:
+        np.savez(out, **arrays)
 
 
 def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple[RunColumns, int] | None:

@@ -92,8 +92,13 @@ class RunPaths:
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    """Write a pydantic document atomically, pretty-printed for humans."""
-    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    """Write a pydantic document atomically, pretty-printed for humans; ``ArtifactError`` names the file when
+    the disk refuses (the old document stays whole)."""
+    data = orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot write it: {exc.strerror or exc}") from exc
 
 
 def _read_document(path: Path, model: type[BaseModel]) -> Any:
@@ -257,7 +262,7 @@ class SampleWriter:
         return self._syncing is not None and not self._syncing.done()
 
     def _sync_then(self, size: int, then: Callable[[int], None] | None) -> None:
-        os.fsync(self._fd)
+        self._fsync()
         if then is not None:
             then(size)
 
@@ -265,7 +270,7 @@ class SampleWriter:
         syncing = self._syncing
         if syncing is not None and syncing.done():
             self._syncing = None
-            syncing.result()  # re-raises what failed in the thread (a full disk: OSError)
+            syncing.result()  # re-raises what failed in the thread (a full disk: ArtifactError)
 
     def sync(self) -> None:
         """Make the file durable now (after any sync in progress)."""
@@ -273,8 +278,14 @@ class SampleWriter:
             self._syncing.result()
             self._syncing = None
         if self._dirty:
-            os.fsync(self._fd)
+            self._fsync()
             self._dirty = False
+
+    def _fsync(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise ArtifactError(f"{self._path}: cannot make the records durable: {exc.strerror or exc}") from exc
         self._last_sync = time.monotonic()
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ of worker coroutines pulling from one stream, so memory does not grow with the d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import re
@@ -51,6 +52,7 @@ from eval_harness.datasets import sample as sample_subset
 from eval_harness.durable import write_atomic
 from eval_harness.errors import (
     ArtifactError,
+    AuthenticationError,
     ConfigError,
     DatasetError,
     EvalHarnessError,
@@ -699,7 +701,7 @@ class Runner:
             try:
                 await self._execute(todo(), started)
             finally:
-                self._writer.close()
+                self._close_writer()
                 self._write_resume_point()
             if self._fatal is None and plan.dataset_stamp is not None:
                 self._check_dataset_unchanged()
@@ -722,15 +724,32 @@ class Runner:
                 status = "interrupted"
                 manifest = manifest.model_copy(update={"status": status})
                 summary = summary.model_copy(update={"status": status})
-            write_model(paths.summary, summary)
-            write_model(paths.manifest, manifest)
+            unsaved = None
+            try:
+                write_model(paths.summary, summary)
+                write_model(paths.manifest, manifest)
+            except ArtifactError as exc:
+                if self._fatal is None:
+                    raise
+                unsaved = exc  # the disk that failed the run refuses these too: report the cause first
         await self.gateway.aclose()
         if plan.judge is not None:
             await plan.judge.aclose()
-        fatal = redact(_fatal_text(self._fatal), self._secrets) if self._fatal is not None else None
+        fatal = None
+        if self._fatal is not None:
+            fatal = _fatal_text(self._fatal) + (f"; then {unsaved}" if unsaved is not None else "")
+            fatal = redact(fatal, self._secrets)
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None
         return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
+
+    def _close_writer(self) -> None:
+        assert self._writer is not None
+        try:
+            self._writer.close()
+        except ArtifactError as exc:  # the last fsync failed: the records may not survive a power loss
+            if self._fatal is None:
+                self._fatal = exc
 
     def _check_dataset_unchanged(self) -> None:
         path = self.plan.dataset_path
@@ -790,9 +809,14 @@ class Runner:
         }
 
     def _store_resume_point(self, fields: dict[str, Any]) -> None:
-        """Write the resume point; only ever after samples.jsonl is durable up to ``samples_bytes``."""
-        digest = tail_digest(self._paths.samples, fields["samples_bytes"])
-        write_atomic(self._paths.resume_point, ResumePoint(samples_digest=digest, **fields).model_dump_json().encode())
+        """Write the resume point; only ever after samples.jsonl is durable up to ``samples_bytes``.
+
+        It only saves a resume time, so a disk that refuses it fails nothing: the previous point stays (the
+        replacement is atomic), and it is still true, for it claims no more than the file then held."""
+        with contextlib.suppress(OSError):
+            digest = tail_digest(self._paths.samples, fields["samples_bytes"])
+            point = ResumePoint(samples_digest=digest, **fields)
+            write_atomic(self._paths.resume_point, point.model_dump_json().encode())
 
     def _sync_soon(self) -> None:
         """fsync in the writer's thread, then the resume point of this moment (so it never claims a record
@@ -830,7 +854,10 @@ class Runner:
         try:
             await asyncio.wait([everything, stop_wait], return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
             if not everything.done():
-                grace = 0.0 if self._fatal is not None else self.plan.config.grace_s
+                # a refused key or an unwritable artifact fails every answer still to come; anything else
+                # (one sample's failure) leaves the answers in flight worth recording
+                doomed = isinstance(self._fatal, AuthenticationError | ArtifactError)
+                grace = 0.0 if doomed else self.plan.config.grace_s
                 await asyncio.wait(workers, timeout=grace)
                 for worker in workers:
                     worker.cancel()
@@ -849,7 +876,13 @@ class Runner:
             for sample, epoch, previous in work:
                 if self._stop.is_set():
                     return
-                self._append(await self._process(sample, epoch, previous, task), started)
+                try:
+                    record = await self._process(sample, epoch, previous, task)
+                except AuthenticationError:
+                    raise
+                except Exception as exc:  # a template that fails on this sample's fields, a bug
+                    raise _SampleFailedError(sample.id, epoch, exc) from exc
+                self._append(record, started)
         except Exception as exc:  # a refused key, an unwritable artifact, an unreadable dataset: stop them all
             if self._fatal is None:
                 self._fatal = exc
@@ -984,6 +1017,14 @@ class _Deadlines:
 
 _Spent = tuple[int, dict[str, int], float]
 """What a sample's generation took: attempts, retries by cause, seconds of backoff."""
+
+
+class _SampleFailedError(EvalHarnessError):
+    """What stopped the run happened while processing one sample (outside the provider and the scorers,
+    whose failures are the sample's record)."""
+
+    def __init__(self, sample_id: str, epoch: int, cause: Exception) -> None:
+        super().__init__(f"sample {sample_id!r} (epoch {epoch}): {_fatal_text(cause)}")
 
 
 def _fatal_text(error: BaseException) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, TaskRoot, read_records, run_subprocess, write_jsonl
+from conftest import REPO, CliResult, TaskRoot, arithmetic_records, read_records, run_subprocess, write_jsonl
 
 Cli = Callable[..., CliResult]
 
@@ -385,3 +385,30 @@ def test_the_cli_called_in_process_leaves_the_hosts_collector_as_it_was(cli: Cli
         assert not gc.isenabled() and gc.get_freeze_count() == frozen  # only launch.run's own pause is ended
     finally:
         gc.enable()
+
+
+def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording_the_answers_in_flight(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    records = arithmetic_records(40)
+    for record in records:
+        if record["id"] != "q0020":
+            record["metadata"] = {"hint": "add"}
+    task_root.data("hinted.jsonl", records)
+    task_root.template("hinted.jinja2", "{{ input }} ({{ metadata.hint }})\n")
+    task = task_root.task(
+        "hinted",
+        'name = "hinted"\ntemplate = "hinted.jinja2"\n[dataset]\npath = "data/hinted.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
+    )
+    out_dir = task_root.root / "results"
+    result = cli(
+        "run", "--task", task, "--model", "mock/m", "--model-arg", "latency_ms=100", "--concurrency", "8",
+        "--output-dir", out_dir, "--run-id", "h", "-q",
+    )  # fmt: skip
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith("error: run failed: sample 'q0020' (epoch 0): ") and "hinted.jinja2" in line, line
+    # the seven samples in flight beside it were answered, so they are recorded; nothing after it was started
+    assert sorted(r["sample_id"] for r in read_records(out_dir / "h")) == [f"q{i:04d}" for i in range(20)]
+    assert json.loads((out_dir / "h" / "manifest.json").read_text())["status"] == "failed"

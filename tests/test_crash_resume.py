@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +153,38 @@ def test_a_dataset_edited_during_the_run_fails_the_run_by_name_and_the_resume_re
 
     resumed = run_subprocess("resume", run_dir, "-q", cwd=REPO)
     assert resumed.code == 2 and "dataset" in resumed.err and "changed since the run started" in resumed.err
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs: a real full disk (ENOSPC for every file on it, not one file's size limit)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_fails_the_run_naming_the_records_file_first_and_resume_completes_it(small_disk: Path) -> None:
+    run_dir = small_disk / "r1"
+    full = run_subprocess("run", *RUN, "--output-dir", small_disk, "--run-id", "r1", "-q", cwd=REPO)
+    assert full.code == 2, full.err
+    (line,) = full.err.strip().splitlines()
+    assert line.startswith(
+        f"error: run failed: {run_dir / 'samples.jsonl'}: cannot append a record: No space left on device "
+        "(the records before it are kept)"
+    ), line
+    assert "Traceback" not in full.err and (run_dir / "samples.jsonl").read_bytes().endswith(b"\n")
+    kept = read_records(run_dir)
+
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    resumed = run_subprocess("resume", run_dir, "-q", cwd=REPO)
+    assert resumed.code == 0, resumed.err
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    keys = [(r["sample_id"], r["epoch"]) for r in read_records(run_dir)]
+    assert manifest["status"] == "complete" and len(keys) == len(set(keys)) == manifest["expected_records"]
+    assert read_records(run_dir)[: len(kept)] == kept

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 import subprocess
 import sys
@@ -115,3 +117,38 @@ def test_the_benchmarks_floor_client_keeps_its_connections_busy_and_counts_every
     # 20 requests on 4 connections are 5 sequential rounds of the server's latency
     assert result["ended_at"] - stats["first_request_at"] >= 5 * LATENCY
     assert started < stats["first_request_at"] < result["ended_at"] < time.time()
+
+
+class _RecordingTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.sent.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_the_floor_client_sends_its_next_request_only_when_the_whole_answer_is_in() -> None:
+    spec = importlib.util.spec_from_file_location("floor_client", FLOOR_CLIENT)
+    assert spec is not None and spec.loader is not None
+    floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(floor)
+    body = b'{"choices": []}'
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    counter = floor._Counter(2)
+    transport = _RecordingTransport()
+    chain = floor._Chain(b"REQUEST", counter, asyncio.get_running_loop().create_future())
+    chain.connection_made(transport)
+    assert transport.sent == [b"REQUEST"]
+    # the head alone, then all but the body's last byte: still one request out, nothing answered
+    chain.data_received(answer[:20])
+    chain.data_received(answer[20:-1])
+    assert counter.answered == 0 and transport.sent == [b"REQUEST"]
+    chain.data_received(answer[-1:] + answer[:10])  # the end of this answer and the start of the next
+    assert counter.answered == 1 and transport.sent == [b"REQUEST", b"REQUEST"]
+    chain.data_received(answer[10:])
+    assert counter.answered == 2 and transport.closed  # nothing left to send: the connection is closed
