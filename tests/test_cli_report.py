@@ -212,3 +212,128 @@ def test_report_runs_as_a_real_process(runs: tuple[Path, Path]) -> None:
     result = run_subprocess("report", "--run", runs[0], "--format", "json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["run"]["run_id"] == "a"
+
+
+# --------------------------------------------------------------------------------------------------
+# --output (and rescore's --output-dir) never lands in a run the command reads
+# --------------------------------------------------------------------------------------------------
+
+RUN_FILES = ("manifest.json", "samples.jsonl", "summary.json", ".resume.json", ".columns.npz", ".lock", "future.txt")
+DAMAGE = "writing there would damage the run, choose a path outside it"
+
+
+def run_bytes(run_dir: Path) -> dict[str, bytes]:
+    """Every file of a run directory, by name, with its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir())}
+
+
+@pytest.fixture
+def reported_run(cli: Cli, task_root: TaskRoot) -> Path:
+    """One finished run of the adder task, already reported once (so any cache the report keeps is there)."""
+    out = task_root.root / "results"
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", out, "--run-id", "p1", "-q")
+    assert result.code == 0, result.err
+    assert cli("report", "--run", out / "p1").code == 0
+    return out / "p1"
+
+
+def test_report_output_refuses_every_file_of_the_run_it_reads(cli: Cli, reported_run: Path) -> None:
+    before = run_bytes(reported_run)
+    assert {"manifest.json", "samples.jsonl", "summary.json", ".resume.json", ".lock"} <= before.keys()
+    for name in RUN_FILES:
+        target = reported_run / name
+        result = cli("report", "--run", reported_run, "--output", target, "--format", "json")
+        assert result.code == 2, name
+        assert result.out == ""
+        assert (
+            result.err
+            == f"error: --output {target}: is inside the run directory {reported_run} that report reads; {DAMAGE}\n"
+        )
+        assert run_bytes(reported_run) == before, name
+    assert cli("report", "--run", reported_run, "--format", "json").code == 0
+
+
+def test_report_output_refuses_the_run_directory_itself(cli: Cli, reported_run: Path) -> None:
+    before = run_bytes(reported_run)
+    result = cli("report", "--run", reported_run, "--output", reported_run)
+    assert result.code == 2
+    assert (
+        result.err
+        == f"error: --output {reported_run}: is the run directory {reported_run} that report reads; {DAMAGE}\n"
+    )
+    assert run_bytes(reported_run) == before
+
+
+def test_report_output_refuses_a_symlink_into_the_run_as_a_real_process(reported_run: Path) -> None:
+    # The user's command line: relative paths, a real process; one link to a file, one to the directory.
+    results = reported_run.parent
+    (results / "latest.json").symlink_to(Path("p1") / "samples.jsonl")
+    (results / "latest").symlink_to("p1", target_is_directory=True)
+    before = run_bytes(reported_run)
+    for link, resolved in (("latest.json", "samples.jsonl"), ("latest/manifest.json", "manifest.json")):
+        result = run_subprocess("report", "--run", "p1", "--output", link, "--format", "json", cwd=results)
+        assert result.code == 2, link
+        assert result.err == (
+            f"error: --output {link} (→ {reported_run.resolve() / resolved}): is inside the run directory p1 "
+            f"that report reads; {DAMAGE}\n"
+        )
+        assert run_bytes(reported_run) == before, link
+    assert run_subprocess("report", "--run", "p1", cwd=results).code == 0
+
+
+def test_report_output_refuses_a_hard_link_to_a_file_of_the_run(cli: Cli, reported_run: Path, tmp_path: Path) -> None:
+    other_name = tmp_path / "copy.jsonl"
+    other_name.hardlink_to(reported_run / "samples.jsonl")
+    before = run_bytes(reported_run)
+    result = cli("report", "--run", reported_run, "--output", other_name, "--format", "json")
+    assert result.code == 2
+    assert result.err == (
+        f"error: --output {other_name}: the same file (a hard link) as {reported_run / 'samples.jsonl'} in the run "
+        f"directory {reported_run} that report reads; writing it would damage the run, choose a path outside it\n"
+    )
+    assert run_bytes(reported_run) == before
+
+
+def test_report_output_that_is_a_directory_names_the_option(cli: Cli, reported_run: Path, tmp_path: Path) -> None:
+    result = cli("report", "--run", reported_run, "--output", tmp_path)
+    assert result.code == 2
+    assert result.err == f"error: --output {tmp_path}: is a directory; give the name of a file to write\n"
+
+
+def test_report_output_in_a_missing_directory_names_the_option(cli: Cli, reported_run: Path, tmp_path: Path) -> None:
+    target = tmp_path / "nowhere" / "report.json"
+    result = cli("report", "--run", reported_run, "--output", target)
+    assert result.code == 2
+    assert result.err == f"error: --output {target}: the directory {tmp_path / 'nowhere'} does not exist\n"
+    assert not target.parent.exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device every write to fails (Linux)")
+def test_report_output_the_disk_refuses_names_the_option(cli: Cli, reported_run: Path) -> None:
+    result = cli("report", "--run", reported_run, "--output", "/dev/full", "--format", "json")
+    assert result.code == 2
+    assert result.err == "error: --output /dev/full: cannot write it: No space left on device\n"
+
+
+def test_report_output_to_a_fresh_file_writes_it_and_leaves_the_run_alone(
+    cli: Cli, reported_run: Path, tmp_path: Path
+) -> None:
+    before = run_bytes(reported_run)
+    target = tmp_path / "report.json"
+    result = cli("report", "--run", reported_run, "--output", target, "--format", "json")
+    assert result.code == 0, result.err
+    assert result.out == "" and result.err == ""
+    assert json.loads(target.read_text())["run"]["run_id"] == "p1"
+    assert run_bytes(reported_run) == before
+
+
+def test_rescore_output_dir_inside_the_run_it_reads_is_refused(cli: Cli, reported_run: Path) -> None:
+    before = run_bytes(reported_run)
+    inside = reported_run / "rescored"
+    result = cli("rescore", "--run", reported_run, "--scorer", "exact_match", "--output-dir", inside, "-q")
+    assert result.code == 2
+    assert result.err == (
+        f"error: --output-dir {inside}: is inside the run directory {reported_run} that rescore reads; {DAMAGE}\n"
+    )
+    assert run_bytes(reported_run) == before
+    assert not inside.exists()

@@ -30,20 +30,24 @@ def report_command(
     epochs, scorer distributions, totals and gates. Works on interrupted runs."""
     from eval_harness.aggregate import default_workers
     from eval_harness.artifacts import RunPaths
+    from eval_harness.cli.output import check_output_file, writing_output
     from eval_harness.cli.render import emit
     from eval_harness.cli.render.profile import print_report, report_json, report_markdown
     from eval_harness.gates import GateSpec, gate_failure
     from eval_harness.report import build_report
 
+    if output is not None:  # before the run is read: building the report writes its columns cache into it
+        check_output_file("--output", output, [run], "report")
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on)
     report = build_report(run, ci=ci, gates=gates, workers=default_workers(RunPaths(run).samples))
-    emit(
-        format_,
-        output,
-        json_text=lambda: report_json(report),
-        markdown_text=lambda: report_markdown(report),
-        draw=lambda console: print_report(report, console),
-    )
+    with writing_output("--output", output):
+        emit(
+            format_,
+            output,
+            json_text=lambda: report_json(report),
+            markdown_text=lambda: report_markdown(report),
+            draw=lambda console: print_report(report, console),
+        )
     failure = gate_failure(report.gates)
     if failure is not None:
         raise failure

@@ -22,11 +22,14 @@ def rescore_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
 ) -> None:
     """Write a new run whose records reuse RUN's outputs with other scorers; no generation call is made."""
+    from eval_harness.cli.output import refuse_inside_runs
     from eval_harness.cli.run import finish_run, start_run
     from eval_harness.config import parse_key_values
     from eval_harness.gates import GateSpec
     from eval_harness.rescore import plan_rescore
 
+    if output_dir is not None:  # the new run would be written inside the one it re-scores
+        refuse_inside_runs("--output-dir", output_dir, [run], "rescore")
     plan = plan_rescore(
         run,
         task=task,
