@@ -7,15 +7,18 @@ secrets as ``SecretStr`` so that printing or dumping it never shows a key.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from eval_harness.errors import ConfigError
 from eval_harness.types import ScorerSpec
 
 DEFAULT_CONCURRENCY = 16
+MAX_CONCURRENCY = 100_000
+"""A worker coroutine each: more than any provider admits, and bounded so a typo cannot exhaust memory."""
 DEFAULT_OUTPUT_DIR = Path("results")
 
 
@@ -33,10 +36,14 @@ class RunConfig(BaseModel):
     skip_invalid: bool = Field(default=False, description="Run the valid lines of a dataset that has problems.")
     output_dir: Path = Field(default=DEFAULT_OUTPUT_DIR, description="Parent directory of run directories.")
     run_id: str | None = Field(default=None, description="Run directory name; default timestamp + suffix.")
-    concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, description="Samples in flight at most.")
+    concurrency: int = Field(
+        default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY, description="Samples in flight at most."
+    )
     epochs: int = Field(default=1, ge=1, description="Times each sample is run.")
     limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N samples.")
-    seed: int = Field(default=0, description="Seed for sampling, few-shot choice and the mock.")
+    seed: int = Field(
+        default=0, ge=-(2**63), lt=2**63, description="Seed for sampling, few-shot choice and the mock (64-bit)."
+    )
     timeout_s: float = Field(default=120.0, gt=0, description="Per-sample timeout, retries included.")
     max_retries: int = Field(default=5, ge=0, description="Retries per provider call after the first try.")
     rpm: float | None = Field(default=None, gt=0, description="Client-side requests-per-minute limit.")
@@ -74,7 +81,10 @@ class Settings(BaseModel):
         if env_file is not None and env_file.is_file():
             from dotenv import dotenv_values
 
-            values.update(dotenv_values(env_file))
+            try:
+                values.update(dotenv_values(env_file))
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{env_file}: not UTF-8 text (byte {exc.start}); fix or remove the file") from None
         values.update(os.environ)
 
         def pick(*names: str) -> str | None:
@@ -102,6 +112,15 @@ class Settings(BaseModel):
     def secrets(self) -> list[str]:
         """Every secret value, for redaction of messages."""
         return [s.get_secret_value() for s in (self.openai_api_key, self.anthropic_api_key) if s is not None]
+
+
+def invalid_config(error: ValidationError, flags: Mapping[str, str], where: str) -> ConfigError:
+    """The first problem of a configuration, named by the flag that set the field (``flags``: field -> flag)
+    or, for a field no flag set, by ``where`` (e.g. the manifest it came from) and the field."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    name = flags.get(str(first["loc"][0]), f"{where}: {field}") if first["loc"] else where
+    return ConfigError(f"{name}: {first['msg']}")
 
 
 def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ import heapq
 import io
 import json
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -164,6 +165,13 @@ def _open(path: Path) -> IO[bytes]:
     try:
         if path.is_dir():
             raise DatasetUnreadableError(f"{path}: cannot read the dataset: it is a directory")
+        if not stat.S_ISREG(path.stat().st_mode):
+            # a pipe (`<(cmd)`, a FIFO) or a device: it is read twice, to check it and to run it, and a pipe
+            # would hang the second read or end it empty
+            raise DatasetUnreadableError(
+                f"{path}: cannot read the dataset: it is not a regular file (a pipe or a device); "
+                "the dataset is read more than once: save it to a file first"
+            )
         return path.open("rb")
     except FileNotFoundError:
         raise DatasetUnreadableError(f"{path}: cannot read the dataset: no such file") from None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
+from pydantic import ValidationError
 
 from eval_harness import __version__
 from eval_harness.artifacts import (
@@ -38,7 +39,7 @@ from eval_harness.artifacts import (
     tail_digest,
     write_model,
 )
-from eval_harness.config import RunConfig, Settings, redact
+from eval_harness.config import RunConfig, Settings, invalid_config, redact
 from eval_harness.datasets import (
     DatasetReport,
     Position,
@@ -469,6 +470,15 @@ def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, override
     """The configuration the run started with, from its manifest, with the operational overrides given now."""
     overrides = dict(overrides)
     explicit_scorers = manifest.task.scorers_source is None
+    try:
+        return _config_from_manifest(manifest, run_dir, task_ref, overrides, explicit_scorers)
+    except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
+        raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
+
+
+def _config_from_manifest(
+    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], explicit_scorers: bool
+) -> RunConfig:
     return RunConfig(
         task=task_ref,
         scorer_task=manifest.task.scorers_source if not explicit_scorers else None,

@@ -547,7 +547,10 @@ def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
         raise ValueError(f"margin must be in (0, 1], got {margin!r}")
     if not (0.0 <= p <= 1.0):
         raise ValueError(f"p must be in [0, 1], got {p!r}")
-    raw = z_value(confidence) ** 2 * p * (1.0 - p) / margin**2
+    squared = margin**2
+    raw = z_value(confidence) ** 2 * p * (1.0 - p) / squared if squared > 0.0 else math.inf
+    if not math.isfinite(raw):
+        raise ValueError(f"margin {margin!r} is too small: no finite number of samples gives it")
     # Round away float noise first so an exact integer like 100.00000000000001 does not become 101.
     return max(1, math.ceil(round(raw, 9)))
 

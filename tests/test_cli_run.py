@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -412,3 +413,73 @@ def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording
     # the seven samples in flight beside it were answered, so they are recorded; nothing after it was started
     assert sorted(r["sample_id"] for r in read_records(out_dir / "h")) == [f"q{i:04d}" for i in range(20)]
     assert json.loads((out_dir / "h" / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_a_pipe_as_dataset_is_refused_before_anything_is_written(cli: Cli, tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs named pipes (POSIX)")
+    pipe = tmp_path / "items.jsonl"
+    os.mkfifo(pipe)  # nobody writes to it: reading it would block forever
+    expected = (
+        f"error: {pipe}: cannot read the dataset: it is not a regular file (a pipe or a device); the dataset is "
+        "read more than once: save it to a file first"
+    )
+    checked = cli("validate-dataset", "--path", pipe)
+    assert (checked.code, checked.err.strip()) == (2, expected)
+    run = cli("run", "--task", "capability_profile", "--dataset", pipe, "--model", "mock/m", "--output-dir",
+              tmp_path / "out", "-q")  # fmt: skip
+    assert (run.code, run.err.strip()) == (2, expected)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--rpm", "0", "must be a positive number, got 0"),
+        ("--rpm", "nan", "must be a positive number, got nan"),
+        ("--tpm", "-1", "must be a positive number, got -1"),
+        ("--seed", str(2**80), "less than or equal to 9223372036854775807"),  # no 64-bit integer holds it
+        ("--concurrency", str(10**20), "less than or equal to 100000"),
+        ("--temperature", "nan", "must be between 0 and 2, got nan"),
+        ("--temperature", "-5", "must be between 0 and 2, got -5"),
+    ],
+)
+def test_out_of_range_numbers_are_refused_by_flag_before_anything_is_written(
+    cli: Cli, tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    result = cli("run", "--task", "capability_profile", "--output-dir", tmp_path / "out", flag, value, "-q")
+    assert result.code == 2 and f"Invalid value for '{flag}'" in result.err and message in result.err, result.err
+    assert "Traceback" not in result.err and not (tmp_path / "out").exists()
+
+
+def test_a_resume_names_a_manifest_value_it_cannot_use_and_changes_nothing(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0
+    manifest = out_dir / "r" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"epochs": 1', '"epochs": -1'))
+    before = {p.name: p.read_bytes() for p in (out_dir / "r").iterdir()}
+    result = cli("resume", out_dir / "r", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {manifest}: epochs: Input should be greater than or equal to 1",
+    )
+    assert {p.name: p.read_bytes() for p in (out_dir / "r").iterdir()} == before
+
+
+def test_run_resume_refuses_options_that_would_change_the_run(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0
+    result = cli("run", "--resume", out_dir / "r", "--task", "multiple_choice", "--epochs", "3", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: --resume continues {out_dir / 'r'} as it started, so --task, --epochs cannot change it; drop them, "
+        "or start a new run",
+    )
+
+
+def test_an_env_file_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(b"A=b\n\xff\n")
+    result = cli("run", "--task", "capability_profile", "--limit", "2", "-q")
+    assert (result.code, result.err.strip()) == (2, "error: .env: not UTF-8 text (byte 4); fix or remove the file")
+    assert not (tmp_path / "results").exists()

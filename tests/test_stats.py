@@ -775,3 +775,8 @@ def test_paired_comparison_is_deterministic_and_handles_edges() -> None:
 )
 def test_mcnemar_exact_at_large_counts_matches_scipy(b: int, c: int, expected: float) -> None:
     assert mcnemar_test(b, c)[1] == pytest.approx(expected, rel=1e-7)
+
+
+def test_sample_size_refuses_a_margin_whose_square_underflows() -> None:
+    with pytest.raises(ValueError, match="margin 1e-200 is too small"):
+        sample_size(1e-200)

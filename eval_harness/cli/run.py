@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -29,8 +30,23 @@ GateOn = Annotated[
 MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]
 RetryErrors = Annotated[bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")]
 Force = Annotated[bool, typer.Option("--force", help="Resume although the dataset/template/scorers/model changed.")]
-Rpm = Annotated[float | None, typer.Option(help="Client-side limit: requests per minute.")]
-Tpm = Annotated[float | None, typer.Option(help="Client-side limit: tokens per minute.")]
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not (value > 0 and math.isfinite(value)):  # NaN fails both comparisons
+        raise typer.BadParameter(f"must be a positive number, got {value:g}")
+    return value
+
+
+def _temperature(value: float | None) -> float | None:
+    if value is not None and not 0 <= value <= 2:  # the widest range an API takes (OpenAI's); NaN fails it
+        raise typer.BadParameter(f"must be between 0 and 2, got {value:g}")
+    return value
+
+
+MAX_CONCURRENCY = 100_000  # config.MAX_CONCURRENCY, written out: the CLI module is imported without pydantic
+Rpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: requests per minute.")]
+Tpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: tokens per minute.")]
 Cache = Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")]
 MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transient provider error (default 5).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
@@ -123,6 +139,16 @@ def _generation_overrides(temperature: float | None, max_tokens: int | None) -> 
     return overrides
 
 
+_FLAGS = {
+    "task": "--task", "model": "--model", "model_args": "--model-arg", "dataset": "--dataset",
+    "output_dir": "--output-dir", "run_id": "--run-id", "concurrency": "--concurrency", "epochs": "--epochs",
+    "limit": "--limit", "seed": "--seed", "timeout_s": "--timeout", "max_retries": "--max-retries",
+    "generation": "--temperature/--max-tokens", "rpm": "--rpm", "tpm": "--tpm", "judge_model": "--judge-model",
+    "judge_args": "--judge-arg",
+}  # fmt: skip
+"""The flag that sets each RunConfig field, to name it in an error."""
+
+
 def run_command(
     task: Annotated[
         str | None, typer.Option("--task", "-t", help="Task name (see 'eval-harness tasks') or spec path.")
@@ -140,13 +166,15 @@ def run_command(
     ] = False,
     output_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("results"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: timestamp + suffix).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Samples in flight at most.")] = 16,
+    concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight at most.")] = 16,
     epochs: Annotated[int, typer.Option(min=1, help="Run each sample K times.")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for the mock, few-shot choice and sampling.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=-(2**63), max=2**63 - 1, help="Seed for the mock, few-shot choice and sampling.")
+    ] = 0,
     timeout: Annotated[float, typer.Option(min=0.001, help="Per-sample timeout in seconds, retries included.")] = 120.0,
     max_retries: MaxRetries = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    temperature: Annotated[float | None, typer.Option(callback=_temperature, help="Sampling temperature.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Max output tokens.")] = None,
     dry_run_: Annotated[
         bool, typer.Option("--dry-run", help="Render prompts and estimate cost; call nothing.")
@@ -170,37 +198,55 @@ def run_command(
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
     if resume is not None:
+        fixed = {
+            "--task": task is not None, "--model": model != "mock/default", "--model-arg": bool(model_arg),
+            "--dataset": dataset is not None, "--skip-invalid": skip_invalid, "--run-id": run_id is not None,
+            "--output-dir": output_dir != Path("results"), "--epochs": epochs != 1, "--limit": limit is not None,
+            "--seed": seed != 0, "--temperature": temperature is not None, "--max-tokens": max_tokens is not None,
+            "--dry-run": dry_run_, "--judge-model": judge_model is not None, "--judge-arg": bool(judge_arg),
+        }  # fmt: skip
+        given = [flag for flag, set_ in fixed.items() if set_]
+        if given:
+            raise ConfigError(
+                f"--resume continues {resume} as it started, so {', '.join(given)} cannot change it; drop "
+                f"{'it' if len(given) == 1 else 'them'}, or start a new run"
+            )
         overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
                      "tpm": tpm, "cache": cache or None}  # fmt: skip
         _resume(resume, overrides, retry_errors, force, gates, quiet)
         return
-    from eval_harness.config import RunConfig, parse_key_values
+    from pydantic import ValidationError
+
+    from eval_harness.config import RunConfig, invalid_config, parse_key_values
     from eval_harness.runner import dry_run, plan_run
 
     if task is None:
         raise ConfigError("--task is required (or --resume RUN_DIR); see 'eval-harness tasks'")
-    config = RunConfig(
-        task=task,
-        model=model,
-        model_args=parse_key_values(model_arg or [], "--model-arg"),
-        dataset=dataset,
-        skip_invalid=skip_invalid,
-        output_dir=output_dir,
-        run_id=run_id,
-        concurrency=concurrency,
-        epochs=epochs,
-        limit=limit,
-        seed=seed,
-        timeout_s=timeout,
-        max_retries=5 if max_retries is None else max_retries,
-        generation=_generation_overrides(temperature, max_tokens),
-        rpm=rpm,
-        tpm=tpm,
-        cache=cache,
-        judge_model=judge_model,
-        judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
-        dry_run=dry_run_,
-    )
+    try:
+        config = RunConfig(
+            task=task,
+            model=model,
+            model_args=parse_key_values(model_arg or [], "--model-arg"),
+            dataset=dataset,
+            skip_invalid=skip_invalid,
+            output_dir=output_dir,
+            run_id=run_id,
+            concurrency=concurrency,
+            epochs=epochs,
+            limit=limit,
+            seed=seed,
+            timeout_s=timeout,
+            max_retries=5 if max_retries is None else max_retries,
+            generation=_generation_overrides(temperature, max_tokens),
+            rpm=rpm,
+            tpm=tpm,
+            cache=cache,
+            judge_model=judge_model,
+            judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
+            dry_run=dry_run_,
+        )
+    except ValidationError as exc:
+        raise invalid_config(exc, _FLAGS, "run") from None
     plan = plan_run(config)
     if not plan.dataset_report.ok:
         from eval_harness.cli import render
@@ -230,7 +276,9 @@ def _resume(
 
 def resume_command(
     run_dir: Annotated[Path, typer.Argument(help="The run directory, e.g. results/<run_id>.")],
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Samples in flight (default: as before).")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight (default: as before).")
+    ] = None,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds.")] = None,
     retry_errors: RetryErrors = False,
     force: Force = False,
