@@ -267,3 +267,23 @@ def test_dry_run_estimates_cost_from_the_pricing_table(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "cost ≤ $" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("base_url", "message"),
+    [
+        (f"http://user:{CANARY}@127.0.0.1:9/v1", "base_url must be a plain API root, without user:password@"),
+        (f"http://127.0.0.1:9/v1?key={CANARY}", "base_url must be a plain API root, without user:password@"),
+        (CANARY, "base_url is not an http:// or https:// URL"),  # a key pasted into the wrong argument
+    ],
+)
+def test_a_base_url_that_would_carry_a_secret_is_refused_without_echoing_it(
+    tmp_path: Path, base_url: str, message: str
+) -> None:
+    result = cli(
+        tmp_path, "run", "--task", "capability_profile", "--model", "openai-compatible/m", "--model-arg",
+        f"base_url={base_url}", "--output-dir", str(tmp_path / "out"), "-q",
+    )  # fmt: skip
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert CANARY not in result.stderr and CANARY not in result.stdout
+    assert not (tmp_path / "out").exists()  # nothing written, so no manifest holds it either

@@ -215,9 +215,20 @@ class HTTPProvider(Provider):
                 f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
             )
         self.base_url = base_url.rstrip("/")
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{self.provider_name}/{model}: base_url {base_url!r} is not an http:// or https:// URL")
+        # The value is not echoed in these messages: a key pasted into the wrong argument would be shown.
+        try:
+            parts = urlsplit(self.base_url)
+            has_host = bool(parts.hostname)
+        except ValueError:  # e.g. an unbalanced "[" in the host
+            has_host = False
+        if not has_host or parts.scheme not in ("http", "https"):
+            raise ConfigError(f"{self.provider_name}/{model}: base_url is not an http:// or https:// URL")
+        if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+            # it is recorded in the manifest and the cache's scope: credentials in it would be stored in clear
+            raise ConfigError(
+                f"{self.provider_name}/{model}: base_url must be a plain API root, without user:password@, a query "
+                "or a fragment; give a key with --model-arg api_key_env=NAME or the provider's key variable"
+            )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
         )
