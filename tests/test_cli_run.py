@@ -483,3 +483,16 @@ def test_an_env_file_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path, monkeyp
     result = cli("run", "--task", "capability_profile", "--limit", "2", "-q")
     assert (result.code, result.err.strip()) == (2, "error: .env: not UTF-8 text (byte 4); fix or remove the file")
     assert not (tmp_path / "results").exists()
+
+
+def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    # start-up (imports) takes well over 0.06 s; Python's own SIGINT handler is in place long before that
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--output-dir", str(tmp_path)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(0.06)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, err)
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted", err

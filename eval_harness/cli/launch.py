@@ -12,6 +12,7 @@ waiting. So the collector is paused from the first import to the start of the co
 from __future__ import annotations
 
 import gc
+import sys
 from typing import NoReturn
 
 _paused = False
@@ -23,8 +24,11 @@ def run() -> NoReturn:
     if gc.isenabled():
         gc.disable()
         _paused = True
-    from eval_harness.cli.app import run_process
-
+    try:
+        from eval_harness.cli.app import run_process
+    except KeyboardInterrupt:  # Ctrl-C while starting: the same exit as during a command, not a traceback
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     run_process()
 
 
