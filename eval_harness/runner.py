@@ -554,6 +554,18 @@ def plan_resume(
     return plan
 
 
+def _starts_a_line(path: Path, offset: int) -> bool:
+    """Whether ``offset`` is the first byte of a line of ``path`` (a resume point's frontier must be)."""
+    if offset == 0:
+        return True
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset - 1)
+            return handle.read(1) == b"\n"
+    except (OSError, ValueError):
+        return False
+
+
 def _file_stamp(path: Path) -> tuple[int, int] | None:
     """Size and modification time (ns): cheap evidence that a file was not rewritten (None: unreadable).
 
@@ -732,6 +744,11 @@ class Runner:
             summary = self._summary(paths, manifest, status)
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
+                if start.frontier is not None:
+                    # Every sample after the resume point ran, yet records are missing: the point was wrong
+                    # (edited, or damaged on disk). Drop it, so that the next resume reads everything.
+                    with contextlib.suppress(OSError):
+                        paths.resume_point.unlink()
                 manifest = manifest.model_copy(update={"status": status})
                 summary = summary.model_copy(update={"status": status})
             unsaved = None
@@ -795,6 +812,7 @@ class Runner:
             and not plan.forced
             and plan.manifest.dataset.seekable
             and plan.dataset_report.sha256 == plan.manifest.dataset.sha256
+            and _starts_a_line(plan.dataset_path, point.frontier_offset)
         )
         if not trusted or point is None:
             scan = scan_keys(paths.samples)

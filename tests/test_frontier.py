@@ -144,3 +144,27 @@ def test_resume_point_is_json_naming_the_frontier(task_root: TaskRoot) -> None:
     first = interrupted(config(task_root), after_s=0.1)
     point = json.loads((Path(first.run_dir) / ".resume.json").read_text())
     assert set(point) >= {"samples_bytes", "frontier_offset", "frontier_line", "keys_beyond", "done_keys"}
+
+
+@pytest.mark.parametrize("shift", ["mid_line", "next_line"])
+def test_a_damaged_resume_point_never_leaves_the_run_short_for_good(task_root: TaskRoot, shift: str) -> None:
+    task_root.data("adder.jsonl", arithmetic_records(200, axes=("a", "b")))
+    first = interrupted(config(task_root), after_s=0.15)
+    point_file = RunPaths(first.run_dir).resume_point
+    point = json.loads(point_file.read_text())
+    assert point["frontier_line"] > 2
+    dataset = (task_root.root / "data" / "adder.jsonl").read_bytes()
+    if shift == "mid_line":  # not at the start of a line: not trusted at all
+        point["frontier_offset"] += 7
+    else:  # a whole line further: trusted, so the line in between is skipped and its record missing
+        point["frontier_offset"] = dataset.index(b"\n", point["frontier_offset"]) + 1
+    point_file.write_text(json.dumps(point))
+
+    second = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    if shift == "next_line":
+        assert second.status == "interrupted" and second.summary.missing > 0
+        assert not point_file.exists()  # dropped: the next resume reads everything
+        second = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert second.status == "complete"
+    keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
+    assert len(keys) == len(set(keys)) == 200
