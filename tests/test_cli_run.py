@@ -496,3 +496,13 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> 
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, (process.returncode, err)
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted", err
+
+
+def test_a_gate_on_an_axis_the_dataset_lacks_is_refused_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--fail-below-axis", "gamma=0.5", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        "error: --fail-below-axis gamma: the dataset has no such axis (its axes: alpha, beta)",
+    )
+    assert not out_dir.exists()

@@ -248,6 +248,12 @@ def run_command(
     except ValidationError as exc:
         raise invalid_config(exc, _FLAGS, "run") from None
     plan = plan_run(config)
+    axes = plan.dataset_report.axis_counts
+    unknown = [axis for axis, _ in gates.fail_below_axis if axis not in axes]
+    if unknown:  # found now, not after the whole run has been paid for
+        raise ConfigError(
+            f"--fail-below-axis {unknown[0]}: the dataset has no such axis (its axes: {', '.join(sorted(axes))})"
+        )
     if not plan.dataset_report.ok:
         from eval_harness.cli import render
 
