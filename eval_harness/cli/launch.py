@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import NoReturn
 
 _paused = False
 
 
-def run() -> NoReturn:
+def run() -> None:  # never returns (run_process exits); typing is not imported before the guard below
     """Parse the command line and run the command, with the collector paused for start-up."""
     global _paused
     if gc.isenabled():

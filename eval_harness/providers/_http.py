@@ -223,11 +223,12 @@ class HTTPProvider(Provider):
             has_host = False
         if not has_host or parts.scheme not in ("http", "https"):
             raise ConfigError(f"{self.provider_name}/{model}: base_url is not an http:// or https:// URL")
-        if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        if parts.username is not None or parts.password is not None:
             # it is recorded in the manifest and the cache's scope: credentials in it would be stored in clear
+            # (a query stays allowed: Azure's ?api-version=... is one)
             raise ConfigError(
-                f"{self.provider_name}/{model}: base_url must be a plain API root, without user:password@, a query "
-                "or a fragment; give a key with --model-arg api_key_env=NAME or the provider's key variable"
+                f"{self.provider_name}/{model}: base_url must not carry user:password@; give a key with "
+                "--model-arg api_key_env=NAME or the provider's key variable"
             )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
