@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
-from eval_harness.artifacts import tail_digest
+from eval_harness.artifacts import json_type_name, line_number_at, record_error, record_problem, tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
 from eval_harness.stats import mean_ci, pass_at_k
@@ -397,6 +398,13 @@ _JUDGE_USAGE = b',"judge_usage":{"prompt_tokens":'
 _CACHED = b',"cached":'
 _RETRIES_EMPTY = b',"retries":{}'
 _BACKOFF = b',"backoff_s":'
+_INPUT = b',"input":'
+_TARGET = b',"target":'
+_PROMPT = b',"prompt":['
+_FINISHED_AT = b',"finished_at":"'
+# What follows the error object of a record that has one (its message may hold commas: found by search).
+_FINISHED_AFTER_ERROR = re.compile(rb'\},"attempts":\d+,"finished_at":"')
+_SCHEMA_VERSION = b',"schema_version":'
 _QUOTE, _BRACE, _BACKSLASH = ord('"'), ord("}"), ord("\\")
 _PATTERN_WORDS: dict[bytes, list[tuple[int, np.uint64, np.uint64]]] = {}
 
@@ -444,6 +452,7 @@ class _Buffer:
         self.positions = self.commas.copy()
         self.positions[0] = sentinel
         self._last = self.commas.size - 1
+        self._comma_words: U64 | None = None
 
     def text(self, start: int, end: int) -> bytes:
         return self.buf[start:end].tobytes()
@@ -470,18 +479,58 @@ class _Buffer:
         """Index of the first comma at or after each position."""
         return np.searchsorted(self.commas, pos, side="left").astype(np.int64)
 
-    def keyed_comma_index(self, pattern: bytes, rare: int) -> tuple[I64, Bool]:
+    def _keyed_commas(self, pattern: bytes) -> I64:
+        """Indices (into ``commas``) of the commas where ``pattern`` (a comma and a key, 8 to 16 bytes) starts.
+
+        The first eight bytes after every comma are gathered once per buffer and shared by every key looked up:
+        one comparison per comma, then one gather of the last eight bytes of the few hits."""
+        if self._comma_words is None:
+            self._comma_words = self.words[self.commas[1:-1]]
+        head, tail = (np.uint64(int.from_bytes(pattern[k : k + 8], "little")) for k in (0, len(pattern) - 8))
+        found = np.flatnonzero(self._comma_words == head) + 1  # +1: index into self.commas
+        if len(pattern) > 8:
+            found = found[self.words[self.commas[found] + (len(pattern) - 8)] == tail]
+        return found
+
+    def keyed_comma_index(self, pattern: bytes) -> tuple[I64, Bool]:
         """For each line, the comma index where ``pattern`` (a comma and a key) starts, and whether it occurs
-        exactly once in the line. Commas are filtered first on the byte at offset ``rare``, uncommon in
-        text, so that the full comparison runs on few candidates."""
-        commas = self.commas[1:-1]
-        candidates = np.flatnonzero(self.buf[commas + rare] == pattern[rare])
-        found = candidates[self.match(commas[candidates], pattern)] + 1  # +1: index into self.commas
+        exactly once in the line."""
+        found = self._keyed_commas(pattern)
         line = np.searchsorted(self.ends, self.commas[found], side="left")
         count = np.bincount(line, minlength=self.ends.size)
         index = np.zeros(self.ends.size, dtype=np.int64)
         index[line] = found
         return index, count == 1
+
+    def has_keys(self, patterns: Sequence[bytes], low: I64, high: I64, first: Sequence[bytes] = ()) -> Bool:
+        """For each line, whether every one of ``patterns`` (a comma and a key, 8 to 16 bytes long) starts at a
+        comma strictly between the line's ``low`` and ``high``, followed by one of the bytes ``first[i]`` when
+        that is given. One pass over the commas for all the patterns: a comparison per comma and pattern on the
+        first words shared with :meth:`keyed_comma_index`, then the rest of the work on the hits only."""
+        if self._comma_words is None:
+            self._comma_words = self.words[self.commas[1:-1]]
+        heads = np.array([int.from_bytes(p[:8], "little") for p in patterns], dtype=np.uint64)
+        hit = self._comma_words == heads[0]
+        for head in heads[1:]:
+            hit |= self._comma_words == head
+        found = np.flatnonzero(hit) + 1  # +1: index into self.commas
+        order = np.argsort(heads)
+        kind = order[np.searchsorted(heads[order], self._comma_words[found - 1])]
+        lengths = np.array([len(p) for p in patterns], dtype=np.int64)[kind]
+        tails = np.array([int.from_bytes(p[-8:], "little") for p in patterns], dtype=np.uint64)
+        position = self.commas[found]
+        good = self.words[position + lengths - 8] == tails[kind]
+        if first:
+            allowed = np.ones((len(patterns), 256), dtype=np.bool_)
+            for i, choices in enumerate(first):
+                if choices:
+                    allowed[i] = False
+                    allowed[i, np.frombuffer(choices, dtype=np.uint8)] = True
+            good &= allowed[kind, self.buf[position + lengths]]
+        line = np.searchsorted(self.ends, position, side="left")
+        good &= (position > low[line]) & (position < high[line])
+        counts = np.bincount(line[good] * len(patterns) + kind[good], minlength=self.ends.size * len(patterns))
+        return np.asarray((counts.reshape(-1, len(patterns)) > 0).all(axis=1), dtype=np.bool_)
 
     def no_backslash(self, start: I64, end: I64) -> Bool:
         """Whether each span is short enough for the fast path and holds no escape sequence."""
@@ -585,7 +634,7 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     ok &= b.no_backslash(id_start, id_end) & b.no_backslash(axis_start, axis_end)
 
     # The anchor: ,"latency_ms": occurs once per line, after the text fields; its neighbours by comma.
-    i_latency, once = b.keyed_comma_index(_LATENCY, 8)
+    i_latency, once = b.keyed_comma_index(_LATENCY)
     ok &= once
     c_latency, c_passed, c_score = b.at(i_latency), b.at(i_latency, -1), b.at(i_latency, -2)
     ok &= b.match(c_passed, _PASSED)
@@ -601,6 +650,15 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     has_error = b.match(c_error, _ERROR) & (b.byte(c_message - 1) == _QUOTE) & b.match(c_message, _MESSAGE)
     has_error &= b.no_backslash(c_error + len(_ERROR), c_message - 1)
     ok &= no_error | has_error
+
+    # The other fields every record has (see artifacts.record_problem), which the fast path does not read:
+    # input, target and prompt between the tags and the score; finished_at after attempts; and no
+    # schema_version (a nested one only sends the line to orjson, which looks at the top level alone).
+    ok &= b.has_keys((_INPUT, _TARGET, _PROMPT), c_tags, c_score, first=(b'"[', b'"[', b"{]"))
+    ok &= b.match(b.at(i_latency, 8), _FINISHED_AT) | has_error
+    for row in np.flatnonzero(ok & has_error).tolist():  # about 1% of the lines
+        ok[row] = _FINISHED_AFTER_ERROR.search(b.text(int(c_message[row]), int(ends[row]))) is not None
+    ok &= ~b.has_keys((_SCHEMA_VERSION,), starts - 1, ends)
 
     spans: dict[str, tuple[I64, I64]] = {
         "epoch": (c_epoch + len(_EPOCH), c_axis),
@@ -631,7 +689,7 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         ok &= walk_ok | empty_scores
 
         # ,"judge_cost_usd": occurs once per line, after the explanations; the judge usage just before it.
-        i_judge, once = b.keyed_comma_index(_JUDGE_COST, 2)
+        i_judge, once = b.keyed_comma_index(_JUDGE_COST)
         c_judge, c_cached, c_after_cached = b.at(i_judge), b.at(i_judge, 1), b.at(i_judge, 2)
         ok &= once & (c_judge > c_error) & b.match(c_cached, _CACHED)
         c_j_reasoning, c_j_cached, c_j_completion, c_j_usage = (b.at(i_judge, k) for k in (-1, -2, -3, -4))
@@ -729,66 +787,101 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
 # --------------------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float:
+class _BadField(Exception):
+    """A record's field that the columns cannot be read from: ``(field, message)`` as in ``record_problem``."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(name, message)
+        self.problem = (name, message)
+
+
+def _number(value: Any, name: str) -> float:
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {type(value).__name__}")
+        raise _BadField(name, f"expected a number or null, got {json_type_name(value)}")
     return float(value)
 
 
-def _usage_tokens(usage: Any) -> tuple[int, int]:
-    if not isinstance(usage, dict):
-        return 0, 0
-    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+def _flag(value: Any, name: str) -> bool:
+    if value is not None and not isinstance(value, bool):
+        raise _BadField(name, f"expected a boolean or null, got {json_type_name(value)}")
+    return value is True
+
+
+def _count(value: Any, name: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadField(name, f"expected an integer or null, got {json_type_name(value)}")
+    return value
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _BadField(name, f"expected an object or null, got {json_type_name(value)}")
+    return value
+
+
+def _usage_tokens(usage: Any, name: str) -> tuple[int, int]:
+    fields = _object(usage, name)
+    prompt, completion = fields.get("prompt_tokens"), fields.get("completion_tokens")
+    return _count(prompt, f"{name}.prompt_tokens"), _count(completion, f"{name}.completion_tokens")
 
 
 def _slow_row(
-    record: dict[str, Any],
+    record: Any,
     chunk: _Chunk,
     row: int,
     axis_index: dict[str, int],
     type_index: dict[str, int],
     ids: list[str],
 ) -> None:
-    """Fill row ``row`` of ``chunk`` from a parsed record (raises KeyError/TypeError/ValueError if malformed)."""
-    ids.append(str(record["sample_id"]))
-    epoch = record["epoch"]
-    if isinstance(epoch, bool) or not isinstance(epoch, int):
-        raise TypeError("epoch is not an integer")
-    chunk.epoch[row] = epoch
-    chunk.axis[row] = _code(chunk.axis_name, axis_index, str(record.get("axis", "default")))
-    score = _number(record.get("score"))
+    """Fill row ``row`` of ``chunk`` from a parsed line; raises ``_BadField`` when it is not a record of this
+    schema version (``record_problem``) or a field read here has the wrong type."""
+    problem = record_problem(record)
+    if problem is not None:
+        raise _BadField(*problem)
+    chunk.epoch[row] = record["epoch"]
+    chunk.axis[row] = _code(chunk.axis_name, axis_index, record["axis"])
+    score = _number(record.get("score"), "score")
     error = record.get("error")
     chunk.score[row] = score
     chunk.error[row] = error is not None or math.isnan(score)
     if error is not None:
-        name = str(error.get("type", "Error")) if isinstance(error, dict) else "Error"
-        chunk.error_type[row] = _code(chunk.error_type_name, type_index, name)
-    chunk.passed[row] = record.get("passed") is True
-    chunk.latency_ms[row] = _number(record.get("latency_ms"))
-    chunk.cost_usd[row] = _number(record.get("cost_usd"))
-    chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"))
+        error_type = _object(error, "error").get("type")
+        if not isinstance(error_type, str):
+            raise _BadField("error.type", f"expected a string, got {json_type_name(error_type)}")
+        chunk.error_type[row] = _code(chunk.error_type_name, type_index, error_type)
+    chunk.passed[row] = _flag(record.get("passed"), "passed")
+    chunk.latency_ms[row] = _number(record.get("latency_ms"), "latency_ms")
+    chunk.cost_usd[row] = _number(record.get("cost_usd"), "cost_usd")
+    chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"), "usage")
     judge_usage = record.get("judge_usage")
     chunk.judge_used[row] = judge_usage is not None
-    chunk.judge_prompt_tokens[row], chunk.judge_completion_tokens[row] = _usage_tokens(judge_usage)
-    chunk.judge_cost_usd[row] = _number(record.get("judge_cost_usd"))
-    chunk.cached[row] = record.get("cached") is True
-    chunk.backoff_s[row] = _number(record.get("backoff_s") or 0.0)
-    scores = record.get("scores") or {}
-    for name, value in scores.items():
-        chunk.scorer(str(name))[row] = _number(value)
-    retries = record.get("retries")
+    chunk.judge_prompt_tokens[row], chunk.judge_completion_tokens[row] = _usage_tokens(judge_usage, "judge_usage")
+    chunk.judge_cost_usd[row] = _number(record.get("judge_cost_usd"), "judge_cost_usd")
+    chunk.cached[row] = _flag(record.get("cached"), "cached")
+    backoff = _number(record.get("backoff_s"), "backoff_s")
+    chunk.backoff_s[row] = 0.0 if math.isnan(backoff) else backoff
+    for name, value in _object(record.get("scores"), "scores").items():
+        chunk.scorer(name)[row] = _number(value, f"scores.{name}")
+    retries = _object(record.get("retries"), "retries")
     if retries:
-        chunk.retries[row] = {str(cause): int(count) for cause, count in retries.items()}
+        chunk.retries[row] = {cause: _count(count, f"retries.{cause}") for cause, count in retries.items()}
+    ids.append(record["sample_id"])
 
 
 class _DamagedLine(Exception):
-    """A complete line that is not a record; carries its byte offset (worker processes do not know line numbers)."""
+    """A complete line that is not a record; carries its byte offset (worker processes do not know line numbers)
+    and the problem as ``record_problem`` gives it (None: not JSON)."""
 
-    def __init__(self, offset: int) -> None:
-        super().__init__(offset)
+    def __init__(self, offset: int, problem: tuple[str, str] | None) -> None:
+        super().__init__(offset, problem)
         self.offset = offset
+        self.problem = problem
 
 
 def _parse_chunk(b: _Buffer, base_offset: int, keys: Sequence[str], fast: bool, light: bool) -> _Chunk:
@@ -804,12 +897,13 @@ def _parse_chunk(b: _Buffer, base_offset: int, keys: Sequence[str], fast: bool, 
     ids: list[str] = []
     for row in slow.tolist():
         try:
-            record = orjson.loads(b.text(int(b.starts[row]), int(b.ends[row])))
-            if not isinstance(record, dict):
-                raise TypeError("not an object")
-            _slow_row(record, chunk, row, axis_index, type_index, ids)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-            raise _DamagedLine(base_offset + int(b.starts[row])) from None
+            _slow_row(
+                orjson.loads(b.text(int(b.starts[row]), int(b.ends[row]))), chunk, row, axis_index, type_index, ids
+            )
+        except orjson.JSONDecodeError:
+            raise _DamagedLine(base_offset + int(b.starts[row]), None) from None
+        except _BadField as exc:
+            raise _DamagedLine(base_offset + int(b.starts[row]), exc.problem) from None
     chunk.sample_hash[slow] = _hash_strings(ids)
     return chunk
 
@@ -897,19 +991,6 @@ def _ranges(path: Path, size: int, parts: int, base: int = 0) -> list[tuple[int,
     return [(start, stop) for start, stop in zip(cuts, [*cuts[1:], None], strict=True)]
 
 
-def _line_number(path: Path, offset: int) -> int:
-    """1-based number of the line starting at byte ``offset`` (for error messages only)."""
-    count = 0
-    with path.open("rb") as handle:
-        while offset > 0:
-            block = handle.read(min(offset, 1 << 24))
-            if not block:
-                break
-            count += block.count(b"\n")
-            offset -= len(block)
-    return count + 1
-
-
 def default_workers(samples_path: Path) -> int:
     """Processes worth using to read a samples file: one per CPU (at most 4) above 64 MB, else one."""
     import os
@@ -963,8 +1044,7 @@ def load_columns(
         else:
             parts = [_load_range(samples_path, a, b, keys, fast, light, block_bytes) for a, b in ranges]
     except _DamagedLine as exc:
-        line = _line_number(samples_path, exc.offset)
-        raise ArtifactError(f"{samples_path}:{line}: not a sample record; the file is damaged") from None
+        raise record_error(samples_path, line_number_at(samples_path, exc.offset), exc.problem) from None
     chunks = [chunk for part, _ in parts for chunk in part]
     torn = parts[-1][1] if parts else 0
     del parts  # the chunks alone now hold the data, freed as soon as they are concatenated
@@ -1255,17 +1335,27 @@ def summarize(
 # --------------------------------------------------------------------------------------------------
 
 COLUMNS_CACHE = ".columns.npz"
-_CACHE_VERSION: Final[int] = 1
+_CACHE_VERSION: Final[int] = 2
 # The cache names the bytes it covers by their length and a digest of their last few KB (tail_digest):
 # samples.jsonl is append-only, so a file that still ends that way at that length is the one it was made from.
+# That alone misses a hand edit of earlier bytes that keeps the length (a score changed from 0.0 to 1.0), so
+# the cache also keeps the file's size and mtime when it was written: a file no longer than it was then but
+# with another mtime was rewritten in place, and is read whole. A longer file had records appended (the
+# next session's incremental read) and its mtime moved with them: only length and digest are checked then,
+# so an in-place edit of the covered bytes followed by an append is not noticed, nor is an edit that keeps
+# size and mtime (touch -r, cp -p, or within the file system's timestamp granularity of the cache's write).
+# Delete .columns.npz after editing samples.jsonl by hand.
 
 
 def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Sequence[str]) -> None:
     """Write the columns of every complete line of ``samples_path`` beside it, atomically."""
-    covered = samples_path.stat().st_size - columns.torn_bytes if samples_path.exists() else 0
+    stat = samples_path.stat() if samples_path.exists() else None
+    covered = stat.st_size - columns.torn_bytes if stat is not None else 0
     meta = {
         "version": _CACHE_VERSION,
         "covered_bytes": covered,
+        "samples_size": stat.st_size if stat is not None else 0,
+        "samples_mtime_ns": stat.st_mtime_ns if stat is not None else 0,
         "covered_digest": tail_digest(samples_path, covered) if covered else "",
         "scorer_keys": list(scorer_keys),
         "axes": columns.axes,
@@ -1295,10 +1385,12 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
         with np.load(target, allow_pickle=False) as data:
             meta = orjson.loads(data["meta"].tobytes())
             covered = int(meta["covered_bytes"])
+            stat = samples_path.stat()
             if (
                 meta.get("version") != _CACHE_VERSION
                 or meta["scorer_keys"] != list(scorer_keys)
-                or covered > samples_path.stat().st_size
+                or covered > stat.st_size
+                or (stat.st_size <= meta["samples_size"] and stat.st_mtime_ns != meta["samples_mtime_ns"])
                 or (covered and meta["covered_digest"] != tail_digest(samples_path, covered))
             ):
                 return None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -335,17 +335,113 @@ class KeyScan:
     torn_bytes: int = 0
 
 
-def _parse_key(line: bytes) -> tuple[str, bool] | None:
+# The fields of a record that have no default in ``SampleRecord``, and the JSON types each may have.
+_REQUIRED: Final[dict[str, tuple[type, ...]]] = {
+    "sample_id": (str,),
+    "epoch": (int,),
+    "axis": (str,),
+    "input": (str, list),
+    "target": (str, list),
+    "prompt": (list,),
+    "finished_at": (str,),
+}
+_TYPE_NAMES: Final = {str: "a string", int: "an integer", list: "a list"}
+# What follows the key on a line written by this build: the required fields of ``_REQUIRED`` after the
+# epoch, in ``SampleRecord``'s order (found in turn, so the search passes over a line once at most).
+_AXIS_AFTER_KEY = b'"axis":"'
+_REQUIRED_MARKS: Final = (b',"input":', b',"target":', b',"prompt":[', b',"finished_at":"')
+_VERSION_MARK = b'"schema_version":'
+
+
+def record_problem(record: object) -> tuple[str, str] | None:
+    """Why a parsed samples.jsonl line is not a record of this schema version, as ``(field, message)``;
+    None when it is one as far as readers care. Cheap on purpose (a few dict look-ups, no validation of
+    the whole record): it tells a record from a stub or a line of another schema, not a subtly bad one."""
+    if not isinstance(record, dict):
+        return "line", f"expected a JSON object, got {json_type_name(record)}"
+    if "schema_version" in record and record["schema_version"] != SCHEMA_VERSION:
+        return (
+            "schema_version",
+            f"{record['schema_version']!r} cannot be read by this build (it reads {SCHEMA_VERSION})",
+        )
+    for name, types in _REQUIRED.items():
+        if name not in record:
+            return name, "required field missing"
+        value = record[name]
+        if not isinstance(value, types) or isinstance(value, bool):
+            expected = " or ".join(_TYPE_NAMES[t] for t in types)
+            return name, f"expected {expected}, got {json_type_name(value)}"
+    return None
+
+
+def json_type_name(value: object) -> str:
+    """What a parsed JSON value is, for error messages: "null", "a string", "an object"..."""
+    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    return names.get(type(value), "a list" if isinstance(value, list) else "an object")
+
+
+def line_number_at(path: Path, offset: int) -> int:
+    """1-based number of the line starting at byte ``offset`` (for error messages only: reads the bytes before)."""
+    count = 0
+    with path.open("rb") as handle:
+        while offset > 0:
+            block = handle.read(min(offset, 1 << 24))
+            if not block:
+                break
+            count += block.count(b"\n")
+            offset -= len(block)
+    return count + 1
+
+
+def record_error(path: Path, line: int, problem: tuple[str, str] | None) -> ArtifactError:
+    """The error for line ``line`` of ``path``: ``problem`` from ``record_problem``, or None for a line that is
+    not JSON at all. A record of another schema version is a ``SchemaVersionError``."""
+    if problem is None:
+        return ArtifactError(f"{path}:{line}: not a sample record; the file is damaged")
+    field_name, message = problem
+    if field_name == "schema_version":
+        return SchemaVersionError(f"{path}:{line}: schema_version {message}")
+    return ArtifactError(
+        f"{path}:{line}: {field_name}: {message}; not a sample record of schema version {SCHEMA_VERSION}"
+    )
+
+
+class _BadLine(Exception):
+    """A complete line that is not a record: ``problem`` as ``record_problem`` gives it, None when not JSON."""
+
+    def __init__(self, problem: tuple[str, str] | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _looks_complete(line: bytes, after_key: int) -> bool:
+    """Whether a line whose key was read without parsing has the fields ``record_problem`` requires, in this
+    build's order and shape, and no schema_version; False sends the line to the full check."""
+    if not line.startswith(_AXIS_AFTER_KEY, after_key):
+        return False
+    position = after_key
+    for mark in _REQUIRED_MARKS:
+        position = line.find(mark, position)
+        if position < 0:
+            return False
+    return _VERSION_MARK not in line
+
+
+def _parse_key(line: bytes) -> tuple[str, bool]:
+    """The key of a line and whether it holds an error; raises ``_BadLine`` for a line that is not a record."""
     match = _KEY_PREFIX.match(line)
-    if match is not None:
+    if match is not None and _looks_complete(line, match.end()):
         raw_id, epoch = match.group(1), int(match.group(2))
         sample_id = orjson.loads(b'"' + raw_id + b'"') if b"\\" in raw_id else raw_id.decode()
         return record_key(sample_id, epoch), _ERROR_MARK in line
     try:
         obj = orjson.loads(line)
-        return record_key(str(obj["sample_id"]), int(obj["epoch"])), obj.get("error") is not None
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None
+    except orjson.JSONDecodeError:
+        raise _BadLine(None) from None
+    problem = record_problem(obj)
+    if problem is not None:
+        raise _BadLine(problem)
+    return record_key(obj["sample_id"], obj["epoch"]), obj.get("error") is not None
 
 
 def _complete_lines(path: Path, start: int = 0) -> Iterator[bytes]:
@@ -362,14 +458,19 @@ def _complete_lines(path: Path, start: int = 0) -> Iterator[bytes]:
 
 
 def scan_keys(path: Path, start: int = 0) -> KeyScan:
-    """Keys already recorded (from byte ``start`` on) and, among them, those whose last record holds an error."""
+    """Keys already recorded (from byte ``start`` on) and, among them, those whose last record holds an error.
+
+    A complete line that is not a record of this schema version raises ``ArtifactError`` naming the file, its
+    line (counted from the top of the file) and the field."""
     scan = KeyScan()
+    offset = start
     for line in _complete_lines(path, start):
-        parsed = _parse_key(line)
-        if parsed is None:
-            raise ArtifactError(f"{path}:{scan.lines + 1}: not a sample record; the file is damaged")
+        try:
+            key, has_error = _parse_key(line)
+        except _BadLine as exc:
+            raise record_error(path, line_number_at(path, offset), exc.problem) from None
+        offset += len(line)
         scan.lines += 1
-        key, has_error = parsed
         scan.done.add(key)
         if has_error:
             scan.errored.add(key)
@@ -378,34 +479,55 @@ def scan_keys(path: Path, start: int = 0) -> KeyScan:
     return scan
 
 
-def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
-    """Stream the latest record of every key as a plain dict (fast: no model validation).
-
-    Two passes: the first finds keys recorded more than once (rare: only ``--retry-errors`` makes
-    them), the second yields each line unless a later line of the same key supersedes it.
-    """
+def _indexed_record_dicts(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The latest record of every key with its 1-based line number (see ``iter_record_dicts``)."""
     seen: set[str] = set()
     last_line_of: dict[str, int] = {}
     for index, line in enumerate(_complete_lines(path)):
-        parsed = _parse_key(line)
-        if parsed is None:
-            raise ArtifactError(f"{path}:{index + 1}: not a sample record; the file is damaged")
-        key = parsed[0]
+        try:
+            key, _ = _parse_key(line)
+        except _BadLine as exc:
+            raise record_error(path, index + 1, exc.problem) from None
         if key in seen:
             last_line_of[key] = index
         else:
             seen.add(key)
     del seen
     for index, line in enumerate(_complete_lines(path)):
-        record: dict[str, Any] = orjson.loads(line)
+        try:
+            record: dict[str, Any] = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            # the key was read without parsing the line, or the file changed since the first pass
+            raise record_error(path, index + 1, None) from None
+        problem = record_problem(record)
+        if problem is not None:  # the first pass checked only the shape of lines this build writes
+            raise record_error(path, index + 1, problem)
         if last_line_of:
-            key = record_key(str(record["sample_id"]), int(record["epoch"]))
+            key = record_key(record["sample_id"], record["epoch"])
             if last_line_of.get(key, index) != index:
                 continue
+        yield index + 1, record
+
+
+def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
+    """Stream the latest record of every key as a plain dict (fast: no model validation).
+
+    Two passes: the first finds keys recorded more than once (rare: only ``--retry-errors`` makes
+    them), the second yields each line unless a later line of the same key supersedes it. A complete line
+    that is not a record of this schema version (not JSON, a required field missing or of the wrong type,
+    another ``schema_version``) raises ``ArtifactError`` naming the file, the line and the field.
+    """
+    for _, record in _indexed_record_dicts(path):
         yield record
 
 
 def iter_records(path: Path) -> Iterator[SampleRecord]:
-    """Stream the latest record of every key as validated ``SampleRecord`` models."""
-    for raw in iter_record_dicts(path):
-        yield SampleRecord.model_validate(raw)
+    """Stream the latest record of every key as validated ``SampleRecord`` models; a record that does not
+    validate raises ``ArtifactError`` naming the file, the line and the field."""
+    for line, raw in _indexed_record_dicts(path):
+        try:
+            yield SampleRecord.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            location = ".".join(str(p) for p in first["loc"])
+            raise ArtifactError(f"{path}:{line}: {location}: {first['msg']}") from None

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import CliResult, TaskRoot
 
 from eval_harness.aggregate import (
     RunColumns,
@@ -394,3 +397,33 @@ def test_the_row_column_table_names_exactly_the_row_fields() -> None:
     from eval_harness.aggregate import _ROW_COLUMNS, _Rows
 
     assert list(_ROW_COLUMNS) == [f.name for f in fields(_Rows)]
+
+
+# --------------------------------------------------------------------------------------------------
+# lines of the runner's shape that lack a field every record has: the fast path must not take them
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("light", [False, True], ids=["full", "light"])
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "orjson"])
+@pytest.mark.parametrize("field", ["input", "target", "prompt", "finished_at"])
+def test_a_record_without_a_required_field_is_named_by_line_and_field(
+    cli: Callable[..., CliResult], task_root: TaskRoot, field: str, fast: bool, light: bool
+) -> None:
+    out = task_root.root / "results"
+    task = task_root.root / "tasks" / "adder.toml"
+    errors = ("--model-arg", "error_rate=0.3", "--max-retries", "0")
+    result = cli("run", "--task", task, "--model", "mock/m", *errors, "--output-dir", out, "--run-id", "r", "-q")
+    assert result.code == 0, result.err
+    samples = out / "r" / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    for index in (3, next(i for i, r in enumerate(records) if r["error"] is not None and i > 3)):
+        damaged = dict(records[index])
+        del damaged[field]
+        copy = samples.with_name(f"copy-{index}.jsonl")
+        copy.write_bytes(b"".join(lines[:index]) + json.dumps(damaged, separators=(",", ":")).encode() + b"\n")
+        problem = f"{field}: required field missing; not a sample record of schema version 1"
+        message = rf"^{re.escape(str(copy))}:{index + 1}: {problem}$"
+        with pytest.raises(ArtifactError, match=message):
+            load_columns(copy, ["exact_match"], fast=fast, light=light)

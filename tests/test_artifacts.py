@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,69 @@ def test_a_failed_write_raises_at_once() -> None:
         writer.append(record("a"))
     assert writer.written == 0
     writer.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# lines that are JSON but not records of this schema version, in a run made by the real CLI
+# --------------------------------------------------------------------------------------------------
+
+
+def _finished_run(tmp_path: Path) -> Path:
+    """A 40-record run of the adder task made by a real `eval-harness run` process with the mock provider."""
+    from conftest import TaskRoot, arithmetic_records, run_subprocess
+
+    root = TaskRoot(tmp_path / "project")
+    root.template("plain.jinja2", "{{ input }}\nAnswer only.\n")
+    root.data("adder.jsonl", arithmetic_records(40))
+    task = root.task(
+        "adder",
+        'name = "adder"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
+    )
+    out = root.root / "results"
+    result = run_subprocess("run", "--task", task, "--model", "mock/m", "--output-dir", out, "--run-id", "r", "-q")
+    assert result.code == 0, result.err
+    return out / "r"
+
+
+def test_resume_names_the_line_and_field_of_an_appended_record_with_a_wrong_type(tmp_path: Path) -> None:
+    from conftest import run_subprocess
+
+    run = _finished_run(tmp_path)
+    stub = {"sample_id": "zzz", "epoch": "0", "axis": "alpha", "input": "x", "target": "y", "prompt": []}
+    with (run / "samples.jsonl").open("a") as handle:
+        handle.write(json.dumps({**stub, "finished_at": "2026-01-01T00:00:00Z"}, separators=(",", ":")) + "\n")
+    before = (run / "samples.jsonl").read_bytes()
+    result = run_subprocess("resume", run, "-q")
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {run}/samples.jsonl:41: epoch: expected an integer, got a string; "
+        "not a sample record of schema version 1"
+    )
+    assert (run / "samples.jsonl").read_bytes() == before
+
+
+def test_record_readers_refuse_a_line_of_another_schema_version_by_line(tmp_path: Path) -> None:
+    run = _finished_run(tmp_path)
+    samples = run / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    # a record of the runner's own shape, with the version of a newer build inserted after its key
+    lines[6] = lines[6].replace(b',"axis":', b',"schema_version":2,"axis":', 1)
+    samples.write_bytes(b"".join(lines))
+    message = rf"^{re.escape(str(samples))}:7: schema_version 2 cannot be read by this build \(it reads 1\)$"
+    with pytest.raises(SchemaVersionError, match=message):
+        scan_keys(samples)
+    with pytest.raises(SchemaVersionError, match=message):
+        list(iter_record_dicts(samples))
+    with pytest.raises(SchemaVersionError, match=message):
+        list(iter_records(samples))
+
+
+def test_key_scan_from_an_offset_counts_lines_from_the_top_of_the_file(tmp_path: Path) -> None:
+    run = _finished_run(tmp_path)
+    samples = run / "samples.jsonl"
+    start = len(b"".join(samples.read_bytes().splitlines(keepends=True)[:30]))
+    with samples.open("a") as handle:
+        handle.write('{"sample_id":"zzz","epoch":0}\n')
+    with pytest.raises(ArtifactError, match=rf"^{re.escape(str(samples))}:41: axis: required field missing"):
+        scan_keys(samples, start=start)

@@ -171,3 +171,67 @@ def test_scorer_distributions_cover_every_scorer(cli: Cli, task_root: TaskRoot) 
 def test_report_of_a_directory_that_is_not_a_run_is_an_artifact_error(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match=r"not found; is .* a run directory"):
         build_report(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# lines that are not records of this schema, and hand edits the columns cache must not hide
+# --------------------------------------------------------------------------------------------------
+
+
+def _artifact_bytes(run: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(run.iterdir()) if path.is_file() and path.name != ".lock"}
+
+
+def _resumed_run(cli: Cli, task_root: TaskRoot) -> Path:
+    """A run whose second session (a resume) left the columns cache over all 40 records."""
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.5")
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:25]))
+    assert cli("resume", run, "--quiet").code == 0
+    assert (run / ".columns.npz").is_file() and len(read_records(run)) == 40
+    return run
+
+
+def test_report_refuses_a_stub_of_another_schema_version_appended_to_a_finished_run(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m")
+    with (run / "samples.jsonl").open("a") as handle:
+        handle.write('{"schema_version":2,"sample_id":"zzz","epoch":0}\n')
+    before = _artifact_bytes(run)
+    result = cli("report", "--run", run)
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {run}/samples.jsonl:41: schema_version 2 cannot be read by this build (it reads 1)"
+    )
+    assert _artifact_bytes(run) == before
+
+
+def test_report_through_the_columns_cache_names_the_missing_field_of_an_appended_line(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    run = _resumed_run(cli, task_root)
+    with (run / "samples.jsonl").open("a") as handle:
+        handle.write('{"sample_id":"zzz","epoch":0,"axis":"alpha","tags":[]}\n')
+    before = _artifact_bytes(run)
+    result = cli("report", "--run", run)
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {run}/samples.jsonl:41: input: required field missing; not a sample record of schema version 1"
+    )
+    assert _artifact_bytes(run) == before
+
+
+def test_report_after_a_same_length_edit_of_early_records_shows_the_edited_scores(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    run = _resumed_run(cli, task_root)
+    samples = run / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    wrong = b'"score":0.0,"passed":false'
+    edited = [line.replace(wrong, b'"score":1.0,"passed":true ') if i < 20 else line for i, line in enumerate(lines)]
+    assert edited != lines and sum(map(len, edited)) == sum(map(len, lines))
+    samples.write_bytes(b"".join(edited))
+    result = cli("report", "--run", run, "--format", "json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["overall"]["mean"] == pytest.approx(sum(r["score"] for r in read_records(run)) / 40)
