@@ -118,9 +118,13 @@ def _read_document(path: Path, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        location = ".".join(str(p) for p in first["loc"])
-        raise ArtifactError(f"{path}: {location}: {first['msg']}") from None
+        raise ArtifactError(f"{path}: {_first_problem(exc)}") from None
+
+
+def _first_problem(error: ValidationError) -> str:
+    """``field.path: message`` of a validation error's first problem."""
+    first = error.errors()[0]
+    return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -528,6 +532,4 @@ def iter_records(path: Path) -> Iterator[SampleRecord]:
         try:
             yield SampleRecord.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            location = ".".join(str(p) for p in first["loc"])
-            raise ArtifactError(f"{path}:{line}: {location}: {first['msg']}") from None
+            raise ArtifactError(f"{path}:{line}: {_first_problem(exc)}") from None
