@@ -51,7 +51,9 @@ class RunConfig(BaseModel):
     cache: bool = Field(default=False, description="Serve and store responses in the on-disk cache.")
     cache_dir: Path | None = Field(default=None, description="Response cache directory.")
     judge_model: str | None = Field(default=None, description="provider/model for judge scorers.")
-    judge_args: dict[str, str] = Field(default_factory=dict, description="Raw --judge-arg KEY=VALUE pairs.")
+    judge_args: dict[str, Any] = Field(
+        default_factory=dict, description="--judge-arg KEY=VALUE pairs (strings), or typed values from a manifest."
+    )
     generation: dict[str, Any] = Field(default_factory=dict, description="Overrides of the task's generation.")
     scorer_task: str | None = Field(default=None, description="Take scorers and pass threshold from this task.")
     scorers: list[ScorerSpec] | None = Field(default=None, description="Scorers to use instead of the task's.")

@@ -316,3 +316,25 @@ def test_the_pipeline_fingerprints_the_rubric_so_a_changed_rubric_can_be_detecte
     rubric_file.write_text(rubric_file.read_text() + "Be strict.\n")
     after = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where).fingerprints()
     assert set(before) == {"judge"} and before != after
+
+
+def test_an_interrupted_run_with_a_judge_model_resumes_to_every_sample(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    from eval_harness.cli.app import main
+
+    def cli(*args: str) -> int | str | None:
+        with pytest.raises(SystemExit) as exit_code:
+            main(list(args))
+        return exit_code.value.code
+
+    assert cli("run", "--task", "summarization", "--model", "mock/x", "--limit", "4", "--judge-model",
+               "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}", "--judge-arg",
+               "read_timeout_s=30", "--output-dir", str(tmp_path), "--run-id", "j", "--quiet") in (0, None)  # fmt: skip
+    samples = tmp_path / "j" / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    samples.write_text("".join(lines[:2]))  # as if stopped after two records
+    # the manifest keeps the judge's options typed (a float, nulls): a resume must take them back
+    assert json.loads((tmp_path / "j" / "manifest.json").read_text())["judge"]["args"]["read_timeout_s"] == 30.0
+    assert cli("resume", str(tmp_path / "j"), "--quiet") in (0, None)
+    keys = [json.loads(line)["sample_id"] for line in samples.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 4
