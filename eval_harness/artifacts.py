@@ -354,6 +354,7 @@ _TYPE_NAMES: Final = {str: "a string", int: "an integer", list: "a list"}
 # epoch, in ``SampleRecord``'s order (found in turn, so the search passes over a line once at most).
 _AXIS_AFTER_KEY = b'"axis":"'
 _REQUIRED_MARKS: Final = (b',"input":', b',"target":', b',"prompt":[', b',"finished_at":"')
+_STRING_OR_LIST_MARKS: Final = _REQUIRED_MARKS[:2]
 _VERSION_MARK = b'"schema_version":'
 
 
@@ -427,6 +428,10 @@ def _looks_complete(line: bytes, after_key: int) -> bool:
     for mark in _REQUIRED_MARKS:
         position = line.find(mark, position)
         if position < 0:
+            return False
+        position += len(mark)
+        # input and target are a string or a list (of messages, of references), as the other readers check
+        if mark in _STRING_OR_LIST_MARKS and line[position : position + 1] not in (b'"', b"["):
             return False
     return _VERSION_MARK not in line
 

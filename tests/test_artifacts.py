@@ -264,3 +264,26 @@ def test_key_scan_from_an_offset_counts_lines_from_the_top_of_the_file(tmp_path:
         handle.write('{"sample_id":"zzz","epoch":0}\n')
     with pytest.raises(ArtifactError, match=rf"^{re.escape(str(samples))}:41: axis: required field missing"):
         scan_keys(samples, start=start)
+
+
+@pytest.mark.parametrize(("field", "value"), [("input", b"null"), ("input", b"5"), ("target", b"{}")])
+def test_the_key_scan_refuses_an_input_or_target_of_the_wrong_type_like_every_reader(
+    tmp_path: Path, field: str, value: bytes
+) -> None:
+    run = _finished_run(tmp_path)
+    samples = run / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[6])
+    lines[6] = re.sub(
+        rb',"' + field.encode() + rb'":("(?:[^"\\]|\\.)*"|\[[^\]]*\])',
+        b',"' + field.encode() + b'":' + value,
+        lines[6],
+        count=1,
+    )
+    assert json.loads(lines[6])[field] != record[field]
+    samples.write_bytes(b"".join(lines))
+    message = rf"^{re.escape(str(samples))}:7: {field}: expected a string or a list"
+    with pytest.raises(ArtifactError, match=message):
+        scan_keys(samples)
+    with pytest.raises(ArtifactError, match=message):
+        list(iter_record_dicts(samples))
