@@ -414,7 +414,10 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     generation = _generation(task, config.generation)
     run_id = config.run_id or new_run_id()
     if not _RUN_ID.match(run_id):
-        raise ConfigError(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+        raise ConfigError(
+            f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-', starting with a letter or a digit "
+            "(at most 128 characters)"
+        )
     run_dir = config.output_dir / run_id
     if (run_dir / "manifest.json").exists() or (run_dir / "samples.jsonl").exists():
         raise ArtifactError(

@@ -106,12 +106,19 @@ def load_task_file(path: Path, root: Path) -> LoadedTask:
 
 def list_tasks() -> list[LoadedTask]:
     """Every task on the search path; a name found twice is listed once (the first wins)."""
+    return scan_tasks()[0]
+
+
+def scan_tasks() -> tuple[list[LoadedTask], list[str]]:
+    """``list_tasks``, and the error of every task file on the search path that cannot be loaded."""
     seen: dict[str, LoadedTask] = {}
+    problems: list[str] = []
     for root in search_roots():
         for path in sorted((root / "tasks").glob("*.toml")):
             try:
                 task = load_task_file(path, root)
-            except ConfigError:
+            except ConfigError as exc:
+                problems.append(str(exc))
                 continue
             seen.setdefault(task.spec.name, task)
-    return list(seen.values())
+    return list(seen.values()), problems

@@ -516,3 +516,29 @@ def test_a_gate_on_an_axis_the_dataset_lacks_is_refused_before_the_run(cli: Cli,
         "error: --fail-below-axis gamma: the dataset has no such axis (its axes: alpha, beta)",
     )
     assert not out_dir.exists()
+
+
+def test_tasks_names_a_task_file_it_cannot_load_instead_of_hiding_it(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the working directory's tasks/ is on the search path
+    broken = tmp_path / "tasks" / "broken.toml"
+    broken.parent.mkdir()
+    broken.write_text('name = "broken"\ntemplate = \n')
+    result = cli("tasks")
+    assert result.code == 0 and "capability_profile" in result.out
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(f"left out: {broken}") and "line 2" in line, line
+
+
+@pytest.mark.parametrize("run_id", ["...", ".hidden", "a/b", "x" * 129])
+def test_a_run_id_that_is_not_a_plain_directory_name_is_refused_with_the_rule(
+    cli: Cli, tmp_path: Path, run_id: str
+) -> None:
+    result = cli("run", "--task", "capability_profile", "--output-dir", tmp_path / "out", "--run-id", run_id, "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: --run-id {run_id!r}: use letters, digits, '.', '_' and '-', starting with a letter or a digit "
+        "(at most 128 characters)",
+    )
+    assert not (tmp_path / "out").exists()

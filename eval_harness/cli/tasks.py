@@ -6,11 +6,16 @@ import typer
 
 
 def tasks_command() -> None:
-    """List the available tasks."""
-    from eval_harness.cli.render.datasets import print_tasks
-    from eval_harness.tasks import list_tasks
+    """List the available tasks (and, on stderr, the task files that cannot be loaded, with why)."""
+    import sys
 
-    print_tasks(list_tasks())
+    from eval_harness.cli.render.datasets import print_tasks
+    from eval_harness.tasks import scan_tasks
+
+    tasks, problems = scan_tasks()
+    print_tasks(tasks)
+    for problem in problems:
+        print(f"left out: {problem}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:
