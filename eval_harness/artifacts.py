@@ -284,13 +284,13 @@ class SampleWriter:
         if self._dirty:
             self._fsync()
             self._dirty = False
+        self._last_sync = time.monotonic()
 
     def _fsync(self) -> None:
         try:
             os.fsync(self._fd)
         except OSError as exc:
             raise ArtifactError(f"{self._path}: cannot make the records durable: {exc.strerror or exc}") from exc
-        self._last_sync = time.monotonic()
 
     def close(self) -> None:
         try:
