@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from eval_harness.durable import write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
-from eval_harness.types import SCHEMA_VERSION, ResumePoint, RunManifest, RunSummary, SampleRecord
+from eval_harness.types import SCHEMA_VERSION, ResumePoint, RunManifest, RunSummary, SampleRecord, first_problem
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -118,13 +118,8 @@ def _read_document(path: Path, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise ArtifactError(f"{path}: {_first_problem(exc)}") from None
-
-
-def _first_problem(error: ValidationError) -> str:
-    """``field.path: message`` of a validation error's first problem."""
-    first = error.errors()[0]
-    return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
+        location, message = first_problem(exc)
+        raise ArtifactError(f"{path}: {location}: {message}") from None
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -537,4 +532,5 @@ def iter_records(path: Path) -> Iterator[SampleRecord]:
         try:
             yield SampleRecord.model_validate(raw)
         except ValidationError as exc:
-            raise ArtifactError(f"{path}:{line}: {_first_problem(exc)}") from None
+            location, message = first_problem(exc)
+            raise ArtifactError(f"{path}:{line}: {location}: {message}") from None

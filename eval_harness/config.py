@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from eval_harness.errors import ConfigError
-from eval_harness.types import ScorerSpec
+from eval_harness.types import ScorerSpec, first_problem
 
 DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 100_000
@@ -119,10 +119,9 @@ class Settings(BaseModel):
 def invalid_config(error: ValidationError, flags: Mapping[str, str], where: str) -> ConfigError:
     """The first problem of a configuration, named by the flag that set the field (``flags``: field -> flag)
     or, for a field no flag set, by ``where`` (e.g. the manifest it came from) and the field."""
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"])
-    name = flags.get(str(first["loc"][0]), f"{where}: {field}") if first["loc"] else where
-    return ConfigError(f"{name}: {first['msg']}")
+    location, message = first_problem(error)
+    name = flags.get(location.split(".")[0], f"{where}: {location}") if location else where
+    return ConfigError(f"{name}: {message}")
 
 
 def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
-from eval_harness.types import TaskSpec
+from eval_harness.types import TaskSpec, first_problem
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -98,9 +98,8 @@ def load_task_file(path: Path, root: Path) -> LoadedTask:
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        location = ".".join(str(part) for part in first["loc"]) or "spec"
-        raise ConfigError(f"{path}: {location}: {first['msg']}") from None
+        location, message = first_problem(exc)
+        raise ConfigError(f"{path}: {location or 'spec'}: {message}") from None
     return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve())
 
 

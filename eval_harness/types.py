@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
@@ -397,3 +397,10 @@ class CompletionClient(Protocol):
     """
 
     async def complete(self, request: GenerateRequest) -> Completion: ...
+
+
+def first_problem(error: ValidationError) -> tuple[str, str]:
+    """The first problem of a validation error as ``(location, message)``; the location is its dotted field
+    path ("" for the value as a whole)."""
+    first = error.errors()[0]
+    return ".".join(str(part) for part in first["loc"]), first["msg"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
 from eval_harness.registry import Registry
-from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage
+from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage, first_problem
 
 
 class ProviderOptions(BaseModel):
@@ -112,8 +112,9 @@ def create_provider(model_id: str, raw_args: dict[str, Any], context: ProviderCo
     try:
         options = cls.Options.model_validate(raw_args)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "model-arg"
+        key, message = first_problem(exc)
         known = ", ".join(cls.Options.model_fields) or "none"
-        raise ConfigError(f"--model-arg {key}: {first['msg']} (provider {prefix}; options: {known})") from None
+        raise ConfigError(
+            f"--model-arg {key or 'model-arg'}: {message} (provider {prefix}; options: {known})"
+        ) from None
     return cls(model, options, context)

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eval_harness.scorers.base import Scorer, ScoringPipeline, SkipScore, SpentScoringError, register_scorer
-from eval_harness.types import Completion, CompletionClient, Sample, Score, ScorerSpec
+from eval_harness.types import Completion, CompletionClient, Sample, Score, ScorerSpec, first_problem
 
 
 class CompositeScorer(Scorer):
@@ -64,7 +64,6 @@ def composite_scorer(
         try:
             specs.append(ScorerSpec.model_validate(table))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            location = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"scorers[{index}].{location}: {first['msg']}") from None
+            location, message = first_problem(exc)
+            raise ValueError(f"scorers[{index}].{location}: {message}") from None
     return CompositeScorer(ScoringPipeline(specs, judge, where))
