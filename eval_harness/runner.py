@@ -383,7 +383,7 @@ def _parts(config: RunConfig, task: LoadedTask, dataset_path: Path, sha256: str,
 
 def _plan(
     config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
-    manifest: RunManifest, run_dir: Path, generation: GenerateConfig,
+    manifest: RunManifest, run_dir: Path, generation: GenerateConfig, dataset_stamp: tuple[int, int] | None,
 ) -> RunPlan:  # fmt: skip
     return RunPlan(
         config=config,
@@ -400,6 +400,7 @@ def _plan(
         excluded_ids=parts.excluded,
         manifest=manifest,
         run_dir=run_dir,
+        dataset_stamp=dataset_stamp,
     )
 
 
@@ -464,9 +465,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
     )
-    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
-    plan.dataset_stamp = stamp
-    return plan
+    return _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
 
 
 def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:
@@ -474,34 +473,28 @@ def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, override
     overrides = dict(overrides)
     explicit_scorers = manifest.task.scorers_source is None
     try:
-        return _config_from_manifest(manifest, run_dir, task_ref, overrides, explicit_scorers)
+        return RunConfig(
+            task=task_ref,
+            scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
+            scorers=list(manifest.task.scorers) if explicit_scorers else None,
+            source_run=Path(manifest.source_run) if manifest.source_run else None,
+            judge_model=manifest.judge.id if manifest.judge else None,
+            judge_args=dict(manifest.judge.args) if manifest.judge else {},
+            model=manifest.model.id,
+            model_args=dict(manifest.model.args),
+            dataset=Path(manifest.dataset.path),
+            output_dir=run_dir.parent,
+            run_id=manifest.run_id,
+            concurrency=overrides.pop("concurrency", None) or manifest.concurrency,
+            epochs=manifest.epochs,
+            limit=manifest.limit,
+            seed=manifest.seed,
+            timeout_s=overrides.pop("timeout_s", None) or manifest.timeout_s,
+            generation=manifest.task.generation.model_dump(exclude_none=True),
+            **{k: v for k, v in overrides.items() if v is not None},
+        )
     except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
         raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
-
-
-def _config_from_manifest(
-    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], explicit_scorers: bool
-) -> RunConfig:
-    return RunConfig(
-        task=task_ref,
-        scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
-        scorers=list(manifest.task.scorers) if explicit_scorers else None,
-        source_run=Path(manifest.source_run) if manifest.source_run else None,
-        judge_model=manifest.judge.id if manifest.judge else None,
-        judge_args=dict(manifest.judge.args) if manifest.judge else {},
-        model=manifest.model.id,
-        model_args=dict(manifest.model.args),
-        dataset=Path(manifest.dataset.path),
-        output_dir=run_dir.parent,
-        run_id=manifest.run_id,
-        concurrency=overrides.pop("concurrency", None) or manifest.concurrency,
-        epochs=manifest.epochs,
-        limit=manifest.limit,
-        seed=manifest.seed,
-        timeout_s=overrides.pop("timeout_s", None) or manifest.timeout_s,
-        generation=manifest.task.generation.model_dump(exclude_none=True),
-        **{k: v for k, v in overrides.items() if v is not None},
-    )
 
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Parts) -> list[str]:
@@ -551,9 +544,8 @@ def plan_resume(
             "Use --force to resume anyway (the mix is recorded in the manifest), or start a new run"
         )
     generation = GenerateConfig.model_validate(config.generation)
-    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation)
+    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
-    plan.dataset_stamp = stamp
     return plan
 
 
