@@ -163,9 +163,10 @@ def file_sha256(path: Path) -> str:
 
 def _open(path: Path) -> IO[bytes]:
     try:
-        if path.is_dir():
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
             raise DatasetUnreadableError(f"{path}: cannot read the dataset: it is a directory")
-        if not stat.S_ISREG(path.stat().st_mode):
+        if not stat.S_ISREG(mode):
             # a pipe (`<(cmd)`, a FIFO) or a device: it is read twice, to check it and to run it, and a pipe
             # would hang the second read or end it empty
             raise DatasetUnreadableError(
