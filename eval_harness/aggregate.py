@@ -479,15 +479,20 @@ class _Buffer:
         """Index of the first comma at or after each position."""
         return np.searchsorted(self.commas, pos, side="left").astype(np.int64)
 
+    def _words_after_commas(self) -> U64:
+        """The eight bytes after every inner comma, gathered once per buffer for every key looked up."""
+        if self._comma_words is None:
+            self._comma_words = self.words[self.commas[1:-1]]
+        return self._comma_words
+
     def _keyed_commas(self, pattern: bytes) -> I64:
         """Indices (into ``commas``) of the commas where ``pattern`` (a comma and a key, 8 to 16 bytes) starts.
 
         The first eight bytes after every comma are gathered once per buffer and shared by every key looked up:
         one comparison per comma, then one gather of the last eight bytes of the few hits."""
-        if self._comma_words is None:
-            self._comma_words = self.words[self.commas[1:-1]]
+        comma_words = self._words_after_commas()
         head, tail = (np.uint64(int.from_bytes(pattern[k : k + 8], "little")) for k in (0, len(pattern) - 8))
-        found = np.flatnonzero(self._comma_words == head) + 1  # +1: index into self.commas
+        found = np.flatnonzero(comma_words == head) + 1  # +1: index into self.commas
         if len(pattern) > 8:
             found = found[self.words[self.commas[found] + (len(pattern) - 8)] == tail]
         return found
@@ -507,15 +512,14 @@ class _Buffer:
         comma strictly between the line's ``low`` and ``high``, followed by one of the bytes ``first[i]`` when
         that is given. One pass over the commas for all the patterns: a comparison per comma and pattern on the
         first words shared with :meth:`keyed_comma_index`, then the rest of the work on the hits only."""
-        if self._comma_words is None:
-            self._comma_words = self.words[self.commas[1:-1]]
+        comma_words = self._words_after_commas()
         heads = np.array([int.from_bytes(p[:8], "little") for p in patterns], dtype=np.uint64)
-        hit = self._comma_words == heads[0]
+        hit = comma_words == heads[0]
         for head in heads[1:]:
-            hit |= self._comma_words == head
+            hit |= comma_words == head
         found = np.flatnonzero(hit) + 1  # +1: index into self.commas
         order = np.argsort(heads)
-        kind = order[np.searchsorted(heads[order], self._comma_words[found - 1])]
+        kind = order[np.searchsorted(heads[order], comma_words[found - 1])]
         lengths = np.array([len(p) for p in patterns], dtype=np.int64)[kind]
         tails = np.array([int.from_bytes(p[-8:], "little") for p in patterns], dtype=np.uint64)
         position = self.commas[found]
