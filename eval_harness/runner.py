@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -305,13 +305,15 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
 def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
     if config.judge_model is None:
         return None
-    provider = create_provider(config.judge_model, config.judge_args, _provider_context(config, settings))
+    provider = create_provider(
+        config.judge_model, config.judge_args, _provider_context(config, settings), flag="--judge-arg"
+    )
     return Gateway.from_config(provider, config)
 
 
-def _provider(config: RunConfig, settings: Settings) -> Provider:
+def _provider(config: RunConfig, settings: Settings, axes: frozenset[str] | None) -> Provider:
     """The model under evaluation, or, for a rescore, a replay of the source run's outputs."""
-    context = _provider_context(config, settings)
+    context = replace(_provider_context(config, settings), axes=axes)
     if config.source_run is not None:
         return ReplayProvider(config.model, config.source_run, context)
     return create_provider(config.model, config.model_args, context)
@@ -367,16 +369,19 @@ class _Parts:
     fingerprint: str
 
 
-def _parts(config: RunConfig, task: LoadedTask, dataset_path: Path, sha256: str, settings: Settings) -> _Parts:
+def _parts(
+    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, settings: Settings
+) -> _Parts:
     template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    provider = _provider(config, settings)
+    # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
+    provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
     setup = _scoring_setup(task, config)
     scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
     model = _model_info(config, provider)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     fingerprint = _fingerprint(
-        _fingerprint_parts(sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
+        _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
     )
     return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint)
 
@@ -411,7 +416,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     dataset_path = task.dataset_path(config.dataset)
     stamp = _file_stamp(dataset_path)
     report = _validated_dataset(task, dataset_path, config.skip_invalid)
-    parts = _parts(config, task, dataset_path, report.sha256, settings)
+    parts = _parts(config, task, dataset_path, report, settings)
     generation = _generation(task, config.generation)
     run_id = config.run_id or new_run_id()
     if not _RUN_ID.match(run_id):
@@ -536,7 +541,7 @@ def plan_resume(
     dataset_path = Path(manifest.dataset.path)
     stamp = _file_stamp(dataset_path)
     report = _resumed_dataset(task, dataset_path, manifest)
-    parts = _parts(config, task, dataset_path, report.sha256, settings)
+    parts = _parts(config, task, dataset_path, report, settings)
     changed = _changes(manifest, task, report, parts)
     if changed and not force:
         raise ResumeMismatchError(

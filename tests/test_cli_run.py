@@ -178,6 +178,14 @@ def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
         (["run", "--task", "capability_profile", "--model-arg", "skill"], "--model-arg expects KEY=VALUE"),
         (["run", "--task", "capability_profile", "--model-arg", "skil=1"], "--model-arg skil: Extra inputs"),
         (["run", "--task", "capability_profile", "--model", "nosuch/x"], "unknown provider 'nosuch'"),
+        (
+            ["run", "--task", "capability_profile", "--model-arg", "skill.arithmetc=0.2"],
+            "--model-arg skill.arithmetc: the dataset has no axis 'arithmetc' (its axes: arithmetic, long_context,",
+        ),
+        (
+            ["run", "--task", "capability_profile", "--judge-model", "mock/j", "--judge-arg", "skil=1"],
+            "--judge-arg skil: Extra inputs are not permitted (provider mock;",
+        ),
         (["run"], "--task is required"),
         (["resume", "/nonexistent/run"], "manifest.json: not found"),
     ],

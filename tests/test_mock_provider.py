@@ -111,6 +111,18 @@ def test_bad_model_args_are_config_errors_naming_the_key(args: dict[str, str], m
         create_provider("mock/m", args, ProviderContext())
 
 
+def test_a_skill_for_an_axis_the_dataset_lacks_is_refused_naming_the_axes() -> None:
+    context = ProviderContext(axes=frozenset({"a", "b"}))
+    with pytest.raises(ConfigError, match=r"--model-arg skill\.c: the dataset has no axis 'c' \(its axes: a, b\)"):
+        create_provider("mock/m", {"skill.a": "0.5", "skill.c": "0.5"}, context)
+    assert create_provider("mock/m", {"skill.a": "0.5"}, context).options.skill_by_axis == {"a": 0.5}
+
+
+def test_axis_skills_are_taken_as_given_when_the_axes_are_unknown() -> None:
+    provider = create_provider("mock/m", {"skill.c": "0.5"}, ProviderContext())  # a resume: checked at its start
+    assert provider.options.skill_by_axis == {"c": 0.5}
+
+
 def test_unknown_provider_suggests_the_closest_name() -> None:
     with pytest.raises(ConfigError, match="unknown provider 'mokc'; did you mean 'mock'"):
         create_provider("mokc/m", {}, ProviderContext())

@@ -43,6 +43,8 @@ class ProviderContext:
     read_timeout_s: float = 120.0
     offline: bool = False
     """True for a dry run: nothing will be called, so missing credentials are not an error yet."""
+    axes: frozenset[str] | None = None
+    """The dataset's axes, when the run knows them: options that name an axis are checked against them."""
 
 
 class Provider(ABC):
@@ -103,8 +105,10 @@ def register_provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     return decorate
 
 
-def create_provider(model_id: str, raw_args: dict[str, Any], context: ProviderContext) -> Provider:
-    """Build the provider for ``provider/model`` with validated options."""
+def create_provider(
+    model_id: str, raw_args: dict[str, Any], context: ProviderContext, flag: str = "--model-arg"
+) -> Provider:
+    """Build the provider for ``provider/model`` with validated options; ``flag`` set them (for errors)."""
     prefix, sep, model = model_id.partition("/")
     if not sep or not model:
         raise ConfigError(f"model {model_id!r} must look like provider/model, e.g. mock/strong or openai/gpt-4o")
@@ -115,6 +119,6 @@ def create_provider(model_id: str, raw_args: dict[str, Any], context: ProviderCo
         key, message = first_problem(exc)
         known = ", ".join(cls.Options.model_fields) or "none"
         raise ConfigError(
-            f"--model-arg {key or 'model-arg'}: {message} (provider {prefix}; options: {known})"
+            f"{flag} {key or flag.removeprefix('--')}: {message} (provider {prefix}; options: {known})"
         ) from None
     return cls(model, options, context)

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 from pydantic import Field, model_validator
 
-from eval_harness.errors import ProviderError
-from eval_harness.providers.base import Provider, ProviderOptions, register_provider
+from eval_harness.errors import ConfigError, ProviderError
+from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateRequest, Sample, Usage
 
 _CHATTER = (
@@ -113,6 +113,16 @@ class MockProvider(Provider):
     """A deterministic stand-in for a model: answers right with probability ``skill``."""
 
     Options = MockOptions
+
+    def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
+        super().__init__(model, options, context)
+        assert isinstance(options, MockOptions)
+        unknown = sorted(set(options.skill_by_axis) - context.axes) if context.axes is not None else []
+        if unknown:  # a misspelt axis would silently get the default skill
+            raise ConfigError(
+                f"--model-arg skill.{unknown[0]}: the dataset has no axis {unknown[0]!r} "
+                f"(its axes: {', '.join(sorted(context.axes or ()))})"
+            )
 
     async def generate(self, request: GenerateRequest) -> Completion:
         options = self.options
