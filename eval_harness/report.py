@@ -252,8 +252,9 @@ def _notes(
     notes: list[str] = []
     if not run.complete:
         where = run_dir if run_dir is not None else "RUN_DIR"
+        state = "complete, but samples.jsonl lost records" if run.status == "complete" else run.status
         notes.append(
-            f"run {run.status}: {run.missing:,} of {run.expected_records:,} records missing; "
+            f"run {state}: {run.missing:,} of {run.expected_records:,} records missing; "
             f"continue it with: eval-harness resume {where}"
         )
     if run.torn_bytes:

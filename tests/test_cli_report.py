@@ -113,6 +113,17 @@ def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None
     assert f"eval-harness resume {run}" in result.out
 
 
+def test_report_on_a_complete_run_that_lost_records_says_so(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:30]))
+    result = cli("report", "--run", run)
+    assert result.code == 0, result.err
+    assert "INCOMPLETE: the manifest says complete, but samples.jsonl has 10 of 40 records missing" in result.out
+    note = "run complete, but samples.jsonl lost records: 10 of 40 records missing; continue it with: eval-harness"
+    assert f"{note} resume {run}" in result.out
+
+
 # --------------------------------------------------------------------------------------------------
 # compare
 # --------------------------------------------------------------------------------------------------

@@ -140,11 +140,13 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
 
 def _title(report: ProfileReport) -> str:
     run = report.run
-    state = (
-        f"complete ({run.records:,} records)"
-        if run.complete
-        else f"INCOMPLETE ({run.status}): {run.missing:,} of {run.expected_records:,} records missing"
-    )
+    missing = f"{run.missing:,} of {run.expected_records:,} records missing"
+    if run.complete:
+        state = f"complete ({run.records:,} records)"
+    elif run.status == "complete":  # the run finished, then lines were taken out of its samples.jsonl
+        state = f"INCOMPLETE: the manifest says complete, but samples.jsonl has {missing}"
+    else:
+        state = f"INCOMPLETE ({run.status}): {missing}"
     return f"{run.model} on {run.task} · run {run.run_id} · {state}"
 
 
