@@ -16,6 +16,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
+# The tests' servers listen on loopback: a proxy set for the machine (and so the httpx wire it selects) must
+# not carry their requests away. Tests of the proxy path set their own variables.
+for _name in ("no_proxy", "NO_PROXY"):
+    os.environ[_name] = ",".join(filter(None, ["127.0.0.1,localhost", os.environ.get(_name)]))
+
 
 @dataclass
 class CliResult:

@@ -37,6 +37,7 @@ from eval_harness.errors import (
     ProviderResponseError,
     ProviderTimeoutError,
 )
+from eval_harness.providers._http import HTTPProvider
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.providers.openai import parse_duration
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
@@ -443,6 +444,49 @@ async def test_the_httpx_client_speaks_the_same_wire(server: FakeLLMServer, kind
     assert completion.text == "via httpx" and completion.request_id is not None
     assert caught.value.retry_cause == "server_error"
     assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.fixture
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    return monkeypatch
+
+
+async def test_behind_a_proxy_the_default_wire_goes_through_it(
+    server: FakeLLMServer, no_proxy_variables: pytest.MonkeyPatch
+) -> None:
+    # the fake server plays the proxy: llm.invalid cannot resolve, so an answer can only come through it
+    no_proxy_variables.setenv("HTTP_PROXY", server.url)
+    server.script(answer("via the proxy"))
+    provider = make("openai/gpt-4o", server, base_url="http://llm.invalid/v1")
+    completion = await call(provider)
+    assert completion.text == "via the proxy"
+    assert server.requests[-1].headers["host"] == "llm.invalid"
+    assert server.requests[-1].path == "/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("variables", "args", "wire"),
+    [
+        ({}, {}, "pooled"),
+        ({"https_proxy": "http://127.0.0.1:9"}, {}, "pooled"),  # the base URL is http://
+        ({"HTTP_PROXY": "http://127.0.0.1:9"}, {}, "httpx"),
+        ({"ALL_PROXY": "http://127.0.0.1:9"}, {}, "httpx"),
+        ({"HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "llm.example"}, {}, "pooled"),
+        ({"HTTP_PROXY": "http://127.0.0.1:9"}, {"http_transport": "pooled"}, "pooled"),  # as the user chose
+    ],
+)
+def test_the_default_wire_is_httpx_only_where_a_proxy_applies(
+    no_proxy_variables: pytest.MonkeyPatch, variables: dict[str, str], args: dict[str, str], wire: str
+) -> None:
+    for name, value in variables.items():
+        no_proxy_variables.setenv(name, value)
+    provider = create_provider(
+        "openai/gpt-4o", {"base_url": "http://llm.example:8000/v1", **args}, ProviderContext(settings=settings())
+    )
+    assert isinstance(provider, HTTPProvider) and provider.wire_kind == wire
 
 
 async def test_the_httpx_transport_reports_a_refused_connection_as_transient() -> None:

@@ -8,12 +8,14 @@ Each provider holds one wire (``_wires``), built on its first call: a connection
 concurrency (``ProviderContext.concurrency``) with connect/read timeouts from the context or the model args.
 By default it is the lean HTTP/1.1 pool of ``_transport``, used without httpx's per-request machinery;
 ``--model-arg http_transport=httpx`` selects one shared ``httpx.AsyncClient`` (which honours proxy
-variables). httpx is not imported unless it is selected.
+variables), and so does a proxy variable of the environment that applies to the base URL when no transport is
+given. httpx is not imported unless it is selected.
 """
 
 from __future__ import annotations
 
 import email.utils
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -57,10 +59,11 @@ class HTTPOptions(ProviderOptions):
     price_cached_in: float | None = Field(
         default=None, ge=0, description="USD per million cached input tokens (default: price_in)."
     )
-    http_transport: WireKind = Field(
-        default="pooled",
+    http_transport: WireKind | None = Field(
+        default=None,
         description="'pooled' (lean HTTP/1.1 pool), 'httpx' (an httpx.AsyncClient: honours HTTP(S)_PROXY) or "
-        "'httpx-pooled' (an httpx.AsyncClient on the lean pool).",
+        "'httpx-pooled' (an httpx.AsyncClient on the lean pool); default: 'pooled', or 'httpx' when a proxy "
+        "variable of the environment applies to base_url.",
     )
 
     @model_validator(mode="after")
@@ -70,6 +73,23 @@ class HTTPOptions(ProviderOptions):
         if self.price_cached_in is not None and self.price_in is None:
             raise ValueError("price_cached_in needs price_in and price_out")
         return self
+
+
+_PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+
+def _default_wire(base_url: str) -> WireKind:
+    """The lean pool, unless the environment sends ``base_url`` through a proxy: the pool speaks to servers
+    directly, so behind a proxy httpx's own transport (which honours the variables and NO_PROXY) is used."""
+    if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):  # the common case imports nothing
+        return "pooled"
+    import urllib.request  # the standard library's reading of the variables, as httpx itself uses
+
+    parts = urlsplit(base_url)
+    proxies = urllib.request.getproxies_environment()
+    if parts.scheme not in proxies and "all" not in proxies:
+        return "pooled"
+    return "pooled" if urllib.request.proxy_bypass(parts.netloc) else "httpx"  # NO_PROXY
 
 
 @dataclass(frozen=True)
@@ -240,9 +260,10 @@ class HTTPProvider(Provider):
             "write": options.read_timeout_s or context.read_timeout_s,
             "pool": None,
         }
+        self.wire_kind: WireKind = options.http_transport or _default_wire(self.base_url)
         # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should
         # not include the imports.
-        if options.http_transport != "pooled":
+        if self.wire_kind != "pooled":
             import httpx  # noqa: F401
 
     # hooks for subclasses ------------------------------------------------------------------------------
@@ -291,8 +312,7 @@ class HTTPProvider(Provider):
     def _wire(self) -> Wire:
         if self._wire_state is None:
             size = max(self.context.concurrency, 1)
-            kind = self.http_options.http_transport
-            self._wire_state = open_wire(kind, self.base_url, self._static_headers(), size, self._timeout)
+            self._wire_state = open_wire(self.wire_kind, self.base_url, self._static_headers(), size, self._timeout)
         return self._wire_state
 
     async def post(self, path: str, body: dict[str, Any], *, raw_text: bool = False) -> Reply:
