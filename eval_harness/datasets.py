@@ -13,6 +13,7 @@ import io
 import json
 import re
 import stat
+import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,20 @@ class Problem:
 
 
 @dataclass
+class UnlistedLines:
+    """Lines that are problems but are counted rather than listed: how many, the first and the last."""
+
+    count: int = 0
+    first: int = 0
+    last: int = 0
+
+    def add(self, line: int) -> None:
+        self.count += 1
+        self.first = self.first or line
+        self.last = line
+
+
+@dataclass
 class DatasetReport:
     """The outcome of validating a whole file."""
 
@@ -73,6 +88,8 @@ class DatasetReport:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    not_json: UnlistedLines | None = None
+    """Set when the first line is not JSON at all (a CSV header, text): later such lines are only counted."""
 
     @property
     def ok(self) -> bool:
@@ -84,11 +101,25 @@ class DatasetReport:
         if len(self.problems) < PROBLEMS_SHOWN:
             self.problems.append(problem)
 
+    def add_not_json(self, line: int) -> None:
+        """Count a line that is not JSON, after the first line said what the file looks like."""
+        self.problem_count += 1
+        if self.not_json is None:
+            self.not_json = UnlistedLines()
+        self.not_json.add(line)
+
     def problem_lines(self) -> list[str]:
         """The shown problems, then a count of the rest."""
         lines = [str(p) for p in self.problems]
-        if self.problem_count > len(self.problems):
-            lines.append(f"... and {self.problem_count - len(self.problems)} more problems")
+        hidden = self.problem_count - len(self.problems)
+        span = self.not_json
+        if span is not None and span.count:
+            hidden -= span.count
+            which = f"line {span.first}" if span.count == 1 else f"lines {span.first}-{span.last}"
+            more = "1 more line that is" if span.count == 1 else f"{span.count} more lines that are"
+            lines.append(f"... and {more} not JSON either ({which}), not listed one by one")
+        if hidden > 0:
+            lines.append(f"... and {hidden} more problems")
         return lines
 
 
@@ -106,6 +137,7 @@ class _Scan:
 
     report: DatasetReport
     validating: bool = False
+    reader: str = "the file is read as JSONL"
     skip: Callable[[str, Position], bool] | None = None
     start: Position | None = None
     position: Position = field(default_factory=lambda: Position(-1, 0, -1))
@@ -113,9 +145,13 @@ class _Scan:
     derived_seen: Counter[str] = field(default_factory=Counter)
 
 
-def validate_dataset(path: Path, spec: DatasetSpec | None = None) -> DatasetReport:
-    """Check every line of ``path``; never raises for content problems, only for an unreadable file."""
+def validate_dataset(path: Path, spec: DatasetSpec | None = None, *, task: str | None = None) -> DatasetReport:
+    """Check every line of ``path``; never raises for content problems, only for an unreadable file.
+
+    ``task`` (the name of the task that reads the file) only makes messages clearer."""
     scan = _Scan(DatasetReport(path=str(path)), validating=True)
+    if task is not None:
+        scan.reader = f"task {task!r} reads JSONL"
     for _ in _scan(path, spec or DatasetSpec(), scan):
         pass
     return scan.report
@@ -285,7 +321,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             except UnicodeDecodeError as exc:
                 report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
                 continue
-            report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text)}"))
+            _not_json(text, scan, where, lineno)
             continue
         if not isinstance(obj, dict):
             report.add(Problem(where, lineno, "line", f"expected a JSON object, got {_json_type(obj)}"))
@@ -293,6 +329,46 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
         sample = _checked_sample(obj, stripped, spec, scan, where, lineno, path)
         if sample is not None:
             yield sample
+
+
+def _not_json(text: str, scan: _Scan, where: str, lineno: int) -> None:
+    """Report a line that is not JSON. When the file's first line is not JSON at all (a CSV header, prose),
+    one problem says what the file looks like, and later lines like it are counted instead of each saying
+    "invalid JSON" again; a line that begins like JSON ('{' or '[') always gets its own JSON error."""
+    report = scan.report
+    meant_as_json = text.startswith(("{", "["))
+    if report.not_json is not None and not meant_as_json:
+        report.add_not_json(lineno)
+        return
+    first_line = scan.start is None and report.lines == len(report.blank_lines) + 1
+    if first_line and not meant_as_json:
+        report.add(
+            Problem(
+                where,
+                lineno,
+                "line",
+                f"not JSON: this looks like {_looks_like(text)}; {scan.reader} (one JSON object per line)",
+            )
+        )
+        report.not_json = UnlistedLines()
+        return
+    report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text)}"))
+
+
+_HEADER_CELL = re.compile(r"[A-Za-z_][\w .()/-]{0,39}")
+
+
+def _looks_like(text: str) -> str:
+    """What a line that is not JSON looks like: a CSV or TSV row (a header when every cell reads as a column
+    name), or plain text."""
+    kind, cells = ("a TSV file", text.split("\t")) if "\t" in text else ("a CSV file", next(csv.reader([text])))
+    if len(cells) < 2:
+        return "plain text"
+    names = [cell.strip() for cell in cells]
+    if all(_HEADER_CELL.fullmatch(name) for name in names):
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        return f"{kind} with a header row ({shown})"
+    return f"{kind} ({len(cells)} columns)"
 
 
 def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
@@ -414,6 +490,7 @@ def _plain_fields(obj: dict[str, Any], spec: DatasetSpec, sample_id: str) -> dic
         and type(target) is str
         and type(axis) is str
         and input_value.strip()
+        and target.strip()
         and axis.strip()
         and obj.keys() <= _PLAIN_KEYS
     ):
@@ -449,6 +526,9 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id
             if not raw_choices:
                 raise _FieldProblem("choices", f"does not match choices_pattern {spec.choices_pattern!r}")
         choices = _check_str_list(raw_choices, "choices")
+        choice_columns = spec.fields.get("choices")
+        if isinstance(choice_columns, list):
+            _check_choice_letter(target, string.ascii_uppercase[: len(choice_columns)])
         metadata = values.get("metadata")
         if metadata is None:
             metadata = {}
@@ -531,21 +611,43 @@ def _scalar_text(value: Any) -> str | None:
 
 
 def _check_target(value: Any, pattern: str | None, label: str = "target") -> str | list[str]:
-    if type(value) is str and pattern is None:
+    # An empty target is refused: exact match (and SQuAD EM) would credit a model that says nothing, F1 and
+    # ROUGE score every answer 0 against it, and the choice scorer fails on it.
+    if type(value) is str and pattern is None and value.strip():
         return value
     if value is None:
         raise _FieldProblem(label, "missing (required)")
     text = _scalar_text(value)
     if text is not None:
-        return _apply_pattern(text, label, pattern)
+        return _non_empty(_apply_pattern(text, label, pattern), label)
     if isinstance(value, list) and value:
         items = [_scalar_text(v) for v in value]
         if any(item is None for item in items):
             raise _FieldProblem(label, "expected a list of strings")
-        return [_apply_pattern(item, label, pattern) for item in items if item is not None]
+        return [
+            _non_empty(_apply_pattern(item, label, pattern), f"{label}[{index}]")
+            for index, item in enumerate(items)
+            if item is not None
+        ]
     if isinstance(value, list):
         raise _FieldProblem(label, "is an empty list")
     raise _FieldProblem(label, f"expected a string or a list of strings, got {_json_type(value)}")
+
+
+def _non_empty(text: str, label: str) -> str:
+    if not text.strip():
+        raise _FieldProblem(label, "is empty")
+    return text
+
+
+def _check_choice_letter(target: str | list[str], letters: str, label: str = "target") -> None:
+    """With one column per choice (MMLU's question,A,B,C,D,answer), the target names the right column by its
+    letter; lower case and surrounding spaces are read as the choice scorer reads them."""
+    for index, value in enumerate([target] if isinstance(target, str) else target):
+        letter = value.strip().upper()
+        if len(letter) != 1 or letter not in letters:
+            where = label if isinstance(target, str) else f"{label}[{index}]"
+            raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
 
 
 def _apply_pattern(text: str, label: str, pattern: str | None) -> str:

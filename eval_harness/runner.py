@@ -247,7 +247,7 @@ def _fingerprint(parts: dict[str, Any]) -> str:
 
 
 def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
-    report = validate_dataset(path, task.spec.dataset)
+    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
     hint = (
@@ -296,7 +296,7 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
         )
-    report = validate_dataset(pool_path, task.spec.dataset)
+    report = validate_dataset(pool_path, task.spec.dataset, task=task.spec.name)
     if not report.ok:
         raise DatasetError(f"{pool_path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
     return sample_subset(iter_samples(pool_path, task.spec.dataset), spec.k, spec.seed), frozenset()

@@ -11,5 +11,7 @@ from eval_harness.types import DatasetSpec
 
 def validate(path: Path, task: str | None = None) -> DatasetReport:
     """Validate ``path`` with the field mapping of ``task`` (or the plain sample schema)."""
-    spec = find_task(task).spec.dataset if task else DatasetSpec()
-    return validate_dataset(path, spec)
+    if not task:
+        return validate_dataset(path, DatasetSpec())
+    loaded = find_task(task)
+    return validate_dataset(path, loaded.spec.dataset, task=loaded.spec.name)

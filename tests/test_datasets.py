@@ -138,7 +138,7 @@ def test_line_over_10_mb_is_refused_without_parsing_it(tmp_path: Path) -> None:
 
 
 def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", ["not json"] * 120)
+    path = write_jsonl(tmp_path / "d.jsonl", ['{"input": "a", "target": }'] * 120)
     report = validate_dataset(path)
     assert report.problem_count == 120
     assert len(report.problems) == PROBLEMS_SHOWN
@@ -246,12 +246,12 @@ def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
 
 
 def test_load_samples_raises_with_every_problem_listed(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", ["nope", {"input": "a"}])
+    path = write_jsonl(tmp_path / "d.jsonl", [{"input": "a", "target": "b"}, "nope", {"input": "a"}])
     with pytest.raises(DatasetError) as raised:
         load_samples(path)
     assert raised.value.problems == [
-        f"{path}:1: line: invalid JSON: Expecting value at column 1",
-        f"{path}:2: target: missing (required)",
+        f"{path}:2: line: invalid JSON: Expecting value at column 1",
+        f"{path}:3: target: missing (required)",
     ]
 
 

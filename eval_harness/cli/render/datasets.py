@@ -24,9 +24,9 @@ def print_dataset_report(report: DatasetReport) -> None:
         more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""
         stdout.print(f"blank lines (allowed, skipped): {shown}{more}")
     for warning in report.warnings[:10]:
-        stdout.print(f"warning: {warning}", markup=False)
+        stdout.print(f"warning: {warning}", markup=False, soft_wrap=True)
     for line in report.problem_lines():
-        stdout.print(line, markup=False)
+        stdout.print(line, markup=False, soft_wrap=True)
 
 
 def print_tasks(tasks: Sequence[LoadedTask]) -> None:
