@@ -486,6 +486,17 @@ def test_run_resume_refuses_options_that_would_change_the_run(cli: Cli, task_roo
     )
 
 
+def test_run_resume_refuses_a_run_option_given_even_at_its_default(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert (
+        cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "--epochs", "2", "-q").code
+        == 0
+    )
+    result = cli("run", "--resume", out_dir / "r", "--epochs", "1", "--seed", "0", "-q")
+    assert result.code == 2 and "so --epochs, --seed cannot change it; drop them" in result.err
+    assert cli("run", "--resume", out_dir / "r", "--concurrency", "3", "-q").code == 0  # a session option
+
+
 def test_an_env_file_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".env").write_bytes(b"A=b\n\xff\n")

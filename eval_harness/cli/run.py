@@ -149,7 +149,22 @@ _FLAGS = {
 """The flag that sets each RunConfig field, to name it in an error."""
 
 
+_FIXED_BY_THE_RUN = {
+    "task": "--task", "model": "--model", "model_arg": "--model-arg", "dataset": "--dataset",
+    "skip_invalid": "--skip-invalid", "run_id": "--run-id", "output_dir": "--output-dir", "epochs": "--epochs",
+    "limit": "--limit", "seed": "--seed", "temperature": "--temperature", "max_tokens": "--max-tokens",
+    "dry_run_": "--dry-run", "judge_model": "--judge-model", "judge_arg": "--judge-arg",
+}  # fmt: skip
+"""The options (parameter name: flag) a resumed run keeps from its manifest."""
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def run_command(
+    ctx: typer.Context,
     task: Annotated[
         str | None, typer.Option("--task", "-t", help="Task name (see 'eval-harness tasks') or spec path.")
     ] = None,
@@ -198,14 +213,9 @@ def run_command(
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
     if resume is not None:
-        fixed = {
-            "--task": task is not None, "--model": model != "mock/default", "--model-arg": bool(model_arg),
-            "--dataset": dataset is not None, "--skip-invalid": skip_invalid, "--run-id": run_id is not None,
-            "--output-dir": output_dir != Path("results"), "--epochs": epochs != 1, "--limit": limit is not None,
-            "--seed": seed != 0, "--temperature": temperature is not None, "--max-tokens": max_tokens is not None,
-            "--dry-run": dry_run_, "--judge-model": judge_model is not None, "--judge-arg": bool(judge_arg),
-        }  # fmt: skip
-        given = [flag for flag, set_ in fixed.items() if set_]
+        # an option given at all is refused, even at its default value: "--epochs 1" on a run of 3 epochs
+        # would otherwise be ignored without a word
+        given = [flag for name, flag in _FIXED_BY_THE_RUN.items() if _given(ctx, name)]
         if given:
             raise ConfigError(
                 f"--resume continues {resume} as it started, so {', '.join(given)} cannot change it; drop "
