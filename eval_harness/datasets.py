@@ -389,7 +389,10 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader
                 report.blank_lines.append(lineno)
                 continue
             if len(row) != len(columns):
-                report.add(Problem(where, lineno, "row", f"expected {len(columns)} columns, got {len(row)}"))
+                message = f"expected {len(columns)} columns, got {len(row)}"
+                if report.problem_count == 0 and row[0].lstrip().startswith(("{", "[")):
+                    message += f" (this looks like JSONL; this file is read as CSV: {', '.join(columns)})"
+                report.add(Problem(where, lineno, "row", message))
                 continue
             obj: dict[str, Any] = dict(zip(columns, row, strict=True))
             raw = "\x1f".join(row).encode("utf-8")

@@ -1,5 +1,5 @@
-"""Three holes in dataset validation, closed: an MMLU answer that is not a choice letter, a CSV (or any
-non-JSON text) given to a task that reads JSONL, and an empty target.
+"""Holes in dataset validation, closed: an MMLU answer that is not a choice letter, a CSV (or any
+non-JSON text) given to a task that reads JSONL (and JSONL given to the CSV task), and an empty target.
 
 Each is checked through the library (``validate.validate``, which the command calls), through the real
 ``eval-harness validate-dataset`` command (exit 1) and through ``eval-harness run``, which refuses to start
@@ -224,3 +224,16 @@ def test_run_refuses_a_dataset_with_an_empty_target(cli: Cli, tmp_path: Path, mo
     write_jsonl(tmp_path / "d.jsonl", [{"input": "q", "target": "t"}, {"input": "q2", "target": ""}])
     monkeypatch.chdir(tmp_path)
     assert "d.jsonl:2: target: is empty" in _refused_run(cli, "capability_profile", "d.jsonl")
+
+
+# --- the reverse: JSONL given to a task that reads CSV ------------------------------------------------------
+
+
+def test_jsonl_given_to_the_csv_task_says_so_on_its_first_problem(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "mmlu.jsonl", [{"id": f"q{i}", "input": "x", "target": "A"} for i in range(3)])
+    lines = validate(path, "mmlu").problem_lines()
+    assert lines[0] == (
+        f"{path}:1: row: expected 6 columns, got 3 (this looks like JSONL; this file is read as CSV: "
+        "question, A, B, C, D, answer)"
+    )
+    assert lines[1:] == [f"{path}:2: row: expected 6 columns, got 3", f"{path}:3: row: expected 6 columns, got 3"]
