@@ -561,3 +561,38 @@ def test_a_run_id_that_is_not_a_plain_directory_name_is_refused_with_the_rule(
         "(at most 128 characters)",
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_progress_bar_keeps_the_count_and_time_left_on_an_80_column_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import Progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    display = ProgressDisplay(2_000, "openai-compatible/a-long-model-name · capability_profile")
+    figures = dict(errors=3, score_sum=900.0, scored=1_000, cost_usd=0.0123, cost_known=True, elapsed_s=10.0)
+    display.update(Progress(done=1_000, total=2_000, session_done=1_000, **figures))
+    assert display._progress is not None
+    screen = Console(file=io.StringIO(), width=80, color_system=None)
+    screen.print(display._progress.get_renderable())
+    line = screen.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
+    assert "1000/2000" in line and "100/s" in line and "-:--:--" in line and "━" in line, line
+    assert line.count("\n") == 0 and len(line) <= 80
+
+
+def test_brackets_in_data_are_printed_as_text_not_read_as_markup(cli: Cli, tmp_path: Path) -> None:
+    dataset = write_jsonl(
+        tmp_path / "brackets.jsonl",
+        [{"input": "1+1", "target": "2", "axis": "[/a]"}, {"input": "2+2", "target": "4", "axis": "b [extra]"}],
+    )
+    checked = cli("validate-dataset", "--path", dataset)
+    assert checked.code == 0 and "axes: [/a] 1, b [extra] 1" in checked.out, checked.err
+    run = cli("run", "--task", "capability_profile", "--dataset", dataset, "--output-dir", tmp_path, "--run-id", "r")
+    assert run.code == 0 and "│ [/a] " in run.out and "│ b [extra] " in run.out, run.err
+    report = cli("report", "--run", tmp_path / "r")
+    assert report.code == 0 and "│ [/a] " in report.out and "│ b [extra] " in report.out, report.err

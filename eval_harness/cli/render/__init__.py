@@ -13,8 +13,10 @@ from typing import TextIO
 from rich.console import Console
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis.
-stdout = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)  # a resume command must stay one line
+# No console reads markup: what is printed holds data (axis names, provider messages, paths) whose brackets
+# are text ("[/messages/0]" would fail as a closing tag, "[local-embeddings]" would vanish as a style).
+stdout = Console(highlight=False, markup=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+stderr = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)  # a resume command stays one line
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -51,7 +53,9 @@ def per_dollar(value: float | None) -> str:
 
 def file_console(handle: TextIO) -> Console:
     """A console that writes plain text (no colour, 160 columns) to an open file, for ``--output``."""
-    return Console(file=handle, highlight=False, soft_wrap=False, width=160, no_color=True, color_system=None)
+    return Console(
+        file=handle, highlight=False, markup=False, soft_wrap=False, width=160, no_color=True, color_system=None
+    )
 
 
 def signed_points(value: float | None, digits: int = 1) -> str:

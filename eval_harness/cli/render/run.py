@@ -38,6 +38,9 @@ def print_dry_run(dry: DryRun) -> None:
     )
 
 
+_STATS_WIDTH = len("mean 100.0% · errors 10,000 · cost $1,000.0000")
+
+
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every few seconds otherwise (to stderr)."""
 
@@ -51,14 +54,27 @@ class ProgressDisplay:
         if self._interactive:
             # Imported here: a run whose output is not a terminal never draws the bar.
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.table import Column
+
+            # Every column gets a fixed width that fits the terminal (rich's own shrinking would squeeze the
+            # count and the time left to nothing first): the label, then the running figures, give way and
+            # are cut with "…" on a narrow terminal.
+            count, rate, eta, gaps = 2 * len(str(total)) + 1, 8, 7, 5
+            bar = 10 if stderr.width < 120 else 30
+            fixed = count + bar + rate + eta + gaps
+            stats = max(12, min(_STATS_WIDTH, stderr.width - fixed - 12))
+            description = max(8, min(len(label), stderr.width - fixed - stats))
+
+            def cut(width: int) -> Column:
+                return Column(width=width, no_wrap=True, overflow="ellipsis")
 
             self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]}"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[stats]}"),
+                TextColumn("{task.description}", markup=False, table_column=cut(description)),
+                MofNCompleteColumn(table_column=cut(count)),
+                BarColumn(bar_width=bar, table_column=cut(bar)),
+                TextColumn("{task.fields[rate]}", markup=False, table_column=cut(rate)),
+                TimeRemainingColumn(table_column=cut(eta)),
+                TextColumn("{task.fields[stats]}", markup=False, table_column=cut(stats)),
                 console=stderr,
                 transient=True,
             )
