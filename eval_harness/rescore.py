@@ -53,6 +53,7 @@ def plan_rescore(
         model=source.model.id,
         model_args=dict(source.model.args),
         dataset=Path(source.dataset.path),
+        skip_invalid=source.dataset.invalid_lines > 0,  # the source ran the valid lines: so does its rescore
         output_dir=output_dir or source_run.parent,
         run_id=run_id,
         concurrency=concurrency,

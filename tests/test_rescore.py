@@ -9,7 +9,7 @@ from pathlib import Path
 
 import probe
 import pytest
-from conftest import CliResult, TaskRoot, read_records
+from conftest import CliResult, TaskRoot, arithmetic_records, read_records
 
 from eval_harness.config import RunConfig
 from eval_harness.errors import ConfigError, ResumeMismatchError
@@ -57,6 +57,17 @@ def test_rescore_applies_new_scorers_to_the_recorded_outputs(cli: Cli, source_ru
     ]
     assert chatty and all(r["score"] == 0.0 for r in chatty)  # numeric mode credited these; strict does not
     assert all(old[k]["score"] == 1.0 for k in (r["sample_id"] for r in chatty))
+
+
+def test_a_run_of_the_valid_lines_only_is_rescored_on_the_same_lines(cli: Cli, task_root: TaskRoot) -> None:
+    dataset = task_root.data("mixed.jsonl", [*arithmetic_records(6), "not json", {"id": "x", "input": "q"}])
+    out = task_root.root / "results"
+    source = ("run", "--task", task_root.root / "tasks" / "adder.toml", "--dataset", dataset, "--skip-invalid")
+    assert cli(*source, "--output-dir", out, "--run-id", "src", "-q").code == 0
+    result = cli("rescore", "--run", out / "src", "--scorer", "exact_match:mode=strict", "--run-id", "again", "-q")
+    assert result.code == 0, result.err
+    assert {r["sample_id"] for r in read_records(out / "again")} == {f"q{i:04d}" for i in range(6)}
+    assert json.loads((out / "again" / "manifest.json").read_text())["dataset"]["invalid_lines"] == 2
 
 
 def test_generation_errors_of_the_source_are_replayed_as_errors(source_run: Path) -> None:
