@@ -151,6 +151,14 @@ async def test_local_backend_without_the_extra_says_how_to_install_it() -> None:
         await LocalEmbeddingsClient().embed(["text"])
 
 
+@pytest.mark.skipif(LOCAL, reason="the local-embeddings extra is installed")
+def test_a_local_backend_without_the_extra_is_refused_when_the_scorer_is_built() -> None:
+    # before any sample runs (it was recorded as every sample's scoring error, and the run exited 0)
+    spec = ScorerSpec(name="embedding_similarity", args={"backend": "local", "cache": False})
+    with pytest.raises(ConfigError, match=r"embedding_similarity'.*pip install 'eval-harness\[local-embeddings\]'"):
+        build_scorer(spec)
+
+
 async def test_the_api_backend_talks_to_a_real_openai_compatible_server(tmp_path: Path) -> None:
     with FakeLLMServer(api_key=KEY) as server:
         client = OpenAIEmbeddingsClient("emb-small", server.base_url, SecretStr(KEY))

