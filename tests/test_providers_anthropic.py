@@ -69,6 +69,16 @@ async def test_system_prompt_is_the_top_level_field_and_headers_carry_key_and_ve
     assert "authorization" not in sent.headers
 
 
+@pytest.mark.parametrize("suffix", ["", "/"])
+async def test_a_base_url_of_the_host_alone_gets_v1_as_anthropics_sdks_add_it(
+    server: FakeLLMServer, suffix: str
+) -> None:
+    settings = Settings(anthropic_api_key=SecretStr(KEY), anthropic_base_url=server.url + suffix)
+    provider = create_provider(f"anthropic/{MODEL}", {}, ProviderContext(settings=settings))
+    completion = await call(provider, request())
+    assert completion.text == "4" and server.requests[-1].path == "/v1/messages"
+
+
 async def test_max_tokens_defaults_when_the_task_gives_none(server: FakeLLMServer) -> None:
     await call(make(server))
     assert server.requests[-1].body["max_tokens"] == DEFAULT_MAX_TOKENS

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -61,6 +62,9 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, options, context)
         assert isinstance(options, AnthropicOptions)
         self.anthropic_options = options
+        if urlsplit(self.base_url).path in ("", "/"):
+            # Anthropic's own SDKs take ANTHROPIC_BASE_URL as the host alone and add /v1 themselves
+            self.base_url = self.base_url.rstrip("/") + "/v1"
         if context.settings.anthropic_api_key is None and not context.offline:
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
 
