@@ -101,6 +101,16 @@ def test_report_bad_flags_exit_2_with_one_line(cli: Cli, runs: tuple[Path, Path]
     assert bad_format.code == 2
 
 
+def test_report_gates_on_the_error_rate_like_run(cli: Cli, task_root: TaskRoot) -> None:
+    out = task_root.root / "results"
+    task = task_root.root / "tasks" / "adder.toml"
+    made = cli("run", "--task", task, "--model-arg", "error_rate=0.5", "--output-dir", out, "--run-id", "e", "-q")
+    assert made.code == 0, made.err
+    result = cli("report", "--run", out / "e", "--max-error-rate", "0.1")
+    assert result.code == 1 and "gate failed: error rate" in result.err
+    assert cli("report", "--run", out / "e", "--max-error-rate", "0.9").code == 0
+
+
 def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None:
     run = runs[0]
     lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)

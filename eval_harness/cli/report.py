@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate
+
 
 def report_command(
     run: Annotated[Path, typer.Option("--run", "-r", help="The run directory, e.g. results/<run_id>.")],
@@ -16,15 +18,10 @@ def report_command(
         Literal["auto", "wilson", "clopper-pearson", "bootstrap"],
         typer.Option(help="Interval method; auto: Wilson for 0/1 scores, bootstrap otherwise."),
     ] = "auto",
-    fail_below: Annotated[float | None, typer.Option(help="Exit 1 when the overall score is below X (0-1).")] = None,
-    fail_below_axis: Annotated[
-        list[str] | None,
-        typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable)."),
-    ] = None,
-    gate_on: Annotated[
-        Literal["mean", "ci-low"],
-        typer.Option(help="What the gates compare: the mean, or the lower end of the 95% interval."),
-    ] = "mean",
+    fail_below: FailBelow = None,
+    fail_below_axis: FailBelowAxis = None,
+    gate_on: GateOn = "mean",
+    max_error_rate: MaxErrorRate = None,
 ) -> None:
     """Per axis: n, mean with 95% CI, pass rate, cost, accuracy per $, latency p50/p95, errors; the headline,
     epochs, scorer distributions, totals and gates. Works on interrupted runs."""
@@ -38,7 +35,7 @@ def report_command(
 
     if output is not None:  # before the run is read: building the report writes its columns cache into it
         check_output_file("--output", output, [run], "report")
-    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on)
+    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
     report = build_report(run, ci=ci, gates=gates, workers=default_workers(RunPaths(run).samples))
     with writing_output("--output", output):
         emit(

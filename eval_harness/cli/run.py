@@ -6,10 +6,11 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate
 from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -20,14 +21,6 @@ EXIT_INTERRUPTED = 130
 
 # Options shared by `run` and `resume`, declared once.
 ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
-FailBelow = Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")]
-FailBelowAxis = Annotated[
-    list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
-]
-GateOn = Annotated[
-    Literal["mean", "ci-low"], typer.Option(help="What the gates compare: the mean, or the 95% interval's low end.")
-]
-MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]
 RetryErrors = Annotated[bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")]
 Force = Annotated[bool, typer.Option("--force", help="Resume although the dataset/template/scorers/model changed.")]
 

@@ -1,0 +1,16 @@
+"""The gate options, declared once for every command that gates (``run``, ``resume``, ``report``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import typer
+
+FailBelow = Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")]
+FailBelowAxis = Annotated[
+    list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
+]
+GateOn = Annotated[
+    Literal["mean", "ci-low"], typer.Option(help="What the gates compare: the mean, or the 95% interval's low end.")
+]
+MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]
