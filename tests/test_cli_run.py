@@ -596,3 +596,16 @@ def test_brackets_in_data_are_printed_as_text_not_read_as_markup(cli: Cli, tmp_p
     assert run.code == 0 and "│ [/a] " in run.out and "│ b [extra] " in run.out, run.err
     report = cli("report", "--run", tmp_path / "r")
     assert report.code == 0 and "│ [/a] " in report.out and "│ b [extra] " in report.out, report.err
+
+
+@pytest.mark.parametrize("args", [["validate-dataset", "--path", "data/capability_profile.jsonl"], ["tasks"]])
+def test_a_reader_that_goes_away_gets_the_shells_broken_pipe_code_not_a_gates(args: list[str]) -> None:
+    # 1 means a failed gate or a dataset with problems; `| head` must not look like either
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    err = process.stderr.read()
+    process.stderr.close()
+    assert (process.wait(timeout=60), err) == (141, b"")

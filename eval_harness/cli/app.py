@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from eval_harness.cli import EXIT_BROKEN_PIPE
 from eval_harness.cli.launch import resume_collection
 from eval_harness.errors import DatasetError, EvalHarnessError
 
@@ -129,7 +130,9 @@ def run_process() -> NoReturn:
         else:
             print(exc.code, file=sys.stderr)
             code = 1
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()
     os._exit(code)

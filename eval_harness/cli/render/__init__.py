@@ -5,6 +5,7 @@ This module holds the two consoles and the small formatters every view shares.""
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,11 +13,25 @@ from typing import TextIO
 
 from rich.console import Console
 
+from eval_harness.cli import EXIT_BROKEN_PIPE
+
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis.
 # No console reads markup: what is printed holds data (axis names, provider messages, paths) whose brackets
 # are text ("[/messages/0]" would fail as a closing tag, "[local-embeddings]" would vanish as a style).
-stdout = Console(highlight=False, markup=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)  # a resume command stays one line
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader of our output went away (`| head`): stop quietly with the shell's code for it (rich
+        exits 1, which is a failed gate's code)."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
+        raise SystemExit(EXIT_BROKEN_PIPE)
+
+
+stdout = _Console(highlight=False, markup=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+stderr = _Console(stderr=True, highlight=False, markup=False, soft_wrap=True)  # a resume command stays one line
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -53,7 +68,7 @@ def per_dollar(value: float | None) -> str:
 
 def file_console(handle: TextIO) -> Console:
     """A console that writes plain text (no colour, 160 columns) to an open file, for ``--output``."""
-    return Console(
+    return _Console(
         file=handle, highlight=False, markup=False, soft_wrap=False, width=160, no_color=True, color_system=None
     )
 
