@@ -306,6 +306,16 @@ def test_dry_run_needs_no_api_key_and_prices_the_prompts(
     assert without.code == 2 and "no API key; set OPENAI_API_KEY" in without.err
 
 
+def test_a_dry_run_without_max_tokens_gives_the_prompts_cost_as_a_floor_not_a_bound(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(task_root.root)
+    result = cli("run", "--task", adder(task_root), "--model", "openai/gpt-4o-mini", "--dry-run")
+    assert result.code == 0, result.err
+    assert "output tokens unbounded (no max_tokens), cost ≥ $" in result.out
+    assert "(the prompts; set max_tokens for an upper bound)" in result.out and "≤ $" not in result.out
+
+
 def test_the_process_entry_point_keeps_exit_codes_and_every_line_of_output(tmp_path: Path) -> None:
     # run_process ends with os._exit (no interpreter teardown): nothing printed may be lost, no code changed.
     bad = tmp_path / "bad.jsonl"

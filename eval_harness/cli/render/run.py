@@ -30,11 +30,17 @@ def print_dry_run(dry: DryRun) -> None:
             stdout.print(f"[{message.role}]", style="bold", markup=False)
             stdout.print(message.content, markup=False)
     stdout.rule()
-    cost = money(dry.estimated_cost_usd) if dry.estimated_cost_usd is not None else "unknown (no price for this model)"
+    if dry.estimated_cost_usd is None:
+        cost = "cost unknown (no price for this model)"
+    elif dry.max_output_tokens is None:  # what the prompts cost is a floor, not a bound
+        cost = f"cost ≥ {money(dry.estimated_cost_usd)} (the prompts; set max_tokens for an upper bound)"
+    else:
+        cost = f"cost ≤ {money(dry.estimated_cost_usd)}"
     outputs = f"≤ {dry.max_output_tokens:,}" if dry.max_output_tokens is not None else "unbounded (no max_tokens)"
     stdout.print(
         f"{dry.count:,} prompts rendered; nothing was called or written. Estimated prompt tokens "
-        f"{dry.prompt_tokens:,}, output tokens {outputs}, cost ≤ {cost}"
+        f"{dry.prompt_tokens:,}, output tokens {outputs}, {cost}",
+        soft_wrap=True,
     )
 
 
