@@ -25,9 +25,10 @@ from eval_harness.aggregate import (
     scorer_keys,
     summarize_columns,
 )
-from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.artifacts import RunPaths, iter_record_dicts, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.gates import GateResult, GateSpec, evaluate_gates
+from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
 from eval_harness.stats import NORMAL_CI_MIN_ITEMS, mean_ci, sample_size
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
@@ -170,6 +171,11 @@ class ProfileReport(BaseModel):
     gates: list[GateResult]
     gate_on: Literal["mean", "ci-low"]
     notes: list[str]
+    judge_reliability: list[JudgeReliability] = Field(
+        default_factory=list,
+        description="Per judge scorer: flips under position swap, self-consistency agreement and disagreement "
+        "with the run's deterministic scorer; empty when no judge gave a verdict.",
+    )
 
     @property
     def gates_failed(self) -> list[GateResult]:
@@ -294,7 +300,21 @@ def build_report(
     columns = load_columns_cached(
         samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
     )
-    return report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir)
+    reliability = run_judge_reliability(run_dir, manifest)
+    return report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir, reliability=reliability)
+
+
+def run_judge_reliability(run_dir: Path, manifest: RunManifest | None = None) -> list[JudgeReliability]:
+    """How far to trust the run's judge (see ``scorers.reliability``); empty for a run without a judge model.
+
+    The figures need each record's judge details, which the report's columns do not hold, so the records are
+    read once more, and only for runs that had a judge (whose calls cost far more than the read)."""
+    manifest = manifest or read_manifest(run_dir)
+    if manifest.judge is None:
+        return []
+    kept = ("error", "scores", "score_metadata")  # all the figures read; the rest of a record is let go at once
+    records = ({key: record.get(key) for key in kept} for record in iter_record_dicts(RunPaths(run_dir).samples))
+    return judge_reliability(records)
 
 
 def report_from_columns(
@@ -304,6 +324,7 @@ def report_from_columns(
     ci: str = "auto",
     gates: GateSpec | None = None,
     run_dir: Path | None = None,
+    reliability: list[JudgeReliability] | None = None,
 ) -> ProfileReport:
     """The profile from already-loaded columns (see :func:`build_report`)."""
     summary = summarize_columns(columns, manifest, ci)
@@ -370,4 +391,5 @@ def report_from_columns(
         gates=evaluate_gates(summary, spec),
         gate_on=spec.gate_on,
         notes=_notes(report_axes, run, ci, summary, run_dir),
+        judge_reliability=reliability or [],
     )

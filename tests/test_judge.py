@@ -338,3 +338,34 @@ def test_an_interrupted_run_with_a_judge_model_resumes_to_every_sample(server: F
     assert cli("resume", str(tmp_path / "j"), "--quiet") in (0, None)
     keys = [json.loads(line)["sample_id"] for line in samples.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 4
+
+
+def test_the_report_gives_the_judges_reliability_per_run(
+    server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eval_harness.cli.app import main
+
+    def cli(*args: str) -> str:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_code:
+            main([*args])
+        assert exit_code.value.code in (0, None), capsys.readouterr().err
+        return capsys.readouterr().out
+
+    server.rule = lambda request: answer(pair("B"))  # "B" in both orders: every verdict flips toward second
+    cli("run", "--task", "summarization", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "4",
+        "--output-dir", str(tmp_path), "--run-id", "src", "--quiet")  # fmt: skip
+    shown = cli("rescore", "--run", str(tmp_path / "src"), "--scorer", "token_f1", "--scorer", "pairwise_judge",
+                "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+                "--run-id", "pw")  # fmt: skip
+    assert "judge reliability" in shown and "4/4 (100.0%), toward first 0 / second 4" in shown  # at the run's end
+    (figures,) = json.loads(cli("report", "--run", str(tmp_path / "pw"), "--format", "json"))["judge_reliability"]
+    assert figures["judge"] == "pairwise_judge" and figures["kind"] == "pairwise" and figures["records"] == 4
+    assert (figures["swapped"], figures["flips"], figures["flip_rate"], figures["bias_second"]) == (4, 4, 1.0, 4)
+    # a tie counts 0.5, a pass at the 0.5 threshold, as token F1 1.0 (the mock at skill 1 answers the target)
+    assert (figures["reference"], figures["compared"], figures["disagreements"]) == ("token_f1", 4, 0)
+    table = cli("report", "--run", str(tmp_path / "pw"))
+    assert "judge reliability" in table and "4/4 (100.0%), toward first 0 / second 4" in table
+    markdown = cli("report", "--run", str(tmp_path / "pw"), "--format", "markdown")
+    assert "### Judge reliability" in markdown and "| pairwise_judge | pairwise | 4 |" in markdown
+    assert json.loads(cli("report", "--run", str(tmp_path / "src"), "--format", "json"))["judge_reliability"] == []

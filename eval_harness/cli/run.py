@@ -100,6 +100,14 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
         from eval_harness.cli.render import run as run_views
 
         run_views.print_result(result)
+        if result.manifest.judge is not None:
+            from eval_harness.cli.render import stdout
+            from eval_harness.cli.render.profile import reliability_table
+            from eval_harness.report import run_judge_reliability
+
+            figures = run_judge_reliability(result.run_dir, result.manifest)
+            if figures:
+                stdout.print(reliability_table(figures))
     if result.fatal is not None:
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":

@@ -15,6 +15,7 @@ from eval_harness.types import AxisStats, RunSummary
 
 if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
     from eval_harness.report import EpochReport, ProfileReport, ReportAxis
+    from eval_harness.scorers.reliability import JudgeReliability
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,39 @@ def _totals_line(report: ProfileReport) -> str:
     return " · ".join(parts)
 
 
+_RELIABILITY_TITLE = "judge reliability (verdicts compared as pass/fail at the threshold)"
+
+
+def _reliability_headers() -> list[str]:
+    return ["judge", "kind", "verdicts", "position swap flips", "self-consistency agreement", "disagrees with", "kappa"]
+
+
+def _share(part: int, whole: int, rate: float | None) -> str:
+    return "–" if not whole else f"{part:,}/{whole:,} ({pct(rate)}%)"
+
+
+def _reliability_cells(r: JudgeReliability) -> list[str]:
+    flips = _share(r.flips, r.swapped, r.flip_rate)
+    if r.swapped and (r.bias_first or r.bias_second):
+        flips += f", toward first {r.bias_first:,} / second {r.bias_second:,}"
+    agreement = "–" if r.agreement is None else f"{pct(r.agreement)}% over {r.multi_sample:,}"
+    if r.unanimous_rate is not None:
+        agreement += f", unanimous {pct(r.unanimous_rate)}%"
+    disagreements = _share(r.disagreements, r.compared, r.disagreement_rate)
+    versus = "–" if r.reference is None else f"{r.reference}: {disagreements}"
+    return [r.judge, r.kind, f"{r.records:,}", flips, agreement, versus, _num(r.kappa)]
+
+
+def reliability_table(figures: Sequence[JudgeReliability]) -> Table:
+    """How far to trust each judge of a run (shown by ``report``, and by ``run`` when it had a judge)."""
+    table = Table(title=_RELIABILITY_TITLE, title_justify="left")
+    for i, name in enumerate(_reliability_headers()):
+        table.add_column(name, justify="right" if i in (2, 6) else "left")
+    for r in figures:
+        table.add_row(*_reliability_cells(r))
+    return table
+
+
 def _gate_lines(report: ProfileReport) -> list[str]:
     return [f"{'PASS' if g.passed else 'FAIL'} {g.text}" for g in report.gates]
 
@@ -257,6 +291,8 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
                 f"▕{sparkline(s.histogram)}▏",
             )
         out.print(table)
+    if report.judge_reliability:
+        out.print(reliability_table(report.judge_reliability))
     for line in _precision_lines(report):
         out.print(f"precision: {line}", markup=False, soft_wrap=True)
     out.print(_totals_line(report), markup=False, soft_wrap=True)
@@ -304,6 +340,10 @@ def report_markdown(report: ProfileReport) -> str:
         for row, s in zip(scorer_rows, report.scorers, strict=True):
             row[7] = "`" + sparkline(s.histogram) + "`"
         lines += _md_table(_scorer_headers(), scorer_rows, [0 < i < 7 for i in range(8)])
+    if report.judge_reliability:
+        lines += ["", f"### {_RELIABILITY_TITLE[0].upper()}{_RELIABILITY_TITLE[1:]}", ""]
+        reliability_rows = [_reliability_cells(r) for r in report.judge_reliability]
+        lines += _md_table(_reliability_headers(), reliability_rows, [i in (2, 6) for i in range(7)])
     if report.precision:
         lines += ["", "### Precision", ""] + [f"- {line}" for line in _precision_lines(report)]
     lines += ["", "### Totals", "", f"- {_totals_line(report)}"]
