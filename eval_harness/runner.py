@@ -130,6 +130,9 @@ class Progress:
     cost_known: bool
     elapsed_s: float
     session_done: int
+    session_errors: int = 0
+    first_error: str | None = None
+    """This session's first error record, as ``sample_id: type: message``."""
 
     @property
     def mean(self) -> float | None:
@@ -181,6 +184,10 @@ class RunResult:
     fatal: str | None = None
     resumed_at_line: int | None = None
     """Dataset line this session started reading at when a resume point let it skip the lines before."""
+    session_errors: int = 0
+    """Records of this session that hold an error."""
+    first_error: str | None = None
+    """The first of them, as ``sample_id: type: message``."""
 
     @property
     def resume_command(self) -> str:
@@ -768,7 +775,11 @@ class Runner:
             fatal = redact(fatal, self._secrets)
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None
-        return RunResult(plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at)
+        progress = self._progress
+        return RunResult(
+            plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at,
+            progress.session_errors, progress.first_error,
+        )  # fmt: skip
 
     def _close_writer(self) -> None:
         assert self._writer is not None
@@ -931,8 +942,12 @@ class Runner:
         progress = self._progress
         progress.done += 1
         progress.session_done += 1
-        if record["error"] is not None:
+        error = record["error"]
+        if error is not None:
             progress.errors += 1
+            progress.session_errors += 1
+            if progress.first_error is None:
+                progress.first_error = f"{record['sample_id']}: {error['type']}: {error['message']}"
         score = record["score"]
         if score is not None:
             progress.scored += 1

@@ -619,3 +619,14 @@ def test_a_reader_that_goes_away_gets_the_shells_broken_pipe_code_not_a_gates(ar
     err = process.stderr.read()
     process.stderr.close()
     assert (process.wait(timeout=60), err) == (141, b"")
+
+
+def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    args = ("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "4", "-q")
+    failed = cli(*args, "--model-arg", "error_rate=1", "--run-id", "f")
+    assert failed.code == 0  # the records hold the errors; --max-error-rate makes it a failure
+    assert failed.err.startswith("warning: every sample of this session failed (4); the first: q000")
+    assert "ProviderError: mock/default: simulated provider error (error_rate=1.0)" in failed.err
+    assert f"see eval-harness inspect --run {out_dir / 'f'} --errors" in failed.err
+    assert cli(*args, "--model-arg", "error_rate=0.5", "--run-id", "h").err == ""

@@ -108,6 +108,12 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
             figures = run_judge_reliability(result.run_dir, result.manifest)
             if figures:
                 stdout.print(reliability_table(figures))
+    if result.new_records and result.session_errors == result.new_records:
+        print(
+            f"warning: every sample of this session failed ({result.new_records:,}); the first: "
+            f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
+            file=sys.stderr,
+        )
     if result.fatal is not None:
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":
