@@ -954,7 +954,8 @@ class Runner:
             progress.score_sum += score
         cost = record["cost_usd"]
         if cost is None:
-            progress.cost_known = False
+            # as in the summary: a failed call was not billed, so only an answer without a price makes it unknown
+            progress.cost_known = progress.cost_known and error is not None
         else:
             progress.cost_usd += cost
         progress.elapsed_s = time.monotonic() - started

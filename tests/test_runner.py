@@ -331,3 +331,17 @@ def test_records_are_written_exactly_as_sample_record_serializes_them(task_root:
     for line in lines:
         model = SampleRecord.model_validate_json(line)
         assert SampleRecord.__pydantic_serializer__.to_json(model) + b"\n" == line
+
+
+def test_progress_counts_cost_as_the_summary_does_failed_calls_are_not_unknown_costs(task_root: TaskRoot) -> None:
+    seen: list[tuple[bool, int]] = []
+
+    class Listener:
+        def update(self, progress: Any) -> None:
+            seen.append((progress.cost_known, progress.session_errors))
+
+    runner = Runner(plan_run(config(task_root, model_args={"error_rate": "0.5", "cost_per_1k_tokens": "1"})))
+    runner.listener = Listener()
+    result = asyncio.run(runner.run())
+    assert result.session_errors == seen[-1][1] > 0 and result.first_error is not None
+    assert result.summary.overall.cost_known and all(known for known, _ in seen)
