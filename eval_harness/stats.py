@@ -302,7 +302,8 @@ class PairedComparison:
     p_value: float
     """Two-sided p-value of "no difference" under ``test``."""
     test: str
-    """``"mcnemar"`` (exact, 0/1 scores), ``"paired-bootstrap"``, ``"paired-normal"`` or ``"none"`` (no items)."""
+    """``"mcnemar"`` (exact, 0/1 scores), ``"paired-bootstrap"``, ``"sign-flip"`` (fewer than
+    ``SIGN_FLIP_BELOW`` items), ``"paired-normal"`` or ``"none"`` (no items)."""
     interval: str
     """How ``low``/``high`` were computed: ``"paired-bootstrap"`` or ``"paired-normal"``."""
 
@@ -315,9 +316,11 @@ def paired_comparison(
     * Both 0/1: McNemar's exact test on the discordant pairs; the interval bootstraps the per-item
       differences (three values, so through their counts: milliseconds at any size).
     * Otherwise the paired bootstrap of the differences gives both the interval and the p-value (the
-      percentile p-value, floored at ``2/(n_boot+1)``), unless there are more than ``NORMAL_CI_MIN_ITEMS``
-      differences with more than 64 distinct values: then the paired normal (z) test and interval,
-      which agree with the bootstrap at that size and cost no resampling (``test="paired-normal"``).
+      percentile p-value, floored at ``2/(n_boot+1)``), with two exceptions. Below ``SIGN_FLIP_BELOW``
+      items the p-value is the sign-flip test's (``test="sign-flip"``): the bootstrap's is far too small
+      there. Above ``NORMAL_CI_MIN_ITEMS`` differences with more than 64 distinct values, the paired
+      normal (z) test and interval, which agree with the bootstrap at that size and cost no resampling
+      (``test="paired-normal"``).
 
     Empty input gives NaN difference and interval with ``p_value=1`` and ``test="none"``. Inputs of
     different length raise ``ValueError``.
@@ -346,7 +349,36 @@ def paired_comparison(
             mean_diff, mean_diff - half, mean_diff + half, p_value, "paired-normal", "paired-normal"
         )
     mean_diff, lo, hi, p_value = _paired_bootstrap(a, b, n_boot, seed, confidence)
+    if diff.size < SIGN_FLIP_BELOW:
+        return PairedComparison(
+            mean_diff, lo, hi, _sign_flip_p_value(diff, n_boot, seed), "sign-flip", "paired-bootstrap"
+        )
     return PairedComparison(mean_diff, lo, hi, p_value, "paired-bootstrap", "paired-bootstrap")
+
+
+SIGN_FLIP_BELOW = 30
+"""Below this many paired items the p-value comes from the sign-flip test, not the bootstrap: resamples of a
+handful of differences that are nearly all positive are nearly all positive, so the bootstrap's p-value of
+5 items can be 0.0004 where no paired test can go below 2/2^4 = 0.125."""
+
+
+def _sign_flip_p_value(diff: NDArray[np.float64], n_boot: int, seed: int) -> float:
+    """Two-sided p-value of "mean difference = 0" by the paired randomization (sign-flip) test: exact over
+    all 2^n sign patterns when they number at most ``n_boot``, else ``n_boot`` random patterns."""
+    if diff.size < 2 or not np.any(diff):  # one item: its two sign patterns are as extreme as each other
+        return 1.0
+    from scipy.stats import permutation_test
+
+    result = permutation_test(
+        (diff,),
+        np.mean,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_boot,
+        alternative="two-sided",
+        random_state=seed,
+    )
+    return float(min(1.0, result.pvalue))
 
 
 def is_binary(scores: ArrayLike) -> bool:

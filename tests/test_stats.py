@@ -753,6 +753,19 @@ def test_paired_comparison_bootstrap_p_value_follows_the_interval() -> None:
     assert none.low < 0 < none.high and none.p_value > 0.05
 
 
+def test_few_paired_continuous_scores_take_the_sign_flip_p_value() -> None:
+    # five differences, four positive and one zero: the 2^5 sign patterns give p = 4/32 = 0.125 (scipy 1.17.1
+    # permutation_test and wilcoxon agree); the percentile bootstrap said 0.0004
+    a = [0.94495, 0.95238, 0.90809, 0.81429, 0.80385]
+    b = [1.0, 0.95238, 0.96875, 0.84853, 0.86105]
+    result = stats.paired_comparison(a, b)
+    assert (result.test, result.interval) == ("sign-flip", "paired-bootstrap")
+    assert result.p_value == approx(0.125) and result.low > 0
+    # three equal differences: only all-plus and all-minus reach |mean| = 0.1, so p = 2/8 (by hand)
+    assert stats.paired_comparison([0.1, 0.2, 0.3], [0.2, 0.3, 0.4]).p_value == approx(0.25)
+    assert stats.paired_comparison([0.5], [0.75]).p_value == 1.0  # one item can show no difference
+
+
 def test_paired_comparison_is_deterministic_and_handles_edges() -> None:
     rng = np.random.default_rng(5)
     a, b = rng.choice([0.0, 0.5, 1.0], 200), rng.choice([0.0, 0.5, 1.0], 200)
