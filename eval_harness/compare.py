@@ -54,13 +54,17 @@ class CompareAxis(BaseModel):
 
     axis: str
     n: int = Field(description="Paired records (present in both runs).")
+    samples: int = Field(
+        description="Distinct samples among them: the units of the paired test and the intervals, each sample "
+        "the mean of its paired epochs (epochs of one sample are not independent); n when each has one epoch."
+    )
     mean_a: float | None
     mean_b: float | None
     ci_a: tuple[float, float] | None
     ci_b: tuple[float, float] | None
     diff: float | None = Field(description="mean_b − mean_a.")
     diff_ci: tuple[float, float] | None = Field(description="95% paired interval of diff.")
-    test: str = Field(description="mcnemar, paired-bootstrap, paired-normal or none.")
+    test: str = Field(description="mcnemar, paired-bootstrap, sign-flip, paired-normal or none.")
     p_value: float
     p_adjusted: float = Field(description="Holm-adjusted across axes (overall: not adjusted).")
     separable: bool = Field(description="p_adjusted < 0.05: the difference is detectable.")
@@ -172,12 +176,15 @@ class _Run:
     axes: list[str]
     axis: NDArray[np.int32]
     key_hash: NDArray[np.uint64]
+    sample: NDArray[np.uint64]
+    """The first 64 bits of each row's sample identity: which rows are epochs of one sample."""
     side: _Side
 
     @classmethod
     def of(cls, columns: RunColumns) -> _Run:
         every = np.arange(columns.n, dtype=np.intp)
-        return cls(columns.axes, columns.axis, columns.key_hash, _Side.of(columns, every))
+        sample = np.ascontiguousarray(columns.sample_hash[:, 0])
+        return cls(columns.axes, columns.axis, columns.key_hash, sample, _Side.of(columns, every))
 
     @property
     def n(self) -> int:
@@ -227,9 +234,19 @@ def _interval(low: float, high: float) -> tuple[float, float] | None:
     return None if np.isnan(low) or np.isnan(high) else (low, high)
 
 
-def _axis(name: str, a: _Side, b: _Side, seed: int) -> CompareAxis:
-    """The comparison of paired rows ``a`` and ``b`` (same length, same keys in the same order)."""
+def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> NDArray[np.float64]:
+    """Each sample's mean over its rows (``sample``: a sample index per row), or the rows as they are."""
+    if sample is None:
+        return final
+    return np.bincount(sample, weights=final) / np.bincount(sample)
+
+
+def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None) -> CompareAxis:
+    """The comparison of paired rows ``a`` and ``b`` (same length, same keys in the same order). With several
+    epochs, ``sample`` gives each row's sample (0..k-1): the tests and intervals then take one unit per
+    sample, the mean of its epochs, since the epochs of one sample are not independent evidence."""
     n = int(a.final.size)
+    units_a, units_b = _per_sample(a.final, sample), _per_sample(b.final, sample)
     if n == 0:
         mean_a = mean_b = None
         ci_a = ci_b = None
@@ -237,11 +254,12 @@ def _axis(name: str, a: _Side, b: _Side, seed: int) -> CompareAxis:
         diff_ci = None
         test, p_value = "none", 1.0
     else:
-        mean_a, low_a, high_a, _ = mean_ci(a.final, seed=seed)
-        mean_b, low_b, high_b, _ = mean_ci(b.final, seed=seed)
+        _, low_a, high_a, _ = mean_ci(units_a, seed=seed)
+        _, low_b, high_b, _ = mean_ci(units_b, seed=seed)
+        mean_a, mean_b = float(np.mean(a.final)), float(np.mean(b.final))
         ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
-        paired = paired_comparison(a.final, b.final, seed=seed)
-        diff, diff_ci, test, p_value = paired.diff, _interval(paired.low, paired.high), paired.test, paired.p_value
+        paired = paired_comparison(units_a, units_b, seed=seed)
+        diff, diff_ci, test, p_value = mean_b - mean_a, _interval(paired.low, paired.high), paired.test, paired.p_value
     p50_a, p95_a = a.percentiles()
     p50_b, p95_b = b.percentiles()
     cost_a, cost_b = a.cost_mean(), b.cost_mean()
@@ -251,6 +269,7 @@ def _axis(name: str, a: _Side, b: _Side, seed: int) -> CompareAxis:
     return CompareAxis(
         axis=name,
         n=n,
+        samples=int(units_a.size),
         mean_a=mean_a,
         mean_b=mean_b,
         ci_a=ci_a,
@@ -369,13 +388,21 @@ def _compare(
     if moved:
         notes.append(f"{moved:,} paired records have another axis in B; they are counted under A's axis")
     axes: list[CompareAxis] = []
+    sample = _sample_index(columns_a.sample[ia])
+    if sample is not None:
+        notes.append(
+            f"several epochs: each sample is one unit of the paired tests and intervals (the mean of its paired "
+            f"epochs), since the epochs of one sample are not independent: {int(sample.max()) + 1:,} samples "
+            f"in {sample.size:,} paired records"
+        )
     for code in sorted(range(len(columns_a.axes)), key=lambda c: columns_a.axes[c]):
         rows = np.flatnonzero(axis_a == code)
         if rows.size:
-            axes.append(_axis(columns_a.axes[code], a.take(rows), b.take(rows), seed))
+            in_axis = None if sample is None else np.unique(sample[rows], return_inverse=True)[1]
+            axes.append(_axis(columns_a.axes[code], a.take(rows), b.take(rows), seed, in_axis))
     adjusted = holm([axis.p_value for axis in axes]) if axes else []
     axes = [_decide(axis, p) for axis, p in zip(axes, adjusted, strict=True)]
-    overall = _axis("overall", a, b, seed)
+    overall = _axis("overall", a, b, seed, sample)
     overall = _decide(overall, overall.p_value)
     paired = int(ia.size)
     only_a, only_b = columns_a.n - paired, columns_b.n - paired
@@ -411,6 +438,12 @@ def _compare(
         forced=list(forced),
         notes=notes,
     )
+
+
+def _sample_index(sample: NDArray[np.uint64]) -> NDArray[np.intp] | None:
+    """Each row's sample as 0..k-1, or None when no sample has two rows (one epoch: rows are the units)."""
+    codes, index = np.unique(sample, return_inverse=True)
+    return None if codes.size == sample.size else index.astype(np.intp)
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:
