@@ -388,7 +388,8 @@ def _compare(
     if moved:
         notes.append(f"{moved:,} paired records have another axis in B; they are counted under A's axis")
     axes: list[CompareAxis] = []
-    sample = _sample_index(columns_a.sample[ia])
+    several_epochs = max(manifest_a.epochs, manifest_b.epochs) > 1  # else no sample has two rows: skip the sort
+    sample = _sample_index(columns_a.sample[ia]) if several_epochs else None
     if sample is not None:
         notes.append(
             f"several epochs: each sample is one unit of the paired tests and intervals (the mean of its paired "
