@@ -63,7 +63,7 @@ from eval_harness.errors import (
 )
 from eval_harness.frontier import START, FrontierTracker
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
-from eval_harness.providers.gateway import Gateway, GenerationOutcome
+from eval_harness.providers.gateway import CallTally, Gateway
 from eval_harness.providers.replay import ReplayProvider
 from eval_harness.scorers.base import ScoringPipeline, ScoringResult
 from eval_harness.tally import SessionTally
@@ -974,14 +974,14 @@ class Runner:
         )
         deadlines = self._deadlines
         deadlines.start(task)
+        tally = CallTally()
         try:
-            outcome = await self.gateway.generate(request)
+            outcome = await self.gateway.generate(request, tally)
         except asyncio.CancelledError:
             if not deadlines.stop(task) or task.uncancel() > 0:
                 raise  # not (only) the per-sample timeout: the run is being cancelled
-            outcome = GenerationOutcome(
-                None, ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s"), 1
-            )
+            timeout = ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s")
+            outcome = self.gateway.cancelled(tally, timeout)
         else:
             deadlines.stop(task)
         spent = (outcome.attempts, outcome.retries, round(outcome.backoff_s, 3))

@@ -119,6 +119,19 @@ def test_failing_samples_are_recorded_and_the_run_goes_on(task_root: TaskRoot) -
     assert result.summary.overall.errors == len(failed)
 
 
+def test_a_timed_out_sample_keeps_the_attempts_retries_and_backoff_it_spent(task_root: TaskRoot) -> None:
+    # every call is refused with a 429 (retry after 50 ms) until the 0.6 s per-sample timeout cuts it off
+    probe_args = {"fail_first": "1000", "retry_after": "0.05"}
+    result = run(config(task_root, model="probe/p", model_args=probe_args, timeout_s=0.6, max_retries=100, limit=1))
+    (record,) = read_records(task_root.root / "results" / "r1")
+    assert record["error"]["type"] == "ProviderTimeoutError"
+    assert record["attempts"] == probe.ProbeProvider.calls >= 4
+    # the probe refuses at once, so the timeout strikes while a retry waits: every attempt led to a retry
+    assert record["retries"] == {"rate_limit": record["attempts"]}
+    assert record["backoff_s"] >= 0.05 * (record["attempts"] - 1)
+    assert result.summary.retries_by_cause == record["retries"] and result.summary.backoff_s == record["backoff_s"]
+
+
 def test_per_sample_timeout_becomes_an_error_record(task_root: TaskRoot) -> None:
     run(config(task_root, model_args={"latency_ms": "2000"}, timeout_s=0.05, limit=3))
     records = read_records(task_root.root / "results" / "r1")

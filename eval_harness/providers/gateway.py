@@ -185,8 +185,9 @@ class AdaptiveConcurrency:
 
 
 @dataclass
-class _Tally:
-    """What one sample's calls cost: attempts, retries by cause, seconds waited."""
+class CallTally:
+    """What one sample's calls cost: attempts, retries by cause, seconds waited (the caller may hold it, to
+    know what was spent when it cancels the calls)."""
 
     attempts: int = 0
     retries: dict[str, int] = field(default_factory=dict)
@@ -233,8 +234,11 @@ class Gateway:
             cache=cache,
         )
 
-    async def generate(self, request: GenerateRequest) -> GenerationOutcome:
-        """One generation: from the cache, or called with admission and retries; never raises ``ProviderError``."""
+    async def generate(self, request: GenerateRequest, tally: CallTally | None = None) -> GenerationOutcome:
+        """One generation: from the cache, or called with admission and retries; never raises ``ProviderError``.
+
+        ``tally`` (new and empty) receives the attempts, retries and waits as they happen: a caller that
+        cancels the generation (a per-sample timeout) still knows what it cost (see ``cancelled``)."""
         key = None
         if self.cache is not None:
             body = self.provider.request_body(request)
@@ -243,7 +247,7 @@ class Gateway:
                 hit = self.cache.get(key)
                 if hit is not None:
                     return GenerationOutcome(hit.model_copy(update={"cached": True}), None, 0)
-        tally = _Tally()
+        tally = tally if tally is not None else CallTally()
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
@@ -257,13 +261,19 @@ class Gateway:
             await self._store(key, completion)
         return self._outcome(completion, None, tally)
 
-    def _outcome(self, completion: Completion | None, error: ProviderError | None, tally: _Tally) -> GenerationOutcome:
+    def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
+        """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled)."""
+        return self._outcome(None, error, tally)
+
+    def _outcome(
+        self, completion: Completion | None, error: ProviderError | None, tally: CallTally
+    ) -> GenerationOutcome:
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
 
-    async def _attempt(self, request: GenerateRequest, tally: _Tally) -> Completion:
+    async def _attempt(self, request: GenerateRequest, tally: CallTally) -> Completion:
         """One call: admission, then the provider; feeds the adaptive limit and the token budget."""
         concurrency = self.concurrency
         tally.waited += await concurrency.acquire()
@@ -275,8 +285,8 @@ class Gateway:
                     estimate = estimate_tokens(request.messages) + (request.config.max_tokens or 0)
                     wait = max(wait, self.tpm.reserve(estimate))
                 if wait > 0:
+                    tally.waited += wait  # counted before: a timeout may cancel the wait
                     await asyncio.sleep(wait)
-                    tally.waited += wait
             tally.attempts += 1
             completion = await self.provider.generate(request)
         except ProviderError as exc:
@@ -292,7 +302,7 @@ class Gateway:
         return completion
 
     async def _retry(
-        self, request: GenerateRequest, first_failure: ProviderError, tally: _Tally
+        self, request: GenerateRequest, first_failure: ProviderError, tally: CallTally
     ) -> tuple[Completion | None, ProviderError | None]:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -353,4 +363,4 @@ class Gateway:
         await self.provider.aclose()
 
 
-__all__ = ["AdaptiveConcurrency", "Gateway", "GenerationOutcome", "RateLimiter", "RetryPolicy"]
+__all__ = ["AdaptiveConcurrency", "CallTally", "Gateway", "GenerationOutcome", "RateLimiter", "RetryPolicy"]
