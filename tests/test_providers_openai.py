@@ -303,6 +303,17 @@ async def test_wrong_key_is_rejected_and_never_echoed(server: FakeLLMServer) -> 
     assert wrong not in str(error) and "[REDACTED]" in str(error)
 
 
+@pytest.mark.parametrize("padding", range(520, 560, 4))
+async def test_a_key_echoed_late_in_a_long_error_message_is_redacted_before_the_message_is_cut(
+    server: FakeLLMServer, padding: int
+) -> None:
+    # the message is cut to 600 characters; cut before redaction, the key's head was left in it
+    server.script(bad_request("p" * padding + " key=" + KEY))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and len(str(error)) <= 600
+    assert "sk-test-op" not in str(error)  # the key's first ten characters
+
+
 async def test_html_error_page_is_named_in_the_message(server: FakeLLMServer) -> None:
     server.script(html_page(502))
     error = await failure(make("openai/gpt-4o", server))

@@ -108,16 +108,23 @@ def one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_BEFORE_REDACTION = 4_000
+"""How much of a body's text a description keeps before the secrets are taken out of it (``_clean``, which
+then cuts at 600): cut any shorter first, and a key straddling the cut would lose the tail that lets
+redaction recognise it, leaving its head in the message."""
+
+
 def describe_body(body: bytes) -> str:
-    """A one-line description of a non-JSON body: an HTML page's title, or the start of the text."""
+    """A description of a non-JSON body: an HTML page's title, or the start of the text (cut to its final
+    length only after redaction, by the provider's ``_clean``)."""
     stripped = body.lstrip()
     if not stripped:
         return "an empty body"
     if stripped[:1] == b"<":
         title = _HTML_TITLE.search(body)
-        name = one_line(title.group(1).decode("utf-8", "replace"), 120) if title else ""
+        name = one_line(title.group(1).decode("utf-8", "replace"), _BEFORE_REDACTION) if title else ""
         return f"an HTML page ({name})" if name else "an HTML page"
-    return repr(one_line(body.decode("utf-8", "replace"), 120))
+    return repr(one_line(body[:_BEFORE_REDACTION].decode("utf-8", "replace"), _BEFORE_REDACTION))
 
 
 def error_detail(body: bytes) -> str:
@@ -346,7 +353,8 @@ class HTTPProvider(Provider):
         return self.model_id
 
     def _clean(self, text: str) -> str:
-        return redact(one_line(text, 600), self.secrets())
+        # redacted whole, then cut: a key cut in two would no longer be recognised
+        return one_line(redact(text, self.secrets()), 600)
 
     def _raise_for_status(self, status: int, headers: Mapping[str, str], body: bytes) -> NoReturn:
         detail = error_detail(body)

@@ -83,7 +83,8 @@ class OpenAIEmbeddingsClient:
             raise AuthenticationError(f"embeddings {url}: HTTP {response.status_code} (check OPENAI_API_KEY)")
         if response.status_code >= 400:
             raise ProviderHTTPError(
-                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text[:200]}", self._secrets()),
+                # redacted whole, then cut: a key cut in two would no longer be recognised
+                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text}", self._secrets())[:300],
                 status_code=response.status_code,
             )
         try:

@@ -311,7 +311,8 @@ def _events(text: str) -> Iterator[dict[str, Any] | None]:
         try:
             event = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:80]!r}") from None
+            # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
+            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
         if isinstance(event, dict):
             yield event
 
