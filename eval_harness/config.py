@@ -124,13 +124,22 @@ def invalid_config(error: ValidationError, flags: Mapping[str, str], where: str)
     return ConfigError(f"{name}: {message}")
 
 
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:
     """Parse repeated ``KEY=VALUE`` flags, rejecting malformed ones with the flag's name."""
     parsed: dict[str, str] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
+            # not echoed: a key pasted in the wrong place ("Authorization: Bearer sk-...") would be shown
+            what = "has no '='" if not sep else "has no key before '='"
+            raise ConfigError(
+                f"{flag} expects KEY=VALUE; the {_ordinal(number)} {flag} {what} (not shown: it may hold a key)"
+            )
         parsed[key.strip()] = value.strip()
     return parsed
 

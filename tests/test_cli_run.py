@@ -176,6 +176,10 @@ def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
     [
         (["run", "--task", "capability_profil"], "unknown task 'capability_profil'; did you mean 'capability_profile'"),
         (["run", "--task", "capability_profile", "--model-arg", "skill"], "--model-arg expects KEY=VALUE"),
+        (
+            ["run", "--task", "capability_profile", "--model-arg", "a=1", "--model-arg", "Bearer sk-CANARY-123456"],
+            "the 2nd --model-arg has no '=' (not shown: it may hold a key)",
+        ),
         (["run", "--task", "capability_profile", "--model-arg", "skil=1"], "--model-arg skil: Extra inputs"),
         (["run", "--task", "capability_profile", "--model", "nosuch/x"], "unknown provider 'nosuch'"),
         (
@@ -195,6 +199,7 @@ def test_bad_input_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, args: list[s
     assert result.code == 2
     assert message in result.err
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert "CANARY" not in result.err
 
 
 def test_resume_alias_and_resume_flag_both_continue_a_run(cli: Cli, task_root: TaskRoot) -> None:
