@@ -35,12 +35,15 @@ def default_cache_dir() -> Path:
     return Path(base) / "eval-harness" / "responses"
 
 
-def cache_key(scope: str, model: str, body: Any, epoch: int = 0) -> str:
-    """sha256 of (provider scope, model, full request body, epoch).
+def cache_key(scope: str, model: str, body: Any, epoch: int = 0, stop_applied: list[str] | None = None) -> str:
+    """sha256 of (provider scope, model, full request body, epoch, and the stop sequences the provider cuts the
+    answer at itself when the API takes none).
 
     The epoch is part of the key so that ``--epochs K`` draws K answers instead of replaying the first.
     """
-    payload = {"scope": scope, "model": model, "body": body, "epoch": epoch}
+    payload: dict[str, Any] = {"scope": scope, "model": model, "body": body, "epoch": epoch}
+    if stop_applied:  # only then: the keys of every other request stay what they were
+        payload["stop_applied"] = stop_applied
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 from fake_llm_server import (
@@ -195,6 +196,34 @@ async def test_responses_api_applies_stop_sequences_client_side(server: FakeLLMS
     completion = await call(make("openai/gpt-4o", server, api="responses"), request(stop=["\n"]))
     assert completion.text == "4"
     assert "stop" not in server.requests[-1].body
+
+
+async def test_reasoning_models_get_no_stop_and_the_answer_is_cut_here(server: FakeLLMServer) -> None:
+    # the Chat Completions reference: stop is "Not supported with latest reasoning models o3 and o4-mini"
+    server.script(answer("4\nand more text"))
+    completion = await call(make("openai/o4-mini", server), request(stop=["\n"]))
+    assert "stop" not in server.requests[-1].body
+    assert (completion.text, completion.finish_reason) == ("4", "stop")
+
+
+async def test_the_cache_keeps_answers_cut_by_different_client_side_stops_apart(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    from eval_harness.cache import ResponseCache
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    server.rule = lambda _: answer("42")
+    gateway = Gateway(make("openai/gpt-4o", server, api="responses"), RetryPolicy(), cache=ResponseCache(tmp_path))
+    try:
+        cut = await gateway.generate(request(stop=["2"]))
+        whole = await gateway.generate(request())
+        again = await gateway.generate(request(stop=["2"]))
+    finally:
+        await gateway.aclose()
+    assert cut.completion is not None and cut.completion.text == "4"
+    assert whole.completion is not None and (whole.completion.text, whole.completion.cached) == ("42", False)
+    assert again.completion is not None and (again.completion.text, again.completion.cached) == ("4", True)
+    assert len(server.generation_requests()) == 2
 
 
 async def test_streamed_chat_joins_deltas_and_reads_usage(server: FakeLLMServer) -> None:

@@ -84,6 +84,11 @@ class Provider(ABC):
         """The exact wire body for ``request`` (used as the response-cache key); None if not cacheable."""
         return None
 
+    def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
+        """Stop sequences this provider cuts the answer at itself, not sent in the body (part of the cache key:
+        the stored answer is already cut)."""
+        return None
+
 
 def estimate_tokens(messages: list[ChatMessage] | str) -> int:
     """A provider-independent token estimate (~4 characters a token) for dry-run cost estimates."""

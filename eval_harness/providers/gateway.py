@@ -243,7 +243,8 @@ class Gateway:
         if self.cache is not None:
             body = self.provider.request_body(request)
             if body is not None:
-                key = cache_key(self._cache_scope, self.provider.model, body, request.epoch)
+                stop = self.provider.stop_applied_after(request)
+                key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop)
                 hit = self.cache.get(key)
                 if hit is not None:
                     return GenerationOutcome(hit.model_copy(update={"cached": True}), None, 0)

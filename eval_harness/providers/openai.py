@@ -89,6 +89,16 @@ class OpenAIWire(HTTPProvider):
         """The reasoning effort to request, if any."""
         return None
 
+    def sends_stop(self) -> bool:
+        """Whether stop sequences go in the body; else the answer is cut at them here. The Responses API has
+        no ``stop``, and reasoning models reject it ("Not supported with latest reasoning models o3 and
+        o4-mini", the Chat Completions reference)."""
+        return self.endpoint != "responses" and not self.omits_sampling()
+
+    def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
+        stop = request.config.stop
+        return None if not stop or self.sends_stop() else list(stop)
+
     # request -------------------------------------------------------------------------------------------
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         config = request.config
@@ -115,7 +125,7 @@ class OpenAIWire(HTTPProvider):
                     body["reasoning_effort"] = effort
             if config.max_tokens is not None:
                 body["max_tokens" if endpoint == "completions" else self.max_tokens_field] = config.max_tokens
-            if config.stop:
+            if config.stop and self.sends_stop():
                 body["stop"] = list(config.stop)
             if config.seed is not None:
                 body["seed"] = config.seed
@@ -134,12 +144,14 @@ class OpenAIWire(HTTPProvider):
         reply = await self.post(path, body, raw_text=self.streaming)
         try:
             if self.streaming:
-                return self._from_stream(reply, endpoint)
-            if endpoint == "responses":
-                return self._from_responses(reply, request.config.stop)
-            return self._from_choices(reply, endpoint)
+                completion = self._from_stream(reply, endpoint)
+            elif endpoint == "responses":
+                completion = self._from_responses(reply)
+            else:
+                completion = self._from_choices(reply, endpoint)
         except ProviderError as exc:
             raise self.labelled(exc) from None
+        return _cut_at(completion, self.stop_applied_after(request))
 
     def _usage(self, raw: Any, input_key: str, output_key: str) -> tuple[Usage, bool]:
         if not isinstance(raw, dict):
@@ -204,7 +216,7 @@ class OpenAIWire(HTTPProvider):
             thinking if isinstance(thinking, str) else None,
         )
 
-    def _from_responses(self, reply: Reply, stop: list[str] | None) -> Completion:
+    def _from_responses(self, reply: Reply) -> Completion:
         data = reply.data
         status = data.get("status")
         if status == "failed":
@@ -230,15 +242,15 @@ class OpenAIWire(HTTPProvider):
                         thoughts.append(str(part["text"]))
         if not texts and status == "completed":
             raise ProviderResponseError("the response has no output_text in output[].content")
-        text, stopped = apply_stop("".join(texts), stop)
         if status == "incomplete":
             reason = (data.get("incomplete_details") or {}).get("reason")
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
         else:
-            finish = "stop" if stopped or status == "completed" else str(status)
+            finish = "stop" if status == "completed" else str(status)
         return self._completion(
-            reply, data, text, finish, data.get("usage"), ("input_tokens", "output_tokens"), "\n\n".join(thoughts)
-        )
+            reply, data, "".join(texts), finish, data.get("usage"), ("input_tokens", "output_tokens"),
+            "\n\n".join(thoughts),
+        )  # fmt: skip
 
     def _from_stream(self, reply: Reply, endpoint: Endpoint) -> Completion:
         text: list[str] = []
@@ -295,6 +307,14 @@ class OpenAIWire(HTTPProvider):
         if status == 429 and error_code(body) in ("insufficient_quota", "billing_hard_limit_reached"):
             return None
         return super().is_transient_4xx(status, body)
+
+
+def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
+    """The answer cut at the first stop sequence the server was not given (finish reason then "stop")."""
+    if not stop:
+        return completion
+    text, stopped = apply_stop(completion.text, stop)
+    return completion.model_copy(update={"text": text, "finish_reason": "stop"}) if stopped else completion
 
 
 def _events(text: str) -> Iterator[dict[str, Any] | None]:
