@@ -397,6 +397,7 @@ def _plan(
     config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
     manifest: RunManifest, run_dir: Path, generation: GenerateConfig, dataset_stamp: tuple[int, int] | None,
 ) -> RunPlan:  # fmt: skip
+    parts.provider.check_generation(generation)
     return RunPlan(
         config=config,
         task=task,

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import TaskRoot
 from fake_llm_server import FakeLLMServer, Reply, answer, overloaded, rate_limited, server_error, unauthorized
 from pydantic import SecretStr
 
-from eval_harness.config import Settings
+from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
 from eval_harness.providers.anthropic import DEFAULT_MAX_TOKENS, parse_reset_time
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
+from eval_harness.runner import plan_run
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
 
 KEY = "sk-ant-test-0123456789"
@@ -174,3 +176,25 @@ async def test_401_stops_with_an_authentication_error(server: FakeLLMServer) -> 
 def test_anthropic_without_a_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         create_provider(f"anthropic/{MODEL}", {}, ProviderContext(settings=Settings()))
+
+
+def test_temperature_and_top_p_together_are_refused_before_the_run_for_claude_4_models() -> None:
+    context = ProviderContext(settings=Settings(anthropic_api_key=SecretStr(KEY)))
+    both = GenerateConfig(temperature=0.5, top_p=0.9)
+    with pytest.raises(ConfigError, match="takes temperature or top_p, not both; drop one"):
+        create_provider("anthropic/claude-sonnet-4-5", {}, context).check_generation(both)
+    create_provider("anthropic/claude-3-5-haiku-latest", {}, context).check_generation(both)  # Claude 3 takes both
+    create_provider("anthropic/claude-sonnet-4-5", {}, context).check_generation(GenerateConfig(top_p=0.9))
+
+
+def test_a_run_with_temperature_and_top_p_for_claude_4_stops_before_anything_is_written(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    task = task_root.task("both", 'name = "both"\ntemplate = "plain.jinja2"\nscorers = [{name = "exact_match"}]\n'
+                          '[dataset]\npath = "data/adder.jsonl"\n[generation]\ntop_p = 0.9\n')  # fmt: skip
+    config = RunConfig(task=str(task), model="anthropic/claude-haiku-4-5", output_dir=task_root.root / "out",
+                       generation={"temperature": 0.2})  # fmt: skip
+    with pytest.raises(ConfigError, match="anthropic/claude-haiku-4-5: the Messages API takes temperature or top_p"):
+        plan_run(config)
+    assert not (task_root.root / "out").exists()

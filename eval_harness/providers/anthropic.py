@@ -21,7 +21,7 @@ from pydantic import Field
 from eval_harness.errors import ConfigError, ProviderError, ProviderResponseError
 from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, field, int_or_none, sampling
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
-from eval_harness.types import Completion, GenerateRequest, Usage
+from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -70,6 +70,15 @@ class AnthropicProvider(HTTPProvider):
 
     def configured_base_url(self) -> str | None:
         return self.context.settings.anthropic_base_url
+
+    def check_generation(self, config: GenerateConfig) -> None:
+        # "Use only temperature OR top_p, not both ... This will error in Sonnet 4.5" (Anthropic's migration
+        # guide to Claude 4); the Claude 3 models take both
+        if config.temperature is not None and config.top_p is not None and not self.model.startswith("claude-3"):
+            raise ConfigError(
+                f"anthropic/{self.model}: the Messages API takes temperature or top_p, not both; drop one "
+                "(--temperature, or the task's [generation])"
+            )
 
     def auth_headers(self) -> dict[str, str]:
         key = self.context.settings.anthropic_api_key

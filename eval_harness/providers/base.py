@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
 from eval_harness.registry import Registry
-from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage, first_problem
+from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Usage, first_problem
 
 
 class ProviderOptions(BaseModel):
@@ -82,6 +82,11 @@ class Provider(ABC):
 
     def request_body(self, request: GenerateRequest) -> dict[str, Any] | None:
         """The exact wire body for ``request`` (used as the response-cache key); None if not cacheable."""
+        return None
+
+    def check_generation(self, config: GenerateConfig) -> None:
+        """Raise ``ConfigError`` for generation options this model's API refuses (checked before the run, not
+        met as the same error on every sample); the default accepts every option."""
         return None
 
     def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
