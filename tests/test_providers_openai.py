@@ -392,16 +392,40 @@ async def test_connection_pool_keeps_in_flight_requests_within_concurrency(serve
     assert server.max_in_flight == 3
 
 
-async def test_keep_alive_connection_closed_by_the_server_is_replaced(server: FakeLLMServer) -> None:
-    provider = make("openai/gpt-4o", server, concurrency=1)
+async def test_keep_alive_connection_closed_by_the_server_is_replaced_by_a_counted_retry(
+    server: FakeLLMServer,
+) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=1))
     try:
-        first = await provider.generate(request())
-        server.stop()  # closes the idle keep-alive connection
+        first = await gateway.generate(request())
+        server.stop()  # closes the idle keep-alive connection, before the client's loop can notice
         server.start()  # same port
-        second = await provider.generate(request())
+        second = await gateway.generate(request())
     finally:
-        await provider.aclose()
-    assert first.text == second.text == "4"
+        await gateway.aclose()
+    assert first.completion is not None and second.completion is not None
+    assert first.completion.text == second.completion.text == "4"
+    # the server may have seen the request on the dropped connection: the new try is counted, and at once
+    assert (second.attempts, second.retries, second.backoff_s) == (2, {"connection": 1}, 0.0)
+
+
+async def test_with_no_retries_allowed_a_dropped_kept_alive_connection_is_not_tried_again(
+    server: FakeLLMServer,
+) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=0))
+    try:
+        await gateway.generate(request())
+        server.stop()
+        server.start()
+        second = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    assert second.completion is None and isinstance(second.error, ProviderConnectionError)
+    assert second.attempts == 1 and len(server.generation_requests()) == 1  # the restarted server saw nothing
 
 
 # openai-compatible ---------------------------------------------------------------------------------------

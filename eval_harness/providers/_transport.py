@@ -11,8 +11,10 @@ directly; ``_httpx_pool.PooledTransport`` puts it under an ``httpx.AsyncClient``
 Timeouts: ``connect`` bounds the TCP/TLS handshake and ``read`` the longest silence while a response is
 awaited; one periodic check per pool enforces ``read`` (a timer per request costs a handle and two heap
 operations on every request), so a silent connection fails at most a quarter of the timeout (at most 1 s)
-after the timeout. A request sent on a keep-alive connection that the server had already closed (no byte of a
-response came back) is sent once more on a fresh connection.
+after the timeout. A request on a keep-alive connection that closes before any byte of the response came back
+raises ``StaleConnection``: the server most likely closed it as idle and never saw the request, but it may
+have, so the pool does not send it again itself; the gateway's retries do, at once, counted and bounded
+like any other (``--max-retries``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ class ReadTimedOut(TransportError):
 
 class ConnectionDropped(TransportError):
     """The server closed or reset the connection before the response ended."""
+
+
+class StaleConnection(ConnectionDropped):
+    """A kept-alive connection closed before any byte of the response came back: most often the server had
+    just closed it as idle and never saw the request, so trying again at once is worth it; but it may have
+    processed it, so the retry is the caller's to count and to bound (``--max-retries``)."""
 
 
 class MalformedResponse(TransportError):
@@ -387,26 +395,24 @@ class ConnectionPool:
         slots = self._slots
         await slots.acquire()
         try:
-            for _ in range(2):
-                connection, reused = self._idle_connection(origin)
-                if connection is None:
-                    connection = await self._connect(origin)
-                self._watch(connection)
-                try:
-                    response = await connection.round_trip(data)
-                except ConnectionDropped:
-                    connection.close()
-                    if reused and not connection.received_any:
-                        continue  # the server closed this idle connection; it never saw the request
-                    raise
-                except BaseException:
-                    connection.close()
-                    raise
-                finally:
-                    self._awaiting.discard(connection)
-                self._park(origin, connection)
-                return response
-            raise ConnectionDropped("connection closed")  # pragma: no cover - the second try uses a fresh one
+            connection, reused = self._idle_connection(origin)
+            if connection is None:
+                connection = await self._connect(origin)
+            self._watch(connection)
+            try:
+                response = await connection.round_trip(data)
+            except ConnectionDropped as exc:
+                connection.close()
+                if reused and not connection.received_any:
+                    raise StaleConnection(f"a kept-alive connection closed before the response began ({exc})") from None
+                raise
+            except BaseException:
+                connection.close()
+                raise
+            finally:
+                self._awaiting.discard(connection)
+            self._park(origin, connection)
+            return response
         finally:
             slots.release()
 
@@ -486,6 +492,7 @@ __all__ = [
     "RawResponse",
     "ReadTimedOut",
     "ResponseHead",
+    "StaleConnection",
     "TransportError",
     "origin_of",
 ]

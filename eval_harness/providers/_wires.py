@@ -25,6 +25,7 @@ from eval_harness.providers._transport import (
     ConnectionPool,
     ConnectTimedOut,
     ReadTimedOut,
+    StaleConnection,
     TransportError,
     origin_of,
 )
@@ -110,6 +111,10 @@ class PooledWire:
             status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
+        except StaleConnection as exc:  # retried at once, on a fresh connection, counted like any retry
+            raise ProviderConnectionError(
+                f"{type(exc).__name__}: {exc}", retry_cause="connection", retry_after=0.0
+            ) from None
         except TransportError as exc:
             raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
         return status, headers, _decoded(body, headers.get("content-encoding"))
