@@ -510,6 +510,18 @@ async def test_the_httpx_client_speaks_the_same_wire(server: FakeLLMServer, kind
     assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
 
 
+@pytest.mark.parametrize("args", [{}, {"api_key": "sk-given-as-model-arg-42"}])
+def test_a_base_url_holding_the_key_is_refused_without_echoing_it(args: dict[str, str]) -> None:
+    key = args.get("api_key", KEY)
+    with pytest.raises(ConfigError, match="base_url holds an API key") as caught:
+        create_provider(
+            "openai-compatible/x",
+            {"base_url": f"http://127.0.0.1:9/v1?key={key}", **args},
+            ProviderContext(settings=settings()),
+        )
+    assert key not in str(caught.value)
+
+
 @pytest.fixture
 def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):

@@ -257,6 +257,12 @@ class HTTPProvider(Provider):
                 f"{self.provider_name}/{model}: base_url must not carry user:password@; give a key with "
                 "--model-arg api_key_env=NAME or the provider's key variable"
             )
+        given = [value.get_secret_value() for value in dict(options).values() if isinstance(value, SecretStr)]
+        if any(secret in self.base_url for secret in [*context.settings.secrets(), *given] if len(secret) >= 4):
+            raise ConfigError(  # not echoed, as the rest of the URL is not: the key is in it
+                f"{self.provider_name}/{model}: base_url holds an API key, and the base_url is recorded in the "
+                "manifest; give the key through the provider's key variable or --model-arg api_key_env=NAME"
+            )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
         )
