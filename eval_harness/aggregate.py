@@ -10,8 +10,12 @@ because the two bytes ``,"`` never occur inside a JSON string (a quote there is 
 followed by ``"key":`` is always a key. Any line that does not have exactly the expected shape (an error
 whose scorer failed half-way, retries, escaped characters in the id, a record written by another tool)
 is parsed with ``orjson`` instead, so the fast path decides only how fast a line is read, never what is
-read from it. The fast path checks the structure around the fields it reads, not the validity of the
-whole line: a line damaged in the middle of its output text is not noticed.
+read from it, nor whether the line is refused. So the values it reads are held to what the orjson path
+accepts: JSON's own number grammar (no ``.5``, ``1.``, ``+1`` or ``01``, nothing beyond float64) and the
+record's types (``"epoch":0.0`` and ``"prompt_tokens":3.0`` are floats, which the orjson path refuses as
+``record_problem`` does); a value it cannot tell is left to orjson, which refuses it naming file, line and
+field. The fast path checks the structure around the fields it reads, not the validity of the whole line:
+a line damaged in the middle of its output text is not noticed.
 
 Records of the same ``(sample_id, epoch)`` may repeat after ``--retry-errors``; the last one wins.
 Identities are 128-bit hashes of the UTF-8 sample id (and epoch), computed with numpy, so that a million
@@ -85,8 +89,20 @@ _NUMBER_WIDTH: Final[int] = 24
 # Ids and axis names longer than this go through orjson: it bounds the gather matrix of a chunk.
 _MAX_NAME_BYTES: Final[int] = 512
 
-_NUMBER_CHARS = np.zeros(256, dtype=np.bool_)
-_NUMBER_CHARS[np.frombuffer(b"0123456789.eE+-", dtype=np.uint8)] = True
+# Each byte's part in the text of a number, as one bit: a digit; a point; what may not follow a point (an
+# exponent's letter, or the NUL padding after the text: the bit just above the point's, so that a shift by
+# one lines them up); a sign; a byte no number has.
+_IS_DIGIT, _IS_POINT, _NOT_AFTER_POINT, _IS_SIGN, _NOT_NUMBER = 0x01, 0x02, 0x04, 0x08, 0x80
+_NUMBER_BITS = np.full(256, _NOT_NUMBER, dtype=np.uint8)
+_NUMBER_BITS[np.frombuffer(b"0123456789", dtype=np.uint8)] = _IS_DIGIT
+_NUMBER_BITS[ord(".")] = _IS_POINT
+_NUMBER_BITS[np.frombuffer(b"eE\x00", dtype=np.uint8)] = _NOT_AFTER_POINT
+_NUMBER_BITS[np.frombuffer(b"+-", dtype=np.uint8)] = _IS_SIGN
+_MINUS, _ZERO_DIGIT = ord("-"), ord("0")
+_ANY_NOT_NUMBER = np.uint64(_NOT_NUMBER * 0x0101010101010101)
+_ANY_POINT = np.uint64(_IS_POINT * 0x0101010101010101)
+_PADDING_WORD = np.uint64(_NOT_AFTER_POINT)
+_BYTE, _LAST_BYTE, _ONE_BIT = np.uint64(8), np.uint64(56), np.uint64(1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,6 +157,10 @@ _ZEROS = np.uint64(0x3030303030303030)
 _SWAR_1, _SWAR_2 = np.uint64(0x0F000F000F000F00), np.uint64(0x000F000F000F000F)
 _SWAR_3, _SWAR_4 = np.uint64(0x00FF000000FF0000), np.uint64(0x000000FF000000FF)
 _SWAR_5, _SWAR_6 = np.uint64(0x0000FFFF00000000), np.uint64(0x000000000000FFFF)
+_FIRST_BYTE = np.uint64(0xFF)
+_POWERS_OF_TEN = np.array([10**k for k in range(9)], dtype=np.uint64)
+# Integers of more digits are read by orjson: float64 columns hold integers exactly up to 2**53 only.
+_MAX_INTEGER_DIGITS: Final[int] = 15
 
 
 def _parse_cells(cells: NDArray[np.uint8]) -> tuple[F64, Bool]:
@@ -158,6 +178,32 @@ def _parse_cells(cells: NDArray[np.uint8]) -> tuple[F64, Bool]:
         values, good = _parse_texts(unique)
         return values[inverse.reshape(-1)], good[inverse.reshape(-1)]
     return _parse_texts(texts)
+
+
+def _json_number_texts(cells: NDArray[np.uint8]) -> Bool:
+    """Which rows of NUL-padded text (a whole number of words wide) spell a JSON number, as far as ``float()``
+    does not check it: ``float()`` also takes ``+1``, ``.5``, ``-.5``, ``01``, ``1.`` and ``1.e5``, which orjson
+    refuses (what both refuse, such as ``1e`` or ``1+2``, is left to ``float()``).
+
+    The bytes' parts (``_NUMBER_BITS``) are combined eight at a time, a word per row and column, so that the
+    check costs no more than a byte-by-byte test of the characters alone."""
+    bits = _NUMBER_BITS[cells].view("<u8")
+    count = bits.shape[1]
+    seen = np.zeros(bits.shape[0], dtype=np.uint64)
+    point_then = np.zeros_like(seen)
+    for j in range(count):
+        word = bits[:, j]
+        # each byte's follower: the next word's first byte after the last, the padding after the last word
+        after = (word >> _BYTE) | ((bits[:, j + 1] if j + 1 < count else _PADDING_WORD) << _LAST_BYTE)
+        seen |= word
+        point_then |= word & (after >> _ONE_BIT)
+    ok: Bool = ((seen & _ANY_NOT_NUMBER) | (point_then & _ANY_POINT)) == 0
+    minus = cells[:, 0] == _MINUS
+    lead = np.where(minus, cells[:, 1], cells[:, 0])
+    second = np.where(minus, cells[:, 2], cells[:, 1])
+    # a digit first (after at most a minus), and no leading zero before another digit
+    ok &= (_NUMBER_BITS[lead] == _IS_DIGIT) & ((lead != _ZERO_DIGIT) | (_NUMBER_BITS[second] != _IS_DIGIT))
+    return ok
 
 
 def _parse_texts(texts: NDArray[np.bytes_]) -> tuple[F64, Bool]:
@@ -242,17 +288,6 @@ _ROW_COLUMNS: Final[dict[str, tuple[Any, Any]]] = {
     "offset": (np.int64, 0),
     "line": (np.int64, 0),
 }
-# What ``light`` reading leaves out (see load_columns).
-_HEAVY_COLUMNS: Final = (
-    "prompt_tokens",
-    "completion_tokens",
-    "judge_used",
-    "judge_prompt_tokens",
-    "judge_completion_tokens",
-    "judge_cost_usd",
-    "cached",
-    "backoff_s",
-)
 
 
 @dataclass
@@ -569,38 +604,44 @@ class _Buffer:
             count = -(-int(size.max()) // 8)
             words = np.stack([_masked_words(self.words, at, size, j) for j in range(count)], axis=1)
             cells = words.view(np.uint8).reshape(rest.size, 8 * count)
-            valid = np.all(_NUMBER_CHARS[cells] | (cells == 0), axis=1)
+            valid = _json_number_texts(cells)
             rest, cells = rest[valid], np.ascontiguousarray(cells[valid])
             parsed, parsed_ok = _parse_cells(cells)
             out[rest] = parsed
-            ok[rest] = parsed_ok
+            ok[rest] = parsed_ok & np.isfinite(parsed)  # orjson refuses what overflows a float64 (1e400)
         return out, ok
 
     def integers(self, start: I64, end: I64) -> tuple[F64, Bool]:
-        """Parse non-negative JSON integers in the spans (counts, epochs); others go to :meth:`numbers`.
-
-        Up to 8 digits are read from one word with the SWAR digit-combining steps (a handful of operations
-        on one uint64 per span) instead of a string conversion.
+        """Parse JSON integers of 1 to 15 digits without a sign in the spans (counts, epochs); the mask says
+        which spans were such integers. The others are left to orjson: ``null``, a negative count and
+        16 digits or more (beyond float64's exact integers) it reads; ``0.0``, ``3e0`` (floats, which an
+        integer field refuses) and ``01`` (not JSON) it refuses.
         """
         length = end - start
-        short = (length >= 1) & (length <= 8)
-        size = np.where(short, length, 0)
+        value, ok, word = self._digits(start, np.clip(length, 0, 8))
+        ok &= (length >= 1) & (length <= _MAX_INTEGER_DIGITS)
+        ok &= ((word & _FIRST_BYTE) != _ZERO_DIGIT) | (length == 1)
+        long = np.flatnonzero(ok & (length > 8))
+        if long.size:  # read as two runs of digits: the first eight, then the rest
+            rest = length[long] - 8
+            low, low_ok, _ = self._digits(start[long] + 8, rest)
+            value[long] = value[long] * _POWERS_OF_TEN[rest] + low
+            ok[long] = low_ok
+        return np.where(ok, value, 0).astype(np.float64), ok
+
+    def _digits(self, start: I64, size: I64) -> tuple[U64, Bool, U64]:
+        """The ``size`` (1 to 8) bytes at ``start`` read as decimal digits: their values, whether they are all
+        digits, and the words they were read from. One word per span, combined with the SWAR digit-combining
+        steps (a handful of operations on one uint64) instead of a string conversion."""
         word = _masked_words(self.words, start, size, 0)
         cells = word.view(np.uint8).reshape(-1, 8)
         inside = size[:, None] > _COLUMNS
-        ok = short & np.all(~inside | ((cells >= 48) & (cells <= 57)), axis=1)
+        ok = np.all(~inside | ((cells >= 48) & (cells <= 57)), axis=1)
         # Digits as values, the most significant in byte 0, right-aligned into 8 places (leading zeros).
         digits = (word - (_ZEROS & _MASKS[size])) << (np.uint64(8) * (np.uint64(8) - size.astype(np.uint64)))
         pairs = ((digits & _SWAR_1) >> np.uint64(8)) + (digits & _SWAR_2) * np.uint64(10)
         quads = ((pairs & _SWAR_3) >> np.uint64(16)) + (pairs & _SWAR_4) * np.uint64(100)
-        value = ((quads & _SWAR_5) >> np.uint64(32)) + (quads & _SWAR_6) * np.uint64(10000)
-        out = np.where(ok, value, 0).astype(np.float64)
-        other = np.flatnonzero(~ok)
-        if other.size:
-            values, good = self.numbers(start[other], end[other])
-            out[other] = values
-            ok[other] = good
-        return out, ok
+        return ((quads & _SWAR_5) >> np.uint64(32)) + (quads & _SWAR_6) * np.uint64(10000), ok, word
 
     def literals(self, start: I64, end: I64) -> tuple[Bool, Bool]:
         """``true``/``false``/``null`` in the spans: (value, recognised); null reads as False."""
@@ -623,7 +664,8 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     """Fill ``chunk`` for every line of the expected shape; return which lines were filled.
 
     ``light`` reads only what a comparison needs (identity, axis, score, error, passed, latency, cost) and
-    checks the shape of each line only around those fields: about half the work.
+    checks the shape of each line only around those fields, the fields every record has and the end of the
+    line: about half the work. It does not look inside the values of the fields it does not read.
     """
     starts, ends = b.starts, b.ends
     # Head: {"sample_id":"ID","epoch":N,"axis":"AXIS","tags":
@@ -663,6 +705,11 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     for row in np.flatnonzero(ok & has_error).tolist():  # about 1% of the lines
         ok[row] = _FINISHED_AFTER_ERROR.search(b.text(int(c_message[row]), int(ends[row]))) is not None
     ok &= ~b.has_keys((_SCHEMA_VERSION,), starts - 1, ends)
+    # The end of the line: ,"backoff_s":X} after the error (a line cut short and ended by hand goes to orjson).
+    # Its last comma is the one before the next line's first (no comma lies between a line and the next).
+    i_backoff = np.concatenate((i_epoch[1:], b.first_comma_index(ends[-1:]))) - 1
+    c_backoff = b.at(i_backoff)
+    ok &= b.match(c_backoff, _BACKOFF) & (b.byte(ends - 1) == _BRACE) & (c_backoff > c_error)
 
     spans: dict[str, tuple[I64, I64]] = {
         "epoch": (c_epoch + len(_EPOCH), c_axis),
@@ -709,10 +756,8 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         )
         ok &= judge_null | judge_object
 
-        # Tail: ,"retries":{},"backoff_s":X}
-        i_backoff = b.first_comma_index(ends) - 1
-        c_backoff, c_retries = b.at(i_backoff), b.at(i_backoff, -1)
-        ok &= b.match(c_backoff, _BACKOFF) & (b.byte(ends - 1) == _BRACE)
+        # No retries just before the backoff: a record that has some goes to orjson, which reads them.
+        c_retries = b.at(i_backoff, -1)
         ok &= b.match(c_retries, _RETRIES_EMPTY) & (c_retries + len(_RETRIES_EMPTY) == c_backoff)
         ok &= c_retries > c_cached
 
@@ -749,11 +794,8 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     for name, (start, end) in literals.items():
         flags[name], recognised = b.literals(start[rows], end[rows])
         good &= recognised
-    epoch = values["epoch"]
-    good &= np.isfinite(epoch) & (epoch >= 0) & (epoch == np.floor(epoch))
-    for name in ("prompt_tokens", "completion_tokens", "backoff_s"):
-        if name in values:
-            good &= ~np.isnan(values[name])
+    if "backoff_s" in values:  # null: the orjson path reads it as 0
+        good &= ~np.isnan(values["backoff_s"])
     scored = walk_ok[rows]
     scores: list[F64] = []
     for start, end in scorer_spans:
@@ -818,7 +860,17 @@ def _count(value: Any, name: str) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadField(name, f"expected an integer or null, got {json_type_name(value)}")
+    return _int64(value, name)
+
+
+def _int64(value: int, name: str) -> int:
+    # orjson reads integers up to 2**64 - 1 (smaller negative ones as floats); a column holds up to 2**63 - 1
+    if value > _INT64_MAX:
+        raise _BadField(name, f"{value} is out of range")
     return value
+
+
+_INT64_MAX: Final[int] = 2**63 - 1
 
 
 def _object(value: Any, name: str) -> dict[str, Any]:
@@ -842,13 +894,15 @@ def _slow_row(
     axis_index: dict[str, int],
     type_index: dict[str, int],
     ids: list[str],
+    light: bool,
 ) -> None:
     """Fill row ``row`` of ``chunk`` from a parsed line; raises ``_BadField`` when it is not a record of this
-    schema version (``record_problem``) or a field read here has the wrong type."""
+    schema version (``record_problem``) or a field read here has the wrong type. ``light`` reads (and checks)
+    what the fast path's light read does, and nothing else."""
     problem = record_problem(record)
     if problem is not None:
         raise _BadField(*problem)
-    chunk.epoch[row] = record["epoch"]
+    chunk.epoch[row] = _int64(record["epoch"], "epoch")
     chunk.axis[row] = _code(chunk.axis_name, axis_index, record["axis"])
     score = _number(record.get("score"), "score")
     error = record.get("error")
@@ -862,6 +916,14 @@ def _slow_row(
     chunk.passed[row] = _flag(record.get("passed"), "passed")
     chunk.latency_ms[row] = _number(record.get("latency_ms"), "latency_ms")
     chunk.cost_usd[row] = _number(record.get("cost_usd"), "cost_usd")
+    ids.append(record["sample_id"])
+    if not light:
+        _slow_heavy_fields(record, chunk, row)
+
+
+def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int) -> None:
+    """The fields of a record that a light read leaves out, unread and unchecked on both paths: usage,
+    judge_usage, judge_cost_usd, cached, backoff_s, scores and retries (``compare`` reads none of them)."""
     chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"), "usage")
     judge_usage = record.get("judge_usage")
     chunk.judge_used[row] = judge_usage is not None
@@ -875,7 +937,6 @@ def _slow_row(
     retries = _object(record.get("retries"), "retries")
     if retries:
         chunk.retries[row] = {cause: _count(count, f"retries.{cause}") for cause, count in retries.items()}
-    ids.append(record["sample_id"])
 
 
 class _DamagedLine(Exception):
@@ -901,9 +962,8 @@ def _parse_chunk(b: _Buffer, base_offset: int, keys: Sequence[str], fast: bool, 
     ids: list[str] = []
     for row in slow.tolist():
         try:
-            _slow_row(
-                orjson.loads(b.text(int(b.starts[row]), int(b.ends[row]))), chunk, row, axis_index, type_index, ids
-            )
+            record = orjson.loads(b.text(int(b.starts[row]), int(b.ends[row])))
+            _slow_row(record, chunk, row, axis_index, type_index, ids, light)
         except orjson.JSONDecodeError:
             raise _DamagedLine(base_offset + int(b.starts[row]), None) from None
         except _BadField as exc:
@@ -1022,12 +1082,14 @@ def load_columns(
     parallel; they are forked, so the caller must not have threads running (see :func:`default_workers`).
     ``light`` reads only what a comparison needs (identity, axis, epoch, score, error and its type,
     passed, latency, cost) in about half the time; the other columns are then zero (counts, backoff), NaN
-    (judge cost) or empty (scorers) for every row. A missing file reads as no records; a torn last line
-    (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file
-    and line. ``start`` (the beginning of a line) reads only the bytes from there; line numbers then
+    (judge cost) or empty (scorers, retries) for every row. It refuses what a full read refuses, but for
+    the values of the fields it leaves out (usage, judge_usage, judge_cost_usd, cached, backoff_s, scores,
+    retries), which neither path looks at then. A missing file reads as no records; a torn last line
+    (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file,
+    line and field. ``start`` (the beginning of a line) reads only the bytes from there; line numbers then
     count from it. ``block_bytes`` is the size of the blocks read (the parse's temporaries scale with it).
     """
-    keys = list(scorer_keys)
+    keys = [] if light else list(scorer_keys)  # a light read fills no scorer columns
     size = samples_path.stat().st_size if samples_path.exists() else 0
     ranges = (
         [(start + a, None if b is None else start + b) for a, b in _ranges(samples_path, size - start, workers, start)]
@@ -1105,12 +1167,6 @@ def load_columns(
     for value in retries_by_row.values():
         totals.update(value)
     columns.retries = dict(totals)
-    if light:
-        # Lines read by orjson carry everything; blank it so that no row has what the others lack.
-        for name in _HEAVY_COLUMNS:
-            getattr(columns, name)[:] = _ROW_COLUMNS[name][1]
-        columns.scorers = {}
-        columns.retries = {}
     return columns
 
 
