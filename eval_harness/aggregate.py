@@ -54,6 +54,7 @@ from eval_harness.tally import (
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 __all__ = [
+    "BY_SAMPLE",
     "EpochStats",
     "RunColumns",
     "ScorerDistribution",
@@ -64,6 +65,7 @@ __all__ = [
     "judge_cost",
     "load_columns",
     "per_axis",
+    "per_sample_means",
     "read_records_at",
     "scorer_distribution",
     "scorer_distributions",
@@ -1246,11 +1248,15 @@ class _AxisInputs:
     cost_known: bool
     prompt_tokens: int
     completion_tokens: int
+    units: F64 | None = None
+    """With several epochs, each sample's mean final score: the units of the interval (None: one epoch, the
+    records are the units)."""
 
     @classmethod
     def of_columns(cls, columns: RunColumns) -> _AxisInputs:
         latency, cost = columns.latency_ms, columns.cost_usd
         return cls(
+            units=per_sample_means(columns, columns.final),
             final=columns.final,
             latency_ms=latency[~np.isnan(latency)],
             cost_usd=cost[~np.isnan(cost)],
@@ -1279,7 +1285,10 @@ class _AxisInputs:
     def joined(cls, parts: Sequence[_AxisInputs]) -> _AxisInputs:
         if len(parts) == 1:
             return parts[0]
+        # a sample is on one axis: the axes' units together are the run's
+        units = None if all(p.units is None for p in parts) else np.concatenate([_units(p) for p in parts])
         return cls(
+            units=units,
             final=np.concatenate([p.final for p in parts]) if parts else np.empty(0),
             latency_ms=np.concatenate([p.latency_ms for p in parts]) if parts else np.empty(0),
             cost_usd=np.concatenate([p.cost_usd for p in parts]) if parts else np.empty(0),
@@ -1291,6 +1300,29 @@ class _AxisInputs:
         )
 
 
+def _units(inputs: _AxisInputs) -> F64:
+    return inputs.final if inputs.units is None else inputs.units
+
+
+def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
+    """Each sample's mean of ``values`` (one per row of ``columns``), when some sample has several rows
+    (epochs); None when every row is a sample of its own.
+
+    Several epochs of one sample are not independent evidence (a temperature-0 model repeats itself), so
+    with epochs the intervals and tests take one unit per sample, the mean of its epochs."""
+    if values.size == 0 or not np.any(columns.epoch != 0):
+        return None
+    samples, sample = np.unique(columns.sample_hash[:, 0], return_inverse=True)
+    if samples.size == values.size:
+        return None
+    means: F64 = np.bincount(sample, weights=values) / np.bincount(sample)
+    return means
+
+
+BY_SAMPLE = "-by-sample"
+"""Appended to an interval method computed over per-sample means (several epochs)."""
+
+
 def axis_stats(columns: RunColumns, name: str, ci_method: str = "auto", seed: int = 0) -> AxisStats:
     """Aggregates of all rows of ``columns`` (select rows first with ``take``) under the label ``name``."""
     return _axis_stats(_AxisInputs.of_columns(columns), name, ci_method, seed)
@@ -1300,7 +1332,10 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
     # Sorted, and summed exactly (fsum): the statistics must not depend on the order of the records,
     # which a crash and resume changes, down to the last bit.
     final = np.sort(inputs.final)
-    if final.size:
+    if final.size and inputs.units is not None:
+        _, low, high, method = mean_ci(np.sort(inputs.units), method=ci_method, seed=seed)
+        mean, method = float(final.mean()), method + BY_SAMPLE  # the mean of the records, as mean_ci's
+    elif final.size:
         mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
     else:
         mean, low, high, method = None, None, None, "none"

@@ -15,12 +15,14 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from eval_harness.aggregate import (
+    BY_SAMPLE,
     RunColumns,
     ScorerDistribution,
     default_workers,
     epoch_stats,
     load_columns_cached,
     per_axis,
+    per_sample_means,
     scorer_distributions,
     scorer_keys,
     summarize_columns,
@@ -184,10 +186,12 @@ class ProfileReport(BaseModel):
 
 
 def _report_axis(stats: AxisStats, rows: RunColumns, ci_method: str, seed: int) -> ReportAxis:
-    clean = rows.final[~rows.error]
+    clean_rows = rows.take(~rows.error)
+    clean = clean_rows.final
     ci_excluding: tuple[float, float] | None = None
     if clean.size:
-        _, low, high, _ = mean_ci(clean, method=ci_method, seed=seed)
+        units = per_sample_means(clean_rows, clean)  # with epochs, a sample is one unit, as in ``ci``
+        _, low, high, _ = mean_ci(clean if units is None else units, method=ci_method, seed=seed)
         ci_excluding = (low, high)
     half = (stats.ci[1] - stats.ci[0]) / 2 if stats.ci is not None else None
     return ReportAxis(
@@ -266,11 +270,17 @@ def _notes(
     if run.torn_bytes:
         notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
     if ci in ("wilson", "clopper-pearson"):
-        continuous = [a.axis for a in report_axes if a.ci_method not in (ci, "none")]
+        continuous = [a.axis for a in report_axes if a.ci_method.removesuffix(BY_SAMPLE) not in (ci, "none")]
         if continuous:
             notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} have other scores: bootstrap")
-    if any(a.ci_method == "normal" for a in report_axes):
-        names = ", ".join(a.axis for a in report_axes if a.ci_method == "normal")
+    if any(a.ci_method.endswith(BY_SAMPLE) for a in report_axes):
+        notes.append(
+            "several epochs: each sample is one unit of the intervals (the mean of its epochs), since the "
+            "epochs of one sample are not independent"
+        )
+    normal = [a.axis for a in report_axes if a.ci_method.removesuffix(BY_SAMPLE) == "normal"]
+    if normal:
+        names = ", ".join(normal)
         notes.append(f"normal (CLT) intervals for {names}: {_CI_LABELS['normal']}")
     if any(not a.cost_known for a in report_axes):
         notes.append("some records have no price: their cost is unknown, not zero")
@@ -349,6 +359,10 @@ def report_from_columns(
         torn_bytes=columns.torn_bytes,
     )
     methods = sorted({a.ci_method for a in [*report_axes, overall] if a.ci_method != "none"})
+    labels = {m: _CI_LABELS.get(m.removesuffix(BY_SAMPLE), m) for m in methods}
+    labels.update(
+        {m: f"{labels[m]}, over samples (each the mean of its epochs)" for m in methods if m.endswith(BY_SAMPLE)}
+    )
     headline = Headline(
         policy=ERROR_POLICY,
         macro_mean=summary.macro_mean,
@@ -358,7 +372,7 @@ def report_from_columns(
         micro_mean_excluding_errors=overall.mean_excluding_errors,
         axes=len(report_axes),
         records=summary.records,
-        ci_methods=[f"{m}: {_CI_LABELS.get(m, m)}" for m in methods],
+        ci_methods=[f"{m}: {labels[m]}" for m in methods],
     )
     judge_cost = summary.judge_cost_usd
     cost_known = summary.overall.cost_known

@@ -673,9 +673,10 @@ class Runner:
         started = time.monotonic()
         with RunLock(plan.run_dir):
             repair_tail(paths.samples)
-            # Records written to an empty artifact are the whole artifact: the summary can come from them.
+            # Records written to an empty artifact are the whole artifact: the summary can come from them,
+            # unless epochs make each sample one unit of the intervals (the tally keeps no sample identity)
             fresh = not paths.samples.exists() or paths.samples.stat().st_size == 0
-            self._tally = SessionTally() if fresh else None
+            self._tally = SessionTally() if fresh and plan.config.epochs == 1 else None
             start = self._resume_start(paths)
             previous = self._previous_outputs(paths.samples, start.scan) if plan.retry_errors else {}
             forced = [f"session {plan.manifest.sessions + 1}: {change}" for change in plan.forced]
