@@ -122,3 +122,19 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     """Every complete line of a run's samples.jsonl, parsed."""
     lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     return [json.loads(line) for line in lines if line.endswith("\n")]
+
+
+def as_three_identical_epochs(run: Path, into: Path) -> Path:
+    """A copy of ``run`` as a temperature-0 model would have run it with --epochs 3: every epoch repeats
+    epoch 0 (for tests that three copies of the same answers count as one unit of evidence)."""
+    import shutil
+
+    shutil.copytree(run, into)
+    records = read_records(run)
+    lines = [json.dumps({**record, "epoch": epoch}) for epoch in range(3) for record in records]
+    (into / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    (into / ".resume.json").unlink(missing_ok=True)
+    manifest = json.loads((into / "manifest.json").read_text())
+    manifest.update(epochs=3, expected_records=3 * manifest["expected_records"])
+    (into / "manifest.json").write_text(json.dumps(manifest))
+    return into

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CliResult, TaskRoot, read_records
+from conftest import CliResult, TaskRoot, as_three_identical_epochs, read_records
 
 from eval_harness.aggregate import load_columns
 from eval_harness.compare import compare_runs, join_keys
@@ -140,31 +140,11 @@ def test_reading_the_runs_in_two_processes_gives_the_same_comparison(cli: Cli, t
     assert compare_runs(a, b, parallel=True) == compare_runs(a, b, parallel=False)
 
 
-def _as_three_identical_epochs(run: Path, into: Path) -> Path:
-    """The run as a temperature-0 model would have run it with --epochs 3: every epoch repeats epoch 0."""
-    import json
-    import shutil
-
-    shutil.copytree(run, into)
-    records = read_records(run)
-    lines = [json.dumps({**record, "epoch": epoch}) for epoch in range(3) for record in records]
-    (into / "samples.jsonl").write_text("\n".join(lines) + "\n")
-    (into / ".resume.json").unlink(missing_ok=True)
-    for cache in into.glob(".columns*"):
-        cache.unlink()
-    manifest = json.loads((into / "manifest.json").read_text())
-    manifest.update(epochs=3, expected_records=3 * manifest["expected_records"])
-    (into / "manifest.json").write_text(json.dumps(manifest))
-    return into
-
-
 def test_epochs_of_one_sample_are_one_unit_of_the_paired_test(cli: Cli, task_root: TaskRoot) -> None:
     a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=0.9")
     b = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=0.5")
     once = compare_runs(a, b)
-    thrice = compare_runs(
-        _as_three_identical_epochs(a, a.parent / "a3"), _as_three_identical_epochs(b, b.parent / "b3")
-    )
+    thrice = compare_runs(as_three_identical_epochs(a, a.parent / "a3"), as_three_identical_epochs(b, b.parent / "b3"))
     # three copies of the same answers are no more evidence than one: same samples, test, p-values, intervals
     for one, three in zip([*once.axes, once.overall], [*thrice.axes, thrice.overall], strict=True):
         assert (three.n, three.samples) == (3 * one.n, one.n)

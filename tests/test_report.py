@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, TaskRoot, read_records
+from conftest import CliResult, TaskRoot, as_three_identical_epochs, read_records
 
 from eval_harness.errors import ArtifactError, ConfigError
 from eval_harness.gates import GateSpec
@@ -237,24 +237,11 @@ def test_report_after_a_same_length_edit_of_early_records_shows_the_edited_score
     assert json.loads(result.out)["overall"]["mean"] == pytest.approx(sum(r["score"] for r in read_records(run)) / 40)
 
 
-def _tripled(run: Path, into: Path) -> Path:
-    """The run as a temperature-0 model would have run it with --epochs 3: every epoch repeats epoch 0."""
-    import shutil
-
-    shutil.copytree(run, into)
-    records = read_records(run)
-    lines = [json.dumps({**record, "epoch": epoch}) for epoch in range(3) for record in records]
-    (into / "samples.jsonl").write_text("\n".join(lines) + "\n")
-    (into / ".resume.json").unlink(missing_ok=True)
-    manifest = json.loads((into / "manifest.json").read_text())
-    manifest.update(epochs=3, expected_records=3 * manifest["expected_records"])
-    (into / "manifest.json").write_text(json.dumps(manifest))
-    return into
-
-
 def test_with_epochs_each_sample_is_one_unit_of_the_intervals(cli: Cli, task_root: TaskRoot) -> None:
     once = build_report(make_run(cli, task_root, "one", "--model-arg", "skill=0.7", "--model-arg", "error_rate=0.2"))
-    thrice = build_report(_tripled(task_root.root / "results" / "one", task_root.root / "results" / "three"))
+    thrice = build_report(
+        as_three_identical_epochs(task_root.root / "results" / "one", task_root.root / "results" / "three")
+    )
     # three copies of the same answers are no more evidence than one: the same intervals, over samples
     for one, three in zip([*once.axes, once.overall], [*thrice.axes, thrice.overall], strict=True):
         assert (three.n, three.mean, three.ci) == (3 * one.n, one.mean, one.ci)
