@@ -750,7 +750,14 @@ class Runner:
                     "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
                 }
             )
-            summary = self._summary(paths, manifest, status)
+            try:
+                summary = self._summary(paths, manifest, status)
+            except ArtifactError:
+                # a line the key scan did not read cannot be summed up (another hand or tool changed it):
+                # the manifest says the session failed rather than that it is still running
+                with contextlib.suppress(ArtifactError):
+                    write_model(paths.manifest, manifest.model_copy(update={"status": "failed"}))
+                raise
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
                 if start.frontier is not None:

@@ -358,3 +358,16 @@ def test_progress_counts_cost_as_the_summary_does_failed_calls_are_not_unknown_c
     result = asyncio.run(runner.run())
     assert result.session_errors == seen[-1][1] > 0 and result.first_error is not None
     assert result.summary.overall.cost_known and all(known for known, _ in seen)
+
+
+def test_a_record_that_cannot_be_summed_up_fails_the_session_and_says_so_in_the_manifest(task_root: TaskRoot) -> None:
+    run(config(task_root, limit=6))
+    run_dir = task_root.root / "results" / "r1"
+    samples = run_dir / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    edited = json.loads(lines[0])
+    edited["usage"]["prompt_tokens"] = float(edited["usage"]["prompt_tokens"])  # not an integer: not a record
+    samples.write_text(json.dumps(edited) + "\n" + "".join(lines[1:]))
+    with pytest.raises(ArtifactError, match=r"samples\.jsonl:1: usage\.prompt_tokens"):
+        resume(run_dir)  # the resume point spares the key scan that line; the summary reads it
+    assert read_manifest(run_dir).status == "failed"  # not "running", as if a process still wrote it
