@@ -1315,7 +1315,9 @@ def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
     samples, sample = np.unique(columns.sample_hash[:, 0], return_inverse=True)
     if samples.size == values.size:
         return None
-    means: F64 = np.bincount(sample, weights=values) / np.bincount(sample)
+    # summed in value order within each sample: the means must not depend on the order of the records
+    order = np.lexsort((values, sample))
+    means: F64 = np.bincount(sample[order], weights=values[order]) / np.bincount(sample)
     return means
 
 
@@ -1333,8 +1335,10 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
     # which a crash and resume changes, down to the last bit.
     final = np.sort(inputs.final)
     if final.size and inputs.units is not None:
-        _, low, high, method = mean_ci(np.sort(inputs.units), method=ci_method, seed=seed)
-        mean, method = float(final.mean()), method + BY_SAMPLE  # the mean of the records, as mean_ci's
+        # the mean over samples, as its interval (equal to the records' mean when every sample has all its
+        # epochs; an interrupted run's samples each count once, whatever their number of epochs)
+        mean, low, high, method = mean_ci(np.sort(inputs.units), method=ci_method, seed=seed)
+        method += BY_SAMPLE
     elif final.size:
         mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
     else:

@@ -238,7 +238,9 @@ def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> 
     """Each sample's mean over its rows (``sample``: a sample index per row), or the rows as they are."""
     if sample is None:
         return final
-    return np.bincount(sample, weights=final) / np.bincount(sample)
+    order = np.lexsort((final, sample))  # summed in value order: the means must not depend on the record order
+    means: NDArray[np.float64] = np.bincount(sample[order], weights=final[order]) / np.bincount(sample)
+    return means
 
 
 def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None) -> CompareAxis:
@@ -254,12 +256,12 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
         diff_ci = None
         test, p_value = "none", 1.0
     else:
-        _, low_a, high_a, _ = mean_ci(units_a, seed=seed)
-        _, low_b, high_b, _ = mean_ci(units_b, seed=seed)
-        mean_a, mean_b = float(np.mean(a.final)), float(np.mean(b.final))
+        # means, difference, intervals and test all over the same units (samples, when there are epochs)
+        mean_a, low_a, high_a, _ = mean_ci(units_a, seed=seed)
+        mean_b, low_b, high_b, _ = mean_ci(units_b, seed=seed)
         ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
         paired = paired_comparison(units_a, units_b, seed=seed)
-        diff, diff_ci, test, p_value = mean_b - mean_a, _interval(paired.low, paired.high), paired.test, paired.p_value
+        diff, diff_ci, test, p_value = paired.diff, _interval(paired.low, paired.high), paired.test, paired.p_value
     p50_a, p95_a = a.percentiles()
     p50_b, p95_b = b.percentiles()
     cost_a, cost_b = a.cost_mean(), b.cost_mean()

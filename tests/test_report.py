@@ -256,3 +256,19 @@ def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, tas
     report = build_report(run)
     assert summary["overall"]["ci_method"] == report.overall.ci_method == "bootstrap-by-sample"
     assert tuple(summary["overall"]["ci"]) == report.overall.ci
+
+
+def test_with_unequal_epochs_each_mean_lies_in_its_interval(cli: Cli, task_root: TaskRoot) -> None:
+    # samples with all three epochs right, and many with only their first epoch, wrong (an interrupted run):
+    # the mean is over samples, as its interval is, so it cannot fall outside it
+    run = as_three_identical_epochs(
+        make_run(cli, task_root, "one", "--model-arg", "skill=0.5"), task_root.root / "results" / "uneven"
+    )
+    records = read_records(run)
+    kept = [r for r in records if r["epoch"] == 0 or r["score"] == 1.0]
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    report = build_report(run)
+    for axis in [*report.axes, report.overall]:
+        assert axis.ci is not None and axis.mean is not None and axis.ci[0] <= axis.mean <= axis.ci[1]
+    right = sum(r["score"] == 1.0 for r in records if r["epoch"] == 0)
+    assert report.overall.mean == pytest.approx(right / 40)  # 40 samples, each counted once
