@@ -371,3 +371,12 @@ def test_a_record_that_cannot_be_summed_up_fails_the_session_and_says_so_in_the_
     with pytest.raises(ArtifactError, match=r"samples\.jsonl:1: usage\.prompt_tokens"):
         resume(run_dir)  # the resume point spares the key scan that line; the summary reads it
     assert read_manifest(run_dir).status == "failed"  # not "running", as if a process still wrote it
+
+
+def test_a_wait_cut_short_by_the_timeout_counts_only_the_time_it_lasted(task_root: TaskRoot) -> None:
+    # refused with a 429 that says "retry after 30 s"; the 0.5 s per-sample timeout ends the wait
+    run(config(task_root, model="probe/p", model_args={"fail_first": "5", "retry_after": "30"}, timeout_s=0.5, limit=1))
+    (record,) = read_records(task_root.root / "results" / "r1")
+    assert record["error"]["type"] == "ProviderTimeoutError" and record["retries"] == {"rate_limit": 1}
+    # the watchdog ends a sample at most a quarter of its timeout late; before, the whole 30+ s wait was counted
+    assert 0.3 <= record["backoff_s"] <= 0.5 * 1.25 + 0.05

@@ -192,6 +192,13 @@ class CallTally:
     attempts: int = 0
     retries: dict[str, int] = field(default_factory=dict)
     waited: float = 0.0
+    waiting_until: float = 0.0
+    """When the wait counted last ends (``time.monotonic``): a cancellation before then did not spend it all."""
+
+    def wait(self, seconds: float) -> None:
+        """Count a wait about to begin."""
+        self.waited += seconds
+        self.waiting_until = time.monotonic() + seconds
 
 
 class Gateway:
@@ -263,7 +270,9 @@ class Gateway:
         return self._outcome(completion, None, tally)
 
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
-        """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled)."""
+        """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
+        cancellation cut short counts for the time it lasted)."""
+        tally.waited = max(0.0, tally.waited - max(0.0, tally.waiting_until - time.monotonic()))
         return self._outcome(None, error, tally)
 
     def _outcome(
@@ -286,7 +295,7 @@ class Gateway:
                     estimate = estimate_tokens(request.messages) + (request.config.max_tokens or 0)
                     wait = max(wait, self.tpm.reserve(estimate))
                 if wait > 0:
-                    tally.waited += wait  # counted before: a timeout may cancel the wait
+                    tally.wait(wait)  # counted before: a timeout may cancel the wait (see ``cancelled``)
                     await asyncio.sleep(wait)
             tally.attempts += 1
             completion = await self.provider.generate(request)
@@ -315,7 +324,7 @@ class Gateway:
             error = state.outcome.exception() if state.outcome is not None else None
             if isinstance(error, ProviderError) and error.retry_cause is not None:
                 tally.retries[error.retry_cause] = tally.retries.get(error.retry_cause, 0) + 1
-            tally.waited += state.next_action.sleep if state.next_action is not None else 0.0
+            tally.wait(state.next_action.sleep if state.next_action is not None else 0.0)
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.policy.max_retries + 1),
