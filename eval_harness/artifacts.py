@@ -18,7 +18,7 @@ import fcntl
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -459,6 +459,23 @@ def _complete_lines(path: Path, start: int = 0) -> Iterator[bytes]:
         for line in handle:
             if line.endswith(b"\n"):
                 yield line
+
+
+def judged_records(path: Path, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """``fields`` of the latest record of every key among the lines that hold a judge's verdict (``"judge":"``
+    in their score metadata); the other lines are not parsed at all. A line that is not JSON raises
+    ``ArtifactError`` naming file and line; the fields are not checked again (its callers read the run's
+    columns first, which refuse any line that is not a record of this schema version)."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for index, line in enumerate(_complete_lines(path)):
+        if b'"judge":"' not in line:
+            continue
+        try:
+            record = orjson.loads(line)
+            latest[(record["sample_id"], record["epoch"])] = {name: record.get(name) for name in fields}
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise record_error(path, index + 1, None) from None
+    yield from latest.values()
 
 
 def scan_keys(path: Path, start: int = 0) -> KeyScan:

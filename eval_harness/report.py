@@ -27,7 +27,7 @@ from eval_harness.aggregate import (
     scorer_keys,
     summarize_columns,
 )
-from eval_harness.artifacts import RunPaths, iter_record_dicts, read_manifest
+from eval_harness.artifacts import RunPaths, judged_records, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.gates import GateResult, GateSpec, evaluate_gates
 from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
@@ -317,14 +317,13 @@ def build_report(
 def run_judge_reliability(run_dir: Path, manifest: RunManifest | None = None) -> list[JudgeReliability]:
     """How far to trust the run's judge (see ``scorers.reliability``); empty for a run without a judge model.
 
-    The figures need each record's judge details, which the report's columns do not hold, so the records are
-    read once more, and only for runs that had a judge (whose calls cost far more than the read)."""
+    The figures need each record's judge details, which the report's columns do not hold, so the lines with a
+    judge's verdict are read once more (the others are not parsed), and only for runs that had a judge."""
     manifest = manifest or read_manifest(run_dir)
     if manifest.judge is None:
         return []
-    kept = ("error", "scores", "score_metadata")  # all the figures read; the rest of a record is let go at once
-    records = ({key: record.get(key) for key in kept} for record in iter_record_dicts(RunPaths(run_dir).samples))
-    return judge_reliability(records)
+    # all the figures read: the rest of each record is let go at once
+    return judge_reliability(judged_records(RunPaths(run_dir).samples, ("error", "scores", "score_metadata")))
 
 
 def report_from_columns(
