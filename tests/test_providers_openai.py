@@ -522,6 +522,21 @@ def test_a_base_url_holding_the_key_is_refused_without_echoing_it(args: dict[str
     assert key not in str(caught.value)
 
 
+def test_a_base_url_holding_the_key_of_api_key_env_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVER_KEY", "sk-from-a-variable-77")
+    args = {"base_url": "http://127.0.0.1:9/v1?token=sk-from-a-variable-77", "api_key_env": "MY_SERVER_KEY"}
+    with pytest.raises(ConfigError, match="base_url holds the API key") as caught:
+        create_provider("openai-compatible/x", args, ProviderContext(settings=settings()))
+    assert "sk-from-a-variable" not in str(caught.value)
+
+
+def test_a_key_given_as_api_key_env_is_not_echoed() -> None:
+    args = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "sk-CANARY-1234-abcd"}
+    with pytest.raises(ConfigError, match="must be the name of an environment variable") as caught:
+        create_provider("openai-compatible/x", args, ProviderContext(settings=settings()))
+    assert "CANARY" not in str(caught.value)
+
+
 @pytest.fixture
 def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):

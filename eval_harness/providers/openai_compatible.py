@@ -13,6 +13,7 @@ file as the model name; some servers omit ``usage`` (then the cost is unknown, n
 from __future__ import annotations
 
 import os
+import re
 from typing import Literal
 
 from pydantic import Field
@@ -33,6 +34,9 @@ class OpenAICompatibleOptions(KeyOptions):
     stream: bool = Field(default=False, description="Ask for server-sent events (usage via stream_options).")
 
 
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 @register_provider("openai-compatible")
 class OpenAICompatibleProvider(OpenAIWire):
     """An OpenAI-style server of the user's choosing."""
@@ -49,11 +53,20 @@ class OpenAICompatibleProvider(OpenAIWire):
         if options.api_key is not None:
             self._key = options.api_key.get_secret_value()
         elif options.api_key_env is not None:
-            self._key = os.environ.get(options.api_key_env)
-            if not self._key:
+            name = options.api_key_env
+            if not _VARIABLE_NAME.fullmatch(name):  # not echoed: a key given here by mistake would be shown
                 raise ConfigError(
-                    f"openai-compatible/{model}: api_key_env={options.api_key_env} but that variable is not set"
+                    f"openai-compatible/{model}: api_key_env must be the name of an environment variable "
+                    "(letters, digits and _), not the key itself"
                 )
+            self._key = os.environ.get(name)
+            if not self._key:
+                raise ConfigError(f"openai-compatible/{model}: api_key_env={name} but that variable is not set")
+        if self._key and self._key in self.base_url:  # the base URL is recorded in the manifest
+            raise ConfigError(
+                f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
+                "manifest; give the key through --model-arg api_key_env=NAME only"
+            )
 
     @property
     def endpoint(self) -> Endpoint:
