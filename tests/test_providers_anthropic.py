@@ -178,12 +178,13 @@ def test_anthropic_without_a_key_is_a_config_error() -> None:
         create_provider(f"anthropic/{MODEL}", {}, ProviderContext(settings=Settings()))
 
 
-def test_temperature_and_top_p_together_are_refused_before_the_run_for_claude_4_models() -> None:
+def test_temperature_and_top_p_together_are_refused_before_the_run_for_claude_4_1_and_later() -> None:
     context = ProviderContext(settings=Settings(anthropic_api_key=SecretStr(KEY)))
     both = GenerateConfig(temperature=0.5, top_p=0.9)
     with pytest.raises(ConfigError, match="takes temperature or top_p, not both; drop one"):
         create_provider("anthropic/claude-sonnet-4-5", {}, context).check_generation(both)
-    create_provider("anthropic/claude-3-5-haiku-latest", {}, context).check_generation(both)  # Claude 3 takes both
+    for older in ("claude-3-5-haiku-latest", "claude-2.1", "claude-sonnet-4-20250514", "deepseek-chat"):
+        create_provider(f"anthropic/{older}", {}, context).check_generation(both)  # sent both, as given
     create_provider("anthropic/claude-sonnet-4-5", {}, context).check_generation(GenerateConfig(top_p=0.9))
 
 

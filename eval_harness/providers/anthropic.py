@@ -11,6 +11,7 @@ sequences are ``stop_sequences``. The answer is the ``text`` blocks of ``content
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -49,6 +50,10 @@ class AnthropicOptions(HTTPOptions):
     anthropic_version: str = Field(default=API_VERSION, description="The anthropic-version header.")
 
 
+_ONE_SAMPLING_PARAMETER = re.compile(r"^claude-(?:opus|sonnet|haiku)-(?:4-[1-9](?!\d)|[5-9](?!\d))")
+"""The Claude models that take temperature or top_p, not both (4.1, 4.5 and later)."""
+
+
 @register_provider("anthropic")
 class AnthropicProvider(HTTPProvider):
     """Claude models through the Messages API; the key comes from ``ANTHROPIC_API_KEY``."""
@@ -73,8 +78,10 @@ class AnthropicProvider(HTTPProvider):
 
     def check_generation(self, config: GenerateConfig) -> None:
         # "Use only temperature OR top_p, not both ... This will error in Sonnet 4.5" (Anthropic's migration
-        # guide to Claude 4); the Claude 3 models take both
-        if config.temperature is not None and config.top_p is not None and not self.model.startswith("claude-3"):
+        # guide to Claude 4): Claude 4.1 and later; older Claude models, and other models behind the same API,
+        # are sent both as given
+        both = config.temperature is not None and config.top_p is not None
+        if both and _ONE_SAMPLING_PARAMETER.match(self.model):
             raise ConfigError(
                 f"anthropic/{self.model}: the Messages API takes temperature or top_p, not both; drop one "
                 "(--temperature, or the task's [generation])"
