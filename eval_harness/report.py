@@ -270,7 +270,10 @@ def _notes(
     if run.torn_bytes:
         notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
     if ci in ("wilson", "clopper-pearson"):
-        continuous = [a.axis for a in report_axes if a.ci_method.removesuffix(BY_SAMPLE) not in (ci, "none")]
+        # (an axis over samples with several epochs has per-sample means, not 0/1 scores: the epochs note says so)
+        continuous = [
+            a.axis for a in report_axes if a.ci_method not in (ci, "none") and not a.ci_method.endswith(BY_SAMPLE)
+        ]
         if continuous:
             notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} have other scores: bootstrap")
     if any(a.ci_method.endswith(BY_SAMPLE) for a in report_axes):

@@ -248,6 +248,8 @@ def test_with_epochs_each_sample_is_one_unit_of_the_intervals(cli: Cli, task_roo
         assert three.ci_excluding_errors == one.ci_excluding_errors
         assert (one.ci_method, three.ci_method) == ("wilson", "wilson-by-sample")
     assert any("each sample is one unit of the intervals" in note for note in thrice.notes)
+    forced = build_report(task_root.root / "results" / "three", ci="wilson")
+    assert not any("have other scores" in note for note in forced.notes)  # 0/1 scores, averaged over epochs
 
 
 def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, task_root: TaskRoot) -> None:
