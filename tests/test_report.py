@@ -248,8 +248,6 @@ def test_with_epochs_each_sample_is_one_unit_of_the_intervals(cli: Cli, task_roo
         assert three.ci_excluding_errors == one.ci_excluding_errors
         assert (one.ci_method, three.ci_method) == ("wilson", "wilson-by-sample")
     assert any("each sample is one unit of the intervals" in note for note in thrice.notes)
-    forced = build_report(task_root.root / "results" / "three", ci="wilson")
-    assert not any("have other scores" in note for note in forced.notes)  # 0/1 scores, averaged over epochs
 
 
 def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, task_root: TaskRoot) -> None:
@@ -258,6 +256,9 @@ def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, tas
     report = build_report(run)
     assert summary["overall"]["ci_method"] == report.overall.ci_method == "bootstrap-by-sample"
     assert tuple(summary["overall"]["ci"]) == report.overall.ci
+    forced = build_report(run, ci="wilson")  # 0/1 scores, averaged over epochs: not "other scores"
+    assert forced.overall.ci_method == "bootstrap-by-sample"
+    assert not any("have other scores" in note for note in forced.notes)
 
 
 def test_with_unequal_epochs_each_mean_lies_in_its_interval(cli: Cli, task_root: TaskRoot) -> None:
