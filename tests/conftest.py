@@ -73,7 +73,12 @@ def arithmetic_records(count: int, axes: tuple[str, ...] = ("alpha", "beta")) ->
 @pytest.fixture
 def task_root(tmp_path: Path) -> TaskRoot:
     """A task root with an `adder` task over 40 samples on two axes."""
-    root = TaskRoot(tmp_path / "project")
+    return adder_task_root(tmp_path / "project")
+
+
+def adder_task_root(directory: Path) -> TaskRoot:
+    """A task root in ``directory`` with an `adder` task (numeric exact match) over 40 samples on two axes."""
+    root = TaskRoot(directory)
     root.template("plain.jinja2", "{{ input }}\nAnswer only.\n")
     root.data("adder.jsonl", arithmetic_records(40))
     root.task(

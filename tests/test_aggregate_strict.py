@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from conftest import CliResult, TaskRoot, arithmetic_records
+from conftest import CliResult, adder_task_root
 
 from eval_harness.aggregate import RunColumns, load_columns
 from eval_harness.artifacts import RunPaths
@@ -34,16 +34,9 @@ JUDGED = b'"judge_usage":{"prompt_tokens":400,"completion_tokens":50,"cached_tok
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A complete run of the mock model over 40 samples, a third of them provider errors."""
-    root = TaskRoot(tmp_path_factory.mktemp("strict") / "project")
-    root.template("plain.jinja2", "{{ input }}\nAnswer only.\n")
-    root.data("adder.jsonl", arithmetic_records(40))
-    task = root.task(
-        "adder",
-        'name = "adder"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
-        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
-    )
+    root = adder_task_root(tmp_path_factory.mktemp("strict") / "project")
     config = RunConfig(
-        task=str(task),
+        task=str(root.root / "tasks" / "adder.toml"),
         model="mock/m",
         model_args={"error_rate": "0.3", "cost_per_1k_tokens": "0.3", "latency_ms": "1"},
         max_retries=0,

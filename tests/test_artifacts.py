@@ -207,16 +207,10 @@ def test_a_failed_write_raises_at_once() -> None:
 
 def _finished_run(tmp_path: Path) -> Path:
     """A 40-record run of the adder task made by a real `eval-harness run` process with the mock provider."""
-    from conftest import TaskRoot, arithmetic_records, run_subprocess
+    from conftest import adder_task_root, run_subprocess
 
-    root = TaskRoot(tmp_path / "project")
-    root.template("plain.jinja2", "{{ input }}\nAnswer only.\n")
-    root.data("adder.jsonl", arithmetic_records(40))
-    task = root.task(
-        "adder",
-        'name = "adder"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
-        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
-    )
+    root = adder_task_root(tmp_path / "project")
+    task = root.root / "tasks" / "adder.toml"
     out = root.root / "results"
     result = run_subprocess("run", "--task", task, "--model", "mock/m", "--output-dir", out, "--run-id", "r", "-q")
     assert result.code == 0, result.err
