@@ -62,11 +62,13 @@ __all__ = [
     "default_workers",
     "epoch_stats",
     "errors_by_type",
+    "group_means",
     "judge_cost",
     "load_columns",
     "per_axis",
     "per_sample_means",
     "read_records_at",
+    "sample_index",
     "scorer_distribution",
     "scorer_distributions",
     "scorer_keys",
@@ -1312,12 +1314,22 @@ def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
     with epochs the intervals and tests take one unit per sample, the mean of its epochs."""
     if values.size == 0 or not np.any(columns.epoch != 0):
         return None
-    samples, sample = np.unique(columns.sample_hash[:, 0], return_inverse=True)
-    if samples.size == values.size:
-        return None
-    # summed in value order within each sample: the means must not depend on the order of the records
-    order = np.lexsort((values, sample))
-    means: F64 = np.bincount(sample[order], weights=values[order]) / np.bincount(sample)
+    sample = sample_index(columns.sample_hash[:, 0])
+    return None if sample is None else group_means(values, sample)
+
+
+def sample_index(sample_ids: U64) -> NDArray[np.intp] | None:
+    """Each row's sample as 0..k-1 (``sample_ids``: a 64-bit identity of each row's sample), or None when no
+    sample has two rows (then the rows are the units)."""
+    samples, index = np.unique(sample_ids, return_inverse=True)
+    return None if samples.size == sample_ids.size else index.astype(np.intp)
+
+
+def group_means(values: F64, group: NDArray[np.intp]) -> F64:
+    """The mean of ``values`` in each group (0..k-1), summed in value order within each group: the means must
+    not depend on the order of the records."""
+    order = np.lexsort((values, group))
+    means: F64 = np.bincount(group[order], weights=values[order]) / np.bincount(group)
     return means
 
 

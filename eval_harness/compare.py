@@ -20,7 +20,14 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from eval_harness.aggregate import RunColumns, default_workers, load_columns_cached, scorer_keys
+from eval_harness.aggregate import (
+    RunColumns,
+    default_workers,
+    group_means,
+    load_columns_cached,
+    sample_index,
+    scorer_keys,
+)
 from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.stats import holm, mean_ci, paired_comparison
@@ -236,11 +243,7 @@ def _interval(low: float, high: float) -> tuple[float, float] | None:
 
 def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> NDArray[np.float64]:
     """Each sample's mean over its rows (``sample``: a sample index per row), or the rows as they are."""
-    if sample is None:
-        return final
-    order = np.lexsort((final, sample))  # summed in value order: the means must not depend on the record order
-    means: NDArray[np.float64] = np.bincount(sample[order], weights=final[order]) / np.bincount(sample)
-    return means
+    return final if sample is None else group_means(final, sample)
 
 
 def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None) -> CompareAxis:
@@ -391,7 +394,7 @@ def _compare(
         notes.append(f"{moved:,} paired records have another axis in B; they are counted under A's axis")
     axes: list[CompareAxis] = []
     several_epochs = max(manifest_a.epochs, manifest_b.epochs) > 1  # else no sample has two rows: skip the sort
-    sample = _sample_index(columns_a.sample[ia]) if several_epochs else None
+    sample = sample_index(columns_a.sample[ia]) if several_epochs else None
     if sample is not None:
         notes.append(
             f"several epochs: each sample is one unit of the paired tests and intervals (the mean of its paired "
@@ -441,12 +444,6 @@ def _compare(
         forced=list(forced),
         notes=notes,
     )
-
-
-def _sample_index(sample: NDArray[np.uint64]) -> NDArray[np.intp] | None:
-    """Each row's sample as 0..k-1, or None when no sample has two rows (one epoch: rows are the units)."""
-    codes, index = np.unique(sample, return_inverse=True)
-    return None if codes.size == sample.size else index.astype(np.intp)
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:
