@@ -16,7 +16,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -320,7 +320,7 @@ def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
 
 def _provider(config: RunConfig, settings: Settings, axes: frozenset[str] | None) -> Provider:
     """The model under evaluation, or, for a rescore, a replay of the source run's outputs."""
-    context = replace(_provider_context(config, settings), axes=axes)
+    context = _provider_context(config, settings, axes)
     if config.source_run is not None:
         return ReplayProvider(config.model, config.source_run, context)
     return create_provider(config.model, config.model_args, context)
@@ -348,9 +348,13 @@ def judge_info(judge: Gateway | None) -> ModelInfo | None:
     return ModelInfo(id=provider.model_id, args=provider.options.public())
 
 
-def _provider_context(config: RunConfig, settings: Settings) -> ProviderContext:
+def _provider_context(config: RunConfig, settings: Settings, axes: frozenset[str] | None = None) -> ProviderContext:
     return ProviderContext(
-        settings=settings, concurrency=config.concurrency, read_timeout_s=config.timeout_s, offline=config.dry_run
+        settings=settings,
+        concurrency=config.concurrency,
+        read_timeout_s=config.timeout_s,
+        offline=config.dry_run,
+        axes=axes,
     )
 
 
