@@ -1253,12 +1253,21 @@ class _AxisInputs:
     units: F64 | None = None
     """With several epochs, each sample's mean final score: the units of the interval (None: one epoch, the
     records are the units)."""
+    clean_units: F64 | None = None
+    """The units' means over their records without an error (a unit with only errors drops out); built from
+    columns only (a tally is never used with several epochs)."""
 
     @classmethod
     def of_columns(cls, columns: RunColumns) -> _AxisInputs:
         latency, cost = columns.latency_ms, columns.cost_usd
+        units = per_sample_means(columns, columns.final)
+        clean_units = columns.final[~columns.error]
+        if units is not None:
+            clean = columns.take(~columns.error)
+            clean_units = _or_records(per_sample_means(clean, clean.final), clean.final)
         return cls(
-            units=per_sample_means(columns, columns.final),
+            units=units,
+            clean_units=clean_units,
             final=columns.final,
             latency_ms=latency[~np.isnan(latency)],
             cost_usd=cost[~np.isnan(cost)],
@@ -1288,9 +1297,13 @@ class _AxisInputs:
         if len(parts) == 1:
             return parts[0]
         # a sample is on one axis: the axes' units together are the run's
-        units = None if all(p.units is None for p in parts) else np.concatenate([_units(p) for p in parts])
+        units = clean_units = None
+        if any(p.units is not None for p in parts):
+            units = np.concatenate([_or_records(p.units, p.final) for p in parts])
+            clean_units = np.concatenate([_clean_units(p) for p in parts])
         return cls(
             units=units,
+            clean_units=clean_units,
             final=np.concatenate([p.final for p in parts]) if parts else np.empty(0),
             latency_ms=np.concatenate([p.latency_ms for p in parts]) if parts else np.empty(0),
             cost_usd=np.concatenate([p.cost_usd for p in parts]) if parts else np.empty(0),
@@ -1302,8 +1315,13 @@ class _AxisInputs:
         )
 
 
-def _units(inputs: _AxisInputs) -> F64:
-    return inputs.final if inputs.units is None else inputs.units
+def _clean_units(inputs: _AxisInputs) -> F64:
+    assert inputs.clean_units is not None, "units come from columns, which give clean units too"
+    return inputs.clean_units
+
+
+def _or_records(units: F64 | None, records: F64) -> F64:
+    return records if units is None else units
 
 
 def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
@@ -1370,8 +1388,18 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
         latency_p95_ms=p95,
         prompt_tokens=inputs.prompt_tokens,
         completion_tokens=inputs.completion_tokens,
+        samples=None if inputs.units is None else int(inputs.units.size),
+        mean_excluding_errors_by_sample=_clean_mean(inputs),
     )
     return axis_stats_of(figures, name)
+
+
+def _clean_mean(inputs: _AxisInputs) -> float | None:
+    """With several epochs, the mean over samples of their records without an error (as the report's interval
+    excluding errors); None otherwise, or when every record is an error."""
+    if inputs.units is None or inputs.clean_units is None or not inputs.clean_units.size:
+        return None
+    return math.fsum(np.sort(inputs.clean_units)) / inputs.clean_units.size
 
 
 def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:

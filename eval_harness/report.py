@@ -81,6 +81,11 @@ class ReportAxis(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     half_width: float | None = Field(description="Half the width of the 95% interval.")
+    samples: int | None = Field(
+        default=None,
+        description="Samples the mean and intervals are over (each the mean of its epochs) when a sample has "
+        "several records; None when n counts the samples.",
+    )
 
 
 class Headline(BaseModel):
@@ -94,6 +99,9 @@ class Headline(BaseModel):
     micro_mean_excluding_errors: float | None
     axes: int
     records: int
+    samples: int | None = Field(
+        default=None, description="Samples the micro mean is over, when a sample has several records (epochs)."
+    )
     ci_methods: list[str] = Field(description="The interval methods used, described.")
 
 
@@ -152,7 +160,7 @@ class PrecisionNote(BaseModel):
     """An axis whose interval is wider than ±5 points, and what ±3 would take."""
 
     axis: str
-    n: int
+    n: int = Field(description="Samples the interval is over.")
     half_width: float
     needed: int = Field(description="Samples for a ±3-point 95% interval at the observed mean.")
     needed_worst_case: int = Field(description="The same at p = 0.5, the most samples it can take.")
@@ -214,6 +222,7 @@ def _report_axis(stats: AxisStats, rows: RunColumns, ci_method: str, seed: int) 
         prompt_tokens=stats.prompt_tokens,
         completion_tokens=stats.completion_tokens,
         half_width=half,
+        samples=stats.samples,
     )
 
 
@@ -222,7 +231,7 @@ def _precision(axis: ReportAxis) -> PrecisionNote | None:
         return None
     return PrecisionNote(
         axis=axis.axis,
-        n=axis.n,
+        n=axis.n if axis.samples is None else axis.samples,
         half_width=axis.half_width,
         needed=sample_size(PRECISION_TARGET, p=min(1.0, max(0.0, axis.mean))),
         needed_worst_case=sample_size(PRECISION_TARGET, p=0.5),
@@ -374,6 +383,7 @@ def report_from_columns(
         micro_mean_excluding_errors=overall.mean_excluding_errors,
         axes=len(report_axes),
         records=summary.records,
+        samples=summary.overall.samples,
         ci_methods=[f"{m}: {labels[m]}" for m in methods],
     )
     judge_cost = summary.judge_cost_usd

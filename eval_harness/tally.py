@@ -208,6 +208,11 @@ class AxisFigures:
     latency_p95_ms: float | None
     prompt_tokens: int
     completion_tokens: int
+    samples: int | None = None
+    """The samples ``mean`` and ``ci`` are over when a sample has several records (epochs); None: one each."""
+    mean_excluding_errors_by_sample: float | None = None
+    """With ``samples``: the mean over samples of their records without an error, the unit of the report's
+    interval excluding errors (a sample whose every epoch failed drops out)."""
 
 
 def axis_stats_of(figures: AxisFigures, name: str) -> AxisStats:
@@ -222,7 +227,13 @@ def axis_stats_of(figures: AxisFigures, name: str) -> AxisStats:
         errors=figures.errors,
         error_rate=figures.errors / n if n else 0.0,
         mean=mean,
-        mean_excluding_errors=figures.final_sum / clean if clean else None,
+        mean_excluding_errors=(
+            figures.mean_excluding_errors_by_sample
+            if figures.samples is not None
+            else figures.final_sum / clean
+            if clean
+            else None
+        ),
         ci=figures.ci,
         ci_method=figures.ci_method,
         pass_rate=figures.passed / n if n else None,
@@ -234,6 +245,7 @@ def axis_stats_of(figures: AxisFigures, name: str) -> AxisStats:
         latency_p95_ms=figures.latency_p95_ms,
         prompt_tokens=figures.prompt_tokens,
         completion_tokens=figures.completion_tokens,
+        samples=figures.samples,
     )
 
 

@@ -297,6 +297,11 @@ class AxisStats(BaseModel):
     latency_p95_ms: float | None
     prompt_tokens: int
     completion_tokens: int
+    samples: int | None = Field(
+        default=None,
+        description="Samples that mean and ci are over (each the mean of its epochs) when a sample has several "
+        "records; None when every sample has one record (n is then the number of samples).",
+    )
 
 
 class RunSummary(BaseModel):

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import CliResult, TaskRoot, as_three_identical_epochs, read_records
 
+from eval_harness.aggregate import summarize
+from eval_harness.artifacts import read_manifest
 from eval_harness.errors import ArtifactError, ConfigError
 from eval_harness.gates import GateSpec
 from eval_harness.report import build_report
@@ -275,3 +277,41 @@ def test_with_unequal_epochs_each_mean_lies_in_its_interval(cli: Cli, task_root:
         assert axis.ci is not None and axis.mean is not None and axis.ci[0] <= axis.mean <= axis.ci[1]
     right = sum(r["score"] == 1.0 for r in records if r["epoch"] == 0)
     assert report.overall.mean == pytest.approx(right / 40)  # 40 samples, each counted once
+
+
+def test_with_epochs_the_mean_excluding_errors_is_over_samples_as_its_interval(cli: Cli, task_root: TaskRoot) -> None:
+    # the samples answered right failed their later two epochs: over records, they would weigh a third of the
+    # wrong ones (c / (c + 3w)); over samples, each counts once (c / 40), as in the interval
+    run = as_three_identical_epochs(
+        make_run(cli, task_root, "one", "--model-arg", "skill=0.5"), task_root.root / "results" / "errs"
+    )
+    error = {"type": "ProviderHTTPError", "message": "HTTP 500", "stage": "generate"}
+    records = [
+        {**r, "score": None, "passed": None, "scores": {}, "error": error}
+        if r["epoch"] > 0 and r["score"] == 1.0
+        else r
+        for r in read_records(run)
+    ]
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    right = sum(r["score"] == 1.0 for r in records)
+    assert 0 < right < 40
+    report = build_report(run)
+    assert report.overall.mean_excluding_errors == pytest.approx(right / 40)
+    low, high = report.overall.ci_excluding_errors or (None, None)
+    assert low is not None and high is not None and low <= right / 40 <= high
+    summary = summarize(run / "samples.jsonl", read_manifest(run))
+    assert summary.overall.mean_excluding_errors == pytest.approx(right / 40)
+
+
+def test_with_epochs_the_headline_and_precision_notes_count_samples(cli: Cli, task_root: TaskRoot) -> None:
+    run = as_three_identical_epochs(
+        make_run(cli, task_root, "one", "--model-arg", "skill=0.5"), task_root.root / "results" / "three"
+    )
+    report = build_report(run)
+    assert (report.headline.records, report.headline.samples) == (120, 40)
+    assert [axis.samples for axis in report.axes] == [20, 20]
+    assert report.precision and all(note.n == 20 for note in report.precision)
+    shown = cli("report", "--run", run)
+    assert shown.code == 0, shown.err
+    assert "micro mean (over 40 samples, 120 records)" in shown.out
+    assert "from 20 samples" in shown.out

@@ -104,12 +104,17 @@ def profile_table(summary: RunSummary, title: str | None = None) -> Table:
     )
 
 
+def _counted(records: int, samples: int | None) -> str:
+    """What a micro mean is over: its samples, and with epochs the records they hold."""
+    return f"{records:,} samples" if samples is None else f"{samples:,} samples, {records:,} records"
+
+
 def headline(summary: RunSummary) -> str:
     """Macro and micro means, labelled, with the error policy and the CI method."""
     methods = sorted({a.ci_method for a in summary.axes})
     parts = [
         f"macro mean (over {len(summary.axes)} axes) {pct(summary.macro_mean)}%",
-        f"micro mean (over {summary.records:,} samples) {pct(summary.micro_mean)}%",
+        f"micro mean (over {_counted(summary.records, summary.overall.samples)}) {pct(summary.micro_mean)}%",
         summary.error_policy,
         f"CI: {', '.join(methods)}",
     ]
@@ -159,7 +164,7 @@ def _headline_lines(report: ProfileReport) -> list[str]:
     h = report.headline
     lines = [
         f"headline, {h.policy}: macro mean (over {h.axes} axes) {pct(h.macro_mean)}% · "
-        f"micro mean (over {h.records:,} samples) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
+        f"micro mean (over {_counted(h.records, h.samples)}) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
         f"errors excluded instead: macro mean {pct(h.macro_mean_excluding_errors)}% · "
         f"micro mean {pct(h.micro_mean_excluding_errors)}%",
         "intervals: " + "; ".join(h.ci_methods),
