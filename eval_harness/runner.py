@@ -253,6 +253,17 @@ def _fingerprint(parts: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
+    """What every prompt is rendered from besides the template file and the sample: the few-shot examples
+    chosen (their content, wherever they came from), the few-shot spec and the template's variables."""
+    parts = {
+        "examples": [example.model_dump(mode="json") for example in examples],
+        "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
+        "template_vars": task.spec.template_vars,
+    }
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
     report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
@@ -289,11 +300,12 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
     if spec.path_from_dataset is not None:
         pattern, _, replacement = spec.path_from_dataset.partition("=>")
-        derived = re.sub(pattern.strip(), replacement.strip(), str(dataset_path))
-        if derived == str(dataset_path):
-            raise ConfigError(
-                f"{task.path}: few_shot.path_from_dataset {pattern.strip()!r} does not match {dataset_path}"
-            )
+        # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
+        # a directory before test/, as the same file given as ../test/x_test.csv does
+        absolute = str(dataset_path.resolve())
+        derived = re.sub(pattern.strip(), replacement.strip(), absolute)
+        if derived == absolute:
+            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern.strip()!r} does not match {absolute}")
         pool_path = Path(derived)
     elif spec.path is not None:
         pool_path = task.resolve(spec.path)
@@ -378,6 +390,7 @@ class _Parts:
     examples: list[Sample]
     excluded: frozenset[str]
     fingerprint: str
+    prompt_inputs_sha256: str
 
 
 def _parts(
@@ -391,10 +404,11 @@ def _parts(
     scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
     model = _model_info(config, provider)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
+    prompt_inputs = _prompt_inputs_sha256(task, examples)
     fingerprint = _fingerprint(
         _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
     )
-    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint)
+    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint, prompt_inputs)
 
 
 def _plan(
@@ -461,6 +475,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             scorers_source=str(setup.source.path) if setup.source else None,
             generation=generation,
             few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
+            prompt_inputs_sha256=parts.prompt_inputs_sha256,
         ),
         model=parts.model,
         dataset=DatasetInfo(
@@ -522,6 +537,12 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     old_template, new_template = manifest.task.template_sha256, parts.template.sha256
     if new_template != old_template:
         changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
+    old_inputs, new_inputs = manifest.task.prompt_inputs_sha256, parts.prompt_inputs_sha256
+    if old_inputs is not None and new_inputs != old_inputs:  # None: a run started before this was recorded
+        changed.append(
+            f"few-shot examples or template variables of task {task.spec.name} "
+            f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
+        )
     setup = parts.setup
     if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")

@@ -208,6 +208,11 @@ class TaskInfo(BaseModel):
     )
     generation: GenerateConfig
     few_shot: dict[str, Any] | None = None
+    prompt_inputs_sha256: str | None = Field(
+        default=None,
+        description="sha256 of the few-shot examples chosen, the few-shot spec and the template variables: what "
+        "every prompt is rendered from besides the template file (None in runs made before it was recorded).",
+    )
 
 
 class DatasetInfo(BaseModel):

@@ -284,7 +284,8 @@ def test_a_run_with_a_judge_model_records_judge_scores_and_spend_apart(server: F
     for record in records:
         assert record["scores"]["judge"] == 0.75 and record["scores"]["judge.concision"] == 0.5
         assert record["judge_usage"]["prompt_tokens"] > 0 and record["usage"] != record["judge_usage"]
-        assert record["score"] == pytest.approx((1.0 + record["scores"]["faithfulness"] + 0.75) / 3)
+        # the task's weights: ROUGE-L 3, faithfulness 1, judge 2
+        assert record["score"] == pytest.approx((3 * 1.0 + record["scores"]["faithfulness"] + 2 * 0.75) / 6)
 
 
 async def test_a_refused_judge_key_is_raised_so_the_run_stops(where: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import probe
 import pytest
-from conftest import TaskRoot, arithmetic_records, read_records
+from conftest import TaskRoot, arithmetic_records, read_records, write_jsonl
 
 from eval_harness.artifacts import read_manifest, read_summary
 from eval_harness.config import RunConfig
@@ -239,6 +239,59 @@ def test_resume_refuses_changed_scorers(task_root: TaskRoot) -> None:
     spec.write_text(spec.read_text().replace('mode = "numeric"', 'mode = "strict"'))
     with pytest.raises(ResumeMismatchError, match="scorer config of task adder"):
         plan_resume(run_dir)
+
+
+def _with_few_shot(task_root: TaskRoot, spec: str) -> None:
+    task_root.data("shots.jsonl", [{"id": "s1", "input": "What is 100 + 1?", "target": "101"},
+                                   {"id": "s2", "input": "What is 200 + 1?", "target": "201"}])  # fmt: skip
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    toml = task_root.root / "tasks" / "adder.toml"
+    toml.write_text(toml.read_text().replace('"plain.jinja2"', '"shots.jinja2"') + spec)
+
+
+def test_resume_refuses_changed_few_shot_examples(task_root: TaskRoot) -> None:
+    # the examples are in every prompt as much as the template is: a run must not mix two sets of prompts
+    _with_few_shot(task_root, '[few_shot]\nk = 2\npath = "data/shots.jsonl"\n')
+    run_dir = interrupt_after(task_root, 5)
+    task_root.data("shots.jsonl", [{"id": "s1", "input": "What is 100 + 1?", "target": "102"},
+                                   {"id": "s2", "input": "What is 200 + 1?", "target": "201"}])  # fmt: skip
+    with pytest.raises(ResumeMismatchError, match="few-shot examples or template variables of task adder"):
+        plan_resume(run_dir)
+
+
+def test_resume_refuses_changed_template_variables(task_root: TaskRoot) -> None:
+    task_root.template("plain.jinja2", "{{ input }}\n{{ closing }}\n")
+    toml = task_root.root / "tasks" / "adder.toml"
+    toml.write_text(toml.read_text().replace("[dataset]", '[template_vars]\nclosing = "Answer only."\n[dataset]'))
+    run_dir = interrupt_after(task_root, 5)
+    toml.write_text(toml.read_text().replace("Answer only.", "Think step by step."))
+    with pytest.raises(ResumeMismatchError, match="few-shot examples or template variables"):
+        plan_resume(run_dir)
+
+
+def test_resume_of_a_run_without_the_recorded_prompt_inputs_checks_the_rest(task_root: TaskRoot) -> None:
+    # a run started by an earlier build has no prompt_inputs_sha256: it still resumes
+    run_dir = interrupt_after(task_root, 5)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    del manifest["task"]["prompt_inputs_sha256"]
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert resume(run_dir).status == "complete"
+
+
+def test_few_shot_path_from_dataset_matches_a_relative_dataset_path(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MMLU's layout: test/<subject>_test.csv beside dev/<subject>_dev.csv, the dataset typed from their parent
+    subjects = task_root.root / "mmlu"
+    (subjects / "test").mkdir(parents=True)
+    (subjects / "dev").mkdir()
+    write_jsonl(subjects / "test" / "x_test.jsonl", arithmetic_records(4))
+    write_jsonl(subjects / "dev" / "x_dev.jsonl", [{"id": "d1", "input": "What is 9 + 1?", "target": "10"}])
+    shots = r"path_from_dataset = '^(.*)/test/([^/]+)_test\.jsonl$ => \1/dev/\2_dev.jsonl'"
+    _with_few_shot(task_root, f"[few_shot]\nk = 1\n{shots}\n")
+    monkeypatch.chdir(subjects)
+    plan = plan_run(config(task_root, dataset=Path("test/x_test.jsonl")))
+    assert [example.id for example in plan.examples] == ["d1"]
 
 
 def test_a_new_run_refuses_an_existing_run_directory(task_root: TaskRoot) -> None:

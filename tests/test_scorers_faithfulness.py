@@ -48,6 +48,12 @@ async def test_scorer_lists_what_is_not_in_the_source() -> None:
     assert score.explanation == "30% supported; not in the source: '50', 'Mayor', 'Jones'"
 
 
+async def test_a_summary_with_nothing_to_check_says_so_instead_of_all_supported() -> None:
+    scorer = build_scorer(ScorerSpec(name="faithfulness"))
+    score = await scorer.score("Because it is.", Sample(id="s", input=SOURCE, target="x"))
+    assert (score.value, score.explanation) == (0.0, "no number, name or content word to check against the source")
+
+
 def test_scorer_rejects_an_unknown_source() -> None:
     with pytest.raises(ConfigError, match=r"source must be 'input' or 'metadata\.<key>'"):
         build_scorer(ScorerSpec(name="faithfulness", args={"source": "target"}))

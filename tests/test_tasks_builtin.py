@@ -19,7 +19,7 @@ from eval_harness.scorers.exact import extract_number
 from eval_harness.scorers.instructions import run_check
 from eval_harness.tasks import find_task
 from eval_harness.templates import load_template
-from eval_harness.types import DatasetSpec
+from eval_harness.types import DatasetSpec, Sample
 
 Cli = Callable[..., CliResult]
 BUNDLED = ["multiple_choice", "short_answer_qa", "summarization", "instruction_following", "math_cot"]
@@ -75,10 +75,42 @@ def test_summarization_without_a_judge_scores_rouge_and_faithfulness_and_says_th
 ) -> None:
     _, records = _run(cli, tmp_path, "summarization", "--model-arg", "skill=1")
     assert all(r["scores"]["rougeL"] == 1.0 and "judge" not in r["scores"] for r in records)  # type: ignore[index, operator]
-    assert all(r["score"] == (1.0 + r["scores"]["faithfulness"]) / 2 for r in records)  # type: ignore[index, operator]
+    assert all(r["score"] == (3 * 1.0 + r["scores"]["faithfulness"]) / 4 for r in records)  # type: ignore[index, operator]
     assert {r["explanations"]["judge"] for r in records} == {  # type: ignore[index]
         "skipped: no judge model configured (pass --judge-model to use this scorer)"
     }
+
+
+ARTICLE = (  # a news article of XSum's kind (they run to hundreds of words), written for this test
+    "Reading council has approved a plan to rebuild the town's flood defences after the river burst its banks "
+    "twice last winter, flooding 300 homes. Work on the 12 million pound scheme starts in March and is expected "
+    "to take two years. Residents of the worst-hit streets had waited months for a decision, and many are still "
+    "living in rented rooms while their houses dry out. The council leader said the new walls and pumps would "
+    "protect the town centre for the next fifty years. Engineers will raise the embankment by a metre along the "
+    "stretch beside the station, where the water first came over. The Environment Agency will pay half of the "
+    "cost, and local businesses have been asked to contribute. Some shop owners said the plan came too late for "
+    "them, after two closures in a single season. A public meeting about the timetable will be held next week."
+)
+SUMMARY = "Reading's flood defences will be rebuilt after two floods last winter hit 300 homes."
+
+
+@pytest.mark.parametrize(
+    ("output", "passes"),
+    [
+        (SUMMARY, True),  # the reference itself
+        ("Reading council will rebuild the flood defences after floods hit 300 homes.", True),  # a fair paraphrase
+        ("Reading", False),  # one word of the article: fully "faithful", says nothing
+        (ARTICLE, False),  # the whole article copied: faithful, not a summary
+    ],
+)
+async def test_summarization_passes_a_summary_not_a_faithful_fragment(output: str, passes: bool) -> None:
+    # faithfulness checks only that what is said is in the article, so it must not carry a summary alone
+    task = find_task("summarization")
+    pipeline = ScoringPipeline(task.spec.scorers, None, str(task.path))
+    sample = Sample(id="s", input=ARTICLE, target=SUMMARY)
+    result = await pipeline.score(output, sample)
+    assert result.final is not None
+    assert (result.final >= task.spec.pass_threshold) is passes, result.scores
 
 
 def test_math_cot_records_why_its_reasoning_judge_did_not_run(cli: Cli, tmp_path: Path) -> None:

@@ -119,6 +119,8 @@ def faithfulness_scorer(source: str = "input") -> Scorer:
         value, missing = faithfulness(output, document)
         if not output.strip():
             return Score(value=0.0, explanation="empty output: nothing to verify")
+        if not missing and value == 0.0:  # a unit is either supported (value > 0) or missing: there were none
+            return Score(value=0.0, explanation="no number, name or content word to check against the source")
         shown = ", ".join(repr(m) for m in missing[:8]) + (" ..." if len(missing) > 8 else "")
         detail = f"not in the source: {shown}" if missing else "every number, name and content word is in the source"
         return Score(value=value, explanation=f"{value:.0%} supported; {detail}", metadata={"unsupported": missing})
