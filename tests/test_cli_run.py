@@ -87,6 +87,27 @@ def test_math_cot_extracts_final_numbers_from_chatter(cli: Cli, tmp_path: Path) 
     assert "The answer is 26." in records[0]["prompt"][-1]["content"]  # few-shot examples rendered
 
 
+def test_an_option_of_one_value_given_twice_is_refused_before_anything_runs(cli: Cli, task_root: TaskRoot) -> None:
+    # click keeps the last value: two MMLU subjects given this way ran only the second, with exit 0
+    other = task_root.data("other.jsonl", arithmetic_records(3))
+    result = cli("run", "--task", "adder", "--dataset", task_root.root / "data" / "adder.jsonl",
+                 f"--dataset={other}", "--output-dir", task_root.root / "results")  # fmt: skip
+    assert (result.code, result.err) == (2, "error: --dataset given 2 times; it takes one value (give it once)\n")
+    assert not (task_root.root / "results").exists()
+
+
+def test_repeatable_options_are_not_taken_for_repeats(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", "skill=1",
+                 "--model-arg", "format_ok=1", "--fail-below-axis", "alpha=0.1", "--fail-below-axis", "beta=0.1",
+                 "--dry-run")  # fmt: skip
+    assert result.code == 0, result.err
+
+
+def test_an_option_of_a_subcommand_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
+    result = cli("cache", "clear", "--cache-dir", tmp_path / "a", "--cache-dir", tmp_path / "b")
+    assert (result.code, result.err) == (2, "error: --cache-dir given 2 times; it takes one value (give it once)\n")
+
+
 def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli, task_root: TaskRoot) -> None:
     result = cli("run", "--task", adder(task_root), "--dry-run", "--output-dir", task_root.root / "results")
     assert result.code == 0

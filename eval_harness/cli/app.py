@@ -16,7 +16,7 @@ import typer
 
 from eval_harness.cli import EXIT_BROKEN_PIPE
 from eval_harness.cli.launch import resume_collection
-from eval_harness.errors import DatasetError, EvalHarnessError
+from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
 _SETTINGS: dict[str, Any] = {
     "name": "eval-harness",
@@ -90,12 +90,46 @@ def _no_options() -> None:
     pass
 
 
+def _refuse_repeated_options(command: Any, args: list[str]) -> None:
+    """An option that takes one value, given twice, is refused: click keeps the last one, so a second
+    ``--dataset`` (two MMLU subjects, say) would silently replace the first."""
+    commands: dict[str, Any] = getattr(command, "commands", {})
+    while args and args[0] in commands:  # down to the (sub)command the arguments are for
+        command, args = commands[args[0]], args[1:]
+        commands = getattr(command, "commands", {})
+    options = {
+        name: param
+        for param in command.params
+        if param.param_type_name == "option"
+        for name in (*param.opts, *param.secondary_opts)
+    }
+    given: dict[str, list[str]] = {}
+    index = 0
+    while index < len(args) and args[index] != "--":
+        token = args[index]
+        name, equals, _ = token.partition("=") if token.startswith("--") else (token, "", "")
+        option = options.get(name)
+        index += 1
+        if option is None:
+            continue
+        if not option.is_flag and not equals:
+            index += 1  # its value, whatever it looks like
+        if not (option.is_flag or option.multiple or option.count):
+            given.setdefault(option.name, []).append(name)
+    for names in given.values():
+        if len(names) > 1:
+            raise ConfigError(f"{names[0]} given {len(names)} times; it takes one value (give it once)")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
     try:
+        args = sys.argv[1:] if argv is None else argv
+        command = typer.main.get_command(_app_for(args))
+        _refuse_repeated_options(command, args)
         # args=None (the console): click reads sys.argv itself, expanding globs on Windows as it always did
-        _app_for(sys.argv[1:] if argv is None else argv)(args=argv, prog_name="eval-harness")
+        command(args=argv, prog_name="eval-harness")
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         for problem in exc.problems:
