@@ -51,6 +51,52 @@ def test_ambiguous_or_absent_answers_give_none(response: str) -> None:
     assert choice_letter(response) is None
 
 
+# Expected letters below are what a careful human grader gives: an answer stated plainly is not undone by an
+# explanation that names the options it rejects (outputs seen on the real OpenBookQA and MMLU files).
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("B. quit eating lunch out. Option A is incomplete.", "B"),
+        ("Option A is incorrect. Option B is also wrong. The answer is C.", "C"),
+        ("C\n\nExplanation: options A and B do not fit.", "C"),
+        ("The answer is B. Choice D is a distractor.", "B"),
+        ("My answer: B, because (choice C would need a more proximal lesion)", "B"),
+        ("Option A is wrong, so \\boxed{C}", "C"),
+        ("<answer>D</answer> Option A is a distractor.", "D"),
+        ("The answer is B, a classic trap.", "B"),  # 'a classic': the article, not a second option
+        ("(b)\nNot option A: it is too small.", "B"),
+        ("B\n\nA. is too small.\nC. is too large.", "B"),  # a bare answer line, then one line per rejected option
+    ],
+)
+def test_an_explanation_naming_other_options_keeps_the_given_answer(response: str, expected: str) -> None:
+    assert choice_letter(response) == expected
+
+
+def test_a_final_answer_outranks_an_earlier_answer_is() -> None:
+    assert choice_letter("The answer is A at first sight. Checking again... Final answer: C") == "C"
+
+
+# Outputs that name several options without settling on one: a careful grader gives no credit.
+@pytest.mark.parametrize(
+    "response",
+    [
+        "Either A or C",
+        "The answer is either A or C",
+        "(A) or (B)",
+        "B. Or maybe D.",
+        "A\nB\nC\nD",
+        "A) Paris\nB) London\nC) Oslo",  # the options echoed back, no choice made
+        "Final answer: A. Final answer: C",
+        "<answer>A</answer> <answer>B</answer>",
+        "The answer is (B) or (D)",
+        "Option A is incorrect. Option B is also wrong.",
+        "A B",
+    ],
+)
+def test_answers_that_name_several_options_stay_ambiguous(response: str) -> None:
+    assert choice_letter(response) is None
+
+
 def test_more_letters_can_be_allowed() -> None:
     assert choice_letter("The answer is E", letters="ABCDE") == "E"
 
@@ -86,3 +132,20 @@ async def test_scorer_gives_zero_with_a_reason_for_an_ambiguous_answer() -> None
     score = await scorer.score("A or B", mcq)
     assert (score.value, score.answer) == (0.0, None)
     assert score.explanation == "no single option letter in the output; expected A"
+
+
+# OpenBookQA has options that begin with the article "A"; an answer that is exactly one option's text is that
+# option (a careful grader reads "A Season" as the option "A Season", not as letter A).
+@pytest.mark.parametrize("output", ["A Season", "a season.", "**A Season**"])
+async def test_scorer_reads_an_answer_that_is_a_whole_choice_text_as_that_choice(output: str) -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="?", target="B", choices=["A Day", "A Season", "A Month", "A Solar Year on earth"])
+    score = await scorer.score(output, mcq)
+    assert (score.value, score.answer, score.explanation) == (1.0, "B", "chose B (by choice text): correct")
+
+
+async def test_scorer_reads_a_bare_letter_as_a_letter_even_when_a_choice_text_is_that_letter() -> None:
+    scorer = build_scorer(ScorerSpec(name="choice"))
+    mcq = Sample(id="q", input="Which letter is a vowel?", target="B", choices=["B", "A", "C", "D"])
+    score = await scorer.score("B", mcq)
+    assert (score.answer, score.explanation) == ("B", "chose B (by letter): correct")

@@ -103,6 +103,40 @@ def test_extract_number_reads_the_final_answer(text: str, expected: float | None
     assert (number.value if number is not None else None) == expected
 
 
+# GSM8K answers that state the final line as a calculation, or in millions (two GSM8K golds are 1,450,000 and
+# 2,880,000). Expected values are what a careful human grader reads as the answer, worked out by hand.
+@pytest.mark.parametrize(
+    ("prediction", "reference"),
+    [
+        ("The answer is 9 × 2 = 18.", "18"),
+        ("The answer is 16 - 3 - 4 = 9 eggs, sold for 9 * $2 = $18.", "18"),
+        ("The answer is 2+1 = 3.", "3"),
+        ("#### 4 x 5 = 20", "20"),
+        ("The answer is 17/8.5 = 2.", "2"),  # '17/8.5' is a division by 8.5, not the fraction 17/8
+        ("The answer is (100/120)*48 = 40.", "40"),
+        ("The answer is $1.45 million.", "1,450,000"),
+        ("They raised $2.88 million", "2,880,000"),
+        ("The answer is 3 thousand", "3000"),
+    ],
+)
+def test_numeric_mode_reads_a_stated_calculation_or_a_scaled_number(prediction: str, reference: str) -> None:
+    assert exact_match(prediction, reference, "numeric") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is 5 dollars, and 5 * 2 = 10 for two.", 5.0),  # the stated answer does not start a calculation
+        ("The answer is 18 = 9 × 2", 18.0),  # what follows the '=' is itself a calculation, not a result
+        ("The answer is 7 + 5.\nCheck: 3 * 4 = 12", 7.0),  # the '=' is on another line
+        ("The answer is 12 - 2. Then 2 + 3 = 5.", 12.0),  # the '=' is in another sentence
+    ],
+)
+def test_extract_number_follows_an_equals_sign_only_within_the_stated_answer(text: str, expected: float) -> None:
+    number = extract_number(text)
+    assert number is not None and number.value == expected
+
+
 def test_unknown_mode_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown exact_match mode 'fuzzy'"):
         exact_match("a", "a", "fuzzy")
@@ -141,3 +175,9 @@ async def test_numeric_tolerance_accepts_rounding_within_it() -> None:
 def test_very_long_text_reads_its_last_number() -> None:
     text = "word " * 100_000 + "so the total is 99"
     assert exact_match(text, "99", "numeric") == 1.0
+
+
+async def test_numeric_scorer_reports_a_scaled_number_in_full() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
+    score = await scorer.score("The answer is $2.01 million.", sample("2,010,000"))
+    assert (score.value, score.answer) == (1.0, "2010000")  # exact: 2.01 * 1e6 in floats is 2009999.9999999998

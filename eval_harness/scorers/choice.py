@@ -1,13 +1,25 @@
 """Multiple-choice letter extraction: "B", "b", "(B)", "The answer is B.", "Answer: B) Paris" → "B".
 
-Ambiguous answers ("A or B", "The answer is A. No, the answer is C.") give None rather than a guess, so a
-model is never credited for hedging across options.
+Evidence is ranked and the first rank that names a letter decides, so an explanation that discusses the
+rejected options ("B. Paris. Option A is the capital of Italy.") cannot overrule an answer given plainly:
+
+1. the whole response is one letter: "b", "(B)", "**D**";
+2. a final answer: "Final answer: B", "<answer>B</answer>", "\\boxed{B}";
+3. an answer marker: "The answer is B", "Answer: B) Paris", "The correct option is D";
+4. a label opening the response: "B", "B) Paris", "B. Paris", "(B)" (then a line break, text or nothing);
+5. anything else: "option B", "choice b", or a capital letter standing alone ("I would say B").
+
+Ambiguity gives None rather than a guess, so a model is never credited for hedging across options: letters
+within the deciding rank must agree ("The answer is A. No, the answer is C." → None, where a later "Final
+answer: C" would decide), a letter joined to another ("A or B", "the answer is A, B or C") is a hedge, and
+a response whose lines open with different labels ("A) Paris\nB) London") echoes the options.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from dataclasses import dataclass
 from functools import lru_cache
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
@@ -15,34 +27,59 @@ from eval_harness.types import Sample, Score
 
 _DECORATION = re.compile(r"[*_`]")
 _SURROUND = " \t\r\n.,;:!?()[]{}<>\"'"
-
-
 _CONJUNCTIONS = frozenset({"or", "and", "nor", "vs", "versus"})
+# "answer is", "answer would be:", "answer:", "answer =" ... then optionally "option"/"choice" before the letter.
+_CONNECTOR = r"(?:\s+(?:is|was|would\s+be|will\s+be|should\s+be|must\s+be)\b\s*[:=\-]?|\s*[:=\-])\s*"
+_NAMED = r"(?:(?:option|choice|letter)\s+)?[(\[]?"
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    final: tuple[re.Pattern[str], ...]
+    marker: tuple[re.Pattern[str], ...]
+    label: re.Pattern[str]
+    mention: re.Pattern[str]
+    standalone: re.Pattern[str]
+    hedge: re.Pattern[str]
 
 
 @lru_cache(maxsize=64)
-def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    options = re.escape(letters) + re.escape(letters.lower())
-    marker = re.compile(
-        r"\b(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|will\s+be|should\s+be))?\s*(?:[:=\-]\s*)?"
-        r"(?:option\s+|choice\s+)?[(\[]?([" + options + r"])(?![\w'’])",
-        re.IGNORECASE,
+def _patterns(letters: str) -> _Patterns:
+    upper, lower = re.escape(letters), re.escape(letters.lower())
+    option = r"([" + upper + lower + r"])(?![\w'’])"
+    closing = r"[)\].]?\s*"
+    return _Patterns(
+        final=(
+            re.compile(r"\bfinal\s+answer\b" + _CONNECTOR + _NAMED + option, re.IGNORECASE),
+            re.compile(r"<answer>\s*" + _NAMED + option + closing + r"</answer>", re.IGNORECASE),
+            re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{\s*)?" + _NAMED + option + closing + r"\}", re.IGNORECASE),
+        ),
+        marker=(
+            re.compile(r"\banswer\b" + _CONNECTOR + _NAMED + option, re.IGNORECASE),
+            re.compile(r"\b(?:correct|right|best)\s+(?:option|choice|letter)" + _CONNECTOR + _NAMED + option, re.I),
+        ),
+        label=re.compile(r"^[ \t]*[(\[]?" + option + r"[ \t]*(?:[).:\]]|$)(?P<line>.*)", re.MULTILINE),
+        mention=re.compile(r"\b(?:option|choice|answer|letter)\s*[(\[]?" + option, re.IGNORECASE),
+        standalone=re.compile(r"(?<![\w'’])[(\[]?([" + upper + r"])(?![\w'’])(?P<after>[)\].:]?)(?=(?P<rest>\s*\S*))"),
+        # A second letter joined by a conjunction, a slash or a comma; a lower-case one only when no word
+        # follows it, so "B, a classic trap" is not a hedge.
+        hedge=re.compile(
+            r"[)\]]?\s*(?:(?i:or|and|nor)\b(?:\s+(?i:maybe|perhaps|possibly)\b)?|/|,)\s*[(\[]?"
+            + (r"(?:[" + upper + r"]|[" + lower + r"](?![\w'’])(?!\s+[^\W\d_]))(?![\w'’])")
+        ),
     )
-    leading = re.compile(r"^\s*[(\[]?([" + options + r"])\s*(?:[).:\]]|$)")
-    standalone = re.compile(
-        r"(?<![\w'’])[(\[]?([" + re.escape(letters) + r"])(?![\w'’])(?P<after>[)\].:]?)(?P<rest>\s*\S*)"
-    )
-    hedge = re.compile(r"\s*(?:or|and|nor|/|,)\s*[(\[]?[" + options + r"](?![\w'’])", re.IGNORECASE)
-    return marker, leading, standalone, hedge
 
 
 def choice_letter(response: str, letters: str = "ABCD") -> str | None:
     """The option letter a response chooses, or None when it names none or several.
 
-    Read in order: the whole response is one letter ("b", "(B)"); explicit markers ("The answer is B",
-    "Answer: B) Paris", "Option C"), which must all agree; a leading "B) Paris" / "B. Paris"; finally one
-    capital letter standing alone. A capital "A" or "I" followed by a lower-case word is an article or a
-    pronoun, not an option; "A or B" and "the answer is A or B" are ambiguous.
+    Ranked evidence, the first rank with a letter deciding: the whole response is one letter ("b", "(B)");
+    a final answer ("Final answer: B", "<answer>B</answer>", "\\boxed{B}"); an answer marker ("The answer
+    is B", "Answer: B) Paris", "The correct option is D"); a label opening the response ("B", "B) Paris",
+    "B. Paris", then a line break, text or nothing); finally "option B"/"choice B" mentions and capital
+    letters standing alone. Letters within the deciding rank must agree. A capital "A" or "I" followed by
+    a lower-case word is an article or a pronoun, not an option; "A or B", "the answer is A or B" and
+    lines opening with different labels are ambiguous.
     """
     letters = letters.upper()
     text = _DECORATION.sub("", response).strip()
@@ -51,25 +88,44 @@ def choice_letter(response: str, letters: str = "ABCD") -> str | None:
     bare = text.strip(_SURROUND)
     if len(bare) == 1 and bare.upper() in letters:
         return bare.upper()
-    marker, leading, standalone, hedge = _patterns(letters)
-    marked = set()
-    for match in marker.finditer(text):
-        if _is_option(match.group(1), text, match.end()):
-            if hedge.match(text, match.end()):
-                return None  # "The answer is A or B"
-            marked.add(match.group(1).upper())
-    if marked:
-        return marked.pop() if len(marked) == 1 else None
-    start = leading.match(text)
+    patterns = _patterns(letters)
+    for rank in (patterns.final, patterns.marker):
+        found = _marked(rank, text, patterns.hedge)
+        if found is None:
+            return None  # a hedge after a marker: "The answer is A or B"
+        if found:
+            return found.pop() if len(found) == 1 else None
+    start = patterns.label.match(text)
     if start is not None:
-        return start.group(1).upper()
-    alone = set()
-    for match in standalone.finditer(text):
+        if patterns.hedge.match(text, start.start("line")):
+            return None  # "(A) or (B)", "B. Or maybe D."
+        # Lines opening like the first one with other letters ("A) Paris\nB) London", "A\nB\nC") list the
+        # options; "B\n\nA. is wrong" is an answer and its explanation.
+        alone = not start.group("line").strip()
+        labels = {m.group(1).upper() for m in patterns.label.finditer(text) if alone == (not m.group("line").strip())}
+        return start.group(1).upper() if len(labels) == 1 else None
+    named = set()
+    for match in patterns.mention.finditer(text):
+        if _is_option(match.group(1), text, match.end()):
+            named.add(match.group(1).upper())
+    for match in patterns.standalone.finditer(text):
         word = match.group("rest").strip()
         if match.group(1) in "AI" and not match.group("after") and word[:1].islower() and word not in _CONJUNCTIONS:
             continue  # "A good answer", "I think": an article or a pronoun, not an option
-        alone.add(match.group(1))
-    return alone.pop() if len(alone) == 1 else None
+        named.add(match.group(1))
+    return named.pop() if len(named) == 1 else None
+
+
+def _marked(rank: tuple[re.Pattern[str], ...], text: str, hedge: re.Pattern[str]) -> set[str] | None:
+    """The letters one rank of markers names; None when a marked letter is joined to another (a hedge)."""
+    found = set()
+    for pattern in rank:
+        for match in pattern.finditer(text):
+            if _is_option(match.group(1), text, match.end()):
+                if hedge.match(text, match.end()):
+                    return None
+                found.add(match.group(1).upper())
+    return found
 
 
 def _is_option(letter: str, text: str, end: int) -> bool:
@@ -101,8 +157,9 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         expected = {t for target in sample.targets if (t := _target_letter(target, sample.choices, options))}
         if not expected:
             raise ValueError(f"target {sample.targets!r} is not one of the letters {options}")
-        got = choice_letter(output, options)
-        how = "letter"
+        got, how = (_whole_choice(output, sample.choices, options) if match_text else None), "choice text"
+        if got is None:
+            got, how = choice_letter(output, options), "letter"
         if got is None and match_text and sample.choices:
             quoted = [options[i] for i, c in enumerate(sample.choices) if c.strip() and _quotes(output, c)]
             if len(quoted) == 1:
@@ -119,3 +176,18 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
 def _quotes(output: str, choice: str) -> bool:
     pattern = r"(?<!\w)" + re.escape(choice.strip()) + r"(?!\w)"
     return re.search(pattern, output, re.IGNORECASE) is not None
+
+
+def _whole_choice(output: str, choices: list[str] | None, letters: str) -> str | None:
+    """The letter of the one choice whose whole text the output is: "A Season" is that option, not letter A.
+
+    A bare letter stays a letter even where some choice's text is that letter."""
+    said = _as_choice_text(output)
+    if not choices or len(said) <= 1:
+        return None
+    hits = {letters[i] for i, choice in enumerate(choices[: len(letters)]) if _as_choice_text(choice) == said}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _as_choice_text(text: str) -> str:
+    return " ".join(text.strip().strip("*_`").strip().rstrip(".").split()).casefold()

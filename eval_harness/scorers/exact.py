@@ -2,8 +2,10 @@
 
 Numeric mode reads the predicted number the way a grader of worked solutions would: the number after the
 last ``####``, else after the last "answer is" / "answer:", else inside the last ``\\boxed{}``, else the
-last number in the text. Numbers may carry signs, currency symbols, thousands separators, decimals,
-fractions, percent signs, attached units ("260km") or be written in words ("forty-two").
+last number in the text. An answer stated as a calculation ("The answer is 9 × 2 = 18.") is read at its
+result: the first number after the last "=" in that sentence or line. Numbers may carry signs, currency
+symbols, thousands separators, decimals, fractions, percent signs, attached units ("260km"), be written in
+words ("forty-two") or with a scale word ("$1.45 million" is 1450000).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from decimal import Decimal
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.types import Sample, Score
@@ -20,13 +23,19 @@ MODES = ("strict", "lenient", "numeric")
 
 _NUMBER = re.compile(
     r"(?<![\w.,])(?P<sign>[-−+]?)[$€£¥]?(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?P<frac>\.\d+)?"
-    r"(?:\s?/\s?(?P<den>\d+))?(?P<pct>\s?%)?(?!\d)"
+    r"(?:\s?/\s?(?P<den>\d+)(?!\.\d))?(?P<pct>\s?%)?(?!\d)"
 )
 _MARKERS = (
     re.compile(r"####"),
     re.compile(r"\banswer\b\s*(?:is\b|:|=)\s*:?", re.IGNORECASE),
 )
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+# After a number (and any closing brackets): an operator, so the number opens a calculation ("9 × 2 = 18",
+# "(100/120)*48 = 40") rather than being a result.
+_OPERATOR = re.compile(r"[)\]]*\s*(?:[-−+*/×÷=^]|x(?=\s*[$€£¥]?\d))")
+# The end of the sentence or line an answer is stated in; a decimal point is followed by a digit, not a space.
+_SENTENCE_END = re.compile(r"\n|[.!?](?=\s|$)")
+_SCALE_AFTER = re.compile(r"\s*(thousand|million|billion)(?![-\w])", re.IGNORECASE)
 _ONES = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
@@ -129,20 +138,70 @@ def numbers_in(text: str) -> list[Number]:
 
 def extract_number(text: str) -> Number | None:
     """The predicted number: after the last '####', else after the last 'answer is'/'answer:', else in the
-    last \\boxed{}, else the last number in the text."""
+    last \\boxed{}, else the last number in the text.
+
+    After a marker, an answer stated as a calculation ("The answer is 16 - 3 - 4 = 9 eggs, sold for 9 * $2 =
+    $18.") is read at its result, the first number after the last '=' in that sentence or line, unless that
+    number opens a calculation itself. '<number> thousand/million/billion' is one number ("$1.45 million").
+    """
     for marker in _MARKERS:
         matches = list(marker.finditer(text))
         if matches:
-            after = numbers_in(text[matches[-1].end() :])
+            stated = text[matches[-1].end() :]
+            after = _scaled(stated, numbers_in(stated))
             if after:
-                return after[0]
+                return _result(stated, after)
     boxed = _BOXED.findall(text)
     if boxed:
-        inside = numbers_in(boxed[-1])
+        inside = _scaled(boxed[-1], numbers_in(boxed[-1]))
         if inside:
             return inside[-1]
-    numbers = numbers_in(text)
+    numbers = _scaled(text, numbers_in(text))
     return numbers[-1] if numbers else None
+
+
+def _calculation_after(text: str, number: Number) -> int | None:
+    """Where ``number`` ends when an arithmetic operator follows it ("9 × 2 = 18"), else None."""
+    digits = _NUMBER.match(text, number.position)
+    if digits is None or _digits_number(digits) is None:
+        return None  # a number in words ("forty-two") is not the operand of a written calculation
+    return digits.end() if _OPERATOR.match(text, digits.end()) else None
+
+
+def _result(stated: str, numbers: list[Number]) -> Number:
+    """The first number of a stated answer, or the result of the calculation it opens."""
+    first = numbers[0]
+    operand_end = _calculation_after(stated, first)
+    if operand_end is None:
+        return first
+    end = _SENTENCE_END.search(stated, operand_end)
+    sentence = stated[: end.start() if end else len(stated)]
+    equals = sentence.rfind("=")
+    result = next((n for n in numbers if equals < n.position < len(sentence)), None) if equals >= 0 else None
+    return result if result is not None and _calculation_after(stated, result) is None else first
+
+
+def _scaled(text: str, numbers: list[Number]) -> list[Number]:
+    """``numbers`` with '<digits> thousand/million/billion' read as one number: '$1.45 million' is 1450000.
+
+    Numeric mode only; elsewhere (faithfulness) the digits and the scale word stay two numbers."""
+    merged: list[Number] = []
+    skip = -1
+    for index, number in enumerate(numbers):
+        if index == skip:
+            continue
+        digits = _NUMBER.match(text, number.position)
+        scale = _SCALE_AFTER.match(text, digits.end()) if digits and _digits_number(digits) else None
+        following = numbers[index + 1] if index + 1 < len(numbers) else None
+        if scale and not number.percent and following and following.position == scale.start(1):
+            factor = _SCALES[scale.group(1).lower()]
+            if following.value == factor:  # the scale word alone, not "million and five"
+                # Decimal keeps 2.01 million exactly 2010000 (in floats 2.01 * 1e6 is 2009999.9999999998).
+                merged.append(Number(float(Decimal(repr(number.value)) * factor), False, number.position))
+                skip = index + 1
+                continue
+        merged.append(number)
+    return merged
 
 
 def same_number(predicted: Number, expected: Number, tolerance: float = 1e-9) -> bool:
