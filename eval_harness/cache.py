@@ -27,6 +27,7 @@ _ENTRY_SUFFIX = ".json"
 # Entries, and the temporaries of atomic_file (``.KEY.json.PID.RANDOM.tmp``; ``.KEY.PID.RANDOM.tmp`` from
 # earlier builds): `cache clear` deletes only what it recognises.
 _OURS = re.compile(r"^([0-9a-f]{64}\.json|\.[0-9a-f]{64}(\.json)?\.\d+\.[0-9a-f]+\.tmp)$")
+_SHARD = re.compile(r"[0-9a-f]{2}")
 
 
 def default_cache_dir() -> Path:
@@ -99,7 +100,7 @@ class ResponseCache:
             return []
         found: list[Path] = []
         for shard in self.directory.iterdir():
-            if shard.is_dir() and len(shard.name) == 2:
+            if shard.is_dir() and _SHARD.fullmatch(shard.name):
                 found.extend(p for p in shard.iterdir() if _OURS.match(p.name))
         return found
 
@@ -129,7 +130,7 @@ class ResponseCache:
                 removed += 1
         if self.directory.is_dir():
             for shard in self.directory.iterdir():
-                if shard.is_dir() and len(shard.name) == 2:
+                if shard.is_dir() and _SHARD.fullmatch(shard.name):  # only the shards entries go into
                     with contextlib.suppress(OSError):  # it holds something we did not write: leave it
                         shard.rmdir()
         return removed

@@ -27,7 +27,10 @@ def check_counts(successes: int, n: int) -> None:
 def z_value(confidence: float) -> float:
     # The standard library's NormalDist.inv_cdf (Wichura's AS241, ~1e-16 accurate) instead of
     # scipy.stats.norm.ppf: importing scipy.stats costs >1 s, and every run's summary needs z.
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    upper = 0.5 + confidence / 2.0
+    if not 0.5 <= upper < 1.0:  # a confidence within 1e-16 of 1 rounds to the 1.0 quantile: z is infinite
+        raise ValueError(f"confidence must be strictly between 0 and 1 (and not within 1e-16 of 1), got {confidence!r}")
+    return NormalDist().inv_cdf(upper)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

@@ -268,11 +268,12 @@ def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False)
     report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
-    hint = (
-        "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
-        if report.duplicate_ids
-        else "fix them, or pass --skip-invalid to run the valid lines only"
-    )
+    if report.duplicate_ids:
+        hint = "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
+    elif skip_invalid:
+        hint = "no valid line is left to run; fix them"
+    else:
+        hint = "fix them, or pass --skip-invalid to run the valid lines only"
     raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
 
 
@@ -456,6 +457,11 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
     count = _counted_samples(task, dataset_path, report, parts.excluded, config.limit)
+    if count <= 0:
+        raise ConfigError(
+            f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
+            f"(it holds out {len(parts.excluded)} of the {report.valid} in {dataset_path})"
+        )
     setup = parts.setup
     now = _now()
     manifest = RunManifest(
@@ -497,7 +503,17 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
     )
-    return _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
+    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
+    _render_first_prompt(plan)
+    return plan
+
+
+def _render_first_prompt(plan: RunPlan) -> None:
+    """Render the first prompt now: a template that fails on every sample (an empty prompt, a name no
+    sample has) is refused before the run directory exists, not found by the first call."""
+    for _position, sample, _epoch in _work_items(plan):
+        plan.template.render(sample, plan.examples)
+        return
 
 
 def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:

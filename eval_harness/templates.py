@@ -77,7 +77,10 @@ class PromptTemplate:
         if self._system is not None:
             messages.append(self._system)
         messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
-        messages.append(ChatMessage(role="user", content=text.strip()))
+        content = text.strip()
+        if not content:  # every provider refuses an empty turn (a hosted API bills a run of 400s for it)
+            raise TemplateError(f"{self.path}: renders an empty prompt for sample {sample.id!r}")
+        messages.append(ChatMessage(role="user", content=content))
         return messages
 
     def _render_jinja(self, context: dict[str, Any]) -> str:

@@ -121,5 +121,14 @@ def test_clear_deletes_entries_and_temp_files_but_nothing_else(tmp_path: Path) -
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
+def test_clear_leaves_folders_it_could_not_have_written(tmp_path: Path) -> None:
+    # entries go into shards named by two hex digits; "go" is someone else's
+    (tmp_path / "go").mkdir()
+    cache = ResponseCache(tmp_path)
+    cache.put(cache_key("s", "m", {"n": 1}), completion())
+    assert cache.clear() == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["go"]
+
+
 def test_clear_of_a_missing_directory_deletes_nothing(tmp_path: Path) -> None:
     assert ResponseCache(tmp_path / "absent").clear() == 0

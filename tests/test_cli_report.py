@@ -227,6 +227,8 @@ def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
     assert skewed.out.startswith("385 samples") and "plan for 1,068" in skewed.out
     bad = cli("plan", "--margin", "0")
     assert bad.code == 2 and "margin must be in (0, 1]" in bad.err
+    almost_one = cli("plan", "--margin", "0.03", "--confidence", "0.9999999999999999")
+    assert almost_one.code == 2 and "confidence must be strictly between 0 and 1" in almost_one.err
 
 
 def test_report_runs_as_a_real_process(runs: tuple[Path, Path]) -> None:

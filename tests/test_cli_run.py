@@ -108,6 +108,40 @@ def test_an_option_of_a_subcommand_given_twice_is_refused(cli: Cli, tmp_path: Pa
     assert (result.code, result.err) == (2, "error: --cache-dir given 2 times; it takes one value (give it once)\n")
 
 
+def test_a_template_that_renders_an_empty_prompt_is_refused_before_the_run_exists(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    task_root.template("plain.jinja2", "{% if false %}{{ input }}{% endif %}\n")
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", task_root.root / "results")
+    template = task_root.root / "templates" / "plain.jinja2"
+    assert (result.code, result.err) == (2, f"error: {template}: renders an empty prompt for sample 'q0000'\n")
+    assert not (task_root.root / "results").exists()
+
+
+def test_a_template_naming_a_variable_no_sample_has_is_refused_before_the_run_exists(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    task_root.template("plain.jinja2", "{{ input }} {{ question }}\n")
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", task_root.root / "results")
+    assert result.code == 2 and "plain.jinja2:1: UndefinedError: 'question' is undefined" in result.err
+    assert not (task_root.root / "results").exists()
+
+
+def test_a_hold_out_that_leaves_nothing_to_evaluate_is_refused(cli: Cli, task_root: TaskRoot) -> None:
+    spec = task_root.root / "tasks" / "adder.toml"
+    spec.write_text(spec.read_text().replace("[dataset]", "[few_shot]\nk = 1\nholdout_fraction = 0.999\n[dataset]"))
+    result = cli("run", "--task", spec, "--output-dir", task_root.root / "results")
+    assert result.code == 2 and "holdout_fraction leaves no sample to evaluate (it holds out 40 of the 40" in result.err
+    assert not (task_root.root / "results").exists()
+
+
+def test_skip_invalid_with_no_valid_line_does_not_advise_skip_invalid(cli: Cli, task_root: TaskRoot) -> None:
+    task_root.data("adder.jsonl", ["{oops", "{also broken"])
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--skip-invalid")
+    assert result.code == 2 and "no valid line is left to run; fix them" in result.err
+    assert "pass --skip-invalid" not in result.err
+
+
 def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli, task_root: TaskRoot) -> None:
     result = cli("run", "--task", adder(task_root), "--dry-run", "--output-dir", task_root.root / "results")
     assert result.code == 0
