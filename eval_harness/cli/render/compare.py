@@ -3,46 +3,51 @@ verdict, and the latency/cost/error trade-offs; as a terminal table, Markdown or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
 
 from eval_harness.cli.render import interval, millis, money, p_value, pct, signed_points, stdout
+from eval_harness.cli.render.profile import Column, FittedTable, markdown_table
 
 if TYPE_CHECKING:
     from eval_harness.compare import CompareAxis, Comparison
 
 _VERDICTS = {"a_better": "A better", "b_better": "B better", "no_difference": "no detectable difference"}
-_SCORE_HEADERS = [
-    "axis",
-    "n",
-    "A %",
-    "A 95% CI",
-    "B %",
-    "B 95% CI",
-    "B − A (points)",
-    "95% CI of diff",
-    "test",
-    "p",
-    "p (Holm)",
-    "CIs overlap",
-    "verdict",
+# When the width is short (see FittedTable), the axis, the difference and the verdict stay. The paired
+# interval of the difference goes last: it is what tells the two runs apart; then the two means; then the
+# Holm-adjusted p, the one the verdict reads. The per-run intervals are in each run's `report`; with many
+# axes the unadjusted p misleads; the test is the same on most rows; overlapping intervals is a
+# conservative screen the paired interval supersedes.
+_SCORE_COLUMNS = [
+    Column("axis", "left"),
+    Column("n", rank=5),
+    Column("A %", rank=3),
+    Column("A 95% CI", rank=6),
+    Column("B %", rank=3),
+    Column("B 95% CI", rank=6),
+    Column("B − A (points)"),
+    Column("95% CI of diff", rank=2),
+    Column("test", "left", rank=8),
+    Column("p", rank=7),
+    Column("p (Holm)", rank=4),
+    Column("CIs overlap", rank=9),
+    Column("verdict", "left", lines_to_keep_columns=2),
 ]
-_TRADE_HEADERS = [
-    "axis",
-    "p50 ms A",
-    "p50 ms B",
-    "Δ p50",
-    "p95 ms A",
-    "p95 ms B",
-    "Δ p95",
-    "cost/sample A",
-    "cost/sample B",
-    "err % A",
-    "err % B",
-    "Δ err (points)",
+# Of the trade-offs, the deltas stay; the absolute latencies go first, p95 before p50.
+_TRADE_COLUMNS = [
+    Column("axis", "left"),
+    Column("p50 ms A", rank=5),
+    Column("p50 ms B", rank=5),
+    Column("Δ p50"),
+    Column("p95 ms A", rank=6),
+    Column("p95 ms B", rank=6),
+    Column("Δ p95", rank=2),
+    Column("cost/sample A", rank=1),
+    Column("cost/sample B", rank=1),
+    Column("err % A", rank=4),
+    Column("err % B", rank=4),
+    Column("Δ err (points)"),
 ]
 
 
@@ -114,18 +119,14 @@ def _summary_lines(c: Comparison) -> list[str]:
 def print_comparison(c: Comparison, console: Console | None = None) -> None:
     """The comparison on a terminal."""
     out = console or stdout
-    scores = Table(title=_title(c), title_justify="left")
-    for i, name in enumerate(_SCORE_HEADERS):
-        scores.add_column(name, justify="left" if i in (0, 8, 12) else "right")
+    scores = FittedTable(_SCORE_COLUMNS, title=_title(c), title_justify="left")
     for axis in c.axes:
         style = "green" if axis.verdict == "b_better" else "red" if axis.verdict == "a_better" else None
         scores.add_row(*_score_cells(axis), style=style)
     scores.add_section()
     scores.add_row(*_score_cells(c.overall, overall=True), style="bold")
     out.print(scores)
-    trade = Table(title="latency, cost and errors (B − A)", title_justify="left")
-    for i, name in enumerate(_TRADE_HEADERS):
-        trade.add_column(name, justify="left" if i == 0 else "right")
+    trade = FittedTable(_TRADE_COLUMNS, title="latency, cost and errors (B − A)", title_justify="left")
     for axis in c.axes:
         trade.add_row(*_trade_cells(axis))
     trade.add_section()
@@ -139,19 +140,12 @@ def print_comparison(c: Comparison, console: Console | None = None) -> None:
         out.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: set[int]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |"]
-    lines.append("|" + "|".join(":---" if i in left else "---:" for i in range(len(headers))) + "|")
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return lines
-
-
 def comparison_markdown(c: Comparison) -> str:
     """The comparison as GitHub-flavoured Markdown."""
     score_rows = [_score_cells(a) for a in c.axes] + [_score_cells(c.overall, overall=True)]
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
-    lines = [f"## {_title(c)}", "", *_md_table(_SCORE_HEADERS, score_rows, {0, 8, 12}), ""]
-    lines += ["### Latency, cost and errors", "", *_md_table(_TRADE_HEADERS, trade_rows, {0}), ""]
+    lines = [f"## {_title(c)}", "", *markdown_table(_SCORE_COLUMNS, score_rows), ""]
+    lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
     lines += [f"- {line}" for line in _summary_lines(c)]
     lines += [f"- **FORCED**: compared although the runs have {item}" for item in c.forced]
     lines += [f"- note: {note}" for note in c.notes]

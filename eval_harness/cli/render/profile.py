@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Literal
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 from eval_harness.cli.render import bar, interval, millis, money, pct, per_dollar, sparkline, stdout
 from eval_harness.types import AxisStats, RunSummary
@@ -16,6 +20,220 @@ from eval_harness.types import AxisStats, RunSummary
 if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
     from eval_harness.report import EpochReport, ProfileReport, ReportAxis
     from eval_harness.scorers.reliability import JudgeReliability
+
+
+# --------------------------------------------------------------------------------------------------
+# tables that fit the console's width
+# --------------------------------------------------------------------------------------------------
+
+# Left alone, rich fits a wide table into a narrow console by shrinking the widest columns and cutting their
+# cells with an ellipsis: on MMLU's 57 subjects 'professional_…' stood for four of them and '53.3–6…' for an
+# interval. A FittedTable lays itself out for the width it is drawn at instead. When the table fits as it is,
+# it is drawn exactly as a plain rich table (so the default-width output does not change). Otherwise:
+# 1. a name (column 0), a number or an interval is never cut or wrapped: its column is at least as wide as
+#    its widest cell;
+# 2. what gives way first is a header (onto two lines), a drawn cell (the bar, down to half its width) and
+#    prose (the verdict onto two lines); the widest of these shrinks first, as rich does, so a table that
+#    fits this way keeps every column and looks as it did;
+# 3. when that is not enough, whole columns are left out, the least essential first (each column's rank),
+#    and the table says which. Once columns go anyway, a row keeps to one line (the verdict does not wrap):
+#    57 subjects on 57 lines are read down at a glance, on 114 they are not. Leaving a column out beats the
+#    other ways to fit: a left-out column is named, a cut cell is not, and a table split in two makes the
+#    reader match 57 rows across tables;
+# 4. only when the always-shown columns still do not fit on one line do their cells wrap; and the name,
+#    last of all (an axis name of 50+ characters at 80 columns), onto more lines at its underscores,
+#    hyphens, dots or spaces, so it stays whole.
+# The markdown and json formats always carry every column.
+
+_HEADER_LINES = 2  # a header may wrap onto two lines before a column is left out
+_LEFT_OUT_HINT = "--format markdown or json shows every column"
+
+Cell = str | Callable[[int], str]
+"""A cell's text, or a function that draws it at the width its column gets (the profile's bar)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a FittedTable."""
+
+    header: str
+    justify: Literal["left", "right"] = "right"
+    rank: int = 0
+    """0: always shown; otherwise the columns of the highest rank are left out first when the width is short."""
+    lines: int = 1
+    """How many lines a cell may wrap onto at its spaces (1: never wraps, as for numbers and intervals)."""
+    lines_to_keep_columns: int = 1
+    """How many lines a cell may wrap onto while that keeps every column (or the always-shown ones need it)."""
+    drawn: tuple[int, int] | None = None
+    """For drawn cells: the width they are drawn at when there is room, and the narrowest they may get."""
+    label: str | None = None
+    """The column's name in the note that lists left-out columns, when its header is blank."""
+
+
+def _wrapped_lines(text: str, width: int) -> int:
+    """How many lines rich wraps ``text`` onto at its spaces in ``width`` cells, no word being wider."""
+    lines, used = 1, 0
+    for word in text.split():
+        size = cell_len(word)
+        if used and used + 1 + size > width:
+            lines, used = lines + 1, size
+        else:
+            used += (1 if used else 0) + size
+    return lines
+
+
+def _narrowest(text: str, lines: int) -> int:
+    """The narrowest width at which ``text`` wraps onto at most ``lines`` lines."""
+    whole = cell_len(text)
+    if lines <= 1 or " " not in text:
+        return whole
+    width = max(cell_len(word) for word in text.split())
+    while width < whole and _wrapped_lines(text, width) > lines:
+        width += 1
+    return width
+
+
+def _span(widths: Iterable[int]) -> int:
+    """The width of a table whose columns' texts are ``widths`` wide: one cell of padding either side of each
+    and a rule between and around them."""
+    widths = list(widths)
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _break_name(name: str, width: int) -> str:
+    """``name`` on lines of at most ``width`` cells, broken after '_', '-', '/', '.' or ' ' where it can be."""
+    lines = [""]
+    for piece in re.findall(r"[^_\-/. ]*[_\-/. ]|[^_\-/. ]+", name):
+        while piece:
+            room = width - cell_len(lines[-1])
+            if cell_len(piece) <= room:
+                lines[-1] += piece
+                piece = ""
+            elif lines[-1]:
+                lines.append("")
+            else:  # one piece longer than a line: the only place left to break it is inside it
+                lines[-1], piece = piece[:width], piece[width:]
+                lines.append("")
+    return "\n".join(line for line in lines if line)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    kept: list[int]
+    widths: list[int] | None  # None: the table fits as it is
+    name_width: int | None  # the name column had to wrap at this width
+
+
+def _floors(columns: Sequence[Column], texts: Sequence[Sequence[str]], keep_columns: bool) -> list[int]:
+    """How narrow each column may get: headers on two lines, cells on as many as they may."""
+    floors = []
+    for column, cells in zip(columns, texts, strict=True):
+        lines = max(column.lines, column.lines_to_keep_columns) if keep_columns else column.lines
+        drawn = (column.drawn or (0, 0))[1]
+        floors.append(max([_narrowest(column.header, _HEADER_LINES), drawn, *(_narrowest(c, lines) for c in cells)]))
+    return floors
+
+
+def _keep(columns: Sequence[Column], floor: Sequence[int], width: int) -> list[int]:
+    """The columns to show: the least essential rank after rank leaves until the rest fits (a narrower, less
+    essential column does not come back into the room left over: what goes first is what matters least)."""
+    kept = list(range(len(columns)))
+    for rank in sorted({c.rank for c in columns if c.rank}, reverse=True):
+        if _span(floor[i] for i in kept) <= width:
+            break
+        kept = [i for i in kept if columns[i].rank != rank]
+    return kept
+
+
+def _fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -> _Layout:
+    texts = [[cell for cell in (row[i] for row in rows) if isinstance(cell, str)] for i in range(len(columns))]
+    natural = [
+        max([cell_len(column.header), (column.drawn or (0, 0))[0], *(cell_len(c) for c in cells)])
+        for column, cells in zip(columns, texts, strict=True)
+    ]
+    if _span(natural) <= width:
+        return _Layout(list(range(len(columns))), None, None)
+    floor = _floors(columns, texts, keep_columns=True)
+    if _span(floor) > width:  # columns go: rows keep to one line, unless the always-shown ones cannot
+        one_line = _floors(columns, texts, keep_columns=False)
+        core = [i for i, c in enumerate(columns) if not c.rank]
+        if _span(one_line[i] for i in core) <= width:
+            floor = one_line
+    kept = _keep(columns, floor, width)
+    widths = {i: natural[i] for i in kept}
+    excess = _span(widths.values()) - width
+    while excess > 0:  # the widest column that may give way gives one cell, as rich collapses a table
+        room = [i for i in kept if widths[i] > floor[i]]
+        if not room:
+            break
+        widest = max(room, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+    name_width = None
+    if excess > 0 and kept and kept[0] == 0:
+        name_width = max(1, widths[0] - excess)
+        widths[0] = name_width
+    return _Layout(kept, [widths[i] for i in kept], name_width)
+
+
+class FittedTable:
+    """A table that lays itself out for the width it is drawn at (see the comment above): a rich renderable
+    with the ``add_row``/``add_section`` of a rich Table."""
+
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        title: str | None = None,
+        title_justify: Literal["left", "center", "right"] = "center",
+        hint: str = _LEFT_OUT_HINT,
+    ) -> None:
+        self.columns = list(columns)
+        self.title = title
+        self.title_justify = title_justify
+        self.hint = hint
+        self._rows: list[tuple[list[Cell], str | None]] = []
+        self._sections: set[int] = set()  # a rule follows these rows
+
+    def add_row(self, *cells: Cell, style: str | None = None) -> None:
+        """A row of cells, one per column."""
+        self._rows.append((list(cells), style))
+
+    def add_section(self) -> None:
+        """A rule under the last row."""
+        if self._rows:
+            self._sections.add(len(self._rows) - 1)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        layout = _fit(self.columns, [cells for cells, _ in self._rows], options.max_width)
+        table = Table(title=self.title, title_justify=self.title_justify)
+        for n, i in enumerate(layout.kept):
+            column = self.columns[i]
+            if layout.widths is None:
+                table.add_column(column.header, justify=column.justify)
+            else:
+                table.add_column(column.header, justify=column.justify, width=layout.widths[n], overflow="fold")
+        for index, (cells, style) in enumerate(self._rows):
+            texts = []
+            for n, i in enumerate(layout.kept):
+                cell = cells[i]
+                drawn = self.columns[i].drawn
+                if not isinstance(cell, str):
+                    cell = cell((drawn or (0, 0))[0] if layout.widths is None else layout.widths[n])
+                if i == 0 and layout.name_width is not None:
+                    cell = _break_name(cell, layout.name_width)
+                texts.append(cell)
+            table.add_row(*texts, style=style)
+            if index in self._sections:
+                table.add_section()
+        yield table
+        left_out = [c.label or c.header for i, c in enumerate(self.columns) if i not in layout.kept]
+        if left_out:
+            yield Text(f"left out to fit {options.max_width} columns: {', '.join(left_out)} ({self.hint})")
+
+
+# --------------------------------------------------------------------------------------------------
+# the profile table
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -51,7 +269,7 @@ class _Row:
             error_rate=stats.error_rate,
         )
 
-    def cells(self, with_excluding: bool, with_bar: bool = True) -> list[str]:
+    def cells(self, with_excluding: bool) -> list[str]:
         cells = [self.axis, f"{self.n:,}", pct(self.mean), interval(self.ci)]
         if with_excluding:
             cells.append(pct(self.mean_excluding_errors))
@@ -63,44 +281,47 @@ class _Row:
             millis(self.latency_p95_ms),
             pct(self.error_rate),
         ]
-        if with_bar:
-            cells.append(bar(self.mean))
         return cells
 
 
-def _headers(with_excluding: bool) -> list[tuple[str, str]]:
-    headers = [("axis", "left"), ("n", "right"), ("mean %", "right"), ("95% CI", "right")]
+# The profile is read for the mean and its interval; the error rate says whether the mean can be trusted,
+# then the sample count; cost and latency matter less per axis (the totals carry them); the bar restates
+# the mean, so it gives way first.
+_BAR = Column("", "left", rank=9, drawn=(20, 10), label="bar")
+
+
+def _columns(with_excluding: bool) -> list[Column]:
+    columns = [Column("axis", "left"), Column("n", rank=2), Column("mean %"), Column("95% CI")]
     if with_excluding:
-        headers.append(("mean % (errors excluded)", "right"))
-    headers += [
-        ("pass %", "right"),
-        ("cost/sample", "right"),
-        ("acc per $", "right"),
-        ("p50 ms", "right"),
-        ("p95 ms", "right"),
-        ("err %", "right"),
+        columns.append(Column("mean % (errors excluded)", rank=3))
+    columns += [
+        Column("pass %", rank=4),
+        Column("cost/sample", rank=5),
+        Column("acc per $", rank=7),
+        Column("p50 ms", rank=6),
+        Column("p95 ms", rank=8),
+        Column("err %", rank=1),
     ]
-    return headers
+    return columns
 
 
-def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool) -> Table:
-    table = Table(title=title, title_justify="left")
-    for name, justify in [*_headers(with_excluding), ("", "left")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool, hint: str) -> FittedTable:
+    table = FittedTable([*_columns(with_excluding), _BAR], title=title, title_justify="left", hint=hint)
     for row in rows:
-        table.add_row(*row.cells(with_excluding))
+        table.add_row(*row.cells(with_excluding), partial(bar, row.mean))
     table.add_section()
-    table.add_row(*overall.cells(with_excluding), style="bold")
+    table.add_row(*overall.cells(with_excluding), partial(bar, overall.mean), style="bold")
     return table
 
 
-def profile_table(summary: RunSummary, title: str | None = None) -> Table:
+def profile_table(summary: RunSummary, title: str | None = None) -> FittedTable:
     """The capability profile of a run summary: one row per axis, then the overall row."""
     return _table(
         [_Row.of(a) for a in summary.axes],
         _Row.of(summary.overall),
         title or f"{summary.model} on {summary.task}",
         with_excluding=summary.overall.errors > 0,
+        hint="`eval-harness report --format markdown` shows every column",
     )
 
 
@@ -172,9 +393,17 @@ def _headline_lines(report: ProfileReport) -> list[str]:
     return lines
 
 
-def _epoch_headers(report: ProfileReport) -> list[str]:
+def _epoch_columns(report: ProfileReport) -> list[Column]:
     k = report.epochs[0].k
-    return ["axis", "samples", "pass@1 %", f"pass@{k} %", f"samples with all {k} epochs", "agreement %", "pairwise %"]
+    return [
+        Column("axis", "left"),
+        Column("samples", rank=2),
+        Column("pass@1 %"),
+        Column(f"pass@{k} %"),
+        Column(f"samples with all {k} epochs", rank=4),
+        Column("agreement %", rank=1),
+        Column("pairwise %", rank=3),
+    ]
 
 
 def _epoch_cells(e: EpochReport) -> list[str]:
@@ -189,8 +418,16 @@ def _epoch_cells(e: EpochReport) -> list[str]:
     ]
 
 
-def _scorer_headers() -> list[str]:
-    return ["scorer", "n", "mean", "median", "std", "p10", "p90", "histogram 0 → 1"]
+_SCORER_COLUMNS = [
+    Column("scorer", "left"),
+    Column("n", rank=2),
+    Column("mean"),
+    Column("median", rank=3),
+    Column("std", rank=4),
+    Column("p10", rank=5),
+    Column("p90", rank=5),
+    Column("histogram 0 → 1", "left", rank=1),
+]
 
 
 def _num(value: float | None) -> str:
@@ -227,8 +464,15 @@ def _totals_line(report: ProfileReport) -> str:
 _RELIABILITY_TITLE = "judge reliability (verdicts compared as pass/fail at the threshold)"
 
 
-def _reliability_headers() -> list[str]:
-    return ["judge", "kind", "verdicts", "position swap flips", "self-consistency agreement", "disagrees with", "kappa"]
+_RELIABILITY_COLUMNS = [
+    Column("judge", "left"),
+    Column("kind", "left", rank=3),
+    Column("verdicts", rank=2),
+    Column("position swap flips", "left", lines=4),
+    Column("self-consistency agreement", "left", rank=1, lines=4),
+    Column("disagrees with", "left", rank=1, lines=4),
+    Column("kappa"),
+]
 
 
 def _share(part: int, whole: int, rate: float | None) -> str:
@@ -247,11 +491,9 @@ def _reliability_cells(r: JudgeReliability) -> list[str]:
     return [r.judge, r.kind, f"{r.records:,}", flips, agreement, versus, _num(r.kappa)]
 
 
-def reliability_table(figures: Sequence[JudgeReliability]) -> Table:
+def reliability_table(figures: Sequence[JudgeReliability]) -> FittedTable:
     """How far to trust each judge of a run (shown by ``report``, and by ``run`` when it had a judge)."""
-    table = Table(title=_RELIABILITY_TITLE, title_justify="left")
-    for i, name in enumerate(_reliability_headers()):
-        table.add_column(name, justify="right" if i in (2, 6) else "left")
+    table = FittedTable(_RELIABILITY_COLUMNS, title=_RELIABILITY_TITLE, title_justify="left")
     for r in figures:
         table.add_row(*_reliability_cells(r))
     return table
@@ -270,20 +512,17 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
     """The full report on a terminal (or a file console for ``--output``)."""
     out = console or stdout
     rows = [_Row.of(a) for a in report.axes]
-    out.print(_table(rows, _Row.of(report.overall), _title(report), _with_excluding(report)))
+    out.print(_table(rows, _Row.of(report.overall), _title(report), _with_excluding(report), _LEFT_OUT_HINT))
     for line in _headline_lines(report):
         out.print(line, markup=False, soft_wrap=True)
     if report.epochs:
-        table = Table(title=f"epochs: pass@k (unbiased estimator) and agreement across {report.epochs[0].k} epochs")
-        for i, name in enumerate(_epoch_headers(report)):
-            table.add_column(name, justify="left" if i == 0 else "right")
+        title = f"epochs: pass@k (unbiased estimator) and agreement across {report.epochs[0].k} epochs"
+        table = FittedTable(_epoch_columns(report), title=title)
         for e in report.epochs:
             table.add_row(*_epoch_cells(e), style="bold" if e.axis == "overall" else None)
         out.print(table)
     if report.scorers:
-        table = Table(title="scorers", title_justify="left")
-        for i, name in enumerate(_scorer_headers()):
-            table.add_column(name, justify="left" if i in (0, 7) else "right")
+        table = FittedTable(_SCORER_COLUMNS, title="scorers", title_justify="left")
         for s in report.scorers:
             table.add_row(
                 s.name,
@@ -312,12 +551,14 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A GitHub-flavoured Markdown table of ``rows`` under the columns' headers, aligned as they are."""
+
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(cell(h) for h in headers) + " |"]
-    lines.append("|" + "|".join("---:" if r else ":---" for r in right) + "|")
+    lines = ["| " + " | ".join(cell(c.header) for c in columns) + " |"]
+    lines.append("|" + "|".join("---:" if c.justify == "right" else ":---" for c in columns) + "|")
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return lines
 
@@ -325,17 +566,14 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequ
 def report_markdown(report: ProfileReport) -> str:
     """The full report as GitHub-flavoured Markdown."""
     with_excluding = _with_excluding(report)
-    headers = [name for name, _ in _headers(with_excluding)]
-    right = [justify == "right" for _, justify in _headers(with_excluding)]
-    rows = [_Row.of(a).cells(with_excluding, with_bar=False) for a in report.axes]
-    overall = _Row.of(report.overall).cells(with_excluding, with_bar=False)
+    rows = [_Row.of(a).cells(with_excluding) for a in report.axes]
+    overall = _Row.of(report.overall).cells(with_excluding)
     rows.append([f"**{c}**" if c not in ("", "–") else c for c in overall])
-    lines = [f"## {_title(report)}", "", *_md_table(headers, rows, right), ""]
+    lines = [f"## {_title(report)}", "", *markdown_table(_columns(with_excluding), rows), ""]
     lines += [f"- {line}" for line in _headline_lines(report)]
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
-        epoch_headers = _epoch_headers(report)
-        lines += _md_table(epoch_headers, [_epoch_cells(e) for e in report.epochs], [i > 0 for i in range(7)])
+        lines += markdown_table(_epoch_columns(report), [_epoch_cells(e) for e in report.epochs])
     if report.scorers:
         lines += ["", "### Scorers", ""]
         scorer_rows = [
@@ -344,11 +582,11 @@ def report_markdown(report: ProfileReport) -> str:
         ]
         for row, s in zip(scorer_rows, report.scorers, strict=True):
             row[7] = "`" + sparkline(s.histogram) + "`"
-        lines += _md_table(_scorer_headers(), scorer_rows, [0 < i < 7 for i in range(8)])
+        lines += markdown_table(_SCORER_COLUMNS, scorer_rows)
     if report.judge_reliability:
         lines += ["", f"### {_RELIABILITY_TITLE[0].upper()}{_RELIABILITY_TITLE[1:]}", ""]
         reliability_rows = [_reliability_cells(r) for r in report.judge_reliability]
-        lines += _md_table(_reliability_headers(), reliability_rows, [i in (2, 6) for i in range(7)])
+        lines += markdown_table(_RELIABILITY_COLUMNS, reliability_rows)
     if report.precision:
         lines += ["", "### Precision", ""] + [f"- {line}" for line in _precision_lines(report)]
     lines += ["", "### Totals", "", f"- {_totals_line(report)}"]

@@ -1,0 +1,201 @@
+"""The terminal tables of ``compare``, ``report`` and ``run`` at 80, 120 and 200 columns, on real runs with
+MMLU's 57 long subject names: no axis name and no interval is ever cut (audit defect 8: 'professional_…'
+stood for four subjects and '53.3–6…' for an interval); what does not fit is left out and named."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import write_jsonl
+from rich.console import Console
+
+from eval_harness.cli.app import main
+from eval_harness.cli.render import interval, pct
+from eval_harness.cli.render.compare import print_comparison
+from eval_harness.cli.render.profile import print_report, profile_table
+from eval_harness.compare import compare_runs
+from eval_harness.report import build_report
+from eval_harness.types import RunSummary
+
+WIDTHS = (80, 120, 200)
+
+# The 57 subjects of MMLU (Hendrycks et al., 2021), as the axes of its lm-evaluation-harness port are named.
+# fmt: off
+MMLU_SUBJECTS = [
+    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge", "college_biology",
+    "college_chemistry", "college_computer_science", "college_mathematics", "college_medicine", "college_physics",
+    "computer_security", "conceptual_physics", "econometrics", "electrical_engineering", "elementary_mathematics",
+    "formal_logic", "global_facts", "high_school_biology", "high_school_chemistry", "high_school_computer_science",
+    "high_school_european_history", "high_school_geography", "high_school_government_and_politics",
+    "high_school_macroeconomics", "high_school_mathematics", "high_school_microeconomics", "high_school_physics",
+    "high_school_psychology", "high_school_statistics", "high_school_us_history", "high_school_world_history",
+    "human_aging", "human_sexuality", "international_law", "jurisprudence", "logical_fallacies", "machine_learning",
+    "management", "marketing", "medical_genetics", "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition",
+    "philosophy", "prehistory", "professional_accounting", "professional_law", "professional_medicine",
+    "professional_psychology", "public_relations", "security_studies", "sociology", "us_foreign_policy", "virology",
+    "world_religions",
+]
+# fmt: on
+
+# Longer than an 80-column table can hold beside its mean and interval: these must wrap, and stay whole.
+VERY_LONG_AXES = [
+    "multilingual_reading_comprehension_with_distractor_passages_in_swahili",
+    "multilingual_reading_comprehension_with_distractor_passages_in_yoruba",
+    "long_context_retrieval_of_numeric_facts_from_financial_filings_10k",
+]
+
+
+def _cli(*args: str | Path) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([str(a) for a in args])
+    assert exit_.value.code in (0, None)
+
+
+def _run(out: Path, dataset: Path, run_id: str, *model: str) -> Path:
+    _cli(
+        "run", "--task", "multiple_choice", "--dataset", dataset, *model, "--output-dir", out, "--run-id", run_id, "-q"
+    )
+    return out / run_id
+
+
+def _mc_dataset(path: Path, axes: list[str], per_axis: int) -> Path:
+    records = [
+        {"id": f"q{i:05d}", "axis": axes[i % len(axes)], "input": f"Question {i}?", "choices": ["w", "x", "y", "z"]}
+        for i in range(len(axes) * per_axis)
+    ]
+    return write_jsonl(path, [{**record, "target": "ABCD"[i % 4]} for i, record in enumerate(records)])
+
+
+@pytest.fixture(scope="module")
+def mmlu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two runs over the 57 subjects to compare, and one with two epochs and errors (every profile column)."""
+    root = tmp_path_factory.mktemp("widths")
+    dataset = _mc_dataset(root / "mmlu57.jsonl", MMLU_SUBJECTS, 8)
+    out = root / "runs"
+    errors_and_epochs = ["--model-arg", "skill=0.6", "--model-arg", "error_rate=0.1", "--epochs", "2"]
+    return {
+        "a": _run(out, dataset, "a", "--model", "mock/a", "--model-arg", "skill=0.6"),
+        "b": _run(out, dataset, "b", "--model", "mock/b", "--model-arg", "skill=0.6", "--model-arg", "skill.anatomy=1"),
+        "e": _run(out, dataset, "e", "--model", "mock/e", *errors_and_epochs),
+    }
+
+
+def _draw(draw: Callable[[Console], None], width: int) -> str:
+    """What ``draw`` prints on a plain console ``width`` columns wide."""
+    buffer = io.StringIO()
+    draw(Console(file=buffer, width=width, no_color=True, highlight=False, markup=False, soft_wrap=False))
+    return buffer.getvalue()
+
+
+def _tables(text: str) -> list[str]:
+    """Each table of ``text`` from its top rule, with what is printed after it up to the next table."""
+    chunks = re.split(r"^(?=┏)", text, flags=re.MULTILINE)[1:]
+    assert chunks, text
+    return chunks
+
+
+def _row(table: str, axis: str) -> list[str]:
+    """The cells of the first line of the table row whose axis cell is exactly ``axis``."""
+    lines = [line for line in table.splitlines() if re.match(rf"│ {re.escape(axis)} +│", line)]
+    assert lines, f"no row shows the whole axis name {axis!r}:\n{table}"
+    return [cell.strip() for cell in lines[0].split("│")[1:-1]]
+
+
+def _rows_in_order(table: str) -> list[list[str]]:
+    """The cells of the first line of each body row, top to bottom (a row's further lines have no axis)."""
+    lines = [line for line in table.splitlines() if line.startswith("│") and line.split("│")[1].strip()]
+    return [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines]
+
+
+def _left_out(table: str, width: int) -> list[str]:
+    """The columns a table says it left out to fit ``width`` columns."""
+    found = re.search(rf"left out to fit {width} columns: (.*?) \(", " ".join(table.split()))
+    return found.group(1).split(", ") if found else []
+
+
+def _widest_line(text: str) -> int:
+    return max(len(line) for line in text.splitlines() if line.startswith(("┃", "│")))
+
+
+def test_compare_shows_every_axis_name_whole_in_both_tables_at_80_120_and_200(mmlu_runs: dict[str, Path]) -> None:
+    comparison = compare_runs(mmlu_runs["a"], mmlu_runs["b"])
+    for width in WIDTHS:
+        text = _draw(lambda console: print_comparison(comparison, console), width)
+        scores, trade = _tables(text)
+        assert "…" not in text, width
+        assert _widest_line(text) <= width
+        for axis in [*MMLU_SUBJECTS, "overall"]:
+            _row(scores, axis)
+            _row(trade, axis)
+
+
+def test_compare_shows_both_bounds_of_every_interval_it_shows_at_80_120_and_200(
+    mmlu_runs: dict[str, Path],
+) -> None:
+    comparison = compare_runs(mmlu_runs["a"], mmlu_runs["b"])
+    for width in WIDTHS:
+        scores = _tables(_draw(lambda console: print_comparison(comparison, console), width))[0]
+        left_out = _left_out(scores, width)
+        assert "verdict" not in left_out and "B − A (points)" not in left_out, width
+        axes = [*comparison.axes, comparison.overall]
+        rows = _rows_in_order(scores)
+        assert len(rows) == len(axes), width
+        for axis, row in zip(axes, rows, strict=True):
+            shown = {
+                "A 95% CI": interval(axis.ci_a),
+                "B 95% CI": interval(axis.ci_b),
+                "95% CI of diff": interval(axis.diff_ci, signed=True),
+            }
+            for column, bounds in shown.items():
+                assert column in left_out or bounds in row, (width, column, row)
+
+
+def test_report_shows_every_axis_name_and_interval_whole_at_80_120_and_200(mmlu_runs: dict[str, Path]) -> None:
+    report = build_report(mmlu_runs["e"])
+    for width in WIDTHS:
+        text = _draw(lambda console: print_report(report, console), width)
+        profile, epochs, _scorers = _tables(text)
+        assert "…" not in text, width
+        assert _widest_line(text) <= width
+        for axis in [*report.axes, report.overall]:
+            row = _row(profile, axis.axis)
+            assert pct(axis.mean) in row and interval(axis.ci) in row, (width, row)
+            _row(epochs, axis.axis)
+
+
+def test_run_summary_profile_shows_every_axis_name_and_interval_whole_at_80_120_and_200(
+    mmlu_runs: dict[str, Path],
+) -> None:
+    summary = RunSummary.model_validate_json((mmlu_runs["a"] / "summary.json").read_text(encoding="utf-8"))
+    for width in WIDTHS:
+        text = _draw(lambda console: console.print(profile_table(summary)), width)
+        assert "…" not in text, width
+        for axis in [*summary.axes, summary.overall]:
+            row = _row(text, axis.axis)
+            assert pct(axis.mean) in row and interval(axis.ci) in row, (width, row)
+
+
+def test_a_name_too_long_for_80_columns_wraps_at_its_underscores_and_stays_whole(tmp_path: Path) -> None:
+    dataset = _mc_dataset(tmp_path / "long.jsonl", VERY_LONG_AXES, 4)
+    report = build_report(_run(tmp_path / "runs", dataset, "long", "--model", "mock/a", "--model-arg", "skill=0.6"))
+    text = _draw(lambda console: print_report(report, console), 80)
+    assert "…" not in text
+    body = _tables(text)[0].split("┡")[1].split("└")[0]
+    fragments = [line.split("│")[1].strip() for line in body.splitlines() if line.startswith("│")]
+    fragments = [fragment for fragment in fragments if fragment]
+    names = [a.axis for a in report.axes] + ["overall"]
+    assert "".join(fragments) == "".join(names)
+    pieces: list[list[str]] = []
+    for name in names:  # split the fragments back into each name's lines
+        taken = ""
+        pieces.append([])
+        while len(taken) < len(name):
+            pieces[-1].append(fragments.pop(0))
+            taken += pieces[-1][-1]
+        assert taken == name
+    assert all(len(lines) > 1 for lines in pieces[:-1])  # each very long name did wrap...
+    assert all(line.endswith("_") for lines in pieces for line in lines[:-1])  # ...after an underscore
