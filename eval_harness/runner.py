@@ -713,6 +713,7 @@ class Runner:
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with RunLock(plan.run_dir):
+            self._check_unchanged_since_planned(paths)
             repair_tail(paths.samples)
             # Records written to an empty artifact are the whole artifact: the summary can come from them,
             # unless epochs make each sample one unit of the intervals (the tally keeps no sample identity)
@@ -733,6 +734,9 @@ class Runner:
             self._writer = SampleWriter(paths.samples, plan.config.fsync_interval_s)
             scan = start.scan
             self._done_before = start.done_keys
+            # records that replace an error record (--retry-errors) add no key to the done_keys count
+            self._superseded = 0
+            self._errored_before: set[str] = scan.errored if plan.retry_errors else set()
             self._tracker = FrontierTracker(plan.config.epochs, start.frontier or START, start.taken_before)
             self._paths = paths
             self._progress = Progress(
@@ -792,7 +796,8 @@ class Runner:
                 }
             )
             try:
-                summary = self._summary(paths, manifest, status)
+                # in a thread, so the event loop still answers a second Ctrl-C (exit at once) meanwhile
+                summary = await asyncio.to_thread(self._summary, paths, manifest, status)
             except ArtifactError:
                 # a line the key scan did not read cannot be summed up (another hand or tool changed it):
                 # the manifest says the session failed rather than that it is still running
@@ -838,6 +843,22 @@ class Runner:
         except ArtifactError as exc:  # the last fsync failed: the records may not survive a power loss
             if self._fatal is None:
                 self._fatal = exc
+
+    def _check_unchanged_since_planned(self, paths: RunPaths) -> None:
+        """Under the run's lock: the run is still as the plan found it. The plan's checks ran before the lock
+        was taken, so another process may have written the run since (two runs given one --run-id; a session
+        that ran and ended in between), and this one would append every key again or overwrite the manifest."""
+        plan = self.plan
+        if not plan.resuming:
+            if paths.manifest.exists() or (paths.samples.exists() and paths.samples.stat().st_size > 0):
+                raise ArtifactError(
+                    f"{plan.run_dir} already exists (another process created it meanwhile); resume it with "
+                    f"'eval-harness resume {plan.run_dir}' or pick another --run-id"
+                )
+        elif read_manifest(plan.run_dir) != plan.manifest:
+            raise ArtifactError(
+                f"{plan.run_dir}: another session wrote the run since this one read it; resume it again"
+            )
 
     def _check_dataset_unchanged(self) -> None:
         path = self.plan.dataset_path
@@ -886,11 +907,13 @@ class Runner:
     def _resume_point(self) -> dict[str, Any] | None:
         """What a resume point made now would say, but its digest (read once the bytes are durable)."""
         writer, tracker = self._writer, self._tracker
-        if writer is None or not self.plan.manifest.dataset.seekable:
+        if writer is None or not self.plan.manifest.dataset.seekable or self.plan.forced:
+            # a forced session may read another dataset than the manifest's: its byte offsets would be trusted
+            # against the original file once it is restored, and the samples between run again
             return None
         return {
             "samples_bytes": writer.size,
-            "done_keys": self._done_before + writer.written,
+            "done_keys": self._done_before + writer.written - self._superseded,
             "frontier_offset": tracker.frontier.offset,
             "frontier_line": tracker.frontier.line,
             "taken_before_frontier": tracker.taken_before,
@@ -981,6 +1004,8 @@ class Runner:
         assert self._writer is not None
         due = self._writer.append(record)
         self._tracker.recorded(record["sample_id"], record["epoch"])
+        if self._errored_before and record_key(record["sample_id"], record["epoch"]) in self._errored_before:
+            self._superseded += 1
         tally = self._tally
         if tally is not None:
             binary = tally.binary

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_llm_server import FakeLLMServer, answer, unauthorized
@@ -286,6 +287,29 @@ def test_a_run_with_a_judge_model_records_judge_scores_and_spend_apart(server: F
         assert record["judge_usage"]["prompt_tokens"] > 0 and record["usage"] != record["judge_usage"]
         # the task's weights: ROUGE-L 3, faithfulness 1, judge 2
         assert record["score"] == pytest.approx((3 * 1.0 + record["scores"]["faithfulness"] + 2 * 0.75) / 6)
+
+
+def test_judge_answers_served_from_the_cache_cost_nothing(
+    server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    from eval_harness.cli.app import main
+
+    def judged_run(run_id: str) -> dict[str, Any]:
+        with pytest.raises(SystemExit):
+            main(["run", "--task", "summarization", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "3",
+                  "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+                  "--judge-arg", "price_in=1", "--judge-arg", "price_out=4", "--cache",
+                  "--output-dir", str(tmp_path), "--run-id", run_id, "--quiet"])  # fmt: skip
+        summary: dict[str, Any] = json.loads((tmp_path / run_id / "summary.json").read_text())
+        return summary
+
+    first = judged_run("paid")
+    calls = len(server.generation_requests())
+    second = judged_run("cached")
+    assert len(server.generation_requests()) == calls  # every judge answer came from the cache
+    assert first["judge_cost_usd"] > 0 and second["judge_cost_usd"] == 0.0
 
 
 async def test_a_refused_judge_key_is_raised_so_the_run_stops(where: str) -> None:

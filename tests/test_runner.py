@@ -294,6 +294,45 @@ def test_few_shot_path_from_dataset_matches_a_relative_dataset_path(
     assert [example.id for example in plan.examples] == ["d1"]
 
 
+def test_two_runs_planned_with_one_run_id_leave_one_record_per_key(task_root: TaskRoot) -> None:
+    # both passed the "already exists" check before either took the run's lock
+    first, second = plan_run(config(task_root)), plan_run(config(task_root))
+    asyncio.run(Runner(first).run())
+    with pytest.raises(ArtifactError, match="already exists \\(another process created it meanwhile\\)"):
+        asyncio.run(Runner(second).run())
+    assert len(read_records(task_root.root / "results" / "r1")) == 40
+    assert read_manifest(task_root.root / "results" / "r1").sessions == 1
+
+
+def test_a_resume_planned_before_another_session_ran_is_refused(task_root: TaskRoot) -> None:
+    run_dir = interrupt_after(task_root, 5)
+    first, second = plan_resume(run_dir), plan_resume(run_dir)
+    asyncio.run(Runner(first).run())
+    with pytest.raises(ArtifactError, match="another session wrote the run since this one read it"):
+        asyncio.run(Runner(second).run())
+    assert read_manifest(run_dir).sessions == 2  # the first run's session and the resume, none lost
+
+
+def test_a_forced_session_writes_no_resume_point(task_root: TaskRoot) -> None:
+    # its byte offsets are those of the changed dataset: trusted once the original is back, they would
+    # make the samples between them run twice
+    run_dir = interrupt_after(task_root, 5)
+    (run_dir / ".resume.json").unlink(missing_ok=True)
+    task_root.data("adder.jsonl", arithmetic_records(41))
+    asyncio.run(Runner(plan_resume(run_dir, force=True)).run())
+    assert not (run_dir / ".resume.json").exists()
+
+
+def test_the_resume_point_after_retry_errors_counts_distinct_keys(task_root: TaskRoot) -> None:
+    run(config(task_root, model_args={"error_rate": "0.3"}))
+    run_dir = task_root.root / "results" / "r1"
+    assert any(r["error"] for r in read_records(run_dir))
+    resume(run_dir, retry_errors=True)
+    point = json.loads((run_dir / ".resume.json").read_text())
+    assert point["done_keys"] == 40
+    assert resume(run_dir).skipped == 40
+
+
 def test_a_new_run_refuses_an_existing_run_directory(task_root: TaskRoot) -> None:
     run(config(task_root))
     with pytest.raises(ArtifactError, match="already exists; resume it with 'eval-harness resume"):

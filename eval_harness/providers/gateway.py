@@ -254,7 +254,8 @@ class Gateway:
                 key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop)
                 hit = self.cache.get(key)
                 if hit is not None:
-                    return GenerationOutcome(hit.model_copy(update={"cached": True}), None, 0)
+                    # an answer served from disk costs nothing, whoever asked (the model or a judge)
+                    return GenerationOutcome(hit.model_copy(update={"cached": True, "cost_usd": 0.0}), None, 0)
         tally = tally if tally is not None else CallTally()
         try:
             completion = await self._attempt(request, tally)
