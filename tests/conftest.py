@@ -108,9 +108,11 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     return invoke
 
 
-def run_subprocess(*args: str | Path, cwd: Path | None = None, timeout: float = 120, **kwargs: Any) -> CliResult:
-    """Run ``python -m eval_harness ARGS`` as a real process."""
-    env = {**os.environ, "COLUMNS": "200"}
+def run_subprocess(
+    *args: str | Path, cwd: Path | None = None, timeout: float = 120, columns: int = 200, **kwargs: Any
+) -> CliResult:
+    """Run ``python -m eval_harness ARGS`` as a real process whose output is ``columns`` wide."""
+    env = {**os.environ, "COLUMNS": str(columns)}
     completed = subprocess.run(
         [sys.executable, "-m", "eval_harness", *map(str, args)],
         cwd=cwd,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
+from conftest import run_subprocess, write_jsonl
 from rich.console import Console
 
 from eval_harness.cli.app import main
@@ -199,3 +199,10 @@ def test_a_name_too_long_for_80_columns_wraps_at_its_underscores_and_stays_whole
         assert taken == name
     assert all(len(lines) > 1 for lines in pieces[:-1])  # each very long name did wrap...
     assert all(line.endswith("_") for lines in pieces for line in lines[:-1])  # ...after an underscore
+
+
+def test_piped_output_fits_the_width_columns_gives(mmlu_runs: dict[str, Path]) -> None:
+    result = run_subprocess("compare", "--run-a", mmlu_runs["a"], "--run-b", mmlu_runs["b"], columns=100)
+    assert result.code == 0, result.err
+    table = [line for line in result.out.splitlines() if line[:1] in "┏┃┡│├└"]
+    assert table and max(len(line) for line in table) <= 100

@@ -15,7 +15,8 @@ from rich.console import Console
 
 from eval_harness.cli import EXIT_BROKEN_PIPE
 
-# Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis.
+# Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
+# COLUMNS says how wide the reader is (rich reads it then).
 # No console reads markup: what is printed holds data (axis names, provider messages, paths) whose brackets
 # are text ("[/messages/0]" would fail as a closing tag, "[local-embeddings]" would vanish as a style).
 
@@ -30,7 +31,8 @@ class _Console(Console):
         raise SystemExit(EXIT_BROKEN_PIPE)
 
 
-stdout = _Console(highlight=False, markup=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+_WIDTH_GIVEN = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+stdout = _Console(highlight=False, markup=False, soft_wrap=False, width=None if _WIDTH_GIVEN else 160)
 stderr = _Console(stderr=True, highlight=False, markup=False, soft_wrap=True)  # a resume command stays one line
 
 
