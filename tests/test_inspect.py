@@ -80,3 +80,15 @@ def test_long_inputs_are_shortened_in_the_middle() -> None:
     short = shorten(text, limit=101)
     assert short.startswith("a" * 49) and short.endswith("z" * 49) and " … " in short and "MIDDLE" not in short
     assert shorten("short") == "short"
+
+
+def test_control_characters_from_the_data_are_shown_not_sent_to_the_terminal(cli: Cli, task_root: TaskRoot) -> None:
+    # a dataset (or a model) is untrusted: ESC[2J would clear the screen, an OSC sequence retitle the window
+    task_root.data(
+        "adder.jsonl", [{"id": "evil\x1b[2J\x1b]0;pwned\x07", "input": "What is 1 + 1?\x1b[31m", "target": "2"}]
+    )
+    run = make_run(cli, task_root)
+    shown = cli("inspect", "--run", run, "--n", "1")
+    assert shown.code == 0, shown.err
+    assert "\x1b" not in shown.out and "\x07" not in shown.out
+    assert "evil\\x1b[2J\\x1b]0;pwned\\x07" in shown.out and "What is 1 + 1?\\x1b[31m" in shown.out
