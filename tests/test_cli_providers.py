@@ -15,6 +15,7 @@ from fake_llm_server import (
     FakeLLMServer,
     RecordedRequest,
     Reply,
+    answer,
     answers_from_jsonl,
     bad_request,
     chaos,
@@ -167,6 +168,19 @@ def test_the_api_key_never_reaches_artifacts_output_or_errors(server: FakeLLMSer
     errors = [r["error"]["message"] for r in records(tmp_path) if r["error"]]
     assert len(errors) == 2 and all("[REDACTED]" in message for message in errors)
     assert CANARY not in result.stdout and CANARY not in result.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_a_key_reflected_in_a_successful_answer_is_not_stored(server: FakeLLMServer, tmp_path: Path) -> None:
+    # a gateway that echoes the request's headers into the completion (a debugging proxy, a misconfigured one)
+    server.script(answer(f"headers seen: Authorization: Bearer {CANARY}"))
+    args = run_args(server, "openai/gpt-4o-mini", "--limit", "2", "--cache")
+    result = cli(tmp_path, *args, env={"OPENAI_API_KEY": CANARY})
+    assert result.returncode == 0, result.stderr
+    outputs = [r["output"] for r in records(tmp_path)]
+    assert "headers seen: Authorization: Bearer [REDACTED]" in outputs
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eval_harness.cache import ResponseCache, cache_key, default_cache_dir
-from eval_harness.config import RunConfig
+from eval_harness.config import RunConfig, redact
 from eval_harness.errors import AuthenticationError, ProviderError
 from eval_harness.providers.base import Provider, estimate_tokens
 from eval_harness.types import Completion, GenerateRequest
@@ -223,6 +223,7 @@ class Gateway:
         self.tpm = RateLimiter(tpm) if tpm else None
         self.cache = cache
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
+        self._secrets = provider.secrets()
         self._exponential: Any = None  # tenacity is imported on the first retry, not at start-up
 
     @classmethod
@@ -266,9 +267,22 @@ class Gateway:
             if retried is None:
                 return self._outcome(None, error, tally)
             completion = retried
+        completion = self._without_secrets(completion)
         if key is not None and self.cache is not None:
             await self._store(key, completion)
         return self._outcome(completion, None, tally)
+
+    def _without_secrets(self, completion: Completion) -> Completion:
+        """The answer without the provider's keys: a server or gateway that reflects the request's headers into
+        its answer must not have the key stored (records, cache) or shown."""
+        secrets = self._secrets
+        if not secrets:
+            return completion
+        text, thinking = redact(completion.text, secrets), completion.thinking
+        thinking = redact(thinking, secrets) if thinking else thinking
+        if text == completion.text and thinking == completion.thinking:
+            return completion
+        return completion.model_copy(update={"text": text, "thinking": thinking})
 
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
         """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
