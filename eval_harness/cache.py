@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import orjson
 from pydantic import ValidationError
 
 from eval_harness.durable import TEMP_SUFFIX, atomic_file
+from eval_harness.errors import ConfigError
 from eval_harness.types import Completion
 
 CACHE_SCHEMA_VERSION = 1
@@ -66,6 +68,19 @@ class ResponseCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}{_ENTRY_SUFFIX}"
+
+    def check_writable(self) -> None:
+        """Refuse a cache that could store nothing (a file, a read-only folder): a run with ``--cache`` would
+        otherwise complete without caching a single answer, and say nothing."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.directory):
+                pass
+        except OSError as exc:
+            raise ConfigError(
+                f"--cache: cannot write the cache directory {self.directory}: {exc.strerror or exc} "
+                "(set EVAL_HARNESS_CACHE_DIR to another)"
+            ) from None
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None (absent, torn or from another schema version)."""

@@ -690,3 +690,15 @@ def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: C
     assert "ProviderError: mock/default: simulated provider error (error_rate=1.0)" in failed.err
     assert f"see eval-harness inspect --run {out_dir / 'f'} --errors" in failed.err
     assert cli(*args, "--model-arg", "error_rate=0.5", "--run-id", "h").err == ""
+
+
+def test_cache_that_cannot_store_anything_is_refused_before_the_run(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_a_folder = task_root.root / "cache-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(not_a_folder))
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--cache", "--output-dir",
+                 task_root.root / "results")  # fmt: skip
+    assert result.code == 2 and f"--cache: cannot write the cache directory {not_a_folder}" in result.err
+    assert not (task_root.root / "results").exists()

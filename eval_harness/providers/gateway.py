@@ -233,6 +233,7 @@ class Gateway:
         if config.cache:
             directory = config.cache_dir or provider.context.settings.cache_dir or default_cache_dir()
             cache = ResponseCache(directory)
+            cache.check_writable()
         return cls(
             provider,
             RetryPolicy(max_retries=config.max_retries),
