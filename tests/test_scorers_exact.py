@@ -6,7 +6,7 @@ import pytest
 
 from eval_harness.errors import ConfigError
 from eval_harness.scorers import build_scorer, exact_match
-from eval_harness.scorers.exact import extract_number
+from eval_harness.scorers.exact import extract_number, numbers_in
 from eval_harness.types import Sample, ScorerSpec
 
 
@@ -181,3 +181,14 @@ async def test_numeric_scorer_reports_a_scaled_number_in_full() -> None:
     scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
     score = await scorer.score("The answer is $2.01 million.", sample("2,010,000"))
     assert (score.value, score.answer) == (1.0, "2010000")  # exact: 2.01 * 1e6 in floats is 2009999.9999999998
+
+
+def test_a_number_after_a_spaced_slash_is_read_on_its_own() -> None:
+    # "/ 4" was swallowed as a fraction with no numerator and lost; GSM8K's solutions write "100 miles / 4"
+    assert [n.value for n in numbers_in("divide 100 miles / 4 gallons = 25 mpg")] == [100.0, 4.0, 25.0]
+
+
+def test_one_after_a_pronoun_far_back_is_still_a_number() -> None:
+    # only the words just before "one" make it a pronoun ("the one"); a "the" sentences earlier does not
+    assert [n.value for n in numbers_in("the cat sat down. Then one more came.")] == [1.0]
+    assert numbers_in("the one he wanted") == []
