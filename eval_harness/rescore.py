@@ -16,7 +16,11 @@ from eval_harness.types import ScorerSpec
 
 
 def parse_scorer(text: str) -> ScorerSpec:
-    """``NAME`` or ``NAME:key=value,key=value`` (values stay strings; scorers convert them)."""
+    """``NAME`` or ``NAME:key=value,key=value``.
+
+    Values stay text, and the manifest records them as given; ``build_scorer`` converts each to the type of
+    the factory's parameter (``use_stemmer=false`` is False, ``tolerance=0.5`` is 0.5) or refuses it.
+    """
     name, _, raw_args = text.partition(":")
     args: dict[str, str] = {}
     for pair in filter(None, raw_args.split(",")):

@@ -5,6 +5,12 @@ spec gives it. Two parameter names are reserved and injected by ``build_scorer``
 spec: ``judge`` (the judge model's ``CompletionClient``; a factory whose ``judge`` has a default of None
 gets None when no ``--judge-model`` was given) and ``where`` (the task spec's path, to find rubric files).
 
+Every other argument is checked against the factory's annotation before the factory runs. A value the task
+spec already types (a TOML number, boolean, array or table) must be of the parameter's type (an integer
+passes for a float); text, as ``--scorer NAME:key=value`` gives it, is converted the way pydantic's lax mode
+does ("false"/"0"/"no" → False, "0.5" → 0.5). Non-finite numbers are refused. A parameter without an
+annotation, or with one pydantic cannot check, gets its value as given.
+
 Staged scoring: a spec whose ``args`` hold ``skip_when = { KEY = CONDITION }`` runs after every scorer
 without one, and is skipped when any condition holds on an earlier scorer's value — for example a judge
 with ``skip_when = { exact_match = 1.0 }`` is never called on answers exact match already settled. A
@@ -14,14 +20,18 @@ explanation says why, and the final score is the weighted mean of the scorers th
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import operator
 import re
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
 from eval_harness.errors import AuthenticationError, ConfigError, ScoringError
 from eval_harness.registry import Registry
@@ -87,11 +97,18 @@ def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
 def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where: str = "task") -> Scorer:
     """Build the scorer a spec names; a bad argument is a ``ConfigError`` naming ``where``."""
     factory = SCORERS.get(spec.name)
-    parameters = inspect.signature(factory).parameters
+    signature = inspect.signature(factory)
+    parameters = signature.parameters
     kwargs = {k: v for k, v in spec.args.items() if k != STAGE_ARG}
     for reserved in INJECTED:
         if reserved in kwargs:
             raise ConfigError(f"{where}: scorer {spec.name!r}: {reserved!r} cannot be set in args")
+    for name, adapter in _argument_types(factory).items():
+        if name in kwargs:
+            try:
+                kwargs[name] = _coerce(adapter, kwargs[name])
+            except ValidationError as exc:
+                raise ConfigError(f"{where}: scorer {spec.name!r}: {_problems(name, exc)}") from None
     if "judge" in parameters:
         if judge is not None:
             kwargs["judge"] = judge
@@ -100,13 +117,61 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
     if "where" in parameters:
         kwargs["where"] = where
     try:
-        inspect.signature(factory).bind(**kwargs)
+        signature.bind(**kwargs)
     except TypeError as exc:
         raise ConfigError(f"{where}: scorer {spec.name!r}: {exc}") from None
     try:
         return factory(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: scorer {spec.name!r}: {exc}") from None
+
+
+_ARGUMENTS = ConfigDict(allow_inf_nan=False, arbitrary_types_allowed=True)
+
+
+@functools.cache
+def _argument_types(factory: ScorerFactory) -> dict[str, TypeAdapter[Any]]:
+    """A validator for each annotated parameter of ``factory`` that a spec may set (built once per factory)."""
+    try:
+        # resolves the strings ``from __future__ import annotations`` leaves; a class is checked by its __init__
+        hints = typing.get_type_hints(factory.__init__ if inspect.isclass(factory) else factory)
+    except NameError:  # an annotation names what only a type checker imports: the values go to it as given
+        return {}
+    adapters: dict[str, TypeAdapter[Any]] = {}
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    for name, parameter in inspect.signature(factory).parameters.items():
+        if name in INJECTED or name not in hints or parameter.kind not in by_name:
+            continue
+        try:
+            adapters[name] = TypeAdapter(hints[name], config=_ARGUMENTS)
+        except PydanticUserError:  # a type with its own pydantic config, or one pydantic cannot check
+            continue
+    return adapters
+
+
+def _coerce(adapter: TypeAdapter[Any], value: Any) -> Any:
+    """``value`` as the parameter's type: strictly for typed values, and converted from text."""
+    try:
+        return adapter.validate_python(value, strict=True)
+    except ValidationError:
+        if not isinstance(value, str):
+            raise
+    return adapter.validate_python(value)
+
+
+def _problems(name: str, error: ValidationError) -> str:
+    """``name[.location]: message (got value)`` for the first problems of a validation error, on one line."""
+    problems = []
+    for problem in error.errors()[:3]:
+        location = ".".join([name, *map(str, problem["loc"])])
+        value = problem["input"]
+        shown = f" (got {_short(repr(value))})" if isinstance(value, str | int | float) else ""
+        problems.append(f"{location}: {problem['msg']}{shown}")
+    return "; ".join(problems)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
