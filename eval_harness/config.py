@@ -19,6 +19,8 @@ from eval_harness.types import ScorerSpec, first_problem
 DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 100_000
 """A worker coroutine each: more than any provider admits, and bounded so a typo cannot exhaust memory."""
+MAX_EPOCHS = 1_000
+"""Runs of each sample: memory and the resume point grow with it, so a typo must not reach the runner."""
 DEFAULT_OUTPUT_DIR = Path("results")
 
 
@@ -39,7 +41,7 @@ class RunConfig(BaseModel):
     concurrency: int = Field(
         default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY, description="Samples in flight at most."
     )
-    epochs: int = Field(default=1, ge=1, description="Times each sample is run.")
+    epochs: int = Field(default=1, ge=1, le=MAX_EPOCHS, description="Times each sample is run.")
     limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N samples.")
     seed: int = Field(
         default=0, ge=-(2**63), lt=2**63, description="Seed for sampling, few-shot choice and the mock (64-bit)."
@@ -97,8 +99,10 @@ class Settings(BaseModel):
             return None
 
         def secret(name: str) -> SecretStr | None:
-            value = pick(name)
-            return SecretStr(value) if value else None
+            # A header loses its outer whitespace on the wire, so servers echo the stripped key: kept padded,
+            # it would be sent one way and redacted another. Blank is unset (CI templates export empty keys).
+            key = (pick(name) or "").strip()
+            return SecretStr(key) if key else None
 
         cache_dir = pick("EVAL_HARNESS_CACHE_DIR")
         return cls(
@@ -145,8 +149,10 @@ def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret in ``text`` so it can be shown or stored."""
+    """Replace every secret in ``text``, padded or stripped, so it can be shown or stored."""
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[REDACTED]")
+        # the stripped form too: a server echoes the key as it arrived, without the padding a header loses
+        for form in dict.fromkeys((secret, secret.strip())):
+            if len(form) >= 4:
+                text = text.replace(form, "[REDACTED]")
     return text

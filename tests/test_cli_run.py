@@ -702,3 +702,11 @@ def test_cache_that_cannot_store_anything_is_refused_before_the_run(
                  task_root.root / "results")  # fmt: skip
     assert result.code == 2 and f"--cache: cannot write the cache directory {not_a_folder}" in result.err
     assert not (task_root.root / "results").exists()
+
+
+def test_the_cli_bounds_written_out_equal_the_configs() -> None:
+    # cli/run.py writes them out so that parsing the command line imports no pydantic
+    from eval_harness import config
+    from eval_harness.cli import run as run_command
+
+    assert (run_command.MAX_CONCURRENCY, run_command.MAX_EPOCHS) == (config.MAX_CONCURRENCY, config.MAX_EPOCHS)

@@ -38,6 +38,7 @@ def _temperature(value: float | None) -> float | None:
 
 
 MAX_CONCURRENCY = 100_000  # config.MAX_CONCURRENCY, written out: the CLI module is imported without pydantic
+MAX_EPOCHS = 1_000  # config.MAX_EPOCHS, likewise
 Rpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: requests per minute.")]
 Tpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: tokens per minute.")]
 Cache = Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")]
@@ -189,7 +190,7 @@ def run_command(
     output_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("results"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: timestamp + suffix).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight at most.")] = 16,
-    epochs: Annotated[int, typer.Option(min=1, help="Run each sample K times.")] = 1,
+    epochs: Annotated[int, typer.Option(min=1, max=MAX_EPOCHS, help="Run each sample K times.")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
     seed: Annotated[
         int, typer.Option(min=-(2**63), max=2**63 - 1, help="Seed for the mock, few-shot choice and sampling.")

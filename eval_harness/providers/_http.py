@@ -18,14 +18,14 @@ import email.utils
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from eval_harness import __version__, pricing
 from eval_harness.config import redact
@@ -90,6 +90,67 @@ def _default_wire(base_url: str) -> WireKind:
     if parts.scheme not in proxies and "all" not in proxies:
         return "pooled"
     return "pooled" if urllib.request.proxy_bypass(parts.netloc) else "httpx"  # NO_PROXY
+
+
+_PROVIDER_KEY_HINT = "the provider's key variable or --model-arg api_key_env=NAME"
+
+
+def holds_secret(url: str, secrets: Iterable[str]) -> bool:
+    """Whether ``url`` holds one of ``secrets`` (stripped), as written or percent-encoded (once or twice)."""
+    forms = [url]
+    for _ in range(2):  # "%2D" and "%252D" both hide a "-"
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    keys = [key for key in (secret.strip() for secret in secrets) if len(key) >= 4]
+    return any(key in form for key in keys for form in forms)
+
+
+def check_base_url(
+    url: str, secrets: Iterable[str], label: str, *, name: str = "base_url", key_hint: str = _PROVIDER_KEY_HINT
+) -> str:
+    """``url`` without a trailing ``/``, once it is an http(s) URL with a host and a usable port that carries
+    no credentials: no ``user:password@`` and none of ``secrets`` (the URL is recorded in the manifest and
+    named in messages). Else a ``ConfigError`` as ``{label}: {name} ...`` that never echoes the URL, since a
+    key pasted into the wrong argument would be shown."""
+    url = url.rstrip("/")
+    try:
+        parts = urlsplit(url)
+        has_host = bool(parts.hostname)
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        has_host = False
+    if not has_host or parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{label}: {name} is not an http:// or https:// URL")
+    try:
+        port = parts.port
+    except ValueError:  # out of range, or not a number
+        port = 0
+    if port == 0:  # port 0 would connect to the scheme's default port
+        raise ConfigError(f"{label}: {name} is not a valid URL: its port must be a number from 1 to 65535")
+    if parts.username is not None or parts.password is not None:
+        # a query stays allowed: Azure's ?api-version=... is one
+        raise ConfigError(f"{label}: {name} must not carry user:password@; give a key through {key_hint}")
+    if holds_secret(url, secrets):
+        raise ConfigError(
+            f"{label}: {name} holds an API key, and the {name} is recorded in the manifest; give the key through "
+            f"{key_hint}"
+        )
+    return url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages may name it: without user info, query or fragment, which can carry credentials."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path, its query kept: ``http://h/v1?v=1`` + ``/embeddings``
+    is ``http://h/v1/embeddings?v=1``."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 @dataclass(frozen=True)
@@ -241,28 +302,8 @@ class HTTPProvider(Provider):
             raise ConfigError(
                 f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
             )
-        self.base_url = base_url.rstrip("/")
-        # The value is not echoed in these messages: a key pasted into the wrong argument would be shown.
-        try:
-            parts = urlsplit(self.base_url)
-            has_host = bool(parts.hostname)
-        except ValueError:  # e.g. an unbalanced "[" in the host
-            has_host = False
-        if not has_host or parts.scheme not in ("http", "https"):
-            raise ConfigError(f"{self.provider_name}/{model}: base_url is not an http:// or https:// URL")
-        if parts.username is not None or parts.password is not None:
-            # it is recorded in the manifest and the cache's scope: credentials in it would be stored in clear
-            # (a query stays allowed: Azure's ?api-version=... is one)
-            raise ConfigError(
-                f"{self.provider_name}/{model}: base_url must not carry user:password@; give a key with "
-                "--model-arg api_key_env=NAME or the provider's key variable"
-            )
         given = [value.get_secret_value() for value in dict(options).values() if isinstance(value, SecretStr)]
-        if any(secret in self.base_url for secret in [*context.settings.secrets(), *given] if len(secret) >= 4):
-            raise ConfigError(  # not echoed, as the rest of the URL is not: the key is in it
-                f"{self.provider_name}/{model}: base_url holds an API key, and the base_url is recorded in the "
-                "manifest; give the key through the provider's key variable or --model-arg api_key_env=NAME"
-            )
+        self.base_url = check_base_url(base_url, [*context.settings.secrets(), *given], f"{self.provider_name}/{model}")
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
         )
@@ -427,6 +468,18 @@ class KeyOptions(HTTPOptions):
     )
     api_key_env: str | None = Field(default=None, description="Name of the environment variable holding the key.")
 
+    @field_validator("api_key")
+    @classmethod
+    def _key_is_stripped(cls, value: SecretStr | None) -> SecretStr | None:
+        # a header loses its outer whitespace on the wire, and servers echo the key as it arrived: a padded key
+        # would be sent one way and redacted another
+        if value is None:
+            return None
+        key = value.get_secret_value().strip()
+        if not key:
+            raise ValueError("the key is blank once spaces are removed")
+        return SecretStr(key)
+
     def public(self) -> dict[str, Any]:
         """Without ``api_key`` even when unset, so that a resume without the key matches the manifest."""
         recorded = super().public()
@@ -439,12 +492,16 @@ __all__ = [
     "HTTPProvider",
     "KeyOptions",
     "Reply",
+    "check_base_url",
     "describe_body",
     "error_code",
     "error_detail",
     "field",
+    "holds_secret",
     "int_or_none",
+    "join_url",
     "one_line",
     "parse_retry_after",
     "sampling",
+    "shown_url",
 ]

@@ -18,6 +18,7 @@ from eval_harness.errors import (
     ProviderResponseError,
     ProviderTimeoutError,
 )
+from eval_harness.providers._http import check_base_url, join_url, shown_url
 
 DEFAULT_API_MODEL = "text-embedding-3-small"
 _BATCH = 256
@@ -34,8 +35,10 @@ class EmbeddingsClient(Protocol):
 class OpenAIEmbeddingsClient:
     """``POST {base_url}/embeddings`` of an OpenAI-compatible server, over httpx.
 
+    ``base_url`` is checked as a provider's is (``ConfigError`` for a bad URL, a port out of range, or
+    credentials in it: ``api_key`` or any of ``secrets``); ``base_url_name`` is how messages name it.
     ``transport`` lets tests inject ``httpx.MockTransport``. Errors are ``ProviderError`` subclasses whose
-    messages never contain the key.
+    messages never contain the key, and name the URL without its user info or query.
     """
 
     def __init__(
@@ -45,16 +48,20 @@ class OpenAIEmbeddingsClient:
         api_key: SecretStr | None = None,
         timeout_s: float = 60.0,
         transport: Any = None,
+        *,
+        secrets: Sequence[str] = (),
+        base_url_name: str = "base_url",
     ) -> None:
         self.model = model
         self.name = f"api:{model}"
-        self.base_url = base_url.rstrip("/")
         self._api_key = api_key
+        self._secret_values = [*secrets, *([api_key.get_secret_value()] if api_key is not None else [])]
+        self.base_url = check_base_url(
+            base_url, self._secret_values, "embeddings", name=base_url_name, key_hint="OPENAI_API_KEY"
+        )
+        self.url = join_url(self.base_url, "/embeddings")
         self.timeout_s = timeout_s
         self._transport = transport
-
-    def _secrets(self) -> list[str]:
-        return [self._api_key.get_secret_value()] if self._api_key is not None else []
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import httpx
@@ -62,20 +69,20 @@ class OpenAIEmbeddingsClient:
         headers = {"Content-Type": "application/json"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
-        url = f"{self.base_url}/embeddings"
+        shown = shown_url(self.url)
         vectors: list[list[float]] = []
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
             for start in range(0, len(texts), _BATCH):
                 batch = list(texts[start : start + _BATCH])
                 try:
-                    response = await client.post(url, json={"model": self.model, "input": batch}, headers=headers)
+                    response = await client.post(self.url, json={"model": self.model, "input": batch}, headers=headers)
                 except httpx.TimeoutException:
-                    raise ProviderTimeoutError(f"embeddings {url}: timed out", retry_cause="timeout") from None
+                    raise ProviderTimeoutError(f"embeddings {shown}: timed out", retry_cause="timeout") from None
                 except httpx.TransportError as exc:
                     raise ProviderConnectionError(
-                        f"embeddings {url}: {type(exc).__name__}", retry_cause="connection"
+                        f"embeddings {shown}: {type(exc).__name__}", retry_cause="connection"
                     ) from None
-                vectors.extend(self._vectors(response, len(batch), url))
+                vectors.extend(self._vectors(response, len(batch), shown))
         return vectors
 
     def _vectors(self, response: Any, expected: int, url: str) -> list[list[float]]:
@@ -84,7 +91,7 @@ class OpenAIEmbeddingsClient:
         if response.status_code >= 400:
             raise ProviderHTTPError(
                 # redacted whole, then cut: a key cut in two would no longer be recognised
-                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text}", self._secrets())[:300],
+                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text}", self._secret_values)[:300],
                 status_code=response.status_code,
             )
         try:

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from eval_harness.errors import ConfigError
-from eval_harness.providers._http import KeyOptions
+from eval_harness.providers._http import KeyOptions, holds_secret
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.providers.openai import Endpoint, OpenAIWire
 
@@ -59,10 +59,10 @@ class OpenAICompatibleProvider(OpenAIWire):
                     f"openai-compatible/{model}: api_key_env must be the name of an environment variable "
                     "(letters, digits and _), not the key itself"
                 )
-            self._key = os.environ.get(name)
+            self._key = os.environ.get(name, "").strip()  # padded, it would be sent one way and redacted another
             if not self._key:
                 raise ConfigError(f"openai-compatible/{model}: api_key_env={name} but that variable is not set")
-        if self._key and self._key in self.base_url:  # the base URL is recorded in the manifest
+        if self._key and holds_secret(self.base_url, [self._key]):  # the base URL is recorded in the manifest
             raise ConfigError(
                 f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
                 "manifest; give the key through --model-arg api_key_env=NAME only"

@@ -178,17 +178,23 @@ def embedding_similarity(
     """Cosine similarity of answer and reference embeddings (``backend`` api or local).
 
     The api backend reads ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` from the environment or ``.env``; the key
-    never appears in a task spec.
+    never appears in a task spec. A base URL holding credentials (``user:password@`` or a configured key) is
+    refused here, when the scorer is built: the arguments are recorded in the run's manifest.
     """
     client: EmbeddingsClient
     if backend == "api":
         settings = Settings.load()
-        client = OpenAIEmbeddingsClient(
-            model or DEFAULT_API_MODEL,
-            base_url or settings.openai_base_url or "https://api.openai.com/v1",
-            settings.openai_api_key,
-            timeout_s,
-        )
+        try:
+            client = OpenAIEmbeddingsClient(
+                model or DEFAULT_API_MODEL,
+                base_url or settings.openai_base_url or "https://api.openai.com/v1",
+                settings.openai_api_key,
+                timeout_s,
+                secrets=settings.secrets(),
+                base_url_name="base_url" if base_url or not settings.openai_base_url else "OPENAI_BASE_URL",
+            )
+        except ConfigError as exc:  # as a ValueError, build_scorer names the spec and the scorer
+            raise ValueError(str(exc)) from None
     elif backend == "local":
         if model not in (None, LOCAL_MODEL):
             raise ValueError(f"the local backend has one model, {LOCAL_MODEL}")

@@ -1,0 +1,229 @@
+"""Secrets and base URLs, end to end: keys with stray whitespace, embedding_similarity's base URL, ports,
+percent-encoded keys, and the epoch bound (audit-cli S1, S2, D7, D5 and the URL-encoding suspicion)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, TaskRoot
+from fake_llm_server import FakeLLMServer, bad_request
+from pydantic import SecretStr
+
+from eval_harness.config import Settings
+from eval_harness.errors import ConfigError
+from eval_harness.providers import ProviderContext, create_provider
+from eval_harness.providers.embeddings import OpenAIEmbeddingsClient
+
+Cli = Callable[..., CliResult]
+CANARY = "sk-canary-0123456789abcdef"
+PASSWORD = "hunter2-password-canary"
+
+
+@pytest.fixture
+def project(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
+    """The adder task root as the working directory, with no key, base URL or cache of the machine's."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "SERVER_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(task_root.root / "cache"))
+    monkeypatch.chdir(task_root.root)
+    return task_root
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def run(cli: Cli, model: str, *args: str, task: str = "tasks/adder.toml", limit: int = 2) -> CliResult:
+    return cli("run", "--task", task, "--model", model, "--limit", str(limit), "--max-retries", "0", "-q",
+               "--output-dir", "results", "--run-id", "r1", *args)  # fmt: skip
+
+
+def assert_canary_nowhere(result: CliResult, root: Path, canary: str = CANARY) -> None:
+    """Not on stdout or stderr, nor in any file but the .env that holds it."""
+    assert canary not in result.out and canary not in result.err, result.err
+    for path in root.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert canary.encode() not in path.read_bytes(), path
+
+
+# S1: a key with surrounding whitespace ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["dotenv", "environment"])
+def test_a_key_with_a_trailing_space_is_not_echoed_by_a_401(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    server.api_key = "sk-the-right-key-000000"  # answers 401 quoting the key it was sent
+    if source == "dotenv":
+        (project.root / ".env").write_text(f'OPENAI_API_KEY="{CANARY} "\n')
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", f"{CANARY} ")
+    result = run(cli, "openai/gpt-4o-mini", "--model-arg", f"base_url={server.base_url}")
+    assert result.code == 2 and "authentication failed" in result.err, result.err
+    assert server.generation_requests()[0].headers["authorization"] == f"Bearer {CANARY}"
+    assert_canary_nowhere(result, project.root)
+
+
+def test_an_anthropic_key_with_a_trailing_space_is_not_echoed_by_a_400(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer
+) -> None:
+    server.script(*[bad_request("bad request for key {key}")] * 2)
+    (project.root / ".env").write_text(f"ANTHROPIC_API_KEY='{CANARY} '\n")
+    result = run(cli, "anthropic/claude-3-5-haiku-latest", "--model-arg", f"base_url={server.url}")
+    assert result.code == 0, result.err
+    records = (project.root / "results" / "r1" / "samples.jsonl").read_text()
+    assert records.count("bad request for key [REDACTED]") == 2
+    assert_canary_nowhere(result, project.root)
+
+
+def test_an_openai_key_with_a_trailing_space_is_not_echoed_by_a_400(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer
+) -> None:
+    server.script(*[bad_request("bad request for key {key}")] * 2)
+    (project.root / ".env").write_text(f'OPENAI_API_KEY="{CANARY} "\n')
+    result = run(cli, "openai/gpt-4o-mini", "--model-arg", f"base_url={server.base_url}")
+    assert result.code == 0, result.err
+    records = (project.root / "results" / "r1" / "samples.jsonl").read_text()
+    assert records.count("bad request for key [REDACTED]") == 2
+    assert_canary_nowhere(result, project.root)
+
+
+def test_a_key_variable_named_by_api_key_env_with_a_trailing_space_is_not_echoed_by_a_400(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.script(*[bad_request("bad request for key {key}")] * 2)
+    monkeypatch.setenv("SERVER_KEY", f"{CANARY} ")
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={server.base_url}",
+                 "--model-arg", "api_key_env=SERVER_KEY")  # fmt: skip
+    assert result.code == 0, result.err
+    assert_canary_nowhere(result, project.root)
+
+
+def test_a_key_that_is_only_whitespace_counts_as_unset(cli: Cli, project: TaskRoot) -> None:
+    # CI templates export empty keys: a mock run must not fail on them, an openai run says the key is missing
+    (project.root / ".env").write_text('OPENAI_API_KEY="   "\n')
+    assert run(cli, "mock/m").code == 0
+    result = run(cli, "openai/gpt-4o-mini", "--model-arg", "base_url=http://127.0.0.1:9/v1")
+    assert result.code == 2 and "OPENAI_API_KEY" in result.err, result.err
+
+
+def test_an_api_key_model_arg_that_is_only_whitespace_is_refused() -> None:
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": " \t "}
+    with pytest.raises(ConfigError, match="api_key"):
+        create_provider("openai-compatible/m", options, ProviderContext(settings=Settings()))
+
+
+def test_a_base_url_holding_the_stripped_form_of_a_padded_key_is_refused(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer
+) -> None:
+    (project.root / ".env").write_text(f'OPENAI_API_KEY="{CANARY} "\n')
+    result = run(cli, "openai/gpt-4o-mini", "--model-arg", f"base_url={server.base_url}?key={CANARY}")
+    assert result.code == 2 and "base_url holds an API key" in result.err, result.err
+    assert server.requests == [] and not (project.root / "results").exists()
+    assert_canary_nowhere(result, project.root)
+
+
+# S2: embedding_similarity's base URL --------------------------------------------------------------------
+
+
+def embedding_task(project: TaskRoot, base_url: str | None) -> str:
+    args = f'base_url = "{base_url}", cache = false' if base_url else "cache = false"
+    project.task(
+        "emb",
+        'template = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        f'[[scorers]]\nname = "embedding_similarity"\nargs = {{ {args} }}\n',
+    )
+    return "tasks/emb.toml"
+
+
+def test_embedding_similarity_with_the_key_in_its_base_url_is_refused_before_the_run(
+    cli: Cli, project: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    task = embedding_task(project, f"http://127.0.0.1:9/v1?api-key={CANARY}")
+    result = run(cli, "mock/m", task=task)
+    assert result.code == 2 and "base_url holds an API key" in result.err, result.err
+    assert "tasks/emb.toml" in result.err and "embedding_similarity" in result.err
+    assert not (project.root / "results").exists()  # so no manifest records the scorer's arguments
+    assert CANARY not in result.out + result.err
+
+
+@pytest.mark.parametrize("where", ["task", "OPENAI_BASE_URL"])
+def test_embedding_similarity_with_a_password_in_its_base_url_is_refused_before_the_run(
+    cli: Cli, project: TaskRoot, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
+    if where == "OPENAI_BASE_URL":
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+    result = run(cli, "mock/m", task=embedding_task(project, url if where == "task" else None))
+    named = "base_url" if where == "task" else "OPENAI_BASE_URL"
+    assert result.code == 2 and f"{named} must not carry user:password@" in result.err, result.err
+    assert not (project.root / "results").exists()
+    assert PASSWORD not in result.out + result.err
+
+
+async def test_the_embeddings_endpoint_keeps_the_base_url_query() -> None:
+    import httpx
+
+    sent: list[httpx.URL] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url)
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
+
+    base_url = "http://embed.test/openai/v1/?api-version=2024-10-21"  # Azure's form
+    client = OpenAIEmbeddingsClient("emb", base_url, SecretStr("sk-x"), transport=httpx.MockTransport(handler))
+    assert await client.embed(["one"]) == [[1.0, 0.0]]
+    assert str(sent[0]) == "http://embed.test/openai/v1/embeddings?api-version=2024-10-21"
+
+
+# D7: ports ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "http"])
+def test_a_base_url_with_an_impossible_port_is_refused_when_the_provider_is_built(port: str) -> None:
+    options = {"base_url": f"http://127.0.0.1:{port}/v1"}
+    with pytest.raises(ConfigError, match=r"openai-compatible/m: base_url is not a valid URL"):
+        create_provider("openai-compatible/m", options, ProviderContext(settings=Settings()))
+
+
+@pytest.mark.parametrize("port", ["99999", "0"])
+def test_an_embeddings_base_url_with_an_impossible_port_is_refused_when_the_client_is_built(port: str) -> None:
+    with pytest.raises(ConfigError, match="base_url is not a valid URL"):
+        OpenAIEmbeddingsClient("emb", f"http://127.0.0.1:{port}/v1")
+
+
+# the suspicion: a percent-encoded key -------------------------------------------------------------------
+
+
+def test_a_percent_encoded_key_in_the_base_url_is_refused() -> None:
+    encoded = CANARY.replace("-", "%2D")
+    settings = Settings(openai_api_key=SecretStr(CANARY))
+    with pytest.raises(ConfigError, match="base_url holds an API key") as caught:
+        create_provider("openai/gpt-4o-mini", {"base_url": f"http://127.0.0.1:9/v1?key={encoded}"},
+                        ProviderContext(settings=settings))  # fmt: skip
+    assert encoded not in str(caught.value) and CANARY not in str(caught.value)
+
+
+def test_a_percent_encoded_key_in_the_embeddings_base_url_is_refused() -> None:
+    encoded = CANARY.replace("-", "%2d")
+    with pytest.raises(ConfigError, match="base_url holds an API key"):
+        OpenAIEmbeddingsClient("emb", f"http://127.0.0.1:9/v1?key={encoded}", SecretStr(CANARY))
+
+
+# D5: the epoch bound ------------------------------------------------------------------------------------
+
+
+def test_epochs_above_the_bound_are_refused_before_the_run(cli: Cli, project: TaskRoot) -> None:
+    result = run(cli, "mock/m", "--epochs", "1001")
+    assert result.code == 2 and "--epochs" in result.err, result.err
+    assert not (project.root / "results").exists()
+
+
+def test_epochs_at_the_bound_are_accepted(cli: Cli, project: TaskRoot) -> None:
+    result = run(cli, "mock/m", "--epochs", "1000", limit=1)
+    assert result.code == 0, result.err
