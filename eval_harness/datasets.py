@@ -24,7 +24,16 @@ import orjson
 
 from eval_harness.errors import DatasetError, DatasetUnreadableError
 from eval_harness.seen import SeenStrings
-from eval_harness.types import SAMPLE_FIELDS, ChatMessage, DatasetSpec, Sample
+from eval_harness.types import (
+    CHOICES_PATTERN_FLAGS,
+    RESERVED_AXIS,
+    RESERVED_AXIS_MESSAGE,
+    SAMPLE_FIELDS,
+    TARGET_PATTERN_FLAGS,
+    ChatMessage,
+    DatasetSpec,
+    Sample,
+)
 
 MAX_LINE_BYTES = 10 * 1024 * 1024
 PROBLEMS_SHOWN = 50
@@ -315,13 +324,13 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             continue
         try:
             obj = orjson.loads(stripped)  # also rejects invalid UTF-8; which of the two is found out below
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as refused:
             try:
                 text = stripped.decode("utf-8")
             except UnicodeDecodeError as exc:
                 report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
                 continue
-            _not_json(text, scan, where, lineno)
+            _not_json(text, refused, scan, where, lineno)
             continue
         if not isinstance(obj, dict):
             report.add(Problem(where, lineno, "line", f"expected a JSON object, got {_json_type(obj)}"))
@@ -331,7 +340,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             yield sample
 
 
-def _not_json(text: str, scan: _Scan, where: str, lineno: int) -> None:
+def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _Scan, where: str, lineno: int) -> None:
     """Report a line that is not JSON. When the file's first line is not JSON at all (a CSV header, prose),
     one problem says what the file looks like, and later lines like it are counted instead of each saying
     "invalid JSON" again; a line that begins like JSON ('{' or '[') always gets its own JSON error."""
@@ -352,7 +361,7 @@ def _not_json(text: str, scan: _Scan, where: str, lineno: int) -> None:
         )
         report.not_json = UnlistedLines()
         return
-    report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text)}"))
+    report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text, refused)}"))
 
 
 _HEADER_CELL = re.compile(r"[A-Za-z_][\w .()/-]{0,39}")
@@ -374,13 +383,29 @@ def _looks_like(text: str) -> str:
 def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
     report = scan.report
     where = str(path)
-    text = io.TextIOWrapper(io.BufferedReader(_HashingRaw(reader)), encoding="utf-8-sig", newline="")
+    # surrogateescape: an invalid byte becomes a lone surrogate in its row, found and reported there. A strict
+    # decoder fails on the 8 KB chunk read ahead, hundreds of rows before the csv reader has reached the byte.
+    text = io.TextIOWrapper(
+        io.BufferedReader(_HashingRaw(reader)), encoding="utf-8-sig", errors="surrogateescape", newline=""
+    )
     rows = csv.reader(text)
     columns = spec.csv_columns
+    last_line = 0
     try:
         for row in rows:
-            lineno = rows.line_num
+            first_line, lineno = last_line + 1, rows.line_num
+            last_line = lineno
             scan.position = Position(-1, lineno, -1)  # CSV records may span lines: no byte positions
+            try:
+                raw = "\x1f".join(row).encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad_line, byte = _undecodable(exc, first_line)
+                if columns is None:
+                    report.add(Problem(where, bad_line, "line", f"invalid UTF-8 {byte} in the header; reading stopped"))
+                    return
+                report.lines += 1
+                report.add(Problem(where, bad_line, "line", f"invalid UTF-8 {byte}"))
+                continue
             if columns is None:
                 columns = [c.strip() for c in row]
                 continue
@@ -395,14 +420,20 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader
                 report.add(Problem(where, lineno, "row", message))
                 continue
             obj: dict[str, Any] = dict(zip(columns, row, strict=True))
-            raw = "\x1f".join(row).encode("utf-8")
             sample = _checked_sample(obj, raw, spec, scan, where, lineno, path)
             if sample is not None:
                 yield sample
-    except UnicodeDecodeError as exc:
-        report.add(Problem(where, rows.line_num + 1, "line", f"invalid UTF-8 ({exc.reason}); reading stopped"))
     except csv.Error as exc:
         report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
+
+
+def _undecodable(exc: UnicodeEncodeError, first_line: int) -> tuple[int, str]:
+    """The line of a CSV record (starting on ``first_line``) holding its first undecodable byte, and that byte
+    as ``(byte 0xE9)``: a byte surrogateescape decoding kept is the lone surrogate U+DC00 + byte."""
+    before = exc.object[: exc.start]
+    # a line break inside a quoted cell is kept in the cell (newline=""): "\r\n", "\n" or "\r" alone
+    breaks = before.count("\n") + before.count("\r") - before.count("\r\n")
+    return first_line + breaks, f"(byte 0x{ord(exc.object[exc.start]) - 0xDC00:02X})"
 
 
 def _checked_sample(
@@ -495,6 +526,7 @@ def _plain_fields(obj: dict[str, Any], spec: DatasetSpec, sample_id: str) -> dic
         and input_value.strip()
         and target.strip()
         and axis.strip()
+        and axis != RESERVED_AXIS
         and obj.keys() <= _PLAIN_KEYS
     ):
         return {
@@ -523,9 +555,9 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id
         tags = _check_str_list(values.get("tags"), "tags") or []
         raw_choices = values.get("choices")
         if isinstance(raw_choices, str) and spec.choices_pattern is not None:
-            # One option per line: '.' must not run across lines here, unlike in target_pattern.
-            matches = _compiled(spec.choices_pattern, re.MULTILINE).finditer(raw_choices)
-            raw_choices = [m.group(1).strip() for m in matches]
+            # a match whose group 1 took no part is no match (an optional group: '^(?:[A-Z]\. (.*))?$')
+            matches = _compiled(spec.choices_pattern, CHOICES_PATTERN_FLAGS).finditer(raw_choices)
+            raw_choices = [option.strip() for m in matches if (option := m.group(1)) is not None]
             if not raw_choices:
                 raise _FieldProblem("choices", f"does not match choices_pattern {spec.choices_pattern!r}")
         choices = _check_str_list(raw_choices, "choices")
@@ -659,23 +691,46 @@ def _apply_pattern(text: str, label: str, pattern: str | None) -> str:
     found = _compiled(pattern).search(text)
     if found is None:
         raise _FieldProblem(label, f"does not match target_pattern {pattern!r}")
-    return (found.group(1) if found.groups() else found.group(0)).strip()
+    if not found.re.groups:
+        return found.group(0).strip()
+    group = found.group(1)
+    if group is None:  # an optional group that took no part: '(zzz)?\d+'
+        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}: its group 1 took no part")
+    return group.strip()
 
 
 def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") -> str:
-    if type(value) is str and value.strip() and spec.axis is None and spec.axis_pattern is None:
+    if (
+        type(value) is str
+        and value.strip()
+        and value != RESERVED_AXIS
+        and spec.axis is None
+        and spec.axis_pattern is None
+    ):
         return value
     if spec.axis is not None:
-        return spec.axis.replace("{stem}", path.stem)
+        return _unreserved(spec.axis.replace("{stem}", path.stem), f"from the task's axis {spec.axis!r}")
     if spec.axis_pattern is not None:
         found = _compiled(spec.axis_pattern).search(path.name)
-        if found is not None:
-            return found.group(1)
+        # a group that took no part, or matched nothing, is no match: the line's own axis is used
+        axis = found.group(1) if found is not None else None
+        if axis is not None and axis.strip():
+            return _unreserved(axis, f"from axis_pattern {spec.axis_pattern!r} on the file name")
     if value is None:
         return "default"
     if not isinstance(value, str) or not value.strip():
         raise _FieldProblem(label, f"expected a non-empty string, got {_json_type(value)}")
+    if value == RESERVED_AXIS:
+        raise _FieldProblem(label, RESERVED_AXIS_MESSAGE)
     return value
+
+
+def _unreserved(axis: str, source: str) -> str:
+    """An axis the task derives from the file name, unless it is the reserved one (then ``source`` says why
+    the lines of this file have it)."""
+    if axis == RESERVED_AXIS:
+        raise _FieldProblem("axis", f"{RESERVED_AXIS_MESSAGE} ({source})", labelled=True)
+    return axis
 
 
 def _check_str_list(value: Any, label: str) -> list[str] | None:
@@ -692,19 +747,30 @@ def _check_str_list(value: Any, label: str) -> list[str] | None:
 _PATTERNS: dict[tuple[str, int], re.Pattern[str]] = {}
 
 
-def _compiled(pattern: str, flags: int = re.MULTILINE | re.DOTALL) -> re.Pattern[str]:
+def _compiled(pattern: str, flags: int = TARGET_PATTERN_FLAGS) -> re.Pattern[str]:
     key = (pattern, flags)
     if key not in _PATTERNS:
         _PATTERNS[key] = re.compile(pattern, flags)
     return _PATTERNS[key]
 
 
-def _json_error(text: str) -> str:
+_ORJSON_REASONS = {
+    "depth limit exceeded": "nested deeper than 1024 levels",
+    "number is infinity when parsed as double": "number too large (infinite as a 64-bit float)",
+}
+
+
+def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
+    """Why a line orjson ``refused`` is not JSON: Python's parser says what it expected where, so its message
+    comes first; orjson's reason when Python's parser takes the line (NaN, 1e400) or fails without saying
+    (nesting past its recursion limit, an integer past its digit limit)."""
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
         return f"{exc.msg} at column {exc.colno}"
-    return "not valid JSON"
+    except (RecursionError, ValueError):
+        pass
+    return f"{_ORJSON_REASONS.get(refused.msg, refused.msg)} at column {refused.colno}"
 
 
 def _json_type(value: Any) -> str:

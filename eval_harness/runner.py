@@ -85,6 +85,7 @@ from eval_harness.types import (
     ScorerSpec,
     TaskInfo,
     Usage,
+    split_rewrite,
 )
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -300,13 +301,13 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         pool = parts["shots"]
         return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
     if spec.path_from_dataset is not None:
-        pattern, _, replacement = spec.path_from_dataset.partition("=>")
+        pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
         # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
         # a directory before test/, as the same file given as ../test/x_test.csv does
         absolute = str(dataset_path.resolve())
-        derived = re.sub(pattern.strip(), replacement.strip(), absolute)
+        derived = re.sub(pattern, replacement, absolute)
         if derived == absolute:
-            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern.strip()!r} does not match {absolute}")
+            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
         pool_path = Path(derived)
     elif spec.path is not None:
         pool_path = task.resolve(spec.path)

@@ -6,10 +6,12 @@ that a resume can read the keys of a million records without parsing whole lines
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
@@ -46,13 +48,18 @@ class Sample(BaseModel):
 
 
 class GenerateConfig(BaseModel):
-    """Sampling options passed to every provider; ``None`` means the provider's default."""
+    """Sampling options passed to every provider; ``None`` means the provider's default.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    The ranges are the CLI's (``--temperature``, ``--max-tokens``), so a task spec cannot send what a flag
+    may not; inf and nan are refused (TOML has literals for them, and JSON would record them as null)."""
 
-    temperature: float | None = Field(default=None, description="Sampling temperature.")
-    top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
-    max_tokens: int | None = Field(default=None, description="Upper bound on generated tokens.")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="Sampling temperature (0-2, the widest range an API takes)."
+    )
+    top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling mass (0-1).")
+    max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on generated tokens (at least 1).")
     stop: list[str] | None = Field(default=None, description="Stop sequences.")
     seed: int | None = Field(default=None, description="Sampling seed where the API supports one.")
 
@@ -176,14 +183,21 @@ class SampleRecord(BaseModel):
         return (self.sample_id, self.epoch)
 
 
+MAX_WEIGHT = 1e6
+"""The largest scorer weight: weights are relative, and a sum of huge ones would overflow to inf."""
+
+
 class ScorerSpec(BaseModel):
     """A scorer as named in a task spec: registry name plus its arguments."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # An inf weight made every final score nan, written as null: a silent run of unscored samples.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(description="Registry name, e.g. exact_match.")
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments for the scorer factory.")
-    weight: float = Field(default=1.0, ge=0.0, description="Weight in the final weighted mean.")
+    weight: float = Field(
+        default=1.0, ge=0.0, le=MAX_WEIGHT, description="Weight in the final weighted mean (0 to 1e6)."
+    )
     gate: bool = Field(default=False, description="When true, a score below 1 makes the final score 0.")
     alias: str | None = Field(default=None, description="Key in the record; defaults to name.")
 
@@ -335,6 +349,41 @@ class RunSummary(BaseModel):
 
 SAMPLE_FIELDS = ("id", "input", "target", "axis", "tags", "choices", "metadata")
 
+RESERVED_AXIS = "overall"
+"""The report's row for the whole run: an axis of that name would be a second "overall" row, and
+``--fail-below-axis overall=X`` could not say which one it means."""
+RESERVED_AXIS_MESSAGE = f"{RESERVED_AXIS!r} is reserved for the whole run"
+
+TARGET_PATTERN_FLAGS = re.MULTILINE | re.DOTALL
+"""How ``target_pattern`` and ``axis_pattern`` are compiled."""
+CHOICES_PATTERN_FLAGS = re.MULTILINE
+"""How ``choices_pattern`` is compiled: one option per line, so '.' does not run across lines."""
+
+
+def _compile_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``pattern`` compiled, or a validation error saying why it is not a regular expression."""
+    try:
+        return re.compile(pattern, flags)
+    except (re.error, OverflowError) as exc:  # OverflowError: a repeat count such as a{99999999999}
+        reason = str(exc)
+    except RecursionError:
+        reason = "groups nested too deeply"
+    raise PydanticCustomError("regex", "invalid regular expression: {reason}", {"reason": reason})
+
+
+_DATASET_PATTERNS: dict[str, tuple[int, str | None]] = {
+    "target_pattern": (TARGET_PATTERN_FLAGS, None),
+    "axis_pattern": (TARGET_PATTERN_FLAGS, "group 1 of its match on the file name is the axis"),
+    "choices_pattern": (CHOICES_PATTERN_FLAGS, "group 1 of each match is an option"),
+}
+"""The regex fields of ``DatasetSpec``: their flags, and what their group 1 is where the reader needs one."""
+
+
+def split_rewrite(rule: str) -> tuple[str, str]:
+    """``'PATTERN => REPLACEMENT'`` as ``(pattern, replacement)``, both stripped (the first '=>' splits)."""
+    pattern, _, replacement = rule.partition("=>")
+    return pattern.strip(), replacement.strip()
+
 
 class DatasetSpec(BaseModel):
     """How to read a dataset file into ``Sample`` records, as written in a task spec."""
@@ -365,11 +414,32 @@ class DatasetSpec(BaseModel):
         r"(e.g. '^[A-Z]\. (.*)$' for OpenBookQA's 'A. ...\nB. ...').",
     )
 
+    # The patterns are compiled when the spec loads, so a bad one is an error naming the spec and the field,
+    # not a traceback on the first line read.
+    @field_validator(*_DATASET_PATTERNS)
+    @classmethod
+    def _pattern(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            flags, group = _DATASET_PATTERNS[str(info.field_name)]
+            if _compile_pattern(value, flags).groups < 1 and group is not None:
+                raise PydanticCustomError("regex_group", "has no group; {what}", {"what": group})
+        return value
+
+    @field_validator("axis")
+    @classmethod
+    def _constant_axis(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.strip():
+                raise PydanticCustomError("axis", "is empty")
+            if value == RESERVED_AXIS:
+                raise PydanticCustomError("axis", RESERVED_AXIS_MESSAGE)
+        return value
+
 
 class FewShotSpec(BaseModel):
     """Where few-shot examples come from; never from the samples under evaluation."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     k: int = Field(ge=0, description="Examples per prompt.")
     path: str | None = Field(default=None, description="File of examples, relative to the task root.")
@@ -382,11 +452,29 @@ class FewShotSpec(BaseModel):
     )
     seed: int = Field(default=0, description="Seed for choosing the examples.")
 
+    @field_validator("path_from_dataset")
+    @classmethod
+    def _rewrite(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if "=>" not in value:
+            raise PydanticCustomError("rewrite", "expected 'PATTERN => REPLACEMENT'")
+        pattern, replacement = split_rewrite(value)
+        if not pattern:
+            raise PydanticCustomError("rewrite", "the pattern before '=>' is empty")
+        compiled = _compile_pattern(pattern)
+        try:
+            # the replacement is parsed before any match is looked for, so an empty string checks it
+            compiled.sub(replacement, "")
+        except (re.error, IndexError) as exc:  # IndexError: \g<name> names no group of the pattern
+            raise PydanticCustomError("rewrite", "invalid replacement: {reason}", {"reason": str(exc)}) from None
+        return value
+
 
 class TaskSpec(BaseModel):
     """A task spec file (tasks/<name>.toml) after parsing."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str
     description: str = ""

@@ -54,10 +54,11 @@ class HTTPOptions(ProviderOptions):
     read_timeout_s: float | None = Field(
         default=None, gt=0, description="Longest silence while awaiting a response (default: the run's --timeout)."
     )
-    price_in: float | None = Field(default=None, ge=0, description="USD per million input tokens (override).")
-    price_out: float | None = Field(default=None, ge=0, description="USD per million output tokens (override).")
+    # at most a million dollars per million tokens: a typo like 1e308 would make every cost infinite
+    price_in: float | None = Field(default=None, ge=0, le=1e6, description="USD per million input tokens (override).")
+    price_out: float | None = Field(default=None, ge=0, le=1e6, description="USD per million output tokens (override).")
     price_cached_in: float | None = Field(
-        default=None, ge=0, description="USD per million cached input tokens (default: price_in)."
+        default=None, ge=0, le=1e6, description="USD per million cached input tokens (default: price_in)."
     )
     http_transport: WireKind | None = Field(
         default=None,

@@ -24,7 +24,8 @@ from eval_harness.types import ChatMessage, Completion, GenerateConfig, Generate
 class ProviderOptions(BaseModel):
     """Per-model options from ``--model-arg KEY=VALUE``; subclasses add their own fields."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are refused: a manifest records them as null, and the run could not be resumed
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     def public(self) -> dict[str, Any]:
         """The options as recorded in a manifest: secrets are dropped."""

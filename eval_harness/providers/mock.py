@@ -39,7 +39,7 @@ class MockOptions(ProviderOptions):
     latency_ms: float = Field(default=0.0, ge=0, description="Simulated latency per call.")
     jitter_ms: float = Field(default=0.0, ge=0, description="Extra latency, uniform in [0, jitter].")
     error_rate: float = Field(default=0.0, ge=0, le=1, description="Fraction of calls that fail.")
-    cost_per_1k_tokens: float = Field(default=0.0, ge=0, description="USD per 1,000 tokens (in + out).")
+    cost_per_1k_tokens: float = Field(default=0.0, ge=0, le=1e3, description="USD per 1,000 tokens (in + out).")
 
     @model_validator(mode="before")
     @classmethod

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from eval_harness.errors import AuthenticationError, EvalHarnessError, ProviderError
 from eval_harness.scorers.base import Scorer, SkipScore, SpentScoringError, add_spend, register_scorer
 from eval_harness.tasks import find_task, search_roots
@@ -36,6 +38,7 @@ from eval_harness.types import (
     Sample,
     Score,
     Usage,
+    first_problem,
 )
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -429,6 +432,16 @@ def _no_judge(optional: bool, judge: CompletionClient | None) -> None:
         raise ValueError("needs a judge model; pass --judge-model, or set optional = true to skip it without one")
 
 
+def _sampling(temperature: float, max_tokens: int) -> None:
+    """The judge's sampling options, checked as a task's [generation] is (temperature 0-2, max_tokens >= 1):
+    out of range, every judge call would fail (a request the API refuses), sample after sample."""
+    try:
+        GenerateConfig(temperature=temperature, max_tokens=max_tokens)
+    except ValidationError as exc:
+        location, message = first_problem(exc)
+        raise ValueError(f"{location}: {message}") from None
+
+
 @register_scorer("rubric_judge")
 def rubric_judge(
     rubric: str,
@@ -459,6 +472,7 @@ def rubric_judge(
         raise ValueError("weights must give a non-negative weight to every criterion, and not all zero")
     if temperature is None:
         temperature = 0.7 if samples > 1 else 0.0
+    _sampling(temperature, max_tokens)
     settings = JudgeSettings(judge, find_rubric(rubric, where), system_prompt, temperature, max_tokens)
     return RubricJudge(settings, named, chosen, (low, high), samples)
 
@@ -479,5 +493,6 @@ def pairwise_judge(
     _no_judge(optional, judge)
     if baseline != "target" and not baseline.startswith("metadata."):
         raise ValueError(f"baseline must be 'target' or 'metadata.<key>', got {baseline!r}")
+    _sampling(temperature, max_tokens)
     settings = JudgeSettings(judge, find_rubric(rubric, where), system_prompt, temperature, max_tokens)
     return PairwiseJudge(settings, baseline)
