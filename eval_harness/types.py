@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION = 1
@@ -469,6 +469,16 @@ class FewShotSpec(BaseModel):
         except (re.error, IndexError) as exc:  # IndexError: \g<name> names no group of the pattern
             raise PydanticCustomError("rewrite", "invalid replacement: {reason}", {"reason": str(exc)}) from None
         return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FewShotSpec:
+        given = [name for name in ("path", "path_from_dataset", "holdout_fraction") if getattr(self, name) is not None]
+        if self.k > 0 and len(given) != 1:
+            # two sources given, one silently won; none given failed only when the run was planned
+            raise ValueError(
+                f"give one of path, path_from_dataset or holdout_fraction, got {', '.join(given) or 'none'}"
+            )
+        return self
 
 
 class TaskSpec(BaseModel):

@@ -384,3 +384,12 @@ def test_a_judge_with_a_temperature_out_of_range_is_refused_before_the_run(cli: 
     )
     err = _refused_run(cli, _spec(root, "judged", scorer=judge), "--judge-model", "mock/j")
     assert "scorer 'rubric_judge': temperature: Input should be less than or equal to 2" in err
+
+
+@pytest.mark.parametrize(
+    ("few_shot", "given"),
+    [('k = 2\npath = "data/adder.jsonl"\nholdout_fraction = 0.2\n', "path, holdout_fraction"), ("k = 2\n", "none")],
+)
+def test_few_shot_takes_exactly_one_source(cli: Cli, root: TaskRoot, few_shot: str, given: str) -> None:
+    err = _refused_run(cli, _spec(root, "shots", extra=f"[few_shot]\n{few_shot}"))
+    assert f"few_shot: Value error, give one of path, path_from_dataset or holdout_fraction, got {given}" in err
