@@ -48,6 +48,12 @@ def plan_rescore(
     if (task is None) == (not scorers):
         raise ConfigError("rescore needs either --task TASK or one or more --scorer NAME")
     source = read_manifest(source_run)
+    if source.status != "complete":
+        # its missing records would become errors of the new run, each counted as wrong
+        raise ConfigError(
+            f"cannot rescore {source_run}: it is {source.status}, not complete; finish it first "
+            f"(eval-harness resume {source_run})"
+        )
     task_ref = source.task.source if source.task.source and Path(source.task.source).is_file() else source.task.name
     config = RunConfig(
         task=task_ref,

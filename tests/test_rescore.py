@@ -112,6 +112,14 @@ def test_rescore_refuses_when_the_source_dataset_changed(task_root: TaskRoot, so
         plan_rescore(source_run, scorers=["exact_match"])
 
 
+def test_rescore_refuses_a_source_that_is_not_complete(source_run: Path) -> None:
+    # its missing records would each become an error of the new run, counted as wrong, without a word
+    manifest = json.loads((source_run / "manifest.json").read_text())
+    (source_run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    with pytest.raises(ConfigError, match=r"it is interrupted, not complete; finish it first \(eval-harness resume"):
+        plan_rescore(source_run, scorers=["exact_match"])
+
+
 def test_rescore_needs_a_task_or_scorers(source_run: Path) -> None:
     with pytest.raises(ConfigError, match="either --task TASK or one or more --scorer"):
         plan_rescore(source_run)
