@@ -436,6 +436,10 @@ class DatasetSpec(BaseModel):
         return value
 
 
+TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
+"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name."""
+
+
 class FewShotSpec(BaseModel):
     """Where few-shot examples come from; never from the samples under evaluation."""
 
@@ -496,6 +500,14 @@ class TaskSpec(BaseModel):
     scorers: list[ScorerSpec] = Field(min_length=1)
     few_shot: FewShotSpec | None = None
     template_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for the template.")
+
+    @field_validator("template_vars")
+    @classmethod
+    def _not_a_sample_variable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(set(value) & TEMPLATE_SAMPLE_VARIABLES)
+        if taken:  # the sample's own value would silently win over it
+            raise ValueError(f"{', '.join(taken)}: the template gets these from each sample; use another name")
+        return value
 
 
 class CompletionClient(Protocol):

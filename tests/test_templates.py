@@ -217,3 +217,11 @@ def test_copies_with_other_variables_share_nothing_with_the_original(tmp_path: P
     sample = Sample(id="1", input="a", target="b")
     assert dataclasses.replace(template, variables={"extra": "E"}).render(sample)[-1].content == "E a"
     assert template.render(sample)[-1].content == "a"
+
+
+def test_the_context_names_are_those_template_vars_may_not_take(tmp_path: Path) -> None:
+    # types.TEMPLATE_SAMPLE_VARIABLES refuses these in a task's template_vars: each must be a name render sets
+    from eval_harness.types import TEMPLATE_SAMPLE_VARIABLES
+
+    (tmp_path / "all.jinja2").write_text("".join(f"{{{{ {name} }}}}" for name in sorted(TEMPLATE_SAMPLE_VARIABLES)))
+    load_template(tmp_path, "all.jinja2").render(Sample(id="s", input="q", target="a"))  # none is undefined
