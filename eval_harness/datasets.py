@@ -6,7 +6,9 @@ the line where it occurs, and a pathological 10 MB line is refused without being
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import gzip
 import hashlib
 import heapq
 import io
@@ -14,6 +16,8 @@ import json
 import re
 import stat
 import string
+import typing
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,8 +42,8 @@ from eval_harness.types import (
 MAX_LINE_BYTES = 10 * 1024 * 1024
 PROBLEMS_SHOWN = 50
 _BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
 _FOREIGN_MAGIC = {
-    b"\x1f\x8b": "it is gzip-compressed; decompress it first",
     b"\xff\xfe": "it is UTF-16 encoded; save it as UTF-8",
     b"\xfe\xff": "it is UTF-16 encoded; save it as UTF-8",
     b"PK\x03\x04": "it is a zip archive, not JSONL",
@@ -198,12 +202,31 @@ def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of the file's bytes."""
+    """sha256 of the file's bytes (decompressed, for a gzip file)."""
     digest = hashlib.sha256()
-    with _open(path) as handle:
+    with _open(path) as handle, _gzip_errors(path):
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _gzip_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DatasetUnreadableError(
+            f"{path}: cannot read the dataset: the gzip data is corrupt or truncated ({exc})"
+        ) from None
+
+
+def is_compressed(path: Path) -> bool:
+    """Whether ``path`` is gzip-compressed (read through; its byte positions are not the file's)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -218,7 +241,12 @@ def _open(path: Path) -> IO[bytes]:
                 f"{path}: cannot read the dataset: it is not a regular file (a pipe or a device); "
                 "the dataset is read more than once: save it to a file first"
             )
-        return path.open("rb")
+        handle = path.open("rb")
+        if handle.peek(2)[:2] != _GZIP_MAGIC:
+            return handle
+        # read through: HumanEval ships as .jsonl.gz; the sha256 and the lines are the decompressed ones
+        handle.close()
+        return typing.cast(IO[bytes], gzip.open(path, "rb"))  # it closes the file it opens
     except FileNotFoundError:
         raise DatasetUnreadableError(f"{path}: cannot read the dataset: no such file") from None
     except OSError as exc:
@@ -239,10 +267,11 @@ def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
                 raise ValueError("only a JSONL dataset can be read from a position")
             handle.seek(scan.start.offset)
         hashing = _HashingReader(handle, digest)
-        if spec.format == "csv":
-            yield from _scan_csv(path, spec, scan, hashing)
-        else:
-            yield from _scan_jsonl(path, spec, scan, hashing)
+        with _gzip_errors(path):
+            if spec.format == "csv":
+                yield from _scan_csv(path, spec, scan, hashing)
+            else:
+                yield from _scan_jsonl(path, spec, scan, hashing)
     if digest is None:
         return  # an iteration, or a partial read, proves nothing about the whole file
     report.sha256 = digest.hexdigest()
@@ -709,7 +738,8 @@ def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") 
     ):
         return value
     if spec.axis is not None:
-        return _unreserved(spec.axis.replace("{stem}", path.stem), f"from the task's axis {spec.axis!r}")
+        stem = Path(path.name.removesuffix(".gz")).stem  # anatomy_test.csv.gz: anatomy_test
+        return _unreserved(spec.axis.replace("{stem}", stem), f"from the task's axis {spec.axis!r}")
     if spec.axis_pattern is not None:
         found = _compiled(spec.axis_pattern).search(path.name)
         # a group that took no part, or matched nothing, is no match: the line's own axis is used

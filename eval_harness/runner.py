@@ -44,6 +44,7 @@ from eval_harness.datasets import (
     DatasetReport,
     Position,
     file_sha256,
+    is_compressed,
     iter_positioned,
     iter_samples,
     split,
@@ -491,7 +492,8 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
             sample_count=report.valid,
             format=task.spec.dataset.format,
             invalid_lines=report.problem_count,
-            seekable=task.spec.dataset.format == "jsonl" and not report.warnings,
+            # a compressed file's byte positions are not its lines': a resume of it reads every record
+            seekable=task.spec.dataset.format == "jsonl" and not report.warnings and not is_compressed(dataset_path),
         ),
         seed=config.seed,
         epochs=config.epochs,

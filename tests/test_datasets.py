@@ -13,6 +13,8 @@ from conftest import SHARED, arithmetic_records, write_jsonl
 from eval_harness.datasets import (
     MAX_LINE_BYTES,
     PROBLEMS_SHOWN,
+    file_sha256,
+    is_compressed,
     iter_samples,
     load_samples,
     sample,
@@ -150,7 +152,8 @@ def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path)
     [
         (lambda p: None, "no such file"),
         (lambda p: p.mkdir(), "it is a directory"),
-        (lambda p: p.write_bytes(gzip.compress(b'{"input": "a"}\n')), "gzip-compressed"),
+        (lambda p: p.write_bytes(gzip.compress(b'{"input": "a"}\n')[:-6]), "the gzip data is corrupt or truncated"),
+        (lambda p: p.write_bytes(gzip.compress("{}\n".encode("utf-16"))), "UTF-16"),
         (lambda p: p.write_bytes("{}\n".encode("utf-16")), "UTF-16"),
     ],
 )
@@ -159,6 +162,18 @@ def test_unreadable_file_raises_with_the_reason(tmp_path: Path, make: object, me
     make(path)  # type: ignore[operator]
     with pytest.raises(DatasetUnreadableError, match=message):
         validate_dataset(path)
+
+
+def test_a_gzip_file_reads_as_its_content(tmp_path: Path) -> None:
+    # HumanEval ships as .jsonl.gz: the same samples and sha256 as the decompressed file, so either counts as
+    # the same dataset for a resume
+    records = [{"id": f"q{i}", "input": f"question {i}", "target": str(i)} for i in range(3)]
+    plain = write_jsonl(tmp_path / "d.jsonl", records)
+    packed = tmp_path / "d.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert list(iter_samples(packed)) == list(iter_samples(plain))
+    assert validate_dataset(packed).sha256 == validate_dataset(plain).sha256 == file_sha256(packed)
+    assert is_compressed(packed) and not is_compressed(plain)
 
 
 def test_missing_id_is_derived_from_content_and_stable(tmp_path: Path) -> None:

@@ -333,6 +333,22 @@ def test_the_resume_point_after_retry_errors_counts_distinct_keys(task_root: Tas
     assert resume(run_dir).skipped == 40
 
 
+def test_a_run_of_a_gzip_dataset_resumes_by_reading_its_records(task_root: TaskRoot) -> None:
+    # its byte positions are not its lines': no resume point is trusted, every record is read instead
+    import gzip
+
+    packed = task_root.root / "data" / "adder.jsonl.gz"
+    packed.write_bytes(gzip.compress((task_root.root / "data" / "adder.jsonl").read_bytes()))
+    run(config(task_root, dataset=packed, run_id="gz"))
+    run_dir = task_root.root / "results" / "gz"
+    assert read_manifest(run_dir).dataset.seekable is False
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_bytes(b"".join(lines[:15]))
+    result = resume(run_dir)
+    assert (result.new_records, result.skipped, result.status) == (25, 15, "complete")
+    assert sorted(keys(run_dir)) == [(f"q{i:04d}", 0) for i in range(40)]
+
+
 def test_a_new_run_refuses_an_existing_run_directory(task_root: TaskRoot) -> None:
     run(config(task_root))
     with pytest.raises(ArtifactError, match="already exists; resume it with 'eval-harness resume"):
