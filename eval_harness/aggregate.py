@@ -13,9 +13,10 @@ is parsed with ``orjson`` instead, so the fast path decides only how fast a line
 read from it, nor whether the line is refused. So the values it reads are held to what the orjson path
 accepts: JSON's own number grammar (no ``.5``, ``1.``, ``+1`` or ``01``, nothing beyond float64) and the
 record's types (``"epoch":0.0`` and ``"prompt_tokens":3.0`` are floats, which the orjson path refuses as
-``record_problem`` does); a value it cannot tell is left to orjson, which refuses it naming file, line and
-field. The fast path checks the structure around the fields it reads, not the validity of the whole line:
-a line damaged in the middle of its output text is not noticed.
+``record_problem`` does) and ranges (a score in [0, 1], no negative epoch, count, time or cost); a value it
+cannot tell, or out of range, is left to orjson, which refuses it naming file, line and field. The fast path
+checks the structure around the fields it reads, not the validity of the whole line: a line damaged in the
+middle of its output text is not noticed.
 
 Records of the same ``(sample_id, epoch)`` may repeat after ``--retry-errors``; the last one wins.
 Identities are 128-bit hashes of the UTF-8 sample id (and epoch), computed with numpy, so that a million
@@ -30,7 +31,7 @@ import contextlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -294,6 +295,38 @@ _ROW_COLUMNS: Final[dict[str, tuple[Any, Any]]] = {
 }
 
 
+# The ranges of the values read (``Score.value`` is in [0, 1], and so are each of ``scores`` and the final score,
+# their weighted mean; the other numbers count or measure): the orjson path refuses a value outside naming its
+# field (``_number``, ``_count``, and ``record_problem`` for the epoch), the fast path leaves its line to that
+# path, and a columns cache that holds one is not used. NaN (null: unknown) is in range.
+_NON_NEGATIVE_COLUMNS: Final = frozenset(
+    (
+        "epoch",
+        "latency_ms",
+        "cost_usd",
+        "prompt_tokens",
+        "completion_tokens",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "judge_cost_usd",
+        "backoff_s",
+    )
+)
+
+
+def _out_of_range(columns: Mapping[str, NDArray[Any]], scores: Iterable[F64]) -> Bool:
+    """Which rows hold a value outside its field's range: ``columns`` maps ``score`` and any other column names
+    to their values (those without a range are ignored), ``scores`` are per-scorer values; all of one length."""
+    score = columns["score"]
+    bad: Bool = (score < 0) | (score > 1)
+    for name, values in columns.items():
+        if name in _NON_NEGATIVE_COLUMNS:
+            bad |= values < 0
+    for values in scores:
+        bad |= (values < 0) | (values > 1)
+    return bad
+
+
 @dataclass
 class _Rows:
     """The per-row columns (``_ROW_COLUMNS``), shared by a run's columns and by a chunk being read."""
@@ -441,8 +474,9 @@ _INPUT = b',"input":'
 _TARGET = b',"target":'
 _PROMPT = b',"prompt":['
 _FINISHED_AT = b',"finished_at":"'
-# What follows the error object of a record that has one (its message may hold commas: found by search).
-_FINISHED_AFTER_ERROR = re.compile(rb'\},"attempts":\d+,"finished_at":"')
+# What follows the error object of a record that has one (its message may hold commas: found by search), with
+# attempts of one digit, as the fast path reads it on the other lines: other values are left to orjson.
+_FINISHED_AFTER_ERROR = re.compile(rb'\},"attempts":[0-9],"finished_at":"')
 _SCHEMA_VERSION = b',"schema_version":'
 _QUOTE, _BRACE, _BACKSLASH = ord('"'), ord("}"), ord("\\")
 _PATTERN_WORDS: dict[bytes, list[tuple[int, np.uint64, np.uint64]]] = {}
@@ -705,7 +739,8 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     # input, target and prompt between the tags and the score; finished_at after attempts; and no
     # schema_version (a nested one only sends the line to orjson, which looks at the top level alone).
     ok &= b.has_keys((_INPUT, _TARGET, _PROMPT), c_tags, c_score, first=(b'"[', b'"[', b"{]"))
-    ok &= b.match(b.at(i_latency, 8), _FINISHED_AT) | has_error
+    c_finished = b.at(i_latency, 8)
+    ok &= b.match(c_finished, _FINISHED_AT) | has_error
     for row in np.flatnonzero(ok & has_error).tolist():  # about 1% of the lines
         ok[row] = _FINISHED_AFTER_ERROR.search(b.text(int(c_message[row]), int(ends[row]))) is not None
     ok &= ~b.has_keys((_SCHEMA_VERSION,), starts - 1, ends)
@@ -764,6 +799,11 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         c_retries = b.at(i_backoff, -1)
         ok &= b.match(c_retries, _RETRIES_EMPTY) & (c_retries + len(_RETRIES_EMPTY) == c_backoff)
         ok &= c_retries > c_cached
+        # attempts, checked and not kept, is one digit (more than one attempt leaves retries) unless the line has
+        # an error, whose _FINISHED_AFTER_ERROR checked it
+        c_attempts = c_error + len(_NO_ERROR)
+        one_digit = (c_finished - c_attempts == 1) & (_NUMBER_BITS[b.byte(c_attempts)] == _IS_DIGIT)
+        ok &= has_error | one_digit
 
         spans |= {
             "prompt_tokens": (c_usage + len(_USAGE), c_completion),
@@ -807,7 +847,9 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         good &= ~scored | parsed_ok
         scores.append(np.where(scored, parsed, np.nan))
 
-    # A line whose values did not parse goes to orjson like any other odd line.
+    # A line whose values did not parse, or hold a value out of its field's range, goes to orjson like any
+    # other odd line (which refuses the latter naming the field).
+    good &= ~_out_of_range(values, scores)
     ok[rows[~good]] = False
     rows = rows[good]
     if rows.size == 0:
@@ -845,12 +887,18 @@ class _BadField(Exception):
         self.problem = (name, message)
 
 
-def _number(value: Any, name: str) -> float:
+def _number(value: Any, name: str, *, unit: bool = False) -> float:
+    """A number of a record (every one is at least 0; ``unit``: at most 1 too), NaN for null."""
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _BadField(name, f"expected a number or null, got {json_type_name(value)}")
-    return float(value)
+    number = float(value)
+    if unit and not 0.0 <= number <= 1.0:
+        raise _BadField(name, f"expected a number in [0, 1] or null, got {value!r}")
+    if number < 0.0:
+        raise _BadField(name, f"expected a non-negative number or null, got {value!r}")
+    return number
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -864,6 +912,8 @@ def _count(value: Any, name: str) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
         raise _BadField(name, f"expected an integer or null, got {json_type_name(value)}")
+    if value < 0:
+        raise _BadField(name, f"expected a non-negative integer or null, got {value}")
     return _int64(value, name)
 
 
@@ -908,7 +958,7 @@ def _slow_row(
         raise _BadField(*problem)
     chunk.epoch[row] = _int64(record["epoch"], "epoch")
     chunk.axis[row] = _code(chunk.axis_name, axis_index, record["axis"])
-    score = _number(record.get("score"), "score")
+    score = _number(record.get("score"), "score", unit=True)
     error = record.get("error")
     chunk.score[row] = score
     chunk.error[row] = error is not None or math.isnan(score)
@@ -927,8 +977,10 @@ def _slow_row(
 
 def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int) -> None:
     """The fields of a record that a light read leaves out, unread and unchecked on both paths: usage,
-    judge_usage, judge_cost_usd, cached, backoff_s, scores and retries (``compare`` reads none of them)."""
+    attempts (checked, not kept), judge_usage, judge_cost_usd, cached, backoff_s, scores and retries
+    (``compare`` reads none of them)."""
     chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"), "usage")
+    _count(record.get("attempts"), "attempts")
     judge_usage = record.get("judge_usage")
     chunk.judge_used[row] = judge_usage is not None
     chunk.judge_prompt_tokens[row], chunk.judge_completion_tokens[row] = _usage_tokens(judge_usage, "judge_usage")
@@ -937,7 +989,7 @@ def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int) -> None:
     backoff = _number(record.get("backoff_s"), "backoff_s")
     chunk.backoff_s[row] = 0.0 if math.isnan(backoff) else backoff
     for name, value in _object(record.get("scores"), "scores").items():
-        chunk.scorer(name)[row] = _number(value, f"scores.{name}")
+        chunk.scorer(name)[row] = _number(value, f"scores.{name}", unit=True)
     retries = _object(record.get("retries"), "retries")
     if retries:
         chunk.retries[row] = {cause: _count(count, f"retries.{cause}") for cause, count in retries.items()}
@@ -1474,7 +1526,9 @@ def summarize(
 # --------------------------------------------------------------------------------------------------
 
 COLUMNS_CACHE = ".columns.npz"
-_CACHE_VERSION: Final[int] = 2
+# 3: the values are held to their fields' ranges (``_out_of_range``); a cache of version 2 may hold a value out
+# of range that its build read without a word, so it is read again (and refused) rather than used.
+_CACHE_VERSION: Final[int] = 3
 # The cache names the bytes it covers by their length and a digest of their last few KB (tail_digest):
 # samples.jsonl is append-only, so a file that still ends that way at that length is the one it was made from.
 # That alone misses a hand edit of earlier bytes that keeps the length (a score changed from 0.0 to 1.0), so
@@ -1547,7 +1601,18 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
             )
     except (OSError, ValueError, KeyError, orjson.JSONDecodeError):
         return None  # a damaged cache is only a slower read, never an error
+    if _cached_out_of_range(columns):
+        return None  # the full read refuses the line, naming the file, the line and the field
     return columns, covered
+
+
+def _cached_out_of_range(columns: RunColumns) -> bool:
+    """Whether cached columns hold a value out of its field's range, which no read of the lines accepts (a cache
+    this build did not write): a few milliseconds for a million rows, against a report of a value nothing checked."""
+    ranged = {name: getattr(columns, name) for name in ("score", *_NON_NEGATIVE_COLUMNS)}
+    return bool(_out_of_range(ranged, columns.scorers.values()).any()) or any(
+        not isinstance(count, int) or count < 0 for count in columns.retries.values()
+    )
 
 
 def load_columns_cached(

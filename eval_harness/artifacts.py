@@ -356,7 +356,8 @@ _VERSION_MARK = b'"schema_version":'
 def record_problem(record: object) -> tuple[str, str] | None:
     """Why a parsed samples.jsonl line is not a record of this schema version, as ``(field, message)``;
     None when it is one as far as readers care. Cheap on purpose (a few dict look-ups, no validation of
-    the whole record): it tells a record from a stub or a line of another schema, not a subtly bad one."""
+    the whole record): it tells a record from a stub or a line of another schema, not a subtly bad one.
+    Of the values it looks at, only the epoch has a range (0 or more), which the key of every reader holds."""
     if not isinstance(record, dict):
         return "line", f"expected a JSON object, got {json_type_name(record)}"
     if "schema_version" in record and record["schema_version"] != SCHEMA_VERSION:
@@ -371,6 +372,8 @@ def record_problem(record: object) -> tuple[str, str] | None:
         if not isinstance(value, types) or isinstance(value, bool):
             expected = " or ".join(_TYPE_NAMES[t] for t in types)
             return name, f"expected {expected}, got {json_type_name(value)}"
+        if name == "epoch" and isinstance(value, int) and value < 0:
+            return name, f"expected a non-negative integer, got {value}"
     return None
 
 
