@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from eval_harness.cli.render import interval, millis, money, p_value, pct, signed_points, stdout
-from eval_harness.cli.render.profile import Column, FittedTable, markdown_table
+from eval_harness.cli.render.tables import Column, FittedTable, markdown_table
 
 if TYPE_CHECKING:
     from eval_harness.compare import CompareAxis, Comparison
