@@ -271,3 +271,19 @@ def _eventually_dead(pid: int, wait_s: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_the_answer_block_is_the_one_defining_the_function_not_a_later_usage_example() -> None:
+    output = (
+        "Here is the function:\n```python\ndef add(a, b):\n    return a + b\n```\n"
+        "Example usage:\n```python\nprint(add(1, 2))\n```\n"
+    )
+    assert extract_code(output, "add") == (
+        "def add(a, b):\n    return a + b\n",
+        "the last python block defining the function",
+    )
+
+
+def test_a_block_indented_under_a_list_item_is_dedented() -> None:
+    output = "1. The function:\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n"
+    assert extract_code(output, "add")[0] == "def add(a, b):\n    return a + b\n"

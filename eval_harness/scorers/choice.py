@@ -60,7 +60,9 @@ def _patterns(letters: str) -> _Patterns:
         ),
         label=re.compile(r"^[ \t]*[(\[]?" + option + r"[ \t]*(?:[).:\]]|$)(?P<line>.*)", re.MULTILINE),
         mention=re.compile(r"\b(?:option|choice|answer|letter)\s*[(\[]?" + option, re.IGNORECASE),
-        standalone=re.compile(r"(?<![\w'’])[(\[]?([" + upper + r"])(?![\w'’])(?P<after>[)\].:]?)(?=(?P<rest>\s*\S*))"),
+        standalone=re.compile(
+            r"(?<![\w'’])[(\[]?([" + upper + r"])(?![\w'’])(?P<after>[)\].:]?)(?=(?P<rest>\s*\S{0,16}))"
+        ),
         # A second letter joined by a conjunction, a slash or a comma; a lower-case one only when no word
         # follows it, so "B, a classic trap" is not a hedge.
         hedge=re.compile(

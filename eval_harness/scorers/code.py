@@ -57,6 +57,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,12 +99,18 @@ def allowed() -> bool:
     return os.environ.get(ALLOW_VARIABLE) == "1"
 
 
-def extract_code(output: str) -> tuple[str, str]:
-    """The code in a model's output and where it was found: the last ```python block (```py, ```python3),
-    else the first fenced block of any language, else the whole output. A block left open at the end of the
-    output (a reply cut by max_tokens) runs to the end."""
-    blocks = [(match.group(1).lower(), match.group(2)) for match in _FENCE.finditer(output)]
+def extract_code(output: str, entry_point: str | None = None) -> tuple[str, str]:
+    """The code in a model's output and where it was found: the last ```python block (```py, ```python3)
+    that defines ``entry_point`` (an "example usage" block after the answer is not the answer), else the last
+    python block, else the first fenced block of any language, else the whole output. A block left open at the
+    end of the output (a reply cut by max_tokens) runs to the end; a block indented under a list item is
+    dedented."""
+    blocks = [(match.group(1).lower(), textwrap.dedent(match.group(2))) for match in _FENCE.finditer(output)]
     python = [code for language, code in blocks if language in _PYTHON_LANGUAGES]
+    if entry_point is not None:
+        defining = [code for code in python if defines(code, entry_point)]
+        if defining:
+            return defining[-1], "the last python block defining the function"
     if python:
         return python[-1], "the last python block"
     if blocks:
@@ -286,7 +293,7 @@ class CodeExecutionScorer(Scorer):
             raise ValueError(f"sample {sample.id}: the input must be the prompt text, not chat messages")
         test = self._field(sample, self.test_field)
         entry_point = self._field(sample, self.entry_point_field)
-        code, found_in = extract_code(output)
+        code, found_in = extract_code(output, entry_point)
         program = build_program(sample.input, code, test, entry_point)
         async with self._slots:
             execution = await run_program(program, self.limits)
