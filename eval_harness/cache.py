@@ -15,7 +15,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import ValidationError
@@ -60,6 +60,13 @@ class CacheInfo:
     temp_files: int
 
 
+class Origin(NamedTuple):
+    """The run (its directory) and session that paid for a cached answer."""
+
+    run: str
+    session: int
+
+
 class ResponseCache:
     """Completions stored on disk under their request's key."""
 
@@ -84,6 +91,11 @@ class ResponseCache:
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None (absent, torn or from another schema version)."""
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[Completion, Origin | None] | None:
+        """The stored completion for ``key`` and the run session that paid for it (None: not recorded)."""
         try:
             raw = orjson.loads(self._path(key).read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -91,11 +103,15 @@ class ResponseCache:
         if not isinstance(raw, dict) or raw.get("schema_version") != CACHE_SCHEMA_VERSION or raw.get("key") != key:
             return None
         try:
-            return Completion.model_validate(raw["completion"])
+            completion = Completion.model_validate(raw["completion"])
         except (KeyError, ValidationError):
             return None
+        origin = raw.get("origin")
+        if isinstance(origin, list) and len(origin) == 2 and isinstance(origin[0], str) and type(origin[1]) is int:
+            return completion, Origin(origin[0], origin[1])
+        return completion, None
 
-    def put(self, key: str, completion: Completion) -> None:
+    def put(self, key: str, completion: Completion, origin: Origin | None = None) -> None:
         """Store ``completion`` atomically: temp file, fsync, rename (``durable.atomic_file``)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,6 +120,7 @@ class ResponseCache:
                 "schema_version": CACHE_SCHEMA_VERSION,
                 "key": key,
                 "completion": completion.model_dump(mode="json", exclude={"cached"}),
+                "origin": None if origin is None else [origin.run, origin.session],
             }
         )
         # Entries are cheap to recompute: no directory fsync per entry (a lost rename is a cache miss).
@@ -151,4 +168,4 @@ class ResponseCache:
         return removed
 
 
-__all__ = ["CACHE_SCHEMA_VERSION", "CacheInfo", "ResponseCache", "cache_key", "default_cache_dir"]
+__all__ = ["CACHE_SCHEMA_VERSION", "CacheInfo", "Origin", "ResponseCache", "cache_key", "default_cache_dir"]

@@ -39,6 +39,7 @@ from eval_harness.artifacts import (
     tail_digest,
     write_model,
 )
+from eval_harness.cache import Origin
 from eval_harness.config import RunConfig, Settings, invalid_config, redact
 from eval_harness.datasets import (
     DatasetReport,
@@ -734,6 +735,10 @@ class Runner:
                 }
             )
             write_model(paths.manifest, manifest)
+            origin = Origin(str(plan.run_dir.resolve()), manifest.sessions)
+            for gateway in (self.gateway, plan.judge):
+                if gateway is not None:
+                    gateway.origin = origin
             self._writer = SampleWriter(paths.samples, plan.config.fsync_interval_s)
             scan = start.scan
             self._done_before = start.done_keys

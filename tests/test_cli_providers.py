@@ -301,3 +301,26 @@ def test_a_base_url_that_would_carry_a_secret_is_refused_without_echoing_it(
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert CANARY not in result.stderr and CANARY not in result.stdout
     assert not (tmp_path / "out").exists()  # nothing written, so no manifest holds it either
+
+
+def test_answers_cached_by_a_killed_session_keep_their_cost_when_its_run_resumes(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # a kill between caching an answer and recording it: the resumed run gets it from the cache, but this run
+    # paid for it, so it is recorded as a paid answer, not a free hit; another run's hits stay free
+    priced = ("--limit", "12", "--cache", "--model-arg", "price_in=1", "--model-arg", "price_out=2", "-q")
+    assert cli(tmp_path, *run_args(server, "openai-compatible/fake", *priced)).returncode == 0
+    whole_cost = summary(tmp_path)["overall"]["cost_total_usd"]
+    samples = tmp_path / "results" / "r1" / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:5]))  # as a kill leaves it
+    (tmp_path / "results" / "r1" / "summary.json").unlink()
+    calls = len(server.generation_requests())
+    resumed = cli(tmp_path, "resume", "results/r1", "--cache", "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(server.generation_requests()) == calls  # nothing was asked again
+    assert not any(r["cached"] for r in records(tmp_path))
+    assert summary(tmp_path)["overall"]["cost_total_usd"] == pytest.approx(whole_cost)
+    other = [*run_args(server, "openai-compatible/fake", *priced)]
+    other[other.index("r1")] = "r2"
+    assert cli(tmp_path, *other).returncode == 0
+    assert all(r["cached"] and r["cost_usd"] == 0 for r in records(tmp_path, "r2"))

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eval_harness.cache import ResponseCache, cache_key, default_cache_dir
+from eval_harness.cache import Origin, ResponseCache, cache_key, default_cache_dir
 from eval_harness.config import RunConfig, redact
 from eval_harness.errors import AuthenticationError, ProviderError
 from eval_harness.providers.base import Provider, estimate_tokens
@@ -224,6 +224,8 @@ class Gateway:
         self.cache = cache
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
         self._secrets = provider.secrets()
+        self.origin: Origin | None = None
+        """The run session calling (set by the runner): stored with each answer it caches."""
         self._exponential: Any = None  # tenacity is imported on the first retry, not at start-up
 
     @classmethod
@@ -254,8 +256,19 @@ class Gateway:
             if body is not None:
                 stop = self.provider.stop_applied_after(request)
                 key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop)
-                hit = self.cache.get(key)
-                if hit is not None:
+                entry = self.cache.entry(key)
+                if entry is not None:
+                    hit, paid_by = entry
+                    origin = self.origin
+                    if (
+                        origin is not None
+                        and paid_by is not None
+                        and paid_by.run == origin.run != ""
+                        and (paid_by.session != origin.session)
+                    ):
+                        # paid by an earlier session of this run that was killed before recording it: the answer
+                        # and its cost are this run's, not a free cache hit
+                        return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
                     # an answer served from disk costs nothing, whoever asked (the model or a judge)
                     return GenerationOutcome(hit.model_copy(update={"cached": True, "cost_usd": 0.0}), None, 0)
         tally = tally if tally is not None else CallTally()
@@ -367,7 +380,7 @@ class Gateway:
     async def _store(self, key: str, completion: Completion) -> None:
         assert self.cache is not None
         with contextlib.suppress(OSError):  # a full or read-only disk loses a cache entry, not the sample
-            await asyncio.to_thread(self.cache.put, key, completion)
+            await asyncio.to_thread(self.cache.put, key, completion, self.origin)
 
     async def complete(self, request: GenerateRequest) -> Completion:
         """``generate`` for callers that want a completion or an exception (judges)."""
