@@ -169,6 +169,8 @@ class RunPlan:
     run_dir: Path
     dataset_stamp: tuple[int, int] | None = None
     """The dataset file's size and modification time before it was checked (see ``_file_stamp``)."""
+    prompt_inputs_sha256: str | None = None
+    """What the prompts are rendered from besides the template and the sample (see ``_prompt_inputs_sha256``)."""
     resuming: bool = False
     retry_errors: bool = False
     forced: list[str] = field(default_factory=list)
@@ -436,6 +438,7 @@ def _plan(
         manifest=manifest,
         run_dir=run_dir,
         dataset_stamp=dataset_stamp,
+        prompt_inputs_sha256=parts.prompt_inputs_sha256,
     )
 
 
@@ -726,8 +729,12 @@ class Runner:
             start = self._resume_start(paths)
             previous = self._previous_outputs(paths.samples, start.scan) if plan.retry_errors else {}
             forced = [f"session {plan.manifest.sessions + 1}: {change}" for change in plan.forced]
+            task_info = plan.manifest.task
+            if task_info.prompt_inputs_sha256 is None:  # a run started before it was recorded: from now on
+                task_info = task_info.model_copy(update={"prompt_inputs_sha256": plan.prompt_inputs_sha256})
             manifest = plan.manifest.model_copy(
                 update={
+                    "task": task_info,
                     "status": "running",
                     "updated_at": _now(),
                     "sessions": plan.manifest.sessions + 1,

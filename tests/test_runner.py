@@ -276,6 +276,8 @@ def test_resume_of_a_run_without_the_recorded_prompt_inputs_checks_the_rest(task
     del manifest["task"]["prompt_inputs_sha256"]
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     assert resume(run_dir).status == "complete"
+    # recorded by the resumed session, so the next resume checks the few-shot examples too
+    assert read_manifest(run_dir).task.prompt_inputs_sha256 is not None
 
 
 def test_few_shot_path_from_dataset_matches_a_relative_dataset_path(
