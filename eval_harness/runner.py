@@ -261,12 +261,13 @@ def _fingerprint(parts: dict[str, Any]) -> str:
 def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
     """What every prompt is rendered from besides the template file and the sample: the few-shot examples
     chosen (their content, wherever they came from), the few-shot spec and the template's variables."""
-    parts = {
-        "examples": [example.model_dump(mode="json") for example in examples],
-        "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
-        "template_vars": task.spec.template_vars,
-    }
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return _fingerprint(
+        {
+            "examples": [example.model_dump(mode="json") for example in examples],
+            "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
+            "template_vars": task.spec.template_vars,
+        }
+    )
 
 
 def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
@@ -313,10 +314,9 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         if derived == absolute:
             raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
         pool_path = Path(derived)
-    elif spec.path is not None:
-        pool_path = task.resolve(spec.path)
     else:
-        raise ConfigError(f"{task.path}: few_shot needs path, path_from_dataset or holdout_fraction")
+        assert spec.path is not None, "FewShotSpec requires one source when k > 0"
+        pool_path = task.resolve(spec.path)
     if pool_path.resolve() == dataset_path.resolve():
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
