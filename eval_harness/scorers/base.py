@@ -165,12 +165,13 @@ def _problems(name: str, error: ValidationError) -> str:
     for problem in error.errors()[:3]:
         location = ".".join([name, *map(str, problem["loc"])])
         value = problem["input"]
-        shown = f" (got {_short(repr(value))})" if isinstance(value, str | int | float) else ""
+        shown = f" (got {shortened(repr(value), 60)})" if isinstance(value, str | int | float) else ""
         problems.append(f"{location}: {problem['msg']}{shown}")
     return "; ".join(problems)
 
 
-def _short(text: str, limit: int = 60) -> str:
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when it was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.config import Settings, redact
-from eval_harness.scorers.base import Scorer, register_scorer
+from eval_harness.scorers.base import Scorer, register_scorer, shortened
 from eval_harness.types import Completion, Sample, Score
 
 ALLOW_VARIABLE = "EVAL_HARNESS_ALLOW_CODE_EXECUTION"
@@ -269,11 +269,7 @@ def explain(execution: Execution, limits: Limits) -> str:
         return f"killed by {number.name}"
     lines = [line.strip() for line in execution.stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "no error message"
-    return f"exit status {code}: {_short(last)}"
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"exit status {code}: {shortened(last, 300)}"
 
 
 class CodeExecutionScorer(Scorer):
