@@ -66,6 +66,10 @@ class Origin(NamedTuple):
     run: str
     session: int
 
+    def earlier_session_of(self, other: Origin) -> bool:
+        """Whether this is another session of ``other``'s run: one that paid for an answer it did not record."""
+        return self.run == other.run and self.session != other.session
+
 
 class ResponseCache:
     """Completions stored on disk under their request's key."""

@@ -259,13 +259,7 @@ class Gateway:
                 entry = self.cache.entry(key)
                 if entry is not None:
                     hit, paid_by = entry
-                    origin = self.origin
-                    if (
-                        origin is not None
-                        and paid_by is not None
-                        and paid_by.run == origin.run != ""
-                        and (paid_by.session != origin.session)
-                    ):
+                    if paid_by is not None and self.origin is not None and paid_by.earlier_session_of(self.origin):
                         # paid by an earlier session of this run that was killed before recording it: the answer
                         # and its cost are this run's, not a free cache hit
                         return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
