@@ -223,6 +223,11 @@ class ScoringSetup:
     def where(self) -> str:
         return str(self.source.path) if self.source else "--scorer"
 
+    @property
+    def lines(self) -> tuple[int | None, ...]:
+        """The line of each scorer in the task spec it came from (none for ``--scorer``)."""
+        return self.source.scorer_lines if self.source else ()
+
 
 def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
     if config.scorers is not None:
@@ -407,7 +412,7 @@ def _parts(
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
     setup = _scoring_setup(task, config)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where)
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where, lines=setup.lines)
     model = _model_info(config, provider)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     prompt_inputs = _prompt_inputs_sha256(task, examples)

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
+from eval_harness.toml_lines import key_lines, line_of
 from eval_harness.types import TaskSpec, first_problem
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -27,6 +28,8 @@ class LoadedTask:
     spec: TaskSpec
     path: Path
     root: Path
+    scorer_lines: tuple[int | None, ...] = ()
+    """The line of the spec file where each of ``spec.scorers`` begins (None where it is not known)."""
 
     @property
     def templates_dir(self) -> Path:
@@ -87,9 +90,10 @@ def find_task(name_or_path: str) -> LoadedTask:
 
 
 def load_task_file(path: Path, root: Path) -> LoadedTask:
-    """Parse one spec file; errors name the file and the field."""
+    """Parse one spec file; errors name the file, the line (where the field is written in it) and the field."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -99,8 +103,12 @@ def load_task_file(path: Path, root: Path) -> LoadedTask:
         spec = TaskSpec.model_validate(data)
     except ValidationError as exc:
         location, message = first_problem(exc)
-        raise ConfigError(f"{path}: {location or 'spec'}: {message}") from None
-    return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve())
+        line = line_of(text, [part for part in exc.errors()[0]["loc"] if isinstance(part, (str, int))])
+        place = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{place}: {location or 'spec'}: {message}") from None
+    lines = key_lines(text)
+    scorer_lines = tuple(lines.get(("scorers", i), lines.get(("scorers",))) for i in range(len(spec.scorers)))
+    return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve(), scorer_lines=scorer_lines)
 
 
 def list_tasks() -> list[LoadedTask]:

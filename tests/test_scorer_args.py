@@ -73,7 +73,7 @@ def test_an_int_for_a_string_argument_is_refused_by_build_scorer() -> None:
 def test_an_int_for_a_string_argument_in_a_task_spec_is_a_config_error(cli: Cli, task_root: TaskRoot) -> None:
     task = spec_task(task_root, "letters", 'name = "choice"\nargs = { letters = 5 }')
     result = run(cli, task, task_root.root / "results")
-    one_line_error(result, f"{task}: scorer 'choice': letters: Input should be a valid string (got 5)")
+    one_line_error(result, f"{task}:5: scorer 'choice': letters: Input should be a valid string (got 5)")
     assert not (task_root.root / "results").exists()
 
 
@@ -112,7 +112,7 @@ def test_text_that_is_not_a_number_is_refused_when_the_scorer_is_built() -> None
 def test_a_bad_timeout_in_a_task_spec_stops_the_run_before_any_sample(cli: Cli, task_root: TaskRoot) -> None:
     task = spec_task(task_root, "embed", 'name = "embedding_similarity"\nargs = { timeout_s = "x", cache = false }')
     result = run(cli, task, task_root.root / "results")
-    one_line_error(result, f"{task}: scorer 'embedding_similarity': timeout_s: Input should be a valid number")
+    one_line_error(result, f"{task}:5: scorer 'embedding_similarity': timeout_s: Input should be a valid number")
     assert not (task_root.root / "results").exists()
 
 
@@ -128,7 +128,7 @@ def test_optional_no_on_a_judge_means_false(cli: Cli, task_root: TaskRoot) -> No
     )
     task = spec_task(task_root, "judged", scorer)
     result = run(cli, task, task_root.root / "results", "--limit", "2")
-    one_line_error(result, f"{task}: scorer 'rubric_judge': needs a judge model; pass --judge-model")
+    one_line_error(result, f"{task}:5: scorer 'rubric_judge': needs a judge model; pass --judge-model")
 
 
 # -- bools from the command line --------------------------------------------------------------------------

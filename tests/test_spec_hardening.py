@@ -114,7 +114,7 @@ def test_a_bad_dataset_pattern_is_refused_when_the_spec_loads_naming_file_and_fi
     task = _spec(root, "bad", dataset=line)
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
-    assert result.err == f"error: {task}: {message}\n"
+    assert result.err == f"error: {task}:4: {message}\n"  # the line of the bad field
 
 
 _BAD_REWRITES = [
@@ -133,13 +133,13 @@ def test_a_bad_path_from_dataset_is_refused_when_the_spec_loads(
     task = _spec(root, "shots", scorer=f"[few_shot]\nk = 1\npath_from_dataset = '{rule}'\n")
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
-    assert result.err == f"error: {task}: few_shot.path_from_dataset: {message}\n"
+    assert result.err == f"error: {task}:9: few_shot.path_from_dataset: {message}\n"
 
 
 def test_run_refuses_a_bad_pattern_before_creating_anything(cli: Cli, root: TaskRoot) -> None:
     task = _spec(root, "bad", dataset="target_pattern = '('")
     err = _refused_run(cli, task)
-    assert err == f"error: {task}: dataset.target_pattern: {_UNTERMINATED}\n"
+    assert err == f"error: {task}:4: dataset.target_pattern: {_UNTERMINATED}\n"
 
 
 def test_a_target_group_that_takes_no_part_is_a_problem_on_each_line(cli: Cli, root: TaskRoot) -> None:
@@ -224,29 +224,34 @@ def test_a_too_deep_line_in_a_few_shot_file_refuses_the_run_naming_its_line(cli:
 # --- D4: inf and nan in a task spec, and generation options outside the CLI's ranges ----------------------
 
 _NON_FINITE = [
-    ("", "weight = inf\n", "scorers.0.weight: Input should be a finite number"),
-    ("", "weight = nan\n", "scorers.0.weight: Input should be a finite number"),
-    ("", "weight = 1e300\n", "scorers.0.weight: Input should be less than or equal to 1000000"),
-    ("pass_threshold = nan\n", "", "pass_threshold: Input should be a finite number"),
-    ("", "[generation]\ntemperature = nan\n", "generation.temperature: Input should be a finite number"),
-    ("", "[generation]\ntemperature = inf\n", "generation.temperature: Input should be a finite number"),
-    ("", "[generation]\ntemperature = 2.5\n", "generation.temperature: Input should be less than or equal to 2"),
-    ("", "[generation]\ntemperature = -0.1\n", "generation.temperature: Input should be greater than or equal to 0"),
-    ("", "[generation]\ntop_p = 1.5\n", "generation.top_p: Input should be less than or equal to 1"),
-    ("", "[generation]\ntop_p = nan\n", "generation.top_p: Input should be a finite number"),
-    ("", "[generation]\nmax_tokens = -5\n", "generation.max_tokens: Input should be greater than or equal to 1"),
-    ("", "[generation]\nmax_tokens = 0\n", "generation.max_tokens: Input should be greater than or equal to 1"),
-    ("", "[few_shot]\nk = 1\nholdout_fraction = nan\n", "few_shot.holdout_fraction: Input should be a finite number"),
+    ("", "weight = inf\n", 7, "scorers.0.weight: Input should be a finite number"),
+    ("", "weight = nan\n", 7, "scorers.0.weight: Input should be a finite number"),
+    ("", "weight = 1e300\n", 7, "scorers.0.weight: Input should be less than or equal to 1000000"),
+    ("pass_threshold = nan\n", "", 2, "pass_threshold: Input should be a finite number"),
+    ("", "[generation]\ntemperature = nan\n", 8, "generation.temperature: Input should be a finite number"),
+    ("", "[generation]\ntemperature = inf\n", 8, "generation.temperature: Input should be a finite number"),
+    ("", "[generation]\ntemperature = 2.5\n", 8, "generation.temperature: Input should be less than or equal to 2"),
+    ("", "[generation]\ntemperature = -0.1\n", 8, "generation.temperature: Input should be greater than or equal to 0"),
+    ("", "[generation]\ntop_p = 1.5\n", 8, "generation.top_p: Input should be less than or equal to 1"),
+    ("", "[generation]\ntop_p = nan\n", 8, "generation.top_p: Input should be a finite number"),
+    ("", "[generation]\nmax_tokens = -5\n", 8, "generation.max_tokens: Input should be greater than or equal to 1"),
+    ("", "[generation]\nmax_tokens = 0\n", 8, "generation.max_tokens: Input should be greater than or equal to 1"),
+    (
+        "",
+        "[few_shot]\nk = 1\nholdout_fraction = nan\n",
+        9,
+        "few_shot.holdout_fraction: Input should be a finite number",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("top", "tail", "message"), _NON_FINITE)
+@pytest.mark.parametrize(("top", "tail", "line", "message"), _NON_FINITE)
 def test_a_non_finite_or_out_of_range_number_in_a_task_spec_is_refused(
-    cli: Cli, root: TaskRoot, top: str, tail: str, message: str
+    cli: Cli, root: TaskRoot, top: str, tail: str, line: int, message: str
 ) -> None:
     task = _spec(root, "numbers", extra=top, scorer=tail)
     err = _refused_run(cli, task)
-    assert err == f"error: {task}: {message}\n"
+    assert err == f"error: {task}:{line}: {message}\n"
 
 
 def test_the_cli_ranges_are_still_accepted_in_a_task_spec(cli: Cli, root: TaskRoot) -> None:

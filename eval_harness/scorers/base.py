@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
-from eval_harness.errors import AuthenticationError, ConfigError, ScoringError
+from eval_harness.errors import AuthenticationError, ConfigError, ScoringError, UnknownNameError
 from eval_harness.registry import Registry
 from eval_harness.types import Completion, CompletionClient, ErrorInfo, Sample, Score, ScorerSpec, Usage
 
@@ -96,7 +96,10 @@ def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
 
 def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where: str = "task") -> Scorer:
     """Build the scorer a spec names; a bad argument is a ``ConfigError`` naming ``where``."""
-    factory = SCORERS.get(spec.name)
+    try:
+        factory = SCORERS.get(spec.name)
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"{where}: {exc}") from None
     signature = inspect.signature(factory)
     parameters = signature.parameters
     kwargs = {k: v for k, v in spec.args.items() if k != STAGE_ARG}
@@ -289,22 +292,31 @@ class ScoringPipeline:
     only ``AuthenticationError`` propagates, so that a refused judge key stops the run.
     """
 
-    def __init__(self, specs: Sequence[ScorerSpec], judge: CompletionClient | None = None, where: str = "task") -> None:
+    def __init__(
+        self,
+        specs: Sequence[ScorerSpec],
+        judge: CompletionClient | None = None,
+        where: str = "task",
+        lines: Sequence[int | None] = (),
+    ) -> None:
+        """``where`` names the specs' source in errors; ``lines`` the line of each spec in it, where known."""
         self.specs = list(specs)
+        places = [f"{where}:{line}" if line else where for line in [*lines, *[None] * (len(specs) - len(lines))]]
         keys = [spec.key for spec in self.specs]
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
         if duplicates:
-            raise ConfigError(f"{where}: scorer key {duplicates[0]!r} is used twice; give one an alias")
+            place = places[keys.index(duplicates[0], keys.index(duplicates[0]) + 1)]
+            raise ConfigError(f"{place}: scorer key {duplicates[0]!r} is used twice; give one an alias")
         steps = [
-            _Step(spec.key, build_scorer(spec, judge, where), parse_conditions(spec.args.get(STAGE_ARG), where))
-            for spec in self.specs
+            _Step(spec.key, build_scorer(spec, judge, place), parse_conditions(spec.args.get(STAGE_ARG), place))
+            for spec, place in zip(self.specs, places, strict=True)
         ]
         unstaged = {step.key for step in steps if not step.conditions}
-        for step in steps:
+        for step, place in zip(steps, places, strict=True):
             for condition in step.conditions:
                 if condition.key not in unstaged:
                     raise ConfigError(
-                        f"{where}: scorer {step.key!r}: {STAGE_ARG} names {condition.key!r}, which is not an "
+                        f"{place}: scorer {step.key!r}: {STAGE_ARG} names {condition.key!r}, which is not an "
                         f"unstaged scorer of this task (known: {', '.join(sorted(unstaged)) or 'none'})"
                     )
         self.steps = sorted(steps, key=lambda s: (bool(s.conditions), s.scorer.expensive))

@@ -1,0 +1,79 @@
+"""Where in a TOML text a key is defined, so that an error about a field can name its line.
+
+``tomllib`` returns plain values without positions, so this reads the (already valid) text once more and
+maps every key path it defines — table headers, ``[[array]]`` entries by index, ``key = value`` lines with
+dotted keys — to its line number. It does not parse values: a key inside an inline table or a multi-line
+array is found through the line of the key that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+KeyPath = tuple[str | int, ...]
+
+_BARE_OR_QUOTED = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|\'[^\']*\')'
+_DOTTED = rf"{_BARE_OR_QUOTED}(?:\s*\.\s*{_BARE_OR_QUOTED})*"
+_ARRAY_HEADER = re.compile(rf"^\s*\[\[\s*({_DOTTED})\s*\]\]")
+_TABLE_HEADER = re.compile(rf"^\s*\[\s*({_DOTTED})\s*\]")
+_ASSIGNMENT = re.compile(rf"^\s*({_DOTTED})\s*=")
+_PART = re.compile(_BARE_OR_QUOTED)
+_MULTILINE_QUOTES = ('"""', "'''")
+
+
+def _parts(dotted: str) -> tuple[str, ...]:
+    return tuple(p[1:-1] if p[0] in "\"'" else p for p in _PART.findall(dotted))
+
+
+def key_lines(text: str) -> dict[KeyPath, int]:
+    """``{key path: 1-based line}`` for every key path the text defines; array-of-tables entries are numbered
+    from 0, like the lists ``tomllib`` returns."""
+    lines: dict[KeyPath, int] = {}
+    entries: dict[KeyPath, int] = {}
+    table: KeyPath = ()
+    open_quote: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if open_quote is not None:
+            if line.count(open_quote) % 2:
+                open_quote = None
+            continue
+        if match := _ARRAY_HEADER.match(line):
+            *parents, name = _parts(match.group(1))
+            array = (*_resolve(tuple(parents), entries), name)
+            index = entries[array] = entries.get(array, -1) + 1
+            table = (*array, index)
+            lines.setdefault(array, number)
+            lines[table] = number
+        elif match := _TABLE_HEADER.match(line):
+            table = _resolve(_parts(match.group(1)), entries)
+            lines.setdefault(table, number)
+        elif match := _ASSIGNMENT.match(line):
+            key = _parts(match.group(1))
+            for depth in range(1, len(key) + 1):
+                lines.setdefault((*table, *key[:depth]), number)
+        # a value that opens a multi-line string and does not close it on this line hides the lines after it
+        open_quote = next((q for q in _MULTILINE_QUOTES if line.count(q) % 2), None)
+    return lines
+
+
+def _resolve(parts: tuple[str, ...], entries: dict[KeyPath, int]) -> KeyPath:
+    """A header's key path with the current index of every array of tables it passes through
+    (``[[scorers.parts]]`` after the second ``[[scorers]]`` is ``("scorers", 1, "parts")``)."""
+    resolved: list[str | int] = []
+    for part in parts:
+        resolved.append(part)
+        if tuple(resolved) in entries:
+            resolved.append(entries[tuple(resolved)])
+    return tuple(resolved)
+
+
+def line_of(text: str, location: Sequence[str | int]) -> int | None:
+    """The line that defines ``location`` or, failing that, its closest enclosing key; None when the text
+    defines none of them."""
+    lines = key_lines(text)
+    path = tuple(location)
+    for depth in range(len(path), 0, -1):
+        if path[:depth] in lines:
+            return lines[path[:depth]]
+    return None
