@@ -44,7 +44,10 @@ class RunConfig(BaseModel):
     epochs: int = Field(default=1, ge=1, le=MAX_EPOCHS, description="Times each sample is run.")
     limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N samples.")
     seed: int = Field(
-        default=0, ge=-(2**63), lt=2**63, description="Seed for sampling, few-shot choice and the mock (64-bit)."
+        default=0,
+        ge=-(2**63),
+        lt=2**63,
+        description="Seed of the mock provider's draws (64-bit); not sent to APIs (see [generation] seed).",
     )
     timeout_s: float = Field(default=120.0, gt=0, description="Per-sample timeout, retries included.")
     max_retries: int = Field(default=5, ge=0, description="Retries per provider call after the first try.")

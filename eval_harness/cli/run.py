@@ -193,7 +193,12 @@ def run_command(
     epochs: Annotated[int, typer.Option(min=1, max=MAX_EPOCHS, help="Run each sample K times.")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
     seed: Annotated[
-        int, typer.Option(min=-(2**63), max=2**63 - 1, help="Seed for the mock, few-shot choice and sampling.")
+        int,
+        typer.Option(
+            min=-(2**63),
+            max=2**63 - 1,
+            help="Seed of the mock provider's draws. Not sent to APIs: a task's [generation] seed is.",
+        ),
     ] = 0,
     timeout: Annotated[float, typer.Option(min=0.001, help="Per-sample timeout in seconds, retries included.")] = 120.0,
     max_retries: MaxRetries = None,
