@@ -22,6 +22,7 @@ from eval_harness.scorers.embeddings import (
     LocalEmbeddingsClient,
     OpenAIEmbeddingsClient,
     cosine,
+    default_cache_path,
 )
 from eval_harness.types import Sample, ScorerSpec
 
@@ -168,3 +169,15 @@ async def test_the_api_backend_talks_to_a_real_openai_compatible_server(tmp_path
         other = await similarity.score("Oslo", Sample(id="s", input="?", target="Rome"))
     assert same.value == pytest.approx(1.0)  # the fake server's vectors are a hash of the text
     assert other.value < 1.0 and cached.embedded == 3  # Paris, Rome, Oslo: each embedded once
+
+
+def test_the_vector_cache_follows_xdg_cache_home_like_the_response_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: ~/.cache/eval-harness/embeddings.sqlite3 whatever XDG_CACHE_HOME said
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.delenv("EVAL_HARNESS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "eval-harness" / "embeddings.sqlite3"
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_path() == tmp_path / "mine" / "embeddings.sqlite3"

@@ -27,6 +27,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from eval_harness.cache import default_cache_dir
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
 from eval_harness.providers.embeddings import DEFAULT_API_MODEL, EmbeddingsClient, OpenAIEmbeddingsClient
@@ -161,8 +162,9 @@ class EmbeddingSimilarity(Scorer):
 
 
 def default_cache_path() -> Path:
-    """``$EVAL_HARNESS_CACHE_DIR/embeddings.sqlite3``, else ``~/.cache/eval-harness/embeddings.sqlite3``."""
-    directory = Settings.load().cache_dir or Path.home() / ".cache" / "eval-harness"
+    """``embeddings.sqlite3`` in ``$EVAL_HARNESS_CACHE_DIR``, else beside the response cache's default
+    directory (``$XDG_CACHE_HOME/eval-harness``, else ``~/.cache/eval-harness``): the same rule as ``--cache``."""
+    directory = Settings.load().cache_dir or default_cache_dir().parent
     return directory / "embeddings.sqlite3"
 
 
