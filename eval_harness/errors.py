@@ -16,6 +16,7 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     │   ├── SchemaVersionError           an artifact of a version this build cannot read
     │   └── ResumeMismatchError          resume refused: dataset/template/scorers/model changed
     ├── AuthenticationError              401/403 from a provider: the run stops early
+    │   └── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
     ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
     ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
     │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
@@ -79,7 +80,13 @@ class ResumeMismatchError(ArtifactError):
 
 
 class AuthenticationError(EvalHarnessError):
-    """The provider rejected the credentials (401/403); continuing would fail every sample."""
+    """The provider refused the account: its credentials (401/403) or, as ``QuotaExhaustedError``, its quota.
+    Continuing would fail every sample, so the run stops at once with this one line."""
+
+
+class QuotaExhaustedError(AuthenticationError):
+    """The account's quota, billing limit or spend cap is used up (a 429 that waiting does not clear: OpenAI's
+    ``insufficient_quota`` / ``billing_hard_limit_reached``, Anthropic's ``enforced_spend_limit_reached``)."""
 
 
 class GateFailedError(EvalHarnessError):
@@ -89,7 +96,8 @@ class GateFailedError(EvalHarnessError):
 
 
 class ProviderError(EvalHarnessError):
-    """One provider call failed. ``retry_cause`` is set when trying again may succeed."""
+    """One provider call failed. ``retry_cause`` is set when trying again may succeed; ``request_id`` is the
+    provider's id of the failed request when it sent one (for support tickets)."""
 
     exit_code = 1
 
@@ -100,11 +108,13 @@ class ProviderError(EvalHarnessError):
         retry_cause: RetryCause | None = None,
         retry_after: float | None = None,
         status_code: int | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.retry_cause = retry_cause
         self.retry_after = retry_after
         self.status_code = status_code
+        self.request_id = request_id
 
 
 class ProviderHTTPError(ProviderError):

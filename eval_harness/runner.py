@@ -1081,8 +1081,9 @@ class Runner:
             deadlines.stop(task)
         spent = (outcome.attempts, outcome.retries, round(outcome.backoff_s, 3))
         if outcome.completion is None:
-            error = self._generation_error(outcome.error or ProviderError("no completion"))
-            return _record(sample, epoch, messages, spent, error=error)
+            failure = outcome.error or ProviderError("no completion")
+            error = self._generation_error(failure)
+            return _record(sample, epoch, messages, spent, error=error, request_id=failure.request_id)
         return await self._scored(sample, epoch, messages, spent, outcome.completion)
 
     async def _scored(
@@ -1196,8 +1197,10 @@ def _record(
     result: ScoringResult | None = None,
     error: ErrorInfo | None = None,
     threshold: float = 0.5,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
-    """The fields of one ``SampleRecord``, in its field order (the artifact's format: see ``record_line``)."""
+    """The fields of one ``SampleRecord``, in its field order (the artifact's format: see ``record_line``);
+    ``request_id`` is the provider's id of a failed call (a completion carries its own)."""
     attempts, retries, backoff_s = spent
     final = result.final if result is not None else None
     judge_usage = result.judge_usage if result is not None else None
@@ -1226,7 +1229,7 @@ def _record(
         "judge_cost_usd": result.judge_cost_usd if result is not None else None,
         "cached": completion.cached if completion is not None else False,
         "model": completion.model if completion is not None else None,
-        "request_id": completion.request_id if completion is not None else None,
+        "request_id": completion.request_id if completion is not None else request_id,
         "finish_reason": completion.finish_reason if completion is not None else None,
         "thinking": completion.thinking if completion is not None else None,
         "retries": retries,

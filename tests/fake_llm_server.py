@@ -14,8 +14,9 @@ request. What it answers is decided per request, first match wins:
 
 Faults (``Reply`` helpers): ``rate_limited`` (429 + Retry-After), ``server_error`` (500), ``overloaded``
 (529), ``unauthorized`` (401), ``bad_request`` (400), ``hang``, ``cut_connection`` (the body stops short and
-the socket closes), ``truncated_json``, ``not_json``, ``html_page``. ``{key}`` in an error message is
-replaced by the key the client presented (to test redaction). ``max_in_flight`` counts the most requests
+the socket closes), ``truncated_json``, ``not_json``, ``html_page``; ``Reply(body=...)`` sends an exact
+documented body and ``Reply(events=[...])`` an exact event stream. ``{key}`` in an error message or a raw
+body is replaced by the key the client presented (to test redaction). ``max_in_flight`` counts the most requests
 ever handled at once.
 
 In-process: ``with FakeLLMServer(latency_s=0.05) as server: ... server.base_url``. As a separate process
@@ -64,7 +65,8 @@ class Reply:
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float | None = None  # overrides the server's latency for this reply
-    body: Any = None  # a raw JSON body sent as-is (status and headers still apply)
+    body: Any = None  # a raw JSON body sent as-is (status and headers still apply; "{key}" in it: the key)
+    events: list[Any] | None = None  # a raw event stream: each item (a JSON value, or "[DONE]") as a data: line
     usage: bool = True  # include usage in the answer
     gzip: bool = False  # compress the answer's body (Content-Encoding: gzip)
 
@@ -192,6 +194,37 @@ def chaos(
         return None
 
     return decide
+
+
+_EFFORTS = ("low", "medium", "high", "max")
+
+
+def _invalid_thinking(body: dict[str, Any]) -> Reply | None:
+    """The Messages API's checks of ``thinking`` and ``output_config``: ``enabled`` takes a ``budget_tokens`` of
+    at least 1024 below ``max_tokens``, ``adaptive`` takes none, ``output_config.effort`` is one of four levels,
+    and thinking of either kind refuses a temperature."""
+    thinking = body.get("thinking")
+    if thinking is not None:
+        kind = thinking.get("type") if isinstance(thinking, dict) else None
+        if kind == "enabled":
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                return bad_request("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+            if body["max_tokens"] <= budget:
+                return bad_request("max_tokens must be greater than thinking.budget_tokens")
+        elif kind == "adaptive":
+            if set(thinking) != {"type"}:
+                return bad_request("thinking.adaptive: Extra inputs are not permitted")
+        elif kind != "disabled":
+            return bad_request("thinking: Input tag does not match any of the expected tags")
+        if kind != "disabled" and "temperature" in body:
+            return bad_request("temperature may only be set to 1 when thinking is enabled")
+    output_config = body.get("output_config")
+    if output_config is not None and (
+        not isinstance(output_config, dict) or output_config.get("effort", "high") not in _EFFORTS
+    ):
+        return bad_request("output_config.effort: Input should be 'low', 'medium', 'high' or 'max'")
+    return None
 
 
 def _tokens(text: str) -> int:
@@ -532,7 +565,13 @@ class FakeLLMServer:
             request.transport.close()
             return response
         if reply.body is not None:
-            return _json_response(reply.body, status=reply.status, headers=reply.headers)
+            payload = orjson.dumps(reply.body).replace(b"{key}", self._presented_key(request).encode())
+            headers = {"content-type": "application/json", **reply.headers}
+            return web.Response(body=payload, status=reply.status, headers=headers)
+        if reply.events is not None:
+            lines = [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in reply.events]
+            headers = {"content-type": "text/event-stream", **reply.headers}
+            return web.Response(status=reply.status, body="".join(lines).encode(), headers=headers)
         text = reply.text if reply.text is not None else self._default_answer(recorded.prompt)
         return await self._answer(request, body, recorded, reply, text)
 
@@ -552,19 +591,26 @@ class FakeLLMServer:
                 return bad_request("messages: Field required")
             if any(m.get("role") not in ("user", "assistant") for m in messages if isinstance(m, dict)):
                 return bad_request("messages: roles must be 'user' or 'assistant'; use the top-level system field")
-            thinking = body.get("thinking")
-            if isinstance(thinking, dict) and body["max_tokens"] <= int(thinking.get("budget_tokens", 0)):
-                return bad_request("max_tokens must be greater than thinking.budget_tokens")
-            if isinstance(thinking, dict) and "temperature" in body:
-                return bad_request("temperature may only be set to 1 when thinking is enabled")
+            if (invalid := _invalid_thinking(body)) is not None:
+                return invalid
+            if isinstance(body.get("temperature"), int | float) and not 0 <= body["temperature"] <= 1:
+                return bad_request("temperature: Input should be less than or equal to 1")
         elif path == "/v1/chat/completions":
             if not isinstance(body.get("messages"), list) or not body["messages"]:
                 return bad_request("'messages' is a required property")
+            if isinstance(body.get("stop"), list) and len(body["stop"]) > 4:
+                return bad_request(f"{body['stop']} is too long - 'stop'", code="invalid_value")
         elif path == "/v1/responses":
             if "input" not in body:
                 return bad_request("Missing required parameter: 'input'.")
             if "stop" in body or "seed" in body:
                 return bad_request("Unknown parameter: 'stop' / 'seed'.")
+            if isinstance(body.get("max_output_tokens"), int) and body["max_output_tokens"] < 16:
+                return bad_request(
+                    "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got "
+                    f"{body['max_output_tokens']} instead.",
+                    code="integer_below_min_value",
+                )
         elif path == "/v1/completions" and not isinstance(body.get("prompt"), str | list):
             return bad_request("'prompt' is a required property")
         return None

@@ -303,6 +303,27 @@ def test_a_base_url_that_would_carry_a_secret_is_refused_without_echoing_it(
     assert not (tmp_path / "out").exists()  # nothing written, so no manifest holds it either
 
 
+@pytest.mark.parametrize(
+    ("model", "hint"),
+    [
+        ("openai/gpt-4o-mini", "give a key through OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "give a key through ANTHROPIC_API_KEY"),
+        ("openai-compatible/m", "give a key through the key (api_key_env / api_key model args)"),
+    ],
+)
+def test_a_base_url_with_credentials_points_to_the_providers_own_way_of_giving_a_key(
+    tmp_path: Path, model: str, hint: str
+) -> None:
+    # before: every provider advised --model-arg api_key_env=NAME, which openai/ and anthropic/ refuse
+    result = cli(
+        tmp_path, "run", "--task", "capability_profile", "--model", model, "--model-arg",
+        "base_url=http://user:pw@127.0.0.1:9/v1", "--output-dir", str(tmp_path / "out"), "-q",
+        env={"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "sk-ant-x"},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"base_url must not carry user:password@; {hint}\n" in result.stderr
+
+
 def test_answers_cached_by_a_killed_session_keep_their_cost_when_its_run_resumes(
     server: FakeLLMServer, tmp_path: Path
 ) -> None:

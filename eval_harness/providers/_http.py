@@ -35,6 +35,7 @@ from eval_harness.errors import (
     ProviderError,
     ProviderHTTPError,
     ProviderResponseError,
+    QuotaExhaustedError,
     RetryCause,
 )
 from eval_harness.providers._wires import Wire, WireKind, open_wire
@@ -93,9 +94,6 @@ def _default_wire(base_url: str) -> WireKind:
     return "pooled" if urllib.request.proxy_bypass(parts.netloc) else "httpx"  # NO_PROXY
 
 
-_PROVIDER_KEY_HINT = "the provider's key variable or --model-arg api_key_env=NAME"
-
-
 def holds_secret(url: str, secrets: Iterable[str]) -> bool:
     """Whether ``url`` holds one of ``secrets`` (stripped), as written or percent-encoded (once or twice)."""
     forms = [url]
@@ -108,9 +106,7 @@ def holds_secret(url: str, secrets: Iterable[str]) -> bool:
     return any(key in form for key in keys for form in forms)
 
 
-def check_base_url(
-    url: str, secrets: Iterable[str], label: str, *, name: str = "base_url", key_hint: str = _PROVIDER_KEY_HINT
-) -> str:
+def check_base_url(url: str, secrets: Iterable[str], label: str, *, key_hint: str, name: str = "base_url") -> str:
     """``url`` without a trailing ``/``, once it is an http(s) URL with a host and a usable port that carries
     no credentials: no ``user:password@`` and none of ``secrets`` (the URL is recorded in the manifest and
     named in messages). Else a ``ConfigError`` as ``{label}: {name} ...`` that never echoes the URL, since a
@@ -223,18 +219,41 @@ def error_detail(body: bytes) -> str:
     return prefix + str(message)
 
 
-def error_code(body: bytes) -> str | None:
-    """``error.code`` or ``error.type`` of a JSON error body, when there is one."""
+def _error_object(body: bytes) -> dict[str, Any] | None:
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
     error = obj.get("error") if isinstance(obj, dict) else None
-    if isinstance(error, dict):
+    return error if isinstance(error, dict) else None
+
+
+def error_code(body: bytes) -> str | None:
+    """``error.code`` or ``error.type`` of a JSON error body, when there is one."""
+    error = _error_object(body)
+    if error is not None:
         for key in ("code", "type"):
             if isinstance(error.get(key), str):
                 return str(error[key])
     return None
+
+
+def error_details_code(body: bytes) -> str | None:
+    """``error.details.error_code`` of a JSON error body (Anthropic's finer reason, e.g. a spend cap)."""
+    error = _error_object(body)
+    details = error.get("details") if error is not None else None
+    code = details.get("error_code") if isinstance(details, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _should_retry_header(headers: Mapping[str, str]) -> bool | None:
+    """The server's own verdict, ``x-should-retry: true|false``, which the official SDKs obey before the status."""
+    value = (headers.get("x-should-retry") or "").strip().lower()
+    return True if value == "true" else False if value == "false" else None
+
+
+def _is_json(headers: Mapping[str, str]) -> bool:
+    return (headers.get("content-type") or "").strip().lower().startswith("application/json")
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -304,7 +323,9 @@ class HTTPProvider(Provider):
                 f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
             )
         given = [value.get_secret_value() for value in dict(options).values() if isinstance(value, SecretStr)]
-        self.base_url = check_base_url(base_url, [*context.settings.secrets(), *given], f"{self.provider_name}/{model}")
+        self.base_url = check_base_url(
+            base_url, [*context.settings.secrets(), *given], f"{self.provider_name}/{model}", key_hint=self.key_hint
+        )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
         )
@@ -339,6 +360,11 @@ class HTTPProvider(Provider):
         causes: dict[int, RetryCause] = {408: "timeout", 409: "conflict", 429: "rate_limit"}
         return causes.get(status)
 
+    def quota_exhausted(self, status: int, body: bytes) -> bool:
+        """Whether an error says the account's quota or spend limit is used up: no wait clears it before the
+        run ends, so the run stops (``QuotaExhaustedError``) instead of failing every sample in turn."""
+        return False
+
     # shared machinery ----------------------------------------------------------------------------------
     @property
     def cache_scope(self) -> str:
@@ -371,7 +397,10 @@ class HTTPProvider(Provider):
         return self._wire_state
 
     async def post(self, path: str, body: dict[str, Any], *, raw_text: bool = False) -> Reply:
-        """POST ``body`` as JSON; return the parsed reply or raise the matching ``ProviderError``."""
+        """POST ``body`` as JSON; return the parsed reply or raise the matching ``ProviderError``.
+
+        With ``raw_text`` (an event stream was asked for) the body comes back as text, unless the server
+        answered with JSON instead (some ignore ``stream``, and errors come as JSON): that is parsed."""
         wire = self._wire()
         payload = orjson.dumps(body)
         started = time.perf_counter()
@@ -382,17 +411,23 @@ class HTTPProvider(Provider):
         latency_ms = (time.perf_counter() - started) * 1000
         if status >= 400:
             self._raise_for_status(status, headers, content)
-        if raw_text:
+        if raw_text and not _is_json(headers):
             return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
         try:
             data = orjson.loads(content)
         except orjson.JSONDecodeError:
+            if raw_text:  # an event stream after all, whatever its content-type said
+                return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
             what = describe_body(content)
             raise ProviderResponseError(
-                self._clean(f"{self.label}: HTTP {status} but the body is not JSON: {what}")
+                self._clean(f"{self.label}: HTTP {status} but the body is not JSON: {what}"),
+                request_id=self.header_request_id(headers),
             ) from None
         if not isinstance(data, dict):
-            raise ProviderResponseError(f"{self.label}: expected a JSON object, got {type(data).__name__}")
+            raise ProviderResponseError(
+                f"{self.label}: expected a JSON object, got {type(data).__name__}",
+                request_id=self.header_request_id(headers),
+            )
         return Reply(data, headers, latency_ms)
 
     @property
@@ -410,13 +445,11 @@ class HTTPProvider(Provider):
             raise AuthenticationError(
                 self._clean(f"{self.label}: authentication failed (HTTP {status}: {detail}); check {self.key_hint}")
             )
-        cause: RetryCause | None
-        if status == 529 or status == 503:
-            cause = "overloaded"
-        elif status >= 500:
-            cause = "server_error"
-        else:
-            cause = self.is_transient_4xx(status, body)
+        if self.quota_exhausted(status, body):
+            raise QuotaExhaustedError(
+                self._clean(f"{self.label}: the account's quota is used up, so the run stops (HTTP {status}: {detail})")
+            )
+        cause = self.retry_cause_of(status, headers, body)
         retry_after = None
         if cause is not None:
             retry_after = parse_retry_after(headers)
@@ -427,10 +460,51 @@ class HTTPProvider(Provider):
             retry_cause=cause,
             retry_after=retry_after,
             status_code=status,
+            request_id=self.header_request_id(headers),
         )
 
-    def labelled(self, exc: ProviderError) -> ProviderError:
-        """``exc`` with the provider named in its message (raised ``from None`` where it was caught).
+    def retry_cause_of(self, status: int, headers: Mapping[str, str], body: bytes) -> RetryCause | None:
+        """Why an error of ``status`` is worth trying again, or None; ``x-should-retry`` overrides the status."""
+        cause: RetryCause | None
+        if status == 529 or status == 503:
+            cause = "overloaded"
+        elif status >= 500:
+            cause = "server_error"
+        elif status >= 400:
+            cause = self.is_transient_4xx(status, body)
+        else:
+            cause = None
+        verdict = _should_retry_header(headers)
+        if verdict is False:
+            return None
+        if verdict is True and cause is None:
+            return "server_error"  # the server asked for it; the status names no better cause
+        return cause
+
+    def raise_for_error_body(self, reply: Reply, answer_field: str) -> None:
+        """Raise ``ProviderHTTPError`` when a 200 carries an error object instead of ``answer_field``.
+
+        Gateways such as OpenRouter send 200 before the upstream model runs, so its failure arrives in the
+        body: ``{"error": {"message", "code": 502}}``. A numeric ``code`` is read as the HTTP status it names
+        (429, 408 and 5xx are retried); anything else fails the sample with the server's message."""
+        data = reply.data
+        if answer_field in data or not data.get("error"):
+            return
+        body = orjson.dumps(data)
+        code = data["error"].get("code") if isinstance(data["error"], dict) else None
+        status = code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600 else None
+        cause = self.retry_cause_of(status or 200, reply.headers, body)
+        raise ProviderHTTPError(
+            f"HTTP 200 with an error in the body: {error_detail(body)}",
+            retry_cause=cause,
+            retry_after=parse_retry_after(reply.headers) if cause is not None else None,
+            status_code=status,
+            request_id=self.request_id(reply),
+        )
+
+    def labelled(self, exc: ProviderError, request_id: str | None = None) -> ProviderError:
+        """``exc`` with the provider named in its message (raised ``from None`` where it was caught), and
+        ``request_id`` when it has none of its own.
 
         A try/except at each call site rather than a context manager: this runs once per request, and
         entering and leaving a generator-based context manager costs more than the rest of the check."""
@@ -439,14 +513,22 @@ class HTTPProvider(Provider):
             retry_cause=exc.retry_cause,
             retry_after=exc.retry_after,
             status_code=exc.status_code,
+            request_id=exc.request_id or request_id,
         )
+
+    def header_request_id(self, headers: Mapping[str, str]) -> str | None:
+        """The provider's request id from the response headers, when it sent one."""
+        for name in self.request_id_headers:
+            value = headers.get(name)
+            if value:
+                return str(value)
+        return None
 
     def request_id(self, reply: Reply, body_id: Any = None) -> str | None:
         """The provider's request id from a response header, else the id in the body."""
-        for name in self.request_id_headers:
-            value = reply.headers.get(name)
-            if value:
-                return str(value)
+        found = self.header_request_id(reply.headers)
+        if found is not None:
+            return found
         return str(body_id) if body_id is not None else None
 
     def priced(self, usage: Usage, reported: bool, cache_write_tokens: int = 0) -> float | None:
@@ -497,6 +579,7 @@ __all__ = [
     "describe_body",
     "error_code",
     "error_detail",
+    "error_details_code",
     "field",
     "holds_secret",
     "int_or_none",

@@ -2,11 +2,19 @@
 
 ``POST {base}/messages`` with headers ``x-api-key`` and ``anthropic-version``; the system prompt is the
 top-level ``system`` field, ``max_tokens`` is required (the task's value, else ``DEFAULT_MAX_TOKENS``), stop
-sequences are ``stop_sequences``. The answer is the ``text`` blocks of ``content``; with
-``--model-arg thinking_budget=N`` the request enables extended thinking and the ``thinking`` blocks go to
-``Completion.thinking``, never into the answer. Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``,
-``cache_creation_input_tokens``, ``output_tokens``. Errors: ``{"type": "error", "error": {"type", "message"}}``;
-529 ``overloaded_error``; rate limits send ``retry-after`` and ``anthropic-ratelimit-*-reset`` (RFC 3339).
+sequences are ``stop_sequences``, ``temperature`` is 0 to 1. The answer is the ``text`` blocks of ``content``.
+
+Thinking, whose ``thinking`` blocks go to ``Completion.thinking`` and never into the answer, comes in two
+kinds: ``--model-arg thinking_budget=N`` sends ``{"thinking": {"type": "enabled", "budget_tokens": N}}``
+(deprecated on Claude 4.6, refused by 4.7 and later), and ``--model-arg thinking=adaptive`` sends
+``{"thinking": {"type": "adaptive"}}`` (4.6 and later), where the model decides how much to think;
+``--model-arg effort=low|medium|high|max`` adds ``{"output_config": {"effort": ...}}``. Both kinds of thinking
+refuse a temperature, so temperature and top_p are left out while thinking is on.
+
+Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
+``output_tokens``. Errors: ``{"type": "error", "error": {"type", "message"}}``; 529 ``overloaded_error``; rate
+limits send ``retry-after`` and ``anthropic-ratelimit-*-reset`` (RFC 3339); the monthly spend cap is a 429 whose
+``error.details.error_code`` is ``enforced_spend_limit_reached``, which no wait within a run clears.
 """
 
 from __future__ import annotations
@@ -14,19 +22,31 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
 from eval_harness.errors import ConfigError, ProviderError, ProviderResponseError
-from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, field, int_or_none, sampling
+from eval_harness.providers._http import (
+    HTTPOptions,
+    HTTPProvider,
+    Reply,
+    error_details_code,
+    field,
+    int_or_none,
+    sampling,
+)
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
 MIN_THINKING_BUDGET = 1024
+ADAPTIVE_THINKING_ROOM = 16_000
+"""Tokens added to ``max_tokens`` for adaptive thinking, which ``max_tokens`` bounds together with the answer
+(the size of Anthropic's own adaptive-thinking example request)."""
+MAX_TEMPERATURE = 1.0
 _RESET_BUDGETS = ("requests", "tokens", "input-tokens", "output-tokens")
 
 
@@ -46,6 +66,12 @@ class AnthropicOptions(HTTPOptions):
 
     thinking_budget: int | None = Field(
         default=None, ge=MIN_THINKING_BUDGET, description="Extended-thinking budget in tokens (at least 1024)."
+    )
+    thinking: Literal["adaptive"] | None = Field(
+        default=None, description="'adaptive': the model decides when and how much to think (Claude 4.6 and later)."
+    )
+    effort: Literal["low", "medium", "high", "max"] | None = Field(
+        default=None, description="output_config.effort: how many tokens the model may spend (default: high)."
     )
     anthropic_version: str = Field(default=API_VERSION, description="The anthropic-version header.")
 
@@ -72,11 +98,29 @@ class AnthropicProvider(HTTPProvider):
             self.base_url = self.base_url.rstrip("/") + "/v1"
         if context.settings.anthropic_api_key is None and not context.offline:
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
+        if options.thinking is not None and options.thinking_budget is not None:
+            raise ConfigError(
+                f"anthropic/{model}: give --model-arg thinking=adaptive or thinking_budget=N, not both "
+                "(Claude 4.6 and later take adaptive thinking; earlier models only a budget)"
+            )
+
+    @property
+    def thinks(self) -> bool:
+        """Whether requests turn thinking on (and so leave temperature and top_p out)."""
+        options = self.anthropic_options
+        return options.thinking is not None or options.thinking_budget is not None
 
     def configured_base_url(self) -> str | None:
         return self.context.settings.anthropic_base_url
 
     def check_generation(self, config: GenerateConfig) -> None:
+        if self.thinks:
+            return  # neither temperature nor top_p is sent
+        if config.temperature is not None and config.temperature > MAX_TEMPERATURE:
+            raise ConfigError(
+                f"anthropic/{self.model}: temperature {config.temperature:g}, but the Messages API takes a "
+                f"temperature from 0 to 1 (--temperature, or the task's [generation])"
+            )
         # "Use only temperature OR top_p, not both ... This will error in Sonnet 4.5" (Anthropic's migration
         # guide to Claude 4): Claude 4.1 and later; older Claude models, and other models behind the same API,
         # are sent both as given
@@ -94,21 +138,25 @@ class AnthropicProvider(HTTPProvider):
 
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         config = request.config
+        options = self.anthropic_options
         answer_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
-        budget = self.anthropic_options.thinking_budget
+        room = ADAPTIVE_THINKING_ROOM if options.thinking == "adaptive" else (options.thinking_budget or 0)
         body: dict[str, Any] = {"model": self.model}
-        # max_tokens bounds thinking and answer together, so the budget comes on top of the answer's share.
-        body["max_tokens"] = answer_tokens + (budget or 0)
+        # max_tokens bounds thinking and answer together, so room to think comes on top of the answer's share.
+        body["max_tokens"] = answer_tokens + room
         system = [m.content for m in request.messages if m.role == "system"]
         if system:
             body["system"] = "\n\n".join(system)
         body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
         if config.stop:
             body["stop_sequences"] = list(config.stop)
-        if budget is not None:
-            # Extended thinking accepts neither a temperature nor a top_p below 0.95: leave both out.
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        else:
+        if options.thinking == "adaptive":
+            body["thinking"] = {"type": "adaptive"}
+        elif options.thinking_budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
+        if options.effort is not None:
+            body["output_config"] = {"effort": options.effort}
+        if not self.thinks:  # thinking accepts neither a temperature nor a top_p below 0.95: both are left out
             body.update(sampling(config))
         return body
 
@@ -117,10 +165,15 @@ class AnthropicProvider(HTTPProvider):
         try:
             return self._completion(reply)
         except ProviderError as exc:
-            raise self.labelled(exc) from None
+            raise self.labelled(exc, self.request_id(reply)) from None
+
+    def quota_exhausted(self, status: int, body: bytes) -> bool:
+        # the monthly spend cap: it lifts when the month (or the cap) changes, not by waiting
+        return status == 429 and error_details_code(body) == "enforced_spend_limit_reached"
 
     def _completion(self, reply: Reply) -> Completion:
         data = reply.data
+        self.raise_for_error_body(reply, "content")
         texts: list[str] = []
         thoughts: list[str] = []
         content = field(data, "content")
@@ -176,4 +229,11 @@ class AnthropicProvider(HTTPProvider):
         return max(waits) if waits else None
 
 
-__all__ = ["API_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicOptions", "AnthropicProvider", "parse_reset_time"]
+__all__ = [
+    "ADAPTIVE_THINKING_ROOM",
+    "API_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicOptions",
+    "AnthropicProvider",
+    "parse_reset_time",
+]

@@ -4,11 +4,15 @@ The wire translation here is shared with ``openai-compatible/<model>`` (vLLM, ll
 TGI), which adds the legacy ``/completions`` endpoint and optional keys.
 
 Chat Completions: ``POST {base}/chat/completions`` with ``messages``; the answer is
-``choices[0].message.content``, usage ``prompt_tokens``/``completion_tokens`` with
+``choices[0].message.content`` ("string or null": null is the empty answer), reasoning servers' thinking
+``reasoning_content`` or ``reasoning``, usage ``prompt_tokens``/``completion_tokens`` with
 ``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``.
 Responses: ``POST {base}/responses`` with ``input`` and ``instructions``; the answer is the ``output_text``
 parts of ``message`` items in ``output``, usage ``input_tokens``/``output_tokens`` with
 ``input_tokens_details.cached_tokens`` and ``output_tokens_details.reasoning_tokens``.
+A refusal (``message.refusal``, streamed ``delta.refusal``, a Responses ``refusal`` part) is the answer text
+with finish reason ``refusal``. A 200 holding ``{"error": ...}`` instead of an answer (gateways such as
+OpenRouter) is an HTTP error; a quota 429 (``insufficient_quota``, ``billing_hard_limit_reached``) stops the run.
 Rate limits: ``retry-after``/``retry-after-ms`` when sent, else ``x-ratelimit-reset-requests`` /
 ``x-ratelimit-reset-tokens`` (durations such as ``1s``, ``6m0s``, ``20ms``) of the exhausted budget.
 """
@@ -25,13 +29,20 @@ from pydantic import Field
 from eval_harness.errors import ConfigError, ProviderError, ProviderHTTPError, ProviderResponseError, RetryCause
 from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, field, int_or_none, sampling
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
-from eval_harness.types import ChatMessage, Completion, GenerateRequest, Usage
+from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Usage
 
 Endpoint = Literal["chat", "responses", "completions"]
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Reasoning models accept only the default temperature and top_p; sending the task's value fails every sample.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
+MIN_OUTPUT_TOKENS = 16
+"""The Responses API refuses a smaller ``max_output_tokens`` (400 ``integer_below_min_value``)."""
+MAX_STOP_SEQUENCES = 4
+"""Chat Completions takes "up to 4 sequences" in ``stop`` (the API reference)."""
+REFUSAL = "refusal"
+"""The finish reason of an answer that is the model's refusal (Anthropic's ``stop_reason`` for the same)."""
 
 
 def parse_duration(text: str) -> float | None:
@@ -61,8 +72,10 @@ class OpenAIOptions(HTTPOptions):
 
     api: Literal["chat", "responses"] = Field(default="chat", description="chat (Chat Completions) or responses.")
     stream: bool = Field(default=False, description="Use server-sent events (Chat Completions only).")
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
-        default=None, description="Reasoning effort of o-series / gpt-5 models."
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = Field(
+        default=None,
+        description="Reasoning effort of o-series / gpt-5 models (which levels a model takes varies: gpt-5.1 takes "
+        "none but not minimal).",
     )
 
 
@@ -143,14 +156,14 @@ class OpenAIWire(HTTPProvider):
         path = {"chat": "/chat/completions", "responses": "/responses", "completions": "/completions"}[endpoint]
         reply = await self.post(path, body, raw_text=self.streaming)
         try:
-            if self.streaming:
+            if reply.data is None:
                 completion = self._from_stream(reply, endpoint)
             elif endpoint == "responses":
                 completion = self._from_responses(reply)
             else:
                 completion = self._from_choices(reply, endpoint)
         except ProviderError as exc:
-            raise self.labelled(exc) from None
+            raise self.labelled(exc, self.request_id(reply)) from None
         return _cut_at(completion, self.stop_applied_after(request))
 
     def _usage(self, raw: Any, input_key: str, output_key: str) -> tuple[Usage, bool]:
@@ -192,17 +205,27 @@ class OpenAIWire(HTTPProvider):
 
     def _from_choices(self, reply: Reply, endpoint: Endpoint) -> Completion:
         data = reply.data
+        self.raise_for_error_body(reply, "choices")
         choice = field(data, "choices", 0)
+        if not isinstance(choice, dict):
+            raise ProviderResponseError("the response's choices[0] is not an object")
+        finish = choice.get("finish_reason")
         if endpoint == "completions":
             text = field(choice, "text")
             thinking = None
         else:
             message = field(choice, "message")
-            text = message.get("content") if isinstance(message, dict) else None
-            if text is None and isinstance(message, dict):
-                text = message.get("refusal")
-            if text is None:
-                raise ProviderResponseError("the response has no choices[0].message.content")
+            if not isinstance(message, dict):
+                raise ProviderResponseError("the response's choices[0].message is not an object")
+            # content is "string or null": null when the filter fired, when max_tokens ran out while a
+            # reasoning model was still thinking, or when the answer is a refusal. The first two are answers
+            # (empty ones, with the tokens they cost), not failures.
+            text = message.get("content")
+            refusal = message.get("refusal")
+            if not text and isinstance(refusal, str) and refusal:
+                text, finish = refusal, REFUSAL
+            elif text is None:
+                text = ""
             thinking = message.get("reasoning_content") or message.get("reasoning")
         if not isinstance(text, str):
             raise ProviderResponseError(f"the answer text is {type(text).__name__}, not a string")
@@ -210,7 +233,7 @@ class OpenAIWire(HTTPProvider):
             reply,
             data,
             text,
-            choice.get("finish_reason"),
+            finish,
             data.get("usage"),
             ("prompt_tokens", "completion_tokens"),
             thinking if isinstance(thinking, str) else None,
@@ -218,6 +241,7 @@ class OpenAIWire(HTTPProvider):
 
     def _from_responses(self, reply: Reply) -> Completion:
         data = reply.data
+        self.raise_for_error_body(reply, "output")
         status = data.get("status")
         if status == "failed":
             error = data.get("error") or {}
@@ -226,6 +250,7 @@ class OpenAIWire(HTTPProvider):
             cause: RetryCause | None = "server_error" if code in ("server_error", None) else None
             raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
         texts: list[str] = []
+        refusals: list[str] = []
         thoughts: list[str] = []
         for item in field(data, "output"):
             if not isinstance(item, dict):
@@ -235,25 +260,28 @@ class OpenAIWire(HTTPProvider):
                     if isinstance(part, dict) and part.get("type") == "output_text":
                         texts.append(str(part.get("text", "")))
                     elif isinstance(part, dict) and part.get("type") == "refusal":
-                        texts.append(str(part.get("refusal", "")))
+                        refusals.append(str(part.get("refusal", "")))
             elif item.get("type") == "reasoning":
                 for part in item.get("summary") or []:
                     if isinstance(part, dict) and part.get("text"):
                         thoughts.append(str(part["text"]))
-        if not texts and status == "completed":
+        if not texts and not refusals and status == "completed":
             raise ProviderResponseError("the response has no output_text in output[].content")
         if status == "incomplete":
             reason = (data.get("incomplete_details") or {}).get("reason")
             finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
         else:
             finish = "stop" if status == "completed" else str(status)
+        text = "".join(texts)
+        if not text and refusals:
+            text, finish = "".join(refusals), REFUSAL
         return self._completion(
-            reply, data, "".join(texts), finish, data.get("usage"), ("input_tokens", "output_tokens"),
-            "\n\n".join(thoughts),
-        )  # fmt: skip
+            reply, data, text, finish, data.get("usage"), ("input_tokens", "output_tokens"), "\n\n".join(thoughts)
+        )
 
     def _from_stream(self, reply: Reply, endpoint: Endpoint) -> Completion:
         text: list[str] = []
+        refusal: list[str] = []
         thinking: list[str] = []
         finish: Any = None
         usage: Any = None
@@ -279,6 +307,8 @@ class OpenAIWire(HTTPProvider):
                 else:
                     delta = choice.get("delta") or {}
                     text.append(str(delta.get("content") or ""))
+                    if isinstance(delta.get("refusal"), str):
+                        refusal.append(delta["refusal"])
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str):
                         thinking.append(reasoning)
@@ -286,8 +316,11 @@ class OpenAIWire(HTTPProvider):
                     finish = choice["finish_reason"]
         if not done and finish is None:
             raise ProviderResponseError("the event stream ended before [DONE]", retry_cause="connection")
+        answer = "".join(text)
+        if not answer and "".join(refusal):
+            answer, finish = "".join(refusal), REFUSAL  # as the same refusal reads unstreamed
         return self._completion(
-            reply, meta, "".join(text), finish, usage, ("prompt_tokens", "completion_tokens"), "".join(thinking)
+            reply, meta, answer, finish, usage, ("prompt_tokens", "completion_tokens"), "".join(thinking)
         )
 
     def reset_after(self, headers: Mapping[str, str]) -> float | None:
@@ -302,16 +335,15 @@ class OpenAIWire(HTTPProvider):
                 waits.append(seconds)
         return max(waits) if waits else None
 
-    def is_transient_4xx(self, status: int, body: bytes) -> RetryCause | None:
-        # A 429 for an exhausted quota or billing limit will not clear by waiting.
-        if status == 429 and error_code(body) in ("insufficient_quota", "billing_hard_limit_reached"):
-            return None
-        return super().is_transient_4xx(status, body)
+    def quota_exhausted(self, status: int, body: bytes) -> bool:
+        # a 429 for a used-up quota or billing limit: waiting does not clear it
+        return status == 429 and error_code(body) in _QUOTA_CODES
 
 
 def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
-    """The answer cut at the first stop sequence the server was not given (finish reason then "stop")."""
-    if not stop:
+    """The answer cut at the first stop sequence the server was not given (finish reason then "stop"); a
+    refusal is kept whole, and stays marked as one."""
+    if not stop or completion.finish_reason == REFUSAL:
         return completion
     text, stopped = apply_stop(completion.text, stop)
     return completion.model_copy(update={"text": text, "finish_reason": "stop"}) if stopped else completion
@@ -370,6 +402,20 @@ class OpenAIProvider(OpenAIWire):
     def reasoning_effort(self) -> str | None:
         return self.openai_options.reasoning_effort
 
+    def check_generation(self, config: GenerateConfig) -> None:
+        if self.endpoint == "responses" and config.max_tokens is not None and config.max_tokens < MIN_OUTPUT_TOKENS:
+            # refused rather than raised to 16: the manifest must record what was sent
+            raise ConfigError(
+                f"openai/{self.model}: max_tokens is {config.max_tokens}, but the Responses API takes "
+                f"max_output_tokens >= {MIN_OUTPUT_TOKENS}; raise it (--max-tokens, or the task's [generation]) "
+                "or use api=chat"
+            )
+        if config.stop and len(config.stop) > MAX_STOP_SEQUENCES and self.sends_stop():
+            raise ConfigError(
+                f"openai/{self.model}: {len(config.stop)} stop sequences, but Chat Completions takes at most "
+                f"{MAX_STOP_SEQUENCES} stop sequences; drop some (the task's [generation] stop)"
+            )
+
     def configured_base_url(self) -> str | None:
         return self.context.settings.openai_base_url
 
@@ -384,4 +430,14 @@ class OpenAIProvider(OpenAIWire):
         return headers
 
 
-__all__ = ["OpenAIOptions", "OpenAIProvider", "OpenAIWire", "apply_stop", "parse_duration", "prompt_text"]
+__all__ = [
+    "MAX_STOP_SEQUENCES",
+    "MIN_OUTPUT_TOKENS",
+    "REFUSAL",
+    "OpenAIOptions",
+    "OpenAIProvider",
+    "OpenAIWire",
+    "apply_stop",
+    "parse_duration",
+    "prompt_text",
+]

@@ -1,0 +1,467 @@
+"""Wire fidelity: bodies the providers document (or send in the field) that the harness once misread.
+
+Each test sends the exact body on a real socket (the fake server's ``Reply(body=...)`` / ``Reply(events=...)``)
+and checks what the provider makes of it: an answer, a per-sample error, or a stop of the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm_server import FakeLLMServer, Reply, answer, bad_request, server_error
+from pydantic import SecretStr
+
+from eval_harness.config import Settings
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    QuotaExhaustedError,
+)
+from eval_harness.providers.anthropic import ADAPTIVE_THINKING_ROOM
+from eval_harness.providers.base import Provider, ProviderContext, create_provider
+from eval_harness.providers.gateway import Gateway, RetryPolicy
+from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
+
+OPENAI_KEY = "sk-test-openai-0123456789"
+ANTHROPIC_KEY = "sk-ant-test-0123456789"
+REPO = Path(__file__).resolve().parent.parent
+CANARY = "sk-canary-quota-4e8b1d7c2a90"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def context() -> ProviderContext:
+    return ProviderContext(
+        settings=Settings(openai_api_key=SecretStr(OPENAI_KEY), anthropic_api_key=SecretStr(ANTHROPIC_KEY))
+    )
+
+
+def make(model_id: str, server: FakeLLMServer | None = None, **args: str) -> Provider:
+    base = {"base_url": server.base_url} if server is not None else {}
+    return create_provider(model_id, {**base, **args}, context())
+
+
+def request(**config: object) -> GenerateRequest:
+    text = "What is 2 + 2?"
+    return GenerateRequest(
+        messages=[ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content=text)],
+        config=GenerateConfig.model_validate(config),
+        sample=Sample(id="s1", input=text, target="4"),
+    )
+
+
+async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
+    try:
+        return await provider.generate(req or request())
+    finally:
+        await provider.aclose()
+
+
+async def failure(provider: Provider, req: GenerateRequest | None = None) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        await call(provider, req)
+    return caught.value
+
+
+def chat_body(message: dict[str, Any], finish: str, usage: tuple[int, int] = (20, 10)) -> dict[str, Any]:
+    """A Chat Completions body (OpenAI API reference, "The chat completion object")."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+    }
+
+
+# 1. message.content: null on a 200 ------------------------------------------------------------------------
+# vLLM with a reasoning parser, max_tokens reached while thinking (vllm-project/vllm#52640; older vLLM and LM
+# Studio name the field reasoning_content)
+VLLM_CUT_WHILE_REASONING = {
+    "id": "chatcmpl-8e0d",
+    "object": "chat.completion",
+    "created": 1755146543,
+    "model": "Qwen/Qwen3-8B",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "reasoning": "Okay, the user asks 2+2. Let me think step by step about",
+                "tool_calls": [],
+            },
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
+    ],
+    "usage": {"prompt_tokens": 30, "total_tokens": 46, "completion_tokens": 16, "prompt_tokens_details": None},
+}
+
+
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+async def test_null_content_cut_at_max_tokens_is_an_empty_answer_keeping_reasoning_usage_and_cost(
+    server: FakeLLMServer, field: str
+) -> None:
+    body = json.loads(json.dumps(VLLM_CUT_WHILE_REASONING))
+    message = body["choices"][0]["message"]
+    message[field] = message.pop("reasoning")
+    server.script(Reply(body=body, headers={"x-request-id": "req_vllm"}))
+    provider = make("openai-compatible/qwen3", server, price_in="1", price_out="2")
+    completion = await call(provider, request(max_tokens=16))
+    assert completion.text == ""
+    assert completion.finish_reason == "length"
+    assert completion.thinking == "Okay, the user asks 2+2. Let me think step by step about"
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (30, 16)
+    assert completion.cost_usd == pytest.approx((30 * 1 + 16 * 2) / 1e6)  # by hand: USD per million tokens
+    assert completion.model == "Qwen/Qwen3-8B"
+    assert completion.request_id == "req_vllm"
+
+
+async def test_null_content_stopped_by_the_content_filter_is_an_empty_answer_with_its_usage(
+    server: FakeLLMServer,
+) -> None:
+    # Azure OpenAI's filter: finish_reason content_filter and no content (microsoft/semantic-kernel#5240)
+    body = chat_body({"content": None, "refusal": None}, "content_filter", usage=(30, 12))
+    body["choices"][0]["content_filter_results"] = {"hate": {"filtered": True, "severity": "high"}}
+    server.script(Reply(body=body))
+    completion = await call(make("openai/gpt-4o", server))
+    assert (completion.text, completion.finish_reason) == ("", "content_filter")
+    assert completion.cost_usd == pytest.approx((30 * 2.5 + 12 * 10.0) / 1e6)  # gpt-4o list price, by hand
+    assert completion.model == "gpt-4o-2024-08-06" and completion.request_id is not None
+
+
+async def test_a_message_that_is_not_an_object_is_still_a_response_error(server: FakeLLMServer) -> None:
+    body = chat_body({}, "stop")
+    body["choices"][0]["message"] = "4"
+    server.script(Reply(body=body))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderResponseError) and "choices[0].message" in str(error)
+
+
+# 2. Anthropic adaptive thinking ---------------------------------------------------------------------------
+# platform.claude.com "Adaptive thinking" and "Effort": {"thinking": {"type": "adaptive"}} with the effort in a
+# top-level output_config; thinking refuses a temperature, so sampling options are left out as for budgets.
+async def test_adaptive_thinking_sends_the_adaptive_type_and_effort_without_sampling(server: FakeLLMServer) -> None:
+    server.script(answer("4", thinking="2 plus 2 is 4."))
+    provider = make("anthropic/claude-opus-4-7", server, thinking="adaptive", effort="medium")
+    completion = await call(provider, request(temperature=0.0, top_p=0.9, max_tokens=20))
+    sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "adaptive"}
+    assert sent["output_config"] == {"effort": "medium"}
+    assert "temperature" not in sent and "top_p" not in sent
+    assert sent["max_tokens"] == 20 + ADAPTIVE_THINKING_ROOM  # the answer's share plus room to think
+    assert (completion.text, completion.thinking) == ("4", "2 plus 2 is 4.")
+
+
+async def test_adaptive_thinking_without_an_effort_sends_no_output_config(server: FakeLLMServer) -> None:
+    await call(make("anthropic/claude-sonnet-4-6", server, thinking="adaptive"))
+    sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "adaptive"} and "output_config" not in sent
+
+
+def test_an_effort_outside_the_four_levels_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="effort"):
+        make("anthropic/claude-opus-4-7", thinking="adaptive", effort="extreme")
+
+
+def test_thinking_and_thinking_budget_together_are_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="thinking=adaptive or thinking_budget=N, not both"):
+        make("anthropic/claude-opus-4-6", thinking="adaptive", thinking_budget="2048")
+
+
+async def test_a_thinking_budget_is_sent_whatever_the_model_name(server: FakeLLMServer) -> None:
+    await call(make("anthropic/claude-opus-4-7", server, thinking_budget="2048"), request(max_tokens=32))
+    assert server.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+# 3. quota exhaustion stops the run ------------------------------------------------------------------------
+# Anthropic's spend cap (platform.claude.com "Rate limits"): 429, rate_limit_error, details.error_code
+ANTHROPIC_SPEND_LIMIT = {
+    "type": "error",
+    "error": {
+        "type": "rate_limit_error",
+        "message": "You have reached your specified API usage limits.",
+        "details": {"error_code": "enforced_spend_limit_reached"},
+    },
+    "request_id": "req_s",
+}
+
+
+async def test_anthropics_spend_limit_429_is_a_quota_error_that_is_not_retried(server: FakeLLMServer) -> None:
+    server.script(Reply(status=429, body=ANTHROPIC_SPEND_LIMIT, headers={"request-id": "req_s"}))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, QuotaExhaustedError) and isinstance(error, AuthenticationError)
+    assert "You have reached your specified API usage limits." in str(error)
+
+
+async def test_an_anthropic_429_without_the_spend_code_is_still_a_rate_limit(server: FakeLLMServer) -> None:
+    body = json.loads(json.dumps(ANTHROPIC_SPEND_LIMIT))
+    body["error"]["details"] = {"error_code": "something_else"}
+    server.script(Reply(status=429, body=body))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause == "rate_limit"
+
+
+@pytest.mark.parametrize("code", ["insufficient_quota", "billing_hard_limit_reached"])
+async def test_openais_quota_429s_are_quota_errors(server: FakeLLMServer, code: str) -> None:
+    server.script(Reply(kind="error", status=429, message="You exceeded your current quota.", error_code=code))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, QuotaExhaustedError) and "You exceeded your current quota." in str(error)
+
+
+def _cli(tmp_path: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    return subprocess.run(
+        [sys.executable, "-m", "eval_harness", *args],
+        cwd=tmp_path, env={**clean, **env}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _run(server: FakeLLMServer, model: str, limit: int = 12) -> list[str]:
+    return ["run", "--task", "capability_profile", "--model", model, "--model-arg", f"base_url={server.base_url}",
+            "--output-dir", "results", "--run-id", "r1", "--limit", str(limit), "--concurrency", "2",
+            "--max-retries", "3", "-q"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "variable", "reply", "said"),
+    [
+        (
+            "openai/gpt-4o",
+            "OPENAI_API_KEY",
+            Reply(kind="error", status=429, message="Quota used up, key {key}.", error_code="insufficient_quota"),
+            "Quota used up, key [REDACTED].",
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            "ANTHROPIC_API_KEY",
+            Reply(status=429, body=ANTHROPIC_SPEND_LIMIT),
+            "You have reached your specified API usage limits.",
+        ),
+    ],
+)
+def test_quota_exhaustion_stops_the_run_with_one_line_naming_the_providers_message(
+    server: FakeLLMServer, tmp_path: Path, model: str, variable: str, reply: Reply, said: str
+) -> None:
+    server.rule = lambda _: reply
+    result = _cli(tmp_path, *_run(server, model), env={variable: CANARY})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], lines
+    assert CANARY not in result.stderr
+    assert len(server.generation_requests()) <= 2  # one per worker at most: no retries, no further samples
+    manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+
+
+# 4. the Responses API's minimum max_output_tokens --------------------------------------------------------
+def test_responses_api_max_tokens_below_16_is_a_config_error_before_the_run() -> None:
+    provider = make("openai/gpt-4o", api="responses")
+    with pytest.raises(ConfigError, match="max_output_tokens >= 16"):
+        provider.check_generation(GenerateConfig(max_tokens=15))
+    provider.check_generation(GenerateConfig(max_tokens=16))
+    make("openai/gpt-4o").check_generation(GenerateConfig(max_tokens=5))  # Chat Completions has no such floor
+
+
+# 5. a 200 whose body is an error object ------------------------------------------------------------------
+# OpenRouter answers 200 before the upstream runs, so failures come in the body (openrouter.ai/docs "Errors")
+OPENROUTER_ERROR = {
+    "error": {"message": "Upstream provider returned 502: model overloaded", "code": 502, "metadata": {}},
+    "user_id": "u",
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "cause"),
+    [(502, "server_error"), (503, "overloaded"), (429, "rate_limit"), (408, "timeout"), (400, None)],
+)
+async def test_a_200_error_body_is_an_http_error_with_the_servers_message(
+    server: FakeLLMServer, code: int, cause: str | None
+) -> None:
+    body = json.loads(json.dumps(OPENROUTER_ERROR))
+    body["error"]["code"] = code
+    server.script(Reply(body=body))
+    error = await failure(make("openai-compatible/m", server))
+    assert isinstance(error, ProviderHTTPError)
+    assert "Upstream provider returned 502: model overloaded" in str(error)
+    assert error.retry_cause == cause
+
+
+async def test_a_200_error_body_from_the_responses_api_is_an_http_error(server: FakeLLMServer) -> None:
+    server.script(Reply(body=OPENROUTER_ERROR))
+    error = await failure(make("openai/gpt-4o", server, api="responses"))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause == "server_error"
+    assert "Upstream provider returned 502" in str(error)
+
+
+async def test_a_200_error_body_with_a_5xx_code_is_retried_to_an_answer(server: FakeLLMServer) -> None:
+    server.script(Reply(body=OPENROUTER_ERROR), answer("4"))
+    gateway = Gateway(make("openai-compatible/m", server), RetryPolicy(max_retries=2, initial_wait_s=0.0))
+    try:
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    assert outcome.completion is not None and outcome.completion.text == "4"
+    assert outcome.attempts == 2 and outcome.retries == {"server_error": 1}
+
+
+# 6. stream=true answered with plain JSON ------------------------------------------------------------------
+async def test_stream_answered_with_a_json_body_is_read_as_a_normal_reply(server: FakeLLMServer) -> None:
+    server.script(Reply(body=chat_body({"content": "4"}, "stop", usage=(20, 1))))
+    completion = await call(make("openai-compatible/m", server, stream="true"))
+    assert server.requests[-1].body["stream"] is True
+    assert (completion.text, completion.finish_reason, completion.usage.completion_tokens) == ("4", "stop", 1)
+
+
+async def test_stream_answered_with_a_json_error_body_reports_the_servers_message(server: FakeLLMServer) -> None:
+    server.script(Reply(body=OPENROUTER_ERROR))
+    error = await failure(make("openai-compatible/m", server, stream="true"))
+    assert isinstance(error, ProviderHTTPError) and "Upstream provider returned 502" in str(error)
+
+
+async def test_an_event_stream_labelled_as_json_is_still_read_as_events(server: FakeLLMServer) -> None:
+    events = [{"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": "stop"}]}]
+    server.script(Reply(events=[*events, "[DONE]"], headers={"content-type": "application/json"}))
+    completion = await call(make("openai-compatible/m", server, stream="true"))
+    assert (completion.text, completion.finish_reason) == ("4", "stop")
+
+
+# 7. refusals ----------------------------------------------------------------------------------------------
+REFUSAL = "I'm sorry, I can't help with that."
+
+
+def _refusal_events() -> list[Any]:
+    # Chat Completions streaming: the refusal arrives in delta.refusal (OpenAI API reference, "The chat
+    # completion chunk object")
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o", "choices": [choice]}
+
+    return [
+        chunk({"role": "assistant", "content": None, "refusal": ""}, None),
+        chunk({"refusal": "I'm sorry, "}, None),
+        chunk({"refusal": "I can't help with that."}, None),
+        chunk({}, "stop"),
+        {**chunk({}, None), "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}},
+        "[DONE]",
+    ]
+
+
+async def test_a_refusal_is_its_text_with_finish_reason_refusal(server: FakeLLMServer) -> None:
+    server.script(Reply(body=chat_body({"content": None, "refusal": REFUSAL}, "stop")))
+    completion = await call(make("openai/gpt-4o", server))
+    assert (completion.text, completion.finish_reason) == (REFUSAL, "refusal")
+
+
+async def test_a_streamed_refusal_is_recorded_as_the_same_refusal(server: FakeLLMServer) -> None:
+    server.script(Reply(events=_refusal_events()))
+    completion = await call(make("openai/gpt-4o", server, stream="true"))
+    assert (completion.text, completion.finish_reason) == (REFUSAL, "refusal")
+    assert completion.usage.completion_tokens == 10
+
+
+async def test_a_responses_api_refusal_part_gives_finish_reason_refusal(server: FakeLLMServer) -> None:
+    # Responses API reference: a message item's content holds {"type": "refusal", "refusal": "..."}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-4o",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "refusal", "refusal": REFUSAL}],
+            }
+        ],
+        "usage": {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30},
+    }
+    server.script(Reply(body=body))
+    completion = await call(make("openai/gpt-4o", server, api="responses"))
+    assert (completion.text, completion.finish_reason) == (REFUSAL, "refusal")
+
+
+# 8. options the API refuses, checked before the run ------------------------------------------------------
+def test_an_anthropic_temperature_above_1_is_a_config_error_before_the_run() -> None:
+    provider = make("anthropic/claude-sonnet-4-5")
+    with pytest.raises(ConfigError, match=r"temperature .*0 to 1"):
+        provider.check_generation(GenerateConfig(temperature=1.5))
+    provider.check_generation(GenerateConfig(temperature=1.0))
+
+
+def test_an_anthropic_temperature_left_out_for_thinking_is_not_refused() -> None:
+    make("anthropic/claude-sonnet-4-5", thinking_budget="1024").check_generation(GenerateConfig(temperature=1.5))
+
+
+def test_more_than_4_stop_sequences_on_openai_chat_are_a_config_error() -> None:
+    five = GenerateConfig(stop=["a", "b", "c", "d", "e"])
+    with pytest.raises(ConfigError, match="at most 4 stop sequences"):
+        make("openai/gpt-4o").check_generation(five)
+    make("openai/gpt-4o").check_generation(GenerateConfig(stop=["a", "b", "c", "d"]))
+    make("openai-compatible/m", base_url="http://127.0.0.1:9/v1").check_generation(five)  # other servers differ
+    make("openai/o3").check_generation(five)  # not sent: cut here (reasoning models refuse stop)
+
+
+@pytest.mark.parametrize("effort", ["none", "xhigh"])
+async def test_reasoning_effort_accepts_none_and_xhigh(server: FakeLLMServer, effort: str) -> None:
+    await call(make("openai/gpt-5.1", server, reasoning_effort=effort))
+    assert server.requests[-1].body["reasoning_effort"] == effort
+
+
+# 9. x-should-retry ----------------------------------------------------------------------------------------
+async def test_x_should_retry_false_stops_retries_of_a_5xx(server: FakeLLMServer) -> None:
+    reply = server_error()
+    reply.headers = {"x-should-retry": "false"}
+    server.script(reply)
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause is None
+
+
+async def test_x_should_retry_true_retries_a_4xx(server: FakeLLMServer) -> None:
+    reply = bad_request("Try again.")
+    reply.headers = {"x-should-retry": "true"}
+    server.script(reply)
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause is not None
+
+
+# 10. a failed request keeps its request id ----------------------------------------------------------------
+async def test_an_http_error_keeps_the_providers_request_id(server: FakeLLMServer) -> None:
+    body = {"type": "error", "error": {"type": "request_too_large", "message": "Request exceeds the maximum size."}}
+    server.script(Reply(status=413, body=body, headers={"request-id": "req_413"}))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, ProviderError) and error.request_id == "req_413"
+
+
+async def test_a_malformed_200_keeps_the_providers_request_id(server: FakeLLMServer) -> None:
+    server.script(Reply(body={"id": "chatcmpl-x", "object": "chat.completion"}, headers={"x-request-id": "req_bad"}))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ProviderResponseError) and error.request_id == "req_bad"
+
+
+def test_a_failed_samples_record_keeps_the_request_id(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.rule = lambda _: bad_request("This prompt is refused.")
+    result = _cli(tmp_path, *_run(server, "openai/gpt-4o", limit=1), env={"OPENAI_API_KEY": CANARY})
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()[0])
+    assert record["error"] is not None and str(record["request_id"]).startswith("req_err_")
