@@ -219,6 +219,34 @@ async def test_an_anthropic_429_without_the_spend_code_is_still_a_rate_limit(ser
     assert isinstance(error, ProviderHTTPError) and error.retry_cause == "rate_limit"
 
 
+# Anthropic's prepaid credits used up: a 400 whose only mark is its message (as reported in
+# anthropics/claude-code#66314 and anthropics/claude-quickstarts#229)
+ANTHROPIC_NO_CREDIT = {
+    "type": "error",
+    "error": {
+        "type": "invalid_request_error",
+        "message": "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to "
+        "upgrade or purchase credits.",
+    },
+    "request_id": "req_c",
+}
+
+
+async def test_anthropics_credit_balance_400_is_a_quota_error(server: FakeLLMServer) -> None:
+    # before: a per-sample 400, so a run with no credit failed every sample in turn and exited 0
+    server.script(Reply(status=400, body=ANTHROPIC_NO_CREDIT))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, QuotaExhaustedError) and "Your credit balance is too low" in str(error)
+
+
+async def test_another_anthropic_400_stays_a_per_sample_error(server: FakeLLMServer) -> None:
+    body = json.loads(json.dumps(ANTHROPIC_NO_CREDIT))
+    body["error"]["message"] = "prompt is too long: 210000 tokens > 200000 maximum"
+    server.script(Reply(status=400, body=body))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, ProviderHTTPError) and not isinstance(error, AuthenticationError)
+
+
 @pytest.mark.parametrize("code", ["insufficient_quota", "billing_hard_limit_reached"])
 async def test_openais_quota_429s_are_quota_errors(server: FakeLLMServer, code: str) -> None:
     server.script(Reply(kind="error", status=429, message="You exceeded your current quota.", error_code=code))

@@ -32,6 +32,7 @@ from eval_harness.providers._http import (
     HTTPOptions,
     HTTPProvider,
     Reply,
+    error_detail,
     error_details_code,
     field,
     int_or_none,
@@ -41,6 +42,7 @@ from eval_harness.providers.base import ProviderContext, ProviderOptions, regist
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
 API_VERSION = "2023-06-01"
+_CREDIT_TOO_LOW = "Your credit balance is too low"
 DEFAULT_MAX_TOKENS = 1024
 MIN_THINKING_BUDGET = 1024
 ADAPTIVE_THINKING_ROOM = 16_000
@@ -168,8 +170,11 @@ class AnthropicProvider(HTTPProvider):
             raise self.labelled(exc, self.request_id(reply)) from None
 
     def quota_exhausted(self, status: int, body: bytes) -> bool:
-        # the monthly spend cap: it lifts when the month (or the cap) changes, not by waiting
-        return status == 429 and error_details_code(body) == "enforced_spend_limit_reached"
+        # the monthly spend cap lifts when the month (or the cap) changes, and prepaid credits when someone buys
+        # more, not by waiting; the credit case has no code of its own, only its 400's message
+        if status == 429:
+            return error_details_code(body) == "enforced_spend_limit_reached"
+        return status == 400 and _CREDIT_TOO_LOW in error_detail(body)
 
     def _completion(self, reply: Reply) -> Completion:
         data = reply.data
