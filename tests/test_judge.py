@@ -123,6 +123,26 @@ async def test_a_verdict_still_malformed_after_the_repair_is_an_error_that_keeps
     assert result.judge_cost_usd == pytest.approx(0.002)
 
 
+async def test_a_verdict_with_prose_around_it_is_read_without_a_repair(where: str) -> None:
+    judge = ScriptedJudge([f"Here is my verdict:\n{verdict(faithfulness=5, coverage=3)}\nI hope this helps."])
+    score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
+    assert score.value == 0.75  # (5-1)/4 = 1.0 and (3-1)/4 = 0.5 → 0.75 (by hand)
+    assert (score.metadata["calls"], score.metadata["repairs"]) == (1, 0)
+
+
+async def test_prose_around_two_json_objects_still_gets_the_repair(where: str) -> None:
+    reply = f'The format is {{"faithfulness": {{"score": 1}}}}. My verdict: {verdict(faithfulness=5, coverage=3)}'
+    judge = ScriptedJudge([reply, verdict(faithfulness=5, coverage=3)])
+    score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
+    assert (score.metadata["calls"], score.metadata["repairs"]) == (2, 1)
+    assert "it holds 2 JSON objects" in judge.requests[1].messages[-1].content
+
+
+def test_a_verdict_found_in_prose_is_checked_as_strictly_as_a_bare_one() -> None:
+    with pytest.raises(VerdictError, match="unknown criterion 'style'"):
+        parse_rubric_verdict(f"Verdict: {verdict(faithfulness=5, coverage=3, style=2)}", list(CRITERIA), 1, 5)
+
+
 @pytest.mark.parametrize(
     ("reply", "problem"),
     [

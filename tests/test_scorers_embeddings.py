@@ -181,3 +181,51 @@ def test_the_vector_cache_follows_xdg_cache_home_like_the_response_cache(
     assert default_cache_path() == tmp_path / "xdg" / "eval-harness" / "embeddings.sqlite3"
     monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "mine"))
     assert default_cache_path() == tmp_path / "mine" / "embeddings.sqlite3"
+
+
+def test_cosine_of_huge_or_tiny_components_does_not_overflow() -> None:
+    # the same directions as [1, 0] and [-1, 0] / [1, 0]: -1 and 1 (by hand; sklearn's cosine_similarity gives
+    # [[-1.]] and [[1.]] for the unscaled directions). Squaring 1e200 overflowed to inf/inf = nan, scored 1.0
+    assert cosine([1e200, 0.0], [-1e200, 0.0]) == -1.0
+    assert cosine([1e-200, 0.0], [3e-200, 0.0]) == 1.0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_cosine_refuses_a_non_finite_component(bad: float) -> None:
+    with pytest.raises(ValueError, match="non-finite component"):
+        cosine([1.0, 0.0], [bad, 0.0])
+
+
+NAN_BODY = b'{"data": [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 1, "embedding": [NaN, 0.0]}]}'
+
+
+async def test_a_nan_embedding_is_a_scoring_error_and_is_not_cached(tmp_path: Path) -> None:
+    # Python's json reads NaN from a body; min(1.0, nan) is 1.0, so the sample scored a perfect 1.0
+    requests: list[bytes] = []
+
+    def broken(request: httpx.Request) -> httpx.Response:
+        requests.append(request.content)
+        return httpx.Response(200, content=NAN_BODY, headers={"content-type": "application/json"})
+
+    client = OpenAIEmbeddingsClient("emb-small", "http://embed.test/v1", transport=httpx.MockTransport(broken))
+    similarity = EmbeddingSimilarity(CachedEmbeddings(client, EmbeddingCache(tmp_path / "c.db")))
+    sample = Sample(id="s", input="?", target="reference one")
+    for _ in range(2):
+        # a ValueError from the scorer's check, or a ProviderResponseError should the client refuse the body
+        with pytest.raises((ValueError, ProviderResponseError), match=r"non-finite|NaN"):
+            await similarity.score("the answer", sample)
+    assert len(requests) == 2  # nothing was cached: the second score asked the endpoint again
+
+
+async def test_the_cache_keeps_apart_endpoints_that_serve_one_model_name(tmp_path: Path) -> None:
+    sample = Sample(id="s", input="?", target="reference one")
+    first, _ = scorer(EmbeddingsServer(), tmp_path / "cache.sqlite3")
+    assert (await first.score("the answer", sample)).value == pytest.approx(0.6)
+    other = EmbeddingsServer(
+        body={"data": [{"index": 0, "embedding": [0.0, 1.0]}, {"index": 1, "embedding": [0.0, 1.0]}]}
+    )
+    client = OpenAIEmbeddingsClient("emb-small", "http://other.test/v1", transport=httpx.MockTransport(other))
+    second = EmbeddingSimilarity(CachedEmbeddings(client, EmbeddingCache(tmp_path / "cache.sqlite3")))
+    score = await second.score("the answer", sample)
+    # the other endpoint's vectors are equal, cosine 1 (by hand); it got the first endpoint's cached 0.6
+    assert (score.value, len(other.requests)) == (pytest.approx(1.0), 1)

@@ -192,3 +192,29 @@ def test_one_after_a_pronoun_far_back_is_still_a_number() -> None:
     # only the words just before "one" make it a pronoun ("the one"); a "the" sentences earlier does not
     assert [n.value for n in numbers_in("the cat sat down. Then one more came.")] == [1.0]
     assert numbers_in("the one he wanted") == []
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference", "expected"),
+    [
+        ("-5", "5", 0.0),  # a sign flip is a different answer
+        ("\u22125", "-5", 1.0),  # U+2212 MINUS SIGN is a minus
+        ("\u22125", "5", 0.0),
+        ("5%", "5", 0.0),
+        ("5 %", "5%", 1.0),  # the space before a percent sign is dropped
+        ("(-5)", "-5", 1.0),  # brackets are punctuation: they go
+        ("1-2", "1 2", 1.0),  # a hyphen after a digit is a range, not a sign
+        ("state-of-the-art", "state of the art", 1.0),
+    ],
+)
+def test_lenient_mode_keeps_a_sign_or_percent_attached_to_a_number(
+    prediction: str, reference: str, expected: float
+) -> None:
+    # by hand, from the rule in exact_match's docstring
+    assert exact_match(prediction, reference, "lenient") == expected
+
+
+async def test_numeric_scorer_reports_a_decimal_with_all_its_digits() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
+    score = await scorer.score("It came to 12,345.67 pounds.", sample("12345.67"))
+    assert (score.value, score.answer) == (1.0, "12345.67")  # :g showed 12345.7

@@ -57,3 +57,25 @@ async def test_a_summary_with_nothing_to_check_says_so_instead_of_all_supported(
 def test_scorer_rejects_an_unknown_source() -> None:
     with pytest.raises(ConfigError, match=r"source must be 'input' or 'metadata\.<key>'"):
         build_scorer(ScorerSpec(name="faithfulness", args={"source": "target"}))
+
+
+@pytest.mark.parametrize(
+    ("summary", "source"),
+    [
+        ("The council spent 12,345.67 pounds.", "The council spent 12,345.67 pounds on 3 lighthouses."),
+        ("Pi is 3.1415926.", "Pi is 3.1415926."),
+        ("The vaccine is 99.99999% effective.", "The vaccine is 99.99999% effective."),
+        ("About 1234567.5 in total.", "About 1234567.5 in total."),
+    ],
+)
+def test_a_number_copied_exactly_from_the_source_is_supported_whatever_its_digits(summary: str, source: str) -> None:
+    # every unit of the summary is in the source, so 1.0 (by hand); numbers of more than 6 significant digits
+    # were compared through their :g text (12345.7) and counted as invented
+    assert faithfulness(summary, source) == (1.0, [])
+
+
+def test_an_unsupported_number_is_shown_with_all_its_digits() -> None:
+    # units: 12345.68 (3, not in the source), cost (1), pounds (1) → 2 of 5 (by hand)
+    value, missing = faithfulness("It cost 12,345.68 pounds.", "It cost 12,345.67 pounds.")
+    assert value == pytest.approx(0.4)
+    assert missing == ["12345.68"]

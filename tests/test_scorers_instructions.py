@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
+from conftest import TaskRoot
 
 from eval_harness.errors import ConfigError
 from eval_harness.scorers import ScoringPipeline, build_scorer
@@ -142,3 +146,107 @@ async def test_a_bad_sample_check_is_a_scoring_error_for_that_sample_only() -> N
     result = await pipeline.score("text", Sample(id="s", input="?", target="x", metadata={"checks": [{"type": "x"}]}))
     assert result.error is not None and result.final is None
     assert result.error.message.startswith("instructions: metadata.checks[0]: unknown check type 'x'")
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("The answer is no. We cannot do it.", 2),  # "no" is the word here
+        ("See item No. 5 on the list.", 1),  # "No." before a digit is the abbreviation
+        ("I love the U.S. It is big.", 2),
+        ("The U.S. army is big.", 1),  # a lower-case word cannot start a sentence
+        ("I met Jan. Then we left.", 2),
+        ("We met on Jan. 5 at noon.", 1),
+        ("Buy apples, pears, etc. Then go home.", 2),
+        ("Apples, pears, etc. are fruit.", 1),
+        ("J. R. R. Tolkien wrote it.", 1),  # single-letter initials always join, as in IFEval
+        ("Mr. Smith met Dr. Jones. They talked.", 2),  # titles always join
+    ],
+)
+def test_an_abbreviation_ends_a_sentence_unless_what_follows_cannot_start_one(text: str, sentences: int) -> None:
+    # counted by hand
+    assert count_sentences(text) == sentences
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "str"}, "unknown JSON Schema type 'str' at $.type"),
+        ({"type": "array", "items": {"type": "strng"}}, "unknown JSON Schema type 'strng' at $.items.type"),
+        ({"type": ["string", "nil"]}, "unknown JSON Schema type 'nil' at $.type"),
+        (
+            {"type": "object", "properties": {"a": {"oneOf": []}}},
+            "unsupported JSON Schema keyword 'oneOf' at $.properties.a",
+        ),
+        (
+            {"properties": {"a": {"items": {"minItems": -1}}}},
+            "minItems must be a whole number >= 0 at $.properties.a.items",
+        ),
+        ({"additionalProperties": {"type": "string"}}, "additionalProperties must be true or false"),
+        ({"type": "number", "minimum": float("nan")}, "minimum must be a finite number at $.minimum"),
+        ("object", "a JSON Schema is a table, got str at $"),
+    ],
+)
+def test_every_schema_of_a_json_check_is_checked_when_the_scorer_is_built(schema: Any, message: str) -> None:
+    # nested problems got through and became a KeyError (or a scoring error) on every sample
+    with pytest.raises(ConfigError) as caught:
+        build_scorer(ScorerSpec(name="instructions", args={"checks": [{"type": "json", "schema": schema}]}))
+    assert str(caught.value).startswith("task: scorer 'instructions': checks[0]: check 'json': schema: ")
+    assert message in str(caught.value)
+
+
+def test_a_bad_schema_in_a_task_spec_stops_the_run_with_one_line_and_exit_2(
+    cli: Callable[..., Any], task_root: TaskRoot
+) -> None:
+    spec = task_root.task(
+        "badschema",
+        'name = "badschema"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "instructions"\nargs = { checks = [ { type = "json", schema = { type = "str" } } ] }\n',
+    )
+    result = cli("run", "--task", spec, "--model", "mock/m", "--output-dir", task_root.root / "out", "--quiet")
+    assert result.code == 2
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+    assert f"{spec}:5: scorer 'instructions': checks[0]: check 'json': schema: unknown JSON Schema type 'str'" in (
+        result.err
+    )
+
+
+async def test_a_bad_schema_in_a_sample_check_is_that_samples_scoring_error() -> None:
+    pipeline = ScoringPipeline([ScorerSpec(name="instructions")])
+    checks = [{"type": "json", "schema": {"type": "array", "items": {"type": "strng"}}}]
+    result = await pipeline.score("[]", Sample(id="s", input="?", target="x", metadata={"checks": checks}))
+    assert result.error is not None and result.error.type == "ValueError"
+    assert "unknown JSON Schema type 'strng' at $.items.type" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "passed"),
+    [
+        ("true", {"enum": [1]}, False),  # JSON true is not the number 1 (Python's True == 1 is)
+        ("1", {"const": True}, False),
+        ("[true]", {"const": [1]}, False),
+        ("1.0", {"enum": [1]}, True),  # 1.0 and 1 are the same JSON number
+        ("3.0", {"type": "integer"}, True),  # draft 6 on: an integer is a value with no fractional part
+        ("3.5", {"type": "integer"}, False),
+    ],
+)
+def test_json_enum_and_const_tell_booleans_from_numbers(text: str, schema: dict[str, Any], passed: bool) -> None:
+    # by hand, from the JSON Schema validation spec (enum/const use JSON equality; integer since draft 6)
+    assert run_check(text, {"type": "json", "schema": schema})[0] is passed
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [('He said "yes"', 'He said "yes"'), ("It is 'done'", "'done'"), ('"Any questions?"', "Any questions?")],
+)
+def test_ends_with_ignores_trailing_quotes_on_both_sides(text: str, phrase: str) -> None:
+    assert run_check(text, {"type": "ends_with", "phrase": phrase})[0] is True
+
+
+@pytest.mark.parametrize(
+    ("text", "passed"),
+    [("123 456", False), ("", False), ("ǅemal", False), ("東京", False), ("abc 123", True)],
+)
+def test_lowercase_needs_a_lower_case_letter_and_no_other_cased_one_as_in_ifeval(text: str, passed: bool) -> None:
+    # IFEval's check is value.islower() (and English): false with no cased letter, and for titlecase "ǅ"
+    assert run_check(text, {"type": "lowercase"})[0] is passed

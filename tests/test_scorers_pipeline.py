@@ -232,3 +232,51 @@ async def test_composite_names_the_gate_that_zeroed_it() -> None:
 def test_composite_with_a_bad_part_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"scorers\[0\]\.weight: Input should be greater than or equal to 0"):
         ScoringPipeline([spec("composite", scorers=[{"name": "test_fixed", "weight": -1}])])
+
+
+def test_a_met_gate_with_only_zero_weight_scorers_is_the_final_score() -> None:
+    # the gate is met and nothing is weighted: the final score comes from the gate alone, 1.0 (by hand); the
+    # fallback averaged the gate with the weight-0 scorer, (1.0 + 0.2) / 2
+    assert combine({"fmt": 1.0, "rouge": 0.2}, [spec("fmt", gate=True), spec("rouge", weight=0)]) == 1.0
+
+
+def test_a_failed_gate_with_only_zero_weight_scorers_is_zero() -> None:
+    assert combine({"fmt": 0.5, "rouge": 0.2}, [spec("fmt", gate=True), spec("rouge", weight=0)]) == 0.0
+
+
+def test_all_zero_weights_mean_equal_weights() -> None:
+    assert combine({"a": 0.3, "b": 1.0}, [spec("a", weight=0), spec("b", weight=0)]) == pytest.approx(0.65)  # by hand
+
+
+async def test_a_weight_zero_scorer_staged_before_a_skipped_judge_gives_the_final_score() -> None:
+    pipeline = ScoringPipeline(
+        [
+            spec("test_fixed", "exact", weight=0, value=1.0),
+            spec("test_expensive", "judge", value=0.0, skip_when={"exact": 1.0}),
+        ]
+    )
+    result = await pipeline.score("out", SAMPLE)
+    assert result.skipped == ["judge"] and result.final == 1.0
+
+
+async def test_a_skipped_gate_is_left_out_as_if_the_task_did_not_have_it() -> None:
+    pipeline = ScoringPipeline([spec("test_optional_judge", "format", gate=True), spec("test_fixed", "b", value=0.4)])
+    result = await pipeline.score("out", SAMPLE)
+    assert (result.final, result.error, result.skipped) == (0.4, None, ["format"])
+    assert result.explanations["format"] == "skipped: no judge model configured"
+
+
+async def test_a_composite_whose_parts_are_all_skipped_is_skipped_and_the_other_scorers_count() -> None:
+    parts = [{"name": "test_optional_judge", "alias": "j"}]
+    pipeline = ScoringPipeline([spec("composite", "c", scorers=parts), spec("test_fixed", "b", value=1.0)])
+    result = await pipeline.score("out", SAMPLE)
+    # it was the record's error "c: every scorer was skipped", and b's value was thrown away
+    assert (result.error, result.final, result.skipped) == (None, 1.0, ["c"])
+    assert result.explanations["c"] == "skipped: every part was skipped (j: no judge model configured)"
+
+
+async def test_a_composite_alone_whose_parts_are_all_skipped_leaves_the_record_without_a_score() -> None:
+    result = await ScoringPipeline([spec("composite", "c", scorers=[{"name": "test_optional_judge"}])]).score(
+        "out", SAMPLE
+    )
+    assert result.error is not None and result.error.message == "every scorer was skipped"

@@ -149,3 +149,16 @@ async def test_scorer_takes_the_best_reference_by_the_chosen_measure() -> None:
 def test_scorer_rejects_an_unknown_variant() -> None:
     with pytest.raises(ConfigError, match="unknown variant 'rouge3'"):
         build_scorer(ScorerSpec(name="rouge", args={"variant": "rouge3"}))
+
+
+@pytest.mark.parametrize(
+    ("measure", "expected"),
+    [("recall", 0.625), ("precision", 0.8333333333333334), ("fmeasure", 0.7142857142857143)],
+)
+async def test_several_references_are_chosen_by_f_measure_whatever_the_measure(measure: str, expected: float) -> None:
+    # rouge-score 0.1.2: RougeScorer(["rouge1"]).score_multi(targets, prediction) picks the reference by F and
+    # gives (P, R, F) = (0.8333333333333334, 0.625, 0.7142857142857143); the best recall over references was 1.0
+    scorer = build_scorer(ScorerSpec(name="rouge", args={"variant": "rouge1", "measure": measure}))
+    targets = ["the cat", "cat sat on the mat today and tomorrow"]
+    score = await scorer.score("the cat sat on the mat", Sample(id="s", input="?", target=targets))
+    assert score.value == pytest.approx(expected, abs=1e-12)

@@ -227,10 +227,18 @@ def parse_conditions(raw: Any, where: str) -> list[Condition]:
 
 
 def combine(values: Mapping[str, float], specs: Sequence[ScorerSpec]) -> float:
-    """The final score: weighted mean of the scorers with weight > 0; 0 when any gate is not fully met.
+    """The final score from the values of the scorers that ran.
 
-    Scorers absent from ``values`` (skipped) take no part. Gates are pass/fail conditions, not part of
-    the mean, unless every present scorer is a gate.
+    A scorer absent from ``values`` (skipped) takes no part, exactly as if the spec did not name it; that
+    holds for a skipped gate too, which is then not enforced. Of the present scorers:
+
+    - a gate below 1.0 makes the final score 0;
+    - else the final score is the weighted mean of the non-gate scorers with weight > 0 (a met gate and a
+      weight-0 scorer are reported, not averaged);
+    - when no non-gate scorer with weight > 0 is present, it is the mean of the gates (all met: 1.0);
+    - when there is no gate either, every present scorer has weight 0, and zero weights mean equal
+      weights: the plain mean of what is present (a staged judge skipped next to a weight-0 cheap scorer
+      leaves the cheap scorer's value).
     """
     if len(specs) == 1 and not specs[0].gate and specs[0].key in values:
         return values[specs[0].key]  # one scorer: its value (the common case, once per sample)
@@ -239,6 +247,8 @@ def combine(values: Mapping[str, float], specs: Sequence[ScorerSpec]) -> float:
         if spec.gate and values[spec.key] < 1.0:
             return 0.0
     weighted = [(values[s.key], s.weight) for s in present if s.weight > 0 and not s.gate]
+    if not weighted:
+        weighted = [(values[s.key], 1.0) for s in present if s.gate]
     if not weighted:
         weighted = [(values[s.key], 1.0) for s in present]
     total = sum(w for _, w in weighted)
@@ -328,7 +338,16 @@ class ScoringPipeline:
         return {step.key: step.scorer.fingerprint for step in self.steps if step.scorer.fingerprint}
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> ScoringResult:
-        """Apply every scorer; raises only ``AuthenticationError``, any other failure becomes ``error``."""
+        """Apply every scorer; raises only ``AuthenticationError`` and ``ConfigError``, any other failure
+        becomes ``error``. A record needs a score, so every scorer skipped is an error here too."""
+        result = await self.run(output, sample, completion)
+        if result.error is None and result.final is None:
+            result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
+        return result
+
+    async def run(self, output: str, sample: Sample, completion: Completion | None = None) -> ScoringResult:
+        """``score`` except that every scorer skipped leaves ``final`` None with no error: a composite then
+        abstains instead of failing the record."""
         result = ScoringResult()
         values: dict[str, float] = {}
         known = True
@@ -361,10 +380,8 @@ class ScoringPipeline:
                 result.judge_usage, result.judge_cost_usd, known = add_spend(
                     result.judge_usage, result.judge_cost_usd, known, verdict.usage, verdict.cost_usd
                 )
-        if not values:
-            result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
-            return result
-        result.final = combine(values, self.specs)
+        if values:
+            result.final = combine(values, self.specs)
         return result
 
     @staticmethod

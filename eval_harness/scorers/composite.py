@@ -13,6 +13,9 @@ a combination under one key, for nesting or for reuse across tasks::
     ] }
 
 Each part's value lands in the record as ``quality.<part>``; a failed gate is named in the explanation.
+The parts combine by the rules of ``combine`` (a skipped part is left out; a skipped gate is not enforced).
+When every part is skipped (an optional judge without ``--judge-model``), the composite is skipped too,
+with the parts' reasons, and the task's other scorers make the final score.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ class CompositeScorer(Scorer):
         self.fingerprint = ",".join(f"{k}={v}" for k, v in sorted(parts.items())) or None
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
-        result = await self.pipeline.score(output, sample, completion)
+        result = await self.pipeline.run(output, sample, completion)
         if result.error is not None:
             raise SpentScoringError(result.error.message, result.judge_usage, result.judge_cost_usd)
-        if result.final is None:
-            raise SkipScore("every part was skipped")
+        if result.final is None:  # every part abstained: so does the composite, and the task's other scorers count
+            reasons = "; ".join(
+                f"{key}: {result.explanations[key].removeprefix('skipped: ')}" for key in result.skipped
+            )
+            raise SkipScore(f"every part was skipped ({reasons})")
         failed_gates = [s.key for s in self.pipeline.specs if s.gate and result.scores.get(s.key, 1.0) < 1.0]
         parts = ", ".join(f"{key} {value:.3f}" for key, value in result.scores.items())
         gate = f"gate {failed_gates[0]} failed → 0; " if failed_gates else ""

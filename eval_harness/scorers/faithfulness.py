@@ -57,13 +57,16 @@ def _stem(word: str) -> str:
 
 @dataclass(frozen=True)
 class _Unit:
-    text: str
+    text: str  # what the explanation shows
     kind: str  # number | name | word
     weight: float
+    value: float | None = None  # a number's value, compared as read (its text is rounded for display)
 
 
 def _units(summary: str) -> list[_Unit]:
-    units = [_Unit(str(n), "number", 3.0) for n in numbers_in(summary) if not _is_word_number(summary, n.position)]
+    units = [
+        _Unit(str(n), "number", 3.0, n.value) for n in numbers_in(summary) if not _is_word_number(summary, n.position)
+    ]
     for match in _WORD.finditer(summary):
         word = match.group()
         if word.lower() in _STOP_WORDS:
@@ -91,8 +94,9 @@ def faithfulness(summary: str, source: str) -> tuple[float, list[str]]:
     supported = 0.0
     missing: list[str] = []
     for unit in units:
-        if unit.kind == "number":
-            found = any(abs(float(unit.text.rstrip("%")) - v) < 1e-9 for v in source_numbers)
+        if unit.value is not None:
+            # no relative slack: 1,000,000,001 is not 1,000,000,000; the same text always reads as the same float
+            found = any(abs(unit.value - v) < 1e-9 for v in source_numbers)
         else:
             found = _stem(unit.text) in source_stems
         if found:

@@ -10,16 +10,24 @@ every sample in the scorer's ``checks`` argument::
     {type = "ends_with", phrase = "Any questions?"}
 
 Counting rules: words are runs of letters/digits (``don't`` and ``well-known`` count once); sentences
-end at ``.``, ``!`` or ``?`` followed by a space (not after common abbreviations such as "Dr." or
-dotted initials such as "p.m.") or at a line break;
-paragraphs are blocks separated by blank lines; bullets are lines starting with ``-``, ``*``, ``+`` or
-``•`` (and ``1.`` / ``1)`` with ``numbered = true``).
+end at ``.``, ``!`` or ``?`` followed by a space, or at a line break, but not after a title ("Dr.", "St."),
+"e.g."/"i.e."/"vs." or a single-letter initial ("J."), not after "No." before a digit ("No. 5"), and not
+after another abbreviation ("etc.", "Jan.", "Inc.") or a dotted form ("U.S.", "p.m.") when what follows
+cannot start a sentence (a digit or a lower-case word); paragraphs are blocks separated by blank lines;
+bullets are lines starting with ``-``, ``*``, ``+`` or ``•`` (and ``1.`` / ``1)`` with ``numbered = true``).
+
+``lowercase`` is IFEval's ``str.islower()``: every cased letter lower-case and at least one of them, so a
+response without letters fails (IFEval also requires English; this check does not). ``ends_with`` ignores
+trailing whitespace and quotes on the response and on the phrase. A ``json`` check's schema, nested schemas
+included, is checked when the scorer is built (``check_schema``): an unsupported keyword or type name is a
+configuration error naming its place (``$.properties.a.items.type``), never a failure on every sample.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -30,10 +38,17 @@ from eval_harness.types import Sample, Score
 
 _WORDS = re.compile(r"\w+(?:['’\-]\w+)*")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+# Abbreviations written before what they qualify (a name, an example): they do not end a sentence.
+_PREFIXES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "vs", "e.g", "i.e"})
+# Abbreviations that may also end a sentence ("... pears, etc. Then ..."): they join the next piece only
+# when it cannot start a sentence, i.e. starts with a digit or a lower-case letter; so do dotted forms
+# such as "U.S." and "p.m.". "No." is an abbreviation only before a digit ("No. 5"); else it is the word.
 _ABBREVIATIONS = frozenset({
-    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "fig", "approx", "dept",
-    "est", "inc", "ltd", "co", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"
+    "etc", "fig", "approx", "dept", "est", "inc", "ltd", "co", "jr", "sr",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 })  # fmt: skip
+_DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
+_OPENING = "\"'“‘([«"
 _BULLET = re.compile(r"^\s*[-*+•]\s+\S")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+\S")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
@@ -47,13 +62,14 @@ def count_words(text: str) -> int:
 
 
 def count_sentences(text: str) -> int:
-    """Sentences, ended by . ! ? and a space (not after an abbreviation such as 'Dr.') or by a line break."""
+    """Sentences, ended by . ! ? and a space or by a line break; a piece ending in an abbreviation joins the
+    next one by the rules of ``_joins``."""
     total = 0
     for line in text.splitlines():
         pieces = _SENTENCE_BREAK.split(line.strip())
         merged: list[str] = []
         for piece in pieces:
-            if merged and _ends_with_abbreviation(merged[-1]):
+            if merged and _joins(merged[-1], piece):
                 merged[-1] = f"{merged[-1]} {piece}"
             else:
                 merged.append(piece)
@@ -61,11 +77,25 @@ def count_sentences(text: str) -> int:
     return total
 
 
-def _ends_with_abbreviation(text: str) -> bool:
-    last = text.rstrip().rsplit(maxsplit=1)[-1] if text.strip() else ""
-    return last.endswith(".") and (
-        last[:-1].lower() in _ABBREVIATIONS or re.fullmatch(r"(?:[A-Za-z]\.)+", last) is not None
-    )
+def _joins(piece: str, following: str) -> bool:
+    """True when ``piece`` ends in an abbreviation that does not end a sentence before ``following``.
+
+    A title or example marker (Dr. Mr. St. e.g. vs.) or a single-letter initial ("J. R. R. Tolkien") always
+    joins; "No." joins before a digit; other abbreviations (etc. Jan. Inc. Jr.) and dotted forms (U.S. p.m.)
+    join before what cannot start a sentence: a digit or a lower-case letter.
+    """
+    words = piece.split()
+    if not words or not words[-1].endswith("."):
+        return False
+    word = words[-1][:-1].lower().lstrip(_OPENING)
+    start = following.lstrip(_OPENING)[:1]
+    if word in _PREFIXES or (len(word) == 1 and word.isalpha()):
+        return True
+    if word == "no":
+        return start.isdigit()
+    if word in _ABBREVIATIONS or _DOTTED.fullmatch(word):
+        return start.isdigit() or start.islower()
+    return False
 
 
 def count_paragraphs(text: str) -> int:
@@ -139,17 +169,26 @@ def exclude(text: str, keywords: list[str], case_sensitive: bool = False) -> Che
 
 
 def lowercase(text: str) -> CheckResult:
-    """No upper-case letter anywhere."""
-    upper = [ch for ch in text if ch.isupper()]
-    return not upper, f"{len(upper)} upper-case letter(s), first {upper[0]!r}" if upper else "all lower-case"
+    """Every cased letter is lower-case and there is at least one: IFEval's rule (``str.islower()``), so a
+    response with no letters ("123", "", "東京") fails, and so does a titlecase letter ("ǅ")."""
+    if text.islower():
+        return True, "all lower-case"
+    upper = [ch for ch in text if ch.isupper() or ch.istitle()]
+    if not upper:
+        return False, "no lower-case letter (a response without cased letters fails, as in IFEval)"
+    return False, f"{len(upper)} upper-case letter(s), first {upper[0]!r}"
+
+
+_QUOTES = "\"'“”"
 
 
 def ends_with(text: str, phrase: str, case_sensitive: bool = False) -> CheckResult:
-    """The response ends with ``phrase`` (trailing whitespace and quotes ignored)."""
-    tail = text.strip().strip("\"'“”")
-    wanted = phrase.strip()
+    """The response ends with ``phrase``; trailing whitespace and quotes (" ' “ ”) are ignored on both."""
+    tail = text.strip().rstrip(_QUOTES)
+    wanted = phrase.strip().rstrip(_QUOTES)
     ok = tail.endswith(wanted) if case_sensitive else tail.lower().endswith(wanted.lower())
-    return ok, f"ends with {wanted!r}" if ok else f"does not end with {wanted!r} (ends {tail[-30:]!r})"
+    shown = phrase.strip()
+    return ok, f"ends with {shown!r}" if ok else f"does not end with {shown!r} (ends {tail[-30:]!r})"
 
 
 def json_check(text: str, schema: dict[str, Any] | None = None, allow_fence: bool = True) -> CheckResult:
@@ -172,7 +211,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    # JSON Schema (draft 6 on) counts 3.0 as an integer: the type is about the value, not its spelling
+    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
@@ -181,13 +221,75 @@ SCHEMA_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
     "minimum", "maximum", "minLength", "maxLength", "pattern", "description", "title"
 })  # fmt: skip
+_COUNTS = ("minItems", "maxItems", "minLength", "maxLength")
+
+
+def check_schema(schema: Any, path: str = "$") -> None:
+    """Raise ``ValueError`` naming the place (``$.properties.a.items.type``) when ``schema``, or any schema
+    nested in its ``properties`` and ``items``, is not one ``schema_problems`` can check: a keyword outside
+    ``SCHEMA_KEYWORDS``, an unknown type name, or a keyword's value of the wrong kind."""
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"a JSON Schema is a table, got {type(schema).__name__} at {path}")
+    unknown = sorted(set(schema) - SCHEMA_KEYWORDS)
+    if unknown:
+        raise ValueError(f"unsupported JSON Schema keyword {unknown[0]!r} at {path}")
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not names:
+            raise ValueError(f"an empty type list at {path}.type")
+        for name in names:
+            if not isinstance(name, str) or name not in _TYPES:
+                raise ValueError(
+                    f"unknown JSON Schema type {name!r} at {path}.type (known: {', '.join(sorted(_TYPES))})"
+                )
+    if "properties" in schema:
+        if not isinstance(schema["properties"], Mapping):
+            raise ValueError(f"properties must be a table of schemas at {path}.properties")
+        for name, nested in schema["properties"].items():
+            check_schema(nested, f"{path}.properties.{name}")
+    if "items" in schema:
+        check_schema(schema["items"], f"{path}.items")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        raise ValueError(f"required must be a list of property names at {path}.required")
+    if not isinstance(schema.get("additionalProperties", False), bool):
+        raise ValueError(f"additionalProperties must be true or false (a schema there is not supported) at {path}")
+    if not isinstance(schema.get("enum", []), list):
+        raise ValueError(f"enum must be a list at {path}.enum")
+    for keyword in _COUNTS:
+        count = schema.get(keyword, 0)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"{keyword} must be a whole number >= 0 at {path}.{keyword}")
+    for keyword in ("minimum", "maximum"):
+        bound = schema.get(keyword, 0)
+        if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
+            raise ValueError(f"{keyword} must be a finite number at {path}.{keyword}")
+    if "pattern" in schema:
+        try:
+            re.compile(schema["pattern"])
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"pattern is not a regular expression ({exc}) at {path}.pattern") from None
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1 (Python's True == 1 is), 1 is 1.0, arrays and objects compare by content."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return False
+    return bool(a == b)
 
 
 def schema_problems(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
     """Where ``value`` breaks ``schema``, for the JSON Schema subset in ``SCHEMA_KEYWORDS``.
 
-    An unsupported keyword raises ``ValueError`` rather than being ignored, so a schema is never
-    silently checked less strictly than it reads.
+    The schema is expected to have passed ``check_schema`` (the scorer checks every schema when it is built);
+    an unsupported keyword or type name met here still raises ``ValueError``, never a ``KeyError``, so a
+    schema is never silently checked less strictly than it reads.
     """
     unknown = sorted(set(schema) - SCHEMA_KEYWORDS)
     if unknown:
@@ -195,12 +297,15 @@ def schema_problems(value: Any, schema: Mapping[str, Any], path: str = "$") -> l
     expected = schema.get("type")
     if expected is not None:
         names = [expected] if isinstance(expected, str) else list(expected)
+        for name in names:
+            if not isinstance(name, str) or name not in _TYPES:
+                raise ValueError(f"unknown JSON Schema type {name!r} at {path}.type")
         if not any(_TYPES[n](value) for n in names):
             return [f"{path}: expected {' or '.join(names)}, got {type(value).__name__}"]
     problems: list[str] = []
-    if "enum" in schema and value not in schema["enum"]:
+    if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):
         problems.append(f"{path}: {value!r} is not one of {schema['enum']!r}")
-    if "const" in schema and value != schema["const"]:
+    if "const" in schema and not _same_json(value, schema["const"]):
         problems.append(f"{path}: expected {schema['const']!r}")
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
@@ -261,7 +366,10 @@ def _validated(check: Any, where: str) -> tuple[Callable[..., CheckResult], str,
     except TypeError as exc:
         raise ValueError(f"{where}: check {kind!r}: {exc}") from None
     if kind == "json" and params.get("schema") is not None:
-        schema_problems(None, params["schema"])  # raises on unsupported keywords now, not per sample
+        try:
+            check_schema(params["schema"])  # the whole schema, nested ones too, now rather than per sample
+        except ValueError as exc:
+            raise ValueError(f"{where}: check 'json': schema: {exc}") from None
     return function, kind, params
 
 

@@ -6,8 +6,9 @@ strict undefined) with the variables of a prompt template plus ``output`` (the a
 ``scale_min``/``scale_max``, and for pairwise judging ``response_a``/``response_b``. The reply format is
 not the rubric author's business: the judge appends the exact JSON shape it will accept.
 
-A verdict that is not that JSON gets one repair request (the judge is shown its reply and the problem);
-a second failure is a scoring error. Tokens and cost of every judge call — repairs and failed ones
+A reply that is prose around exactly one JSON object that parses is read as that object (the strict checks of
+the verdict still apply). A verdict that is not that JSON gets one repair request (the judge is shown its reply
+and the problem); a second failure is a scoring error. Tokens and cost of every judge call — repairs and failed ones
 included — are returned in ``Score.usage``/``Score.cost_usd`` so they are counted apart from the model's.
 Self-consistency (``samples = n``) asks n times with distinct seeds and records the mean and the spread.
 """
@@ -77,10 +78,33 @@ def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(body, object_pairs_hook=_reject_duplicates)
     except json.JSONDecodeError as exc:
-        raise VerdictError(f"not a single JSON object ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        embedded = _objects_in(body)
+        if len(embedded) != 1:  # none, or several (an example and the verdict?): the repair request decides
+            found = f"; it holds {len(embedded)} JSON objects" if embedded else ""
+            raise VerdictError(
+                f"not a single JSON object ({exc.msg} at line {exc.lineno} column {exc.colno}{found})"
+            ) from None
+        value = embedded[0]
     if not isinstance(value, dict):
         raise VerdictError(f"expected a JSON object, got {type(value).__name__}")
     return value
+
+
+def _objects_in(text: str) -> list[dict[str, Any]]:
+    """The JSON objects that parse in ``text`` outside one another, for a reply with prose around its verdict
+    ("Here is my verdict: {...}"): small judge models often add some, and a repair call costs as much again."""
+    decoder = json.JSONDecoder(object_pairs_hook=_reject_duplicates)
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        found.append(value)
+        start = text.find("{", end)
+    return found
 
 
 def parse_rubric_verdict(

@@ -120,7 +120,11 @@ def rouge(prediction: str, reference: str, use_stemmer: bool = False) -> dict[st
 
 @register_scorer("rouge")
 def rouge_scorer(variant: str = "rougeL", measure: str = "fmeasure", use_stemmer: bool = False) -> Scorer:
-    """One ROUGE variant and measure, the best over the sample's references."""
+    """One ROUGE variant and measure against the sample's best reference.
+
+    As rouge-score's ``score_multi``, the best reference is the one with the highest F-measure (the first on
+    ties), whatever ``measure`` reports: the best recall over references would let a two-word reference give
+    recall 1.0."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}")
     if measure not in MEASURES:
@@ -131,7 +135,7 @@ def rouge_scorer(variant: str = "rougeL", measure: str = "fmeasure", use_stemmer
         best: dict[str, float] | None = None
         for reference in sample.targets:
             scores = rouge_tokens(predicted, tokenize(reference, use_stemmer), (variant,))[variant]
-            if best is None or scores[measure] > best[measure]:
+            if best is None or scores["fmeasure"] > best["fmeasure"]:
                 best = scores
         assert best is not None
         detail = f"P {best['precision']:.3f} R {best['recall']:.3f} F {best['fmeasure']:.3f}"
