@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from eval_harness.providers.base import Provider
+from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
@@ -145,3 +148,29 @@ def as_three_identical_epochs(run: Path, into: Path) -> Path:
     manifest.update(epochs=3, expected_records=3 * manifest["expected_records"])
     (into / "manifest.json").write_text(json.dumps(manifest))
     return into
+
+
+def provider_request(
+    text: str = "What is 2 + 2? [[answer: 4]]", system: str | None = "Be brief.", **config: object
+) -> GenerateRequest:
+    """One sample's request as the runner hands it to a provider: a system turn (unless None) and ``text``."""
+    messages = [ChatMessage(role="system", content=system)] if system else []
+    messages.append(ChatMessage(role="user", content=text))
+    return GenerateRequest(
+        messages=messages, config=GenerateConfig.model_validate(config), sample=Sample(id="s1", input=text, target="4")
+    )
+
+
+async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
+    """One generation through ``provider`` (``provider_request()`` unless given), closing it after."""
+    try:
+        return await provider.generate(req or provider_request())
+    finally:
+        await provider.aclose()
+
+
+async def failure(provider: Provider, req: GenerateRequest | None = None) -> BaseException:
+    """The exception one generation through ``provider`` raises (the test fails if it raises none)."""
+    with pytest.raises(Exception) as caught:
+        await call(provider, req)
+    return caught.value

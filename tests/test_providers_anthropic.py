@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import TaskRoot
+from conftest import TaskRoot, call, failure
+from conftest import provider_request as request
 from fake_llm_server import FakeLLMServer, Reply, answer, overloaded, rate_limited, server_error, unauthorized
 from pydantic import SecretStr
 
@@ -15,7 +16,7 @@ from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPEr
 from eval_harness.providers.anthropic import DEFAULT_MAX_TOKENS, parse_reset_time
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.runner import plan_run
-from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
+from eval_harness.types import GenerateConfig
 
 KEY = "sk-ant-test-0123456789"
 MODEL = "claude-sonnet-4-20250514"
@@ -30,28 +31,6 @@ def server() -> Iterator[FakeLLMServer]:
 def make(server: FakeLLMServer, model: str = MODEL, **args: str) -> Provider:
     context = ProviderContext(settings=Settings(anthropic_api_key=SecretStr(KEY)))
     return create_provider(f"anthropic/{model}", {"base_url": server.base_url, **args}, context)
-
-
-def request(**config: object) -> GenerateRequest:
-    text = "What is 2 + 2? [[answer: 4]]"
-    return GenerateRequest(
-        messages=[ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content=text)],
-        config=GenerateConfig.model_validate(config),
-        sample=Sample(id="s1", input=text, target="4"),
-    )
-
-
-async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
-    try:
-        return await provider.generate(req or request())
-    finally:
-        await provider.aclose()
-
-
-async def failure(provider: Provider) -> BaseException:
-    with pytest.raises(Exception) as caught:
-        await call(provider)
-    return caught.value
 
 
 async def test_system_prompt_is_the_top_level_field_and_headers_carry_key_and_version(server: FakeLLMServer) -> None:

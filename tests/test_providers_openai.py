@@ -12,6 +12,8 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+from conftest import call, failure
+from conftest import provider_request as request
 from fake_llm_server import (
     FakeLLMServer,
     Reply,
@@ -41,7 +43,6 @@ from eval_harness.errors import (
 from eval_harness.providers._http import HTTPProvider
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.providers.openai import parse_duration
-from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
 
 KEY = "sk-test-openai-0123456789"
 
@@ -58,34 +59,11 @@ def settings(**overrides: object) -> Settings:
     return Settings.model_validate(values)
 
 
-def request(
-    text: str = "What is 2 + 2? [[answer: 4]]", system: str | None = "Be brief.", **config: object
-) -> GenerateRequest:
-    messages = [ChatMessage(role="system", content=system)] if system else []
-    messages.append(ChatMessage(role="user", content=text))
-    return GenerateRequest(
-        messages=messages, config=GenerateConfig.model_validate(config), sample=Sample(id="s1", input=text, target="4")
-    )
-
-
 def make(
     model_id: str, server: FakeLLMServer, concurrency: int = 4, context_settings: Settings | None = None, **args: str
 ) -> Provider:
     context = ProviderContext(settings=context_settings or settings(), concurrency=concurrency)
     return create_provider(model_id, {"base_url": server.base_url, **args}, context)
-
-
-async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
-    try:
-        return await provider.generate(req or request())
-    finally:
-        await provider.aclose()
-
-
-async def failure(provider: Provider, req: GenerateRequest | None = None) -> BaseException:
-    with pytest.raises(Exception) as caught:
-        await call(provider, req)
-    return caught.value
 
 
 # request wire --------------------------------------------------------------------------------------------

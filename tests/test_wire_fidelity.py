@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import call, failure
+from conftest import provider_request as request
 from fake_llm_server import FakeLLMServer, Reply, answer, bad_request, server_error
 from pydantic import SecretStr
 
@@ -30,7 +32,7 @@ from eval_harness.errors import (
 from eval_harness.providers.anthropic import ADAPTIVE_THINKING_ROOM
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.providers.gateway import Gateway, RetryPolicy
-from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
+from eval_harness.types import GenerateConfig
 
 OPENAI_KEY = "sk-test-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-0123456789"
@@ -53,28 +55,6 @@ def context() -> ProviderContext:
 def make(model_id: str, server: FakeLLMServer | None = None, **args: str) -> Provider:
     base = {"base_url": server.base_url} if server is not None else {}
     return create_provider(model_id, {**base, **args}, context())
-
-
-def request(**config: object) -> GenerateRequest:
-    text = "What is 2 + 2?"
-    return GenerateRequest(
-        messages=[ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content=text)],
-        config=GenerateConfig.model_validate(config),
-        sample=Sample(id="s1", input=text, target="4"),
-    )
-
-
-async def call(provider: Provider, req: GenerateRequest | None = None) -> Completion:
-    try:
-        return await provider.generate(req or request())
-    finally:
-        await provider.aclose()
-
-
-async def failure(provider: Provider, req: GenerateRequest | None = None) -> BaseException:
-    with pytest.raises(Exception) as caught:
-        await call(provider, req)
-    return caught.value
 
 
 def chat_body(message: dict[str, Any], finish: str, usage: tuple[int, int] = (20, 10)) -> dict[str, Any]:
