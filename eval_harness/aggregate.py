@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from eval_harness.artifacts import json_type_name, line_number_at, record_error, record_problem, tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.errors import ArtifactError
-from eval_harness.stats import mean_ci, pass_at_k
+from eval_harness.stats import NO_INTERVAL, mean_ci, pass_at_k
 from eval_harness.tally import (
     AxisFigures,
     AxisTally,
@@ -1420,7 +1420,8 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
         # the mean over samples, as its interval (equal to the records' mean when every sample has all its
         # epochs; an interrupted run's samples each count once, whatever their number of epochs)
         mean, low, high, method = mean_ci(np.sort(inputs.units), method=ci_method, seed=seed)
-        method += BY_SAMPLE
+        if method != NO_INTERVAL:
+            method += BY_SAMPLE
     elif final.size:
         mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
     else:
@@ -1431,7 +1432,7 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
         errors=inputs.errors,
         passed=inputs.passed,
         mean=mean,
-        ci=(low, high) if low is not None and high is not None else None,
+        ci=_interval_or_none(low, high),
         ci_method=method,
         final_sum=math.fsum(final),
         cost_total=math.fsum(inputs.cost_usd) if inputs.cost_known else None,
@@ -1444,6 +1445,13 @@ def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> Ax
         mean_excluding_errors_by_sample=_clean_mean(inputs),
     )
     return axis_stats_of(figures, name)
+
+
+def _interval_or_none(low: float | None, high: float | None) -> tuple[float, float] | None:
+    """The interval, or None when there is none (no records; or NaN: one unit, or units all equal)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return None
+    return low, high
 
 
 def _clean_mean(inputs: _AxisInputs) -> float | None:

@@ -1,11 +1,15 @@
 """Compare two runs of the same items, axis by axis, with paired tests that say which differences are real.
 
 The runs are joined on ``(sample_id, epoch)``; samples present in one run only are counted and left out
-of the paired statistics. Per axis: both means with intervals, the difference B − A with its paired
-interval, a paired test (McNemar's exact test for 0/1 scores, the paired bootstrap otherwise), the
-Holm-adjusted p-value across axes, whether the two intervals overlap (the conservative screen), and a
-verdict. Latency, cost and error-rate deltas sit beside the scores, so the trade-off a single headline
-number hides stays visible. Errors count as wrong (score 0), as in the report's headline.
+of the paired statistics, and two runs that share no sample are refused. Per axis: both means with
+intervals, the difference B − A with its paired interval and a paired test that agree with each other
+(McNemar's exact test with Newcombe's score interval for 0/1 scores; otherwise a Student-t interval with
+the paired t-test, or below 30 pairs the sign-flip test), the Holm-adjusted p-value across axes, whether
+the two intervals overlap (the conservative screen), and a verdict. The per-axis intervals are each 95%,
+not adjusted for the number of axes; when an interval and its verdict still disagree (the interval
+excludes 0 beside "no detectable difference", or the reverse) a note says so and which one decides.
+Latency, cost and error-rate deltas sit beside the scores, so the trade-off a single headline number
+hides stays visible. Errors count as wrong (score 0), as in the report's headline.
 """
 
 from __future__ import annotations
@@ -70,9 +74,20 @@ class CompareAxis(BaseModel):
     ci_a: tuple[float, float] | None
     ci_b: tuple[float, float] | None
     diff: float | None = Field(description="mean_b − mean_a.")
-    diff_ci: tuple[float, float] | None = Field(description="95% paired interval of diff.")
-    test: str = Field(description="mcnemar, paired-bootstrap, sign-flip, paired-normal or none.")
+    diff_ci: tuple[float, float] | None = Field(
+        description="95% paired interval of diff, for this axis alone (not adjusted across axes); None when the "
+        "differences are all equal (one pair included): no spread to estimate one from."
+    )
+    diff_ci_method: str = Field(
+        default="none", description="newcombe (0/1 scores), t (Student-t on the differences) or none."
+    )
+    test: str = Field(description="mcnemar, sign-flip, paired-t or none.")
     p_value: float
+    p_floor: float | None = Field(
+        default=None,
+        description="The smallest p a Monte Carlo test can give (sign-flip with more sign patterns than resamples): "
+        "p_value equal to it means this or less. None for an exact test.",
+    )
     p_adjusted: float = Field(description="Holm-adjusted across axes (overall: not adjusted).")
     separable: bool = Field(description="p_adjusted < 0.05: the difference is detectable.")
     intervals_overlap: bool = Field(description="The conservative screen: overlapping intervals.")
@@ -101,8 +116,10 @@ class CompareHeadline(BaseModel):
     micro_b: float | None
     micro_diff: float | None
     diff_ci: tuple[float, float] | None
+    diff_ci_method: str = "none"
     test: str
     p_value: float = Field(description="Paired test over all records; not part of the Holm family.")
+    p_floor: float | None = None
     verdict: Verdict
     axes_a_better: list[str]
     axes_b_better: list[str]
@@ -247,29 +264,21 @@ def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> 
 
 
 def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None) -> CompareAxis:
-    """The comparison of paired rows ``a`` and ``b`` (same length, same keys in the same order). With several
-    epochs, ``sample`` gives each row's sample (0..k-1): the tests and intervals then take one unit per
-    sample, the mean of its epochs, since the epochs of one sample are not independent evidence."""
+    """The comparison of paired rows ``a`` and ``b`` (same length, at least one, same keys in the same order).
+    With several epochs, ``sample`` gives each row's sample (0..k-1): the tests and intervals then take one
+    unit per sample, the mean of its epochs, since the epochs of one sample are not independent evidence."""
     n = int(a.final.size)
     units_a, units_b = _per_sample(a.final, sample), _per_sample(b.final, sample)
-    if n == 0:
-        mean_a = mean_b = None
-        ci_a = ci_b = None
-        diff = None
-        diff_ci = None
-        test, p_value = "none", 1.0
-    else:
-        # means, difference, intervals and test all over the same units (samples, when there are epochs)
-        mean_a, low_a, high_a, _ = mean_ci(units_a, seed=seed)
-        mean_b, low_b, high_b, _ = mean_ci(units_b, seed=seed)
-        ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
-        paired = paired_comparison(units_a, units_b, seed=seed)
-        diff, diff_ci, test, p_value = paired.diff, _interval(paired.low, paired.high), paired.test, paired.p_value
+    # means, difference, intervals and test all over the same units (samples, when there are epochs)
+    mean_a, low_a, high_a, _ = mean_ci(units_a, seed=seed)
+    mean_b, low_b, high_b, _ = mean_ci(units_b, seed=seed)
+    ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
+    paired = paired_comparison(units_a, units_b, seed=seed)
+    diff, diff_ci = paired.diff, _interval(paired.low, paired.high)
     p50_a, p95_a = a.percentiles()
     p50_b, p95_b = b.percentiles()
     cost_a, cost_b = a.cost_mean(), b.cost_mean()
-    error_a = float(np.mean(a.error)) if n else None
-    error_b = float(np.mean(b.error)) if n else None
+    error_a, error_b = float(np.mean(a.error)), float(np.mean(b.error))
     overlap = ci_a is None or ci_b is None or (ci_a[1] >= ci_b[0] and ci_b[1] >= ci_a[0])
     return CompareAxis(
         axis=name,
@@ -281,9 +290,11 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
         ci_b=ci_b,
         diff=diff,
         diff_ci=diff_ci,
-        test=test,
-        p_value=p_value,
-        p_adjusted=p_value,
+        diff_ci_method=paired.interval,
+        test=paired.test,
+        p_value=paired.p_value,
+        p_floor=paired.p_floor,
+        p_adjusted=paired.p_value,
         separable=False,
         intervals_overlap=overlap,
         verdict="no_difference",
@@ -383,6 +394,11 @@ def _compare(
     forced: Sequence[str],
 ) -> Comparison:
     ia, ib = join_keys(columns_a.key_hash, columns_b.key_hash)
+    if ia.size == 0:
+        raise ConfigError(
+            f"the runs share no sample; nothing to compare ({run_a}: {columns_a.n:,} records, {run_b}: "
+            f"{columns_b.n:,} records, no (sample_id, epoch) in both)"
+        )
     a, b = columns_a.side.take(ia), columns_b.side.take(ib)
     axis_a = columns_a.axis[ia]
     seed = manifest_a.seed
@@ -416,6 +432,8 @@ def _compare(
         notes.append(f"{only_a:,} records only in A and {only_b:,} only in B are left out of the paired statistics")
     if manifest_a.task.pass_threshold != manifest_b.task.pass_threshold:
         notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
+    notes += _interval_notes(axes, overall)
+    notes += _error_notes(axes, overall, a, b, axis_a, columns_a.axes)
     macro_a = _mean_of([axis.mean_a for axis in axes])
     macro_b = _mean_of([axis.mean_b for axis in axes])
     headline = CompareHeadline(
@@ -426,8 +444,10 @@ def _compare(
         micro_b=overall.mean_b,
         micro_diff=overall.diff,
         diff_ci=overall.diff_ci,
+        diff_ci_method=overall.diff_ci_method,
         test=overall.test,
         p_value=overall.p_value,
+        p_floor=overall.p_floor,
         verdict=overall.verdict,
         axes_a_better=[axis.axis for axis in axes if axis.verdict == "a_better"],
         axes_b_better=[axis.axis for axis in axes if axis.verdict == "b_better"],
@@ -444,6 +464,74 @@ def _compare(
         forced=list(forced),
         notes=notes,
     )
+
+
+_TESTS = {"mcnemar": "exact McNemar", "sign-flip": "sign-flip", "paired-t": "paired t"}
+_INTERVALS = {"newcombe": "Newcombe's score interval", "t": "the Student-t interval"}
+
+
+def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[str]:
+    """What the reader needs to square each interval with its verdict: intervals that are per axis while the
+    verdicts are Holm-adjusted, an interval that disagrees with its test, differences with no interval."""
+    notes = []
+    if len(axes) > 1:
+        notes.append(
+            f"each axis's 95% interval of the difference is for that axis alone (not adjusted for the {len(axes)} "
+            "axes), while its verdict reads the Holm-adjusted p: an interval may exclude 0 beside "
+            '"no detectable difference"'
+        )
+    for axis in [*axes, overall] if len(axes) > 1 else axes:
+        if axis.diff_ci is None and axis.diff is not None:
+            units = axis.samples
+            what = "one pair" if units == 1 else f"all {units:,} differences equal ({100 * axis.diff:+.1f} points)"
+            notes.append(f"{axis.axis}: {what}: no spread to estimate an interval from; the {axis.test} test is exact")
+            continue
+        if axis.diff_ci is None:
+            continue
+        excludes = axis.diff_ci[0] > 0 or axis.diff_ci[1] < 0
+        if excludes == axis.separable:
+            continue
+        holm_decides = axis is not overall and (axis.p_value < ALPHA) == excludes
+        interval = _INTERVALS.get(axis.diff_ci_method, axis.diff_ci_method)
+        shown = "excludes 0" if excludes else "includes 0"
+        found = "finds no detectable difference" if not axis.separable else "finds a difference"
+        if holm_decides:
+            notes.append(
+                f"{axis.axis}: the 95% interval of the difference {shown}, but the Holm-adjusted p "
+                f"{found} once the {len(axes)} axes are counted; the adjusted test decides"
+            )
+        else:
+            exact = "exact " if axis.test != "paired-t" and axis.p_floor is None else ""
+            notes.append(
+                f"{axis.axis}: the 95% interval of the difference ({interval}) {shown}, but the "
+                f"{_TESTS.get(axis.test, axis.test)} test {found}: two procedures that can disagree near the "
+                f"edge; the {exact}test decides"
+            )
+    return notes
+
+
+def _error_notes(
+    axes: Sequence[CompareAxis], overall: CompareAxis, a: _Side, b: _Side, axis_a: NDArray[np.int32], names: list[str]
+) -> list[str]:
+    """A verdict that comes mostly from one run's errors (counted as wrong) may be an outage, not quality."""
+    notes = []
+    for axis in [*axes, overall] if len(axes) > 1 else axes:
+        if axis.verdict == "no_difference":
+            continue
+        rows = np.arange(axis_a.size) if axis is overall else np.flatnonzero(axis_a == names.index(axis.axis))
+        b_won = axis.verdict == "b_better"
+        winner, loser = ("B", "A") if b_won else ("A", "B")
+        diff = b.final[rows] - a.final[rows]
+        # the records where the winner scored higher, and among them those where the loser holds an error
+        won = diff > 0 if b_won else diff < 0
+        loser_error = (a.error if b_won else b.error)[rows]
+        errors, total = int(np.count_nonzero(won & loser_error)), int(np.count_nonzero(won))
+        if total and 2 * errors > total:
+            notes.append(
+                f"{axis.axis}: {errors:,} of the {total:,} records where {winner} scored higher are errors in "
+                f"{loser} (counted as wrong): check {loser}'s errors before reading this as a difference in quality"
+            )
+    return notes
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:

@@ -2,9 +2,11 @@
 
 A gate compares one number of a run summary with a threshold and the outcome is data (``GateResult``), so
 ``run`` and ``report`` evaluate the same gates the same way and each decides how to show them. With
-``--gate-on ci-low`` a score gate compares the lower end of the 95% interval instead of the mean: it
-fails only when the shortfall is real, not when a small sample happened to come out low.
-Gates use the headline's error policy: errors counted as wrong.
+``--gate-on ci-low`` a score gate compares the lower end of the 95% interval instead of the mean: it passes
+only when the interval's lower end clears the threshold, that is when the run has shown it is above the bar.
+A small or noisy sample therefore fails even when its mean is well above the threshold, and so does a row
+with no interval at all (one sample; continuous scores that are all equal). Gates use the headline's error
+policy: errors counted as wrong.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class GateSpec:
     fail_below_axis: tuple[tuple[str, float], ...] = ()
     """Minimum score per named axis."""
     gate_on: GateBasis = "mean"
-    """Compare the mean, or the lower end of the 95% interval."""
+    """Compare the mean, or the lower end of the 95% interval (which must clear the threshold: strict)."""
     max_error_rate: float | None = None
     """Maximum overall error rate."""
 
@@ -82,12 +84,20 @@ class GateResult(BaseModel):
     target: str = Field(description="'overall' or the axis name.")
     measure: Literal["mean", "ci-low", "error-rate"] = Field(description="The number compared.")
     threshold: float = Field(description="The bound from the flag.")
-    value: float | None = Field(description="The run's number; None when the run has no records there.")
+    value: float | None = Field(
+        description="The run's number; None when the run has no records there, or no interval (see reason)."
+    )
     passed: bool
+    reason: str | None = Field(
+        default=None, description="Why there is no value, e.g. 'no interval from 1 sample' (the gate then fails)."
+    )
 
     @property
     def text(self) -> str:
-        """One line, e.g. 'arithmetic ci-low 61.3% is below 80%' or 'error rate 5.0% is above 2%'."""
+        """One line, e.g. 'arithmetic ci-low 61.3% is below 80%', 'error rate 5.0% is above 2%' or
+        'overall ci-low: no interval from 1 sample'."""
+        if self.value is None and self.reason is not None:
+            return f"{self.target} {self.measure}: {self.reason}"
         shown = "–" if self.value is None else f"{100 * self.value:.1f}%"
         if self.measure == "error-rate":
             return f"error rate {shown} {'is within' if self.passed else 'is above'} {100 * self.threshold:g}%"
@@ -95,30 +105,37 @@ class GateResult(BaseModel):
         return f"{self.target} {self.measure} {shown} {verdict} {100 * self.threshold:g}%"
 
 
-def _score(stats: AxisStats, basis: GateBasis) -> float | None:
-    if basis == "ci-low":
-        return stats.ci[0] if stats.ci is not None else None
-    return stats.mean
+def _score(stats: AxisStats, basis: GateBasis) -> tuple[float | None, str | None]:
+    """The number the gate compares, or None with the reason there is none."""
+    if stats.mean is None:
+        return None, "no records"
+    if basis == "mean":
+        return stats.mean, None
+    if stats.ci is not None:
+        return stats.ci[0], None
+    # mean_ci gives no interval for one unit, or for units (samples, with epochs) that are all equal
+    units = stats.samples if stats.samples is not None else stats.n
+    return None, "no interval from 1 sample" if units == 1 else f"no interval: all {units:,} values equal"
+
+
+def _score_gate(target: str, stats: AxisStats, basis: GateBasis, threshold: float) -> GateResult:
+    value, reason = _score(stats, basis)
+    passed = value is not None and value >= threshold
+    return GateResult(target=target, measure=basis, threshold=threshold, value=value, passed=passed, reason=reason)
 
 
 def evaluate_gates(summary: RunSummary, spec: GateSpec) -> list[GateResult]:
     """Every gate of ``spec`` against ``summary``; an axis the run does not have is a ``ConfigError``."""
     results: list[GateResult] = []
     if spec.fail_below is not None:
-        value = _score(summary.overall, spec.gate_on)
-        passed = value is not None and value >= spec.fail_below
-        results.append(
-            GateResult(target="overall", measure=spec.gate_on, threshold=spec.fail_below, value=value, passed=passed)
-        )
+        results.append(_score_gate("overall", summary.overall, spec.gate_on, spec.fail_below))
     by_name = {a.axis: a for a in summary.axes}
     for axis, threshold in spec.fail_below_axis:
         stats = by_name.get(axis)
         if stats is None:
             known = ", ".join(sorted(by_name)) or "none yet"
             raise ConfigError(f"--fail-below-axis: the run has no axis {axis!r} (its axes: {known})")
-        value = _score(stats, spec.gate_on)
-        passed = value is not None and value >= threshold
-        results.append(GateResult(target=axis, measure=spec.gate_on, threshold=threshold, value=value, passed=passed))
+        results.append(_score_gate(axis, stats, spec.gate_on, threshold))
     if spec.max_error_rate is not None:
         rate = summary.overall.error_rate
         results.append(

@@ -179,7 +179,7 @@ def test_compare_fail_on_regression(cli: Cli, runs: tuple[Path, Path]) -> None:
 def test_compare_refuses_other_datasets_and_force_says_so(
     cli: Cli, runs: tuple[Path, Path], task_root: TaskRoot
 ) -> None:
-    other = task_root.data("other.jsonl", [{"input": "1+1", "target": "2", "axis": "alpha"}])
+    other = task_root.data("other.jsonl", [{"id": "q0000", "input": "1+1", "target": "2", "axis": "alpha"}])
     out = task_root.root / "results"
     cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--dataset", other, "--model", "mock/c",
         "--output-dir", out, "--run-id", "c", "--quiet")  # fmt: skip
@@ -190,7 +190,7 @@ def test_compare_refuses_other_datasets_and_force_says_so(
     assert forced.code == 0, forced.err
     assert "--force: comparing although the runs have different datasets" in forced.err
     assert "FORCED: compared although the runs have different datasets" in forced.out
-    assert "only in A 40 · only in B 1" in forced.out
+    assert "only in A 39 · only in B 0" in forced.out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -79,16 +79,18 @@ def test_join_matches_sample_and_epoch(cli: Cli, task_root: TaskRoot) -> None:
     assert np.array_equal(columns_a.epoch[ia], columns_b.epoch[ib])
 
 
-def test_non_binary_scores_use_the_paired_bootstrap(cli: Cli, task_root: TaskRoot) -> None:
+def test_non_binary_scores_take_a_t_interval_with_the_sign_flip_or_paired_t_test(cli: Cli, task_root: TaskRoot) -> None:
     task_root.task("adder2", TWO_SCORERS)
     # format_ok < 1: some answers come wrapped in chatter, right for the numeric scorer, wrong for strict: 0.5.
     args = ("--model-arg", "format_ok=0.5", "--model-arg", "skill=0.8")
     a = make_run(cli, task_root, "a", "--model", "mock/x", *args, task="adder2")
     b = make_run(cli, task_root, "b", "--model", "mock/y", *args, task="adder2")
     comparison = compare_runs(a, b)
-    # 20 samples an axis: the sign-flip test gives the p-value (the bootstrap's is too small below 30)
-    assert {axis.test for axis in comparison.axes} == {"sign-flip"} and comparison.overall.test == "paired-bootstrap"
-    assert all(axis.diff_ci is not None and axis.diff_ci[0] <= axis.diff_ci[1] for axis in comparison.axes)
+    # 20 samples an axis: the sign-flip test gives the p-value (below 30 pairs); 40 overall: the paired t-test,
+    # whose statistic the t interval shares
+    assert {axis.test for axis in comparison.axes} == {"sign-flip"} and comparison.overall.test == "paired-t"
+    for axis in [*comparison.axes, comparison.overall]:
+        assert axis.diff_ci_method == "t" and axis.diff_ci is not None and axis.diff_ci[0] <= axis.diff_ci[1]
 
 
 def test_latency_cost_and_error_deltas(cli: Cli, task_root: TaskRoot) -> None:
@@ -108,14 +110,24 @@ def test_latency_cost_and_error_deltas(cli: Cli, task_root: TaskRoot) -> None:
 def test_refuses_different_datasets_unless_forced(cli: Cli, task_root: TaskRoot) -> None:
     a = make_run(cli, task_root, "a", "--model", "mock/x")
     other = task_root.data(
-        "other.jsonl", [{"input": f"{i}+2", "target": str(i + 2), "axis": "alpha"} for i in range(8)]
+        "other.jsonl", [{"id": f"q{i:04d}", "input": f"{i}+2", "target": str(i + 2), "axis": "alpha"} for i in range(8)]
     )
     b = make_run(cli, task_root, "b", "--model", "mock/y", "--dataset", str(other))
     with pytest.raises(ConfigError, match=r"different datasets \(A: .*adder\.jsonl sha256 \w{12}, B: .*other\.jsonl"):
         compare_runs(a, b)
     forced = compare_runs(a, b, force=True)
     assert forced.forced and forced.forced[0].startswith("different datasets")
-    assert forced.paired == 0 and forced.only_a == 40 and forced.only_b == 8
+    assert forced.paired == 8 and forced.only_a == 32 and forced.only_b == 0
+
+
+def test_runs_that_share_no_sample_are_refused_not_given_a_verdict(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    other = task_root.data("other.jsonl", [{"id": f"z{i}", "input": f"{i}+2", "target": str(i + 2)} for i in range(4)])
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--dataset", str(other))
+    with pytest.raises(
+        ConfigError, match=r"^the runs share no sample; nothing to compare \(.*: 40 records, .*: 4 records"
+    ):
+        compare_runs(a, b, force=True)
 
 
 def test_refuses_different_scorers(cli: Cli, task_root: TaskRoot) -> None:

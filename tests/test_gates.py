@@ -1,4 +1,5 @@
-"""Quality gates: flag parsing, mean vs. interval lower bound, per-axis gates, failures as data."""
+"""Quality gates: flag parsing, mean vs. interval lower bound (strict: it must clear the bar), per-axis gates,
+failures as data."""
 
 from __future__ import annotations
 
@@ -64,6 +65,36 @@ def test_ci_low_gate_fails_when_the_interval_reaches_below_the_threshold() -> No
     on_low = evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.78, gate_on="ci-low"))
     assert on_mean[0].passed
     assert not on_low[0].passed and on_low[0].value == 0.74 and on_low[0].measure == "ci-low"
+
+
+def test_ci_low_gate_passes_only_when_the_lower_end_clears_the_threshold() -> None:
+    # the strict basis: mean 0.80 is 30 points above 0.5, but an interval of 0.376-0.964 (Wilson 4 of 5) has not
+    # shown the run is above it, so the gate fails; once the lower end clears the bar it passes
+    small = SUMMARY.model_copy(update={"overall": stats("overall", 0.80, (0.3755, 0.9638))})
+    assert not evaluate_gates(small, GateSpec.from_flags(fail_below=0.5, gate_on="ci-low"))[0].passed
+    assert evaluate_gates(small, GateSpec.from_flags(fail_below=0.37, gate_on="ci-low"))[0].passed
+
+
+def no_interval(units: int, samples: int | None = None) -> AxisStats:
+    """An axis whose scores give no interval: one sample, or continuous scores all equal."""
+    return stats("overall", 0.6, (0.0, 1.0)).model_copy(
+        update={"n": units if samples is None else 3 * samples, "ci": None, "ci_method": "none", "samples": samples}
+    )
+
+
+def test_ci_low_gate_on_one_sample_fails_saying_there_is_no_interval() -> None:
+    summary = SUMMARY.model_copy(update={"overall": no_interval(1)})
+    (result,) = evaluate_gates(summary, GateSpec.from_flags(fail_below=0.55, gate_on="ci-low"))
+    assert (result.passed, result.value, result.reason) == (False, None, "no interval from 1 sample")
+    assert str(gate_failure([result])) == "gate failed: overall ci-low: no interval from 1 sample"
+    assert evaluate_gates(summary, GateSpec.from_flags(fail_below=0.55))[0].passed  # the mean gate is unaffected
+
+
+def test_ci_low_gate_on_equal_values_says_so() -> None:
+    for overall, text in ((no_interval(5), "all 5 values equal"), (no_interval(1, samples=4), "all 4 values equal")):
+        summary = SUMMARY.model_copy(update={"overall": overall})
+        (result,) = evaluate_gates(summary, GateSpec.from_flags(fail_below=0.5, gate_on="ci-low"))
+        assert not result.passed and result.reason == f"no interval: {text}"
 
 
 def test_axis_gates_each_get_a_result() -> None:

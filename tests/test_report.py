@@ -109,14 +109,16 @@ def test_precision_lines_for_axes_wider_than_five_points(cli: Cli, tmp_path: Pat
     assert result.code == 0, result.err
     report = build_report(tmp_path / "cp")
     notes = {p.axis: p for p in report.precision}
-    assert set(notes) == {a.axis for a in report.axes if a.half_width is not None and a.half_width > 0.05}
+    assert set(notes) == {a.axis for a in report.axes if a.ci is not None and a.ci[1] - a.ci[0] > 0.10}
     for axis in report.axes:
-        if axis.axis in notes:
-            assert axis.mean is not None
+        if axis.axis in notes and axis.ci is not None:
+            # 0/1 scores: p at the interval's end nearest 50% (0.5 when inside it), never the observed mean
+            low, high = axis.ci
+            p = 0.5 if low <= 0.5 <= high else (high if high < 0.5 else low)
             # ceil(z^2 p (1 - p) / 0.03^2) with z = scipy.stats.norm.ppf(0.975) = 1.959963984540054
-            expected = math.ceil(1.959963984540054**2 * axis.mean * (1 - axis.mean) / 0.03**2)
-            assert notes[axis.axis].needed == max(1, expected)
+            assert notes[axis.axis].needed == math.ceil(1.959963984540054**2 * p * (1 - p) / 0.03**2)
             assert notes[axis.axis].needed_worst_case == 1068  # statsmodels: ceil(1.96^2 * .25 / .0009)
+            assert notes[axis.axis].width == pytest.approx(high - low)
 
 
 def test_ci_choice_changes_the_interval_and_is_named(cli: Cli, task_root: TaskRoot) -> None:
@@ -256,10 +258,10 @@ def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, tas
     run = make_run(cli, task_root, "e3", "--epochs", "3", "--model-arg", "skill=0.6")
     summary = json.loads((run / "summary.json").read_text())
     report = build_report(run)
-    assert summary["overall"]["ci_method"] == report.overall.ci_method == "bootstrap-by-sample"
+    assert summary["overall"]["ci_method"] == report.overall.ci_method == "t-by-sample"
     assert tuple(summary["overall"]["ci"]) == report.overall.ci
     forced = build_report(run, ci="wilson")  # 0/1 scores, averaged over epochs: not "other scores"
-    assert forced.overall.ci_method == "bootstrap-by-sample"
+    assert forced.overall.ci_method == "t-by-sample"
     assert not any("have other scores" in note for note in forced.notes)
 
 

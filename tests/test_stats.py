@@ -61,6 +61,10 @@ WILSON = [
     ((123456, 1000000, 0.95), (0.12281269653142285, 0.12410219641400438)),
 ]
 
+# statsmodels 0.15.0 proportion_confint(5, 5, method="wilson") and (0, 5): where --ci bootstrap falls back to
+WILSON_5_OF_5 = (0.5655175352168252, 1.0)
+WILSON_0_OF_5 = (0.0, 0.4344824647831748)
+
 # statsmodels 0.15.0 proportion_confint(k, n, alpha=1 - confidence, method="beta")  (Clopper-Pearson)
 CLOPPER_PEARSON = [
     ((7, 20, 0.95), (0.1539092047845412, 0.5921885345328282)),
@@ -538,9 +542,6 @@ def test_bootstrap_many_distinct_values_close_to_normal_theory() -> None:
 def test_bootstrap_edge_cases() -> None:
     lo, hi = bootstrap_ci([])
     assert math.isnan(lo) and math.isnan(hi)
-    assert bootstrap_ci([0.37]) == (0.37, 0.37)
-    assert bootstrap_ci([0.1] * 7) == (0.1, 0.1)
-    assert bootstrap_ci([1, 1, 1]) == (1.0, 1.0)
     with pytest.raises(ValueError, match="NaN"):
         bootstrap_ci([0.5, math.nan])
     with pytest.raises(ValueError, match="one-dimensional"):
@@ -549,6 +550,12 @@ def test_bootstrap_edge_cases() -> None:
         bootstrap_ci([0.5, 1.0], n_boot=0)
     with pytest.raises(ValueError, match="confidence"):
         bootstrap_ci([0.5, 1.0], confidence=1.0)
+
+
+@pytest.mark.parametrize("values", [[0.37], [0.1] * 7, [1, 1, 1], [0, 0]])
+def test_bootstrap_of_one_value_or_equal_values_gives_no_interval(values: list[float]) -> None:
+    # every resample is the same: [v, v] would read as certainty
+    assert all(math.isnan(v) for v in bootstrap_ci(values))
 
 
 def test_bootstrap_large_binary_uses_fast_path() -> None:
@@ -603,10 +610,15 @@ def test_paired_bootstrap_continuous_and_determinism(continuous_scores: np.ndarr
 
 def test_paired_bootstrap_edge_cases() -> None:
     assert all(math.isnan(v) for v in paired_bootstrap_test([], []))
-    assert paired_bootstrap_test([1, 0, 1], [1, 0, 1]) == (0.0, 0.0, 0.0)
-    assert paired_bootstrap_test([0.5], [0.75]) == (0.25, 0.25, 0.25)
     with pytest.raises(ValueError, match="same length"):
         paired_bootstrap_test([1, 0], [1])
+
+
+def test_paired_bootstrap_of_equal_differences_gives_the_difference_and_no_interval() -> None:
+    diff, lo, hi = paired_bootstrap_test([1, 0, 1], [1, 0, 1])
+    assert diff == 0.0 and math.isnan(lo) and math.isnan(hi)
+    diff, lo, hi = paired_bootstrap_test([0.5], [0.75])
+    assert diff == 0.25 and math.isnan(lo) and math.isnan(hi)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -648,20 +660,60 @@ def test_mean_ci_confidence_is_passed_through() -> None:
     assert mean_ci(scores, confidence=0.90)[1:3] == approx(WILSON[6][1])
 
 
-def test_mean_ci_auto_continuous_uses_bootstrap(continuous_scores: np.ndarray) -> None:
-    mean, lo, hi, used = mean_ci(continuous_scores, seed=4)
+# scipy 1.17.1 stats.t.interval(0.95, n - 1, loc=mean, scale=sd / sqrt(n)) (audit venv, /tmp/audit-stats)
+T_C5 = (0.1834744097203872, 1.0365255902796129)  # [0.1, 0.5, 0.6, 0.9, 0.95], mean 0.61
+T_TWO = (-3.311861420852408, 4.3118614208524075)  # [0.2, 0.8]
+T_FOUR = (0.17519293409372227, 0.8248070659062777)  # [0.25, 0.5, 0.75, 0.5]
+
+
+def test_mean_ci_auto_continuous_is_student_t_clipped_to_the_unit_range() -> None:
+    mean, lo, hi, used = mean_ci([0.1, 0.5, 0.6, 0.9, 0.95])
+    assert used == "t" and mean == approx(0.61)
+    assert (lo, hi) == approx((T_C5[0], 1.0))  # the upper end, 1.037, clipped to 1
+    assert mean_ci([0.2, 0.8])[1:] == (0.0, 1.0, "t")  # two points say almost nothing: -331%..431%, clipped
+    assert mean_ci([0.25, 0.5, 0.75, 0.5])[1:3] == approx(T_FOUR)
+    assert stats.t_interval([0.2, 0.8]) == approx(T_TWO)  # t_interval itself does not clip
+
+
+@pytest.mark.parametrize("method", ["wilson", "clopper-pearson", "wald"])
+def test_mean_ci_binomial_method_on_continuous_falls_back_to_student_t(method: str) -> None:
+    _mean, lo, hi, used = mean_ci([0.1, 0.5, 0.6, 0.9, 0.95], method=method)
+    assert used == "t"
+    assert (lo, hi) == approx((T_C5[0], 1.0))
+
+
+def test_mean_ci_bootstrap_on_request_for_continuous(continuous_scores: np.ndarray) -> None:
+    mean, lo, hi, used = mean_ci(continuous_scores, method="bootstrap", seed=4)
     assert used == "bootstrap"
     assert mean == approx(continuous_scores.mean())
     assert (lo, hi) == bootstrap_ci(continuous_scores, seed=4)
 
 
-@pytest.mark.parametrize("method", ["wilson", "clopper-pearson", "wald"])
-def test_mean_ci_binomial_method_on_continuous_falls_back_to_bootstrap(
-    method: str, five_valued_scores: np.ndarray
+@pytest.mark.parametrize("method", ["auto", "bootstrap", "wilson"])
+def test_mean_ci_of_one_continuous_score_has_no_interval(method: str) -> None:
+    mean, lo, hi, used = mean_ci([0.6], method=method)
+    assert mean == 0.6 and math.isnan(lo) and math.isnan(hi) and used == "none"
+
+
+@pytest.mark.parametrize("method", ["auto", "bootstrap"])
+def test_mean_ci_of_equal_continuous_scores_has_no_interval(method: str) -> None:
+    mean, lo, hi, used = mean_ci([0.6] * 4, method=method)
+    assert mean == approx(0.6) and math.isnan(lo) and math.isnan(hi) and used == "none"
+
+
+@pytest.mark.parametrize(("scores", "wilson"), [([1] * 5, WILSON_5_OF_5), ([0] * 5, WILSON_0_OF_5)])
+def test_mean_ci_bootstrap_of_all_right_or_all_wrong_falls_back_to_wilson(
+    scores: list[int], wilson: tuple[float, float]
 ) -> None:
-    _mean, lo, hi, used = mean_ci(five_valued_scores, method=method)
-    assert used == "bootstrap"
-    assert (lo, hi) == bootstrap_ci(five_valued_scores)
+    _mean, lo, hi, used = mean_ci(scores, method="bootstrap")
+    assert used == "wilson" and (lo, hi) == approx(wilson)
+    _mean, lo, hi, used = mean_ci(scores, method="wald")  # Wald has zero width there too
+    assert used == "wilson" and (lo, hi) == approx(wilson)
+
+
+def test_mean_ci_of_one_0_1_score_keeps_its_wilson_interval() -> None:
+    mean, lo, hi, used = mean_ci([1])
+    assert (mean, used) == (1.0, "wilson") and (lo, hi) == approx(WILSON[4][1])
 
 
 def test_mean_ci_explicit_bootstrap_on_binary() -> None:
@@ -697,7 +749,8 @@ def test_normal_ci_matches_statsmodels() -> None:
 
 def test_normal_ci_edge_cases() -> None:
     assert all(math.isnan(v) for v in stats.normal_ci([]))
-    assert stats.normal_ci([0.3]) == (0.3, 0.3)
+    assert all(math.isnan(v) for v in stats.normal_ci([0.3]))  # no spread: no interval
+    assert all(math.isnan(v) for v in stats.normal_ci([0.3, 0.3]))
     assert stats.normal_ci([1.0, 1.0, 0.0, 1.0])[1] <= 1.0  # clipped to the range of the scores
 
 
@@ -707,29 +760,116 @@ def large_continuous_pair() -> tuple[np.ndarray, np.ndarray]:
     return a, np.clip(a + rng.normal(0.01, 0.2, 6000), 0, 1)
 
 
-def test_mean_ci_uses_the_normal_interval_for_large_varied_samples() -> None:
+def test_mean_ci_bootstrap_uses_the_normal_interval_for_large_varied_samples() -> None:
     a, _ = large_continuous_pair()
-    mean, low, high, method = mean_ci(a)
+    mean, low, high, method = mean_ci(a, method="bootstrap")
     # statsmodels 0.15.0 DescrStatsW(a).zconfint_mean(alpha=0.05) on the same numpy default_rng(7) draw
     assert method == "normal"
     assert (low, high) == approx((0.4891947037048226, 0.5038488734785437))
     assert mean == approx(0.49652178859168317)
 
 
-def test_mean_ci_keeps_the_bootstrap_for_large_few_valued_samples() -> None:
+def test_mean_ci_of_large_varied_samples_is_student_t_by_default() -> None:
+    a, _ = large_continuous_pair()
+    # scipy 1.17.1 stats.t.interval(0.95, 5999, loc=a.mean(), scale=a.std(ddof=1) / sqrt(6000)), same draw
+    mean, low, high, method = mean_ci(a)
+    assert method == "t" and mean == approx(0.49652178859168317)
+    assert (low, high) == approx((0.48919322509103835, 0.503850352092328))
+
+
+def test_mean_ci_bootstrap_keeps_resampling_large_few_valued_samples() -> None:
     scores = np.tile([0.0, 0.25, 0.5, 1.0], 2000)
-    assert mean_ci(scores)[3] == "bootstrap"
+    assert mean_ci(scores, method="bootstrap")[3] == "bootstrap"
 
 
-def test_paired_comparison_large_continuous_is_a_paired_z_test() -> None:
+def test_paired_comparison_from_30_pairs_is_the_paired_t_test_with_its_interval() -> None:
     a, b = large_continuous_pair()
     result = stats.paired_comparison(a, b)
-    # statsmodels 0.15.0 ztest(b - a, value=0) -> (3.2138, 0.0013097722471572242);
-    # DescrStatsW(b - a).zconfint_mean(alpha=0.05)
-    assert (result.test, result.interval) == ("paired-normal", "paired-normal")
-    assert result.p_value == approx(0.0013097722471572242)
-    assert (result.low, result.high) == approx((0.00284746120839026, 0.011749403905785445))
+    # scipy 1.17.1 ttest_rel(b, a) -> (3.213829933924982, 0.0013167036530892975);
+    # stats.t.interval(0.95, 5999, loc=(b - a).mean(), scale=(b - a).std(ddof=1) / sqrt(6000))
+    assert (result.test, result.interval, result.p_floor) == ("paired-t", "t", None)
+    assert result.p_value == approx(0.0013167036530892975)
+    assert (result.low, result.high) == approx((0.002846562997479502, 0.011750302116696207))
     assert result.diff == approx(0.007298432557087855)
+
+
+def test_paired_t_interval_and_test_agree_at_40_pairs() -> None:
+    rng = np.random.default_rng(11)
+    a = np.round(rng.random(40), 3)
+    b = np.clip(np.round(a + rng.normal(0.05, 0.2, 40), 3), 0, 1)
+    result = stats.paired_comparison(a, b)
+    # scipy 1.17.1 ttest_rel(b, a).pvalue and stats.t.interval on b - a (same default_rng(11) draw, numpy 2.4.6)
+    assert result.test == "paired-t" and result.p_value == approx(0.00406018305672957)
+    assert (result.low, result.high) == approx((0.026115770945856105, 0.1285842290541439))
+
+
+# Newcombe (1998) method 10, computed by hand from statsmodels 0.15.0 proportion_confint(method="wilson") of each
+# margin (/tmp/audit-stats/ref_cmp.py:newcombe); counts: both right, A right only, B right only, both wrong
+NEWCOMBE = [
+    ((0, 0, 1, 0, 0.95), (-0.12210872068194178, 1.0)),
+    ((0, 0, 5, 0, 0.95), (0.38554900569034356, 1.0)),
+    ((0, 0, 6, 0, 0.95), (0.44798395618951337, 1.0)),
+    ((3, 0, 0, 2, 0.95), (-0.0868964929566349, 0.08689649295663482)),
+    ((15, 2, 9, 14, 0.95), (0.02076364530905947, 0.31386233795967267)),
+    ((1, 0, 4, 0, 0.95), (0.19259086051089158, 0.9637758913675698)),
+    ((10, 16, 6, 8, 0.95), (-0.4415519632207024, -0.02688954557274076)),
+    ((15, 2, 9, 14, 0.90), (0.04488072329808279, 0.294003605354874)),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), NEWCOMBE)
+def test_newcombe_paired_interval_matches_the_hand_computation(
+    args: tuple[int, int, int, int, float], expected: tuple[float, float]
+) -> None:
+    assert stats.newcombe_paired_interval(*args) == approx(expected)
+
+
+def test_newcombe_paired_interval_edges() -> None:
+    assert stats.newcombe_paired_interval(0, 0, 0, 0) == (-1.0, 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        stats.newcombe_paired_interval(1, -1, 0, 0)
+
+
+def test_paired_comparison_of_0_1_scores_takes_newcombes_interval_never_zero_width() -> None:
+    # five pairs, all A wrong and B right: McNemar p = 0.0625 and Newcombe [+38.6, +100] (the paired bootstrap said
+    # [+100, +100]); one pair; two identical runs (the bootstrap said [0, 0])
+    five = stats.paired_comparison([0] * 5, [1] * 5)
+    assert (five.test, five.interval, five.p_value) == ("mcnemar", "newcombe", 0.0625)
+    assert (five.low, five.high) == approx(NEWCOMBE[1][1])
+    one = stats.paired_comparison([0], [1])
+    assert (one.low, one.high) == approx(NEWCOMBE[0][1])
+    same = stats.paired_comparison([1, 0, 1, 1, 0], [1, 0, 1, 1, 0])
+    assert (same.low, same.high) == approx(NEWCOMBE[3][1])
+
+
+def test_paired_comparison_of_equal_continuous_differences_has_no_interval() -> None:
+    # every difference +0.01 (up to float rounding: 0.21 - 0.2 != 0.31 - 0.3): no interval; only the all-plus and
+    # all-minus sign patterns reach the observed mean, so the exact sign-flip p is 2/2^6 (by hand)
+    result = stats.paired_comparison([0.2, 0.3, 0.4, 0.5, 0.6, 0.7], [0.21, 0.31, 0.41, 0.51, 0.61, 0.71])
+    assert (result.interval, result.test) == ("none", "sign-flip")
+    assert math.isnan(result.low) and math.isnan(result.high)
+    assert result.p_value == approx(2 / 2**6) and result.diff == approx(0.01)
+    many = stats.paired_comparison(np.zeros(40) + 0.5, np.zeros(40) + 0.75)
+    assert many.p_value == approx(2 / 2**40) and many.interval == "none"
+
+
+def test_few_continuous_pairs_take_the_t_interval_and_the_sign_flip_p() -> None:
+    # five differences +0.05/+0.10: scipy 1.17.1 t.interval on them [0.046, 0.114] and permutation_test exact
+    # p = 0.0625: the interval excludes 0 while the exact test does not reject (compare's notes say so)
+    result = stats.paired_comparison([0.2, 0.3, 0.4, 0.5, 0.6], [0.25, 0.4, 0.45, 0.6, 0.7])
+    assert (result.test, result.interval, result.p_floor) == ("sign-flip", "t", None)
+    assert result.p_value == approx(0.0625)
+    assert (result.low, result.high) == approx((0.045995630967087205, 0.11400436903291278))
+
+
+def test_monte_carlo_sign_flip_p_has_a_floor() -> None:
+    # 20 positive differences: 2^20 sign patterns, more than the 10,000 resamples, so the p is Monte Carlo and
+    # can go no lower than 2/10,001 (scipy adds the observed pattern to each tail); the exact p is 2/2^20
+    a = np.linspace(0.1, 0.5, 20)
+    result = stats.paired_comparison(a, a + np.linspace(0.05, 0.15, 20))
+    assert result.test == "sign-flip" and result.p_floor == approx(2 / 10001)
+    assert result.p_value == approx(2 / 10001)
+    assert stats.paired_comparison(a[:13], a[:13] + 0.1 + a[:13] / 10).p_floor is None  # 2^13 <= 10,000: exact
 
 
 def test_paired_comparison_binary_uses_exact_mcnemar() -> None:
@@ -740,17 +880,8 @@ def test_paired_comparison_binary_uses_exact_mcnemar() -> None:
     assert result.test == "mcnemar"
     assert result.p_value == approx(0.30175781250000006)
     assert result.diff == approx(0.05)
-    assert result.low < 0.05 < result.high
-
-
-def test_paired_comparison_bootstrap_p_value_follows_the_interval() -> None:
-    rng = np.random.default_rng(3)
-    a = rng.choice([0.0, 0.5, 1.0], size=400)
-    clear = stats.paired_comparison(a, np.clip(a + 0.5, 0, 1))
-    none = stats.paired_comparison(a, rng.permutation(a))
-    assert clear.test == "paired-bootstrap" and clear.low > 0
-    assert clear.p_value == approx(2 / 10001)  # no replicate at or below zero: the floor
-    assert none.low < 0 < none.high and none.p_value > 0.05
+    # Newcombe method 10 of (30, 5, 10, 55), by hand from statsmodels' Wilson intervals
+    assert (result.low, result.high) == approx((-0.024927660394753623, 0.1239696870210475))
 
 
 def test_few_paired_continuous_scores_take_the_sign_flip_p_value() -> None:
@@ -759,7 +890,7 @@ def test_few_paired_continuous_scores_take_the_sign_flip_p_value() -> None:
     a = [0.94495, 0.95238, 0.90809, 0.81429, 0.80385]
     b = [1.0, 0.95238, 0.96875, 0.84853, 0.86105]
     result = stats.paired_comparison(a, b)
-    assert (result.test, result.interval) == ("sign-flip", "paired-bootstrap")
+    assert (result.test, result.interval) == ("sign-flip", "t")
     assert result.p_value == approx(0.125) and result.low > 0
     # three equal differences: only all-plus and all-minus reach |mean| = 0.1, so p = 2/8 (by hand)
     assert stats.paired_comparison([0.1, 0.2, 0.3], [0.2, 0.3, 0.4]).p_value == approx(0.25)
@@ -788,6 +919,20 @@ def test_paired_comparison_is_deterministic_and_handles_edges() -> None:
 )
 def test_mcnemar_exact_at_large_counts_matches_scipy(b: int, c: int, expected: float) -> None:
     assert mcnemar_test(b, c)[1] == pytest.approx(expected, rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        # ceil(scipy 1.17.1 norm.ppf(0.975)**2 * np.std(x, ddof=1)**2 / 0.03**2): SD 0.34351 and 0.25566
+        ([0.1, 0.5, 0.6, 0.9, 0.95], 504),
+        ([round(0.5 + 0.4 * ((i * 37) % 11 - 5) / 5, 3) for i in range(30)], 279),
+    ],
+)
+def test_sample_size_from_an_observed_sd(scores: list[float], expected: int) -> None:
+    assert sample_size(0.03, sd=float(np.std(scores, ddof=1))) == expected
+    with pytest.raises(ValueError, match="sd must"):
+        sample_size(0.03, sd=-0.1)
 
 
 def test_sample_size_refuses_a_margin_whose_square_underflows() -> None:

@@ -17,9 +17,10 @@ def compare_command(
     ] = False,
     force: Annotated[bool, typer.Option(help="Compare even though the datasets or scorers differ.")] = False,
 ) -> None:
-    """Join two runs on (sample_id, epoch) and test each axis: McNemar for 0/1 scores, paired bootstrap
-    otherwise, Holm across axes; with latency, cost and error-rate deltas and the headline gap."""
-    from eval_harness.cli.render import emit, signed_points, stderr
+    """Join two runs on (sample_id, epoch) and test each axis: McNemar with Newcombe's interval for 0/1 scores,
+    otherwise the paired t-test with a t interval (sign-flip test below 30 pairs), Holm across axes; with
+    latency, cost and error-rate deltas and the headline gap."""
+    from eval_harness.cli.render import emit, p_value, signed_points, stderr
     from eval_harness.cli.render.compare import comparison_json, comparison_markdown, print_comparison
     from eval_harness.compare import compare_runs
     from eval_harness.errors import GateFailedError
@@ -36,7 +37,7 @@ def compare_command(
     )
     if fail_on_regression and comparison.regressions:
         worse = ", ".join(
-            f"{a.axis} ({signed_points(a.diff)} points, p_adj {a.p_adjusted:.2g})" for a in comparison.regressions
+            f"{a.axis} ({signed_points(a.diff)} points, p_adj {p_value(a.p_adjusted)})" for a in comparison.regressions
         )
         raise GateFailedError(f"regression: B is significantly worse on {worse}")
 

@@ -11,6 +11,10 @@ FailBelowAxis = Annotated[
     list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
 ]
 GateOn = Annotated[
-    Literal["mean", "ci-low"], typer.Option(help="What the gates compare: the mean, or the 95% interval's low end.")
+    Literal["mean", "ci-low"],
+    typer.Option(
+        help="What the gates compare: the mean, or the 95% interval's low end (strict: it must clear X, so a "
+        "small or noisy sample fails)."
+    ),
 ]
 MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]

@@ -16,7 +16,10 @@ def report_command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
     ci: Annotated[
         Literal["auto", "wilson", "clopper-pearson", "bootstrap"],
-        typer.Option(help="Interval method; auto: Wilson for 0/1 scores, bootstrap otherwise."),
+        typer.Option(
+            help="Interval method; auto: Wilson for 0/1 scores, Student-t otherwise; bootstrap: the percentile "
+            "bootstrap (approximate below 30 samples; Wilson where 0/1 scores are all right or all wrong)."
+        ),
     ] = "auto",
     fail_below: FailBelow = None,
     fail_below_axis: FailBelowAxis = None,

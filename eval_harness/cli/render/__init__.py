@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -108,13 +109,43 @@ def interval(bounds: tuple[float, float] | None, signed: bool = False) -> str:
     return f"{pct(bounds[0])}–{pct(bounds[1])}"
 
 
-def p_value(value: float | None) -> str:
-    """A p-value with sensible precision: 0.0312, 1.2e-05, 1."""
+ALPHA = 0.05
+"""The level the verdicts read p-values at: a printed p never rounds across it."""
+
+
+def p_value(value: float | None, floor: float | None = None) -> str:
+    """A p-value that never reads as the other side of 0.05: '0.125', '0.0654', '0.0499' (0.04996 is cut to
+    it, not rounded up to 0.0500), '3.4e-07', '1'; '<0.0002' when ``value`` is the floor of a Monte Carlo
+    test (``floor``: its smallest possible p, so the true p may be smaller still)."""
     if value is None or math.isnan(value):
         return "–"
+    if floor is not None and value <= floor:
+        return f"<{_significant(floor, 1, ROUND_UP)}"
     if value >= 0.9995:
         return "1"
-    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+    if value < 0.001:
+        return f"{value:.2g}"
+    if value < 0.1:  # three significant figures, cut (not rounded) below ALPHA so the text stays below it
+        shown = _significant(value, 3, ROUND_DOWN if value < ALPHA else ROUND_HALF_EVEN)
+        if float(shown) < 0.1:
+            return shown
+    return f"{value:.3f}"
+
+
+def _significant(value: float, figures: int, rounding: str) -> str:
+    """``value`` to ``figures`` significant figures in fixed notation, rounded as ``rounding`` (a decimal mode)."""
+    decimals = figures - 1 - math.floor(math.log10(value))
+    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=rounding):f}"
+
+
+def counted_n(n: int, samples: int | None) -> str:
+    """A row's record count, with the samples its interval is over when they differ (epochs): '15 (5 samples)'."""
+    return f"{n:,}" if samples is None or samples == n else f"{n:,} ({samples:,} samples)"
+
+
+def method_name(method: str) -> str:
+    """An interval method as a table cell: 'wilson', 't-by-sample'; '–' for no interval."""
+    return "–" if method == "none" else method
 
 
 def sparkline(counts: list[int]) -> str:

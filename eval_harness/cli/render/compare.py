@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from eval_harness.cli.render import interval, millis, money, p_value, pct, signed_points, stdout
+from eval_harness.cli.render import counted_n, interval, millis, money, p_value, pct, signed_points, stdout
 from eval_harness.cli.render.tables import Column, FittedTable, markdown_table
 
 if TYPE_CHECKING:
@@ -18,7 +18,8 @@ _VERDICTS = {"a_better": "A better", "b_better": "B better", "no_difference": "n
 # interval of the difference goes last: it is what tells the two runs apart; then the two means; then the
 # Holm-adjusted p, the one the verdict reads. The per-run intervals are in each run's `report`; with many
 # axes the unadjusted p misleads; the test is the same on most rows; overlapping intervals is a
-# conservative screen the paired interval supersedes.
+# conservative screen the paired interval supersedes. The interval of the difference is per axis, not
+# adjusted for the number of axes as the verdict is: its header says so.
 _SCORE_COLUMNS = [
     Column("axis", "left"),
     Column("n", rank=5),
@@ -27,7 +28,7 @@ _SCORE_COLUMNS = [
     Column("B %", rank=3),
     Column("B 95% CI", rank=6),
     Column("B − A (points)"),
-    Column("95% CI of diff", rank=2),
+    Column("95% CI of diff (unadjusted)", rank=2),
     Column("test", "left", rank=8),
     Column("p", rank=7),
     Column("p (Holm)", rank=4),
@@ -60,7 +61,7 @@ def _signed_ms(value: float | None) -> str:
 def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
     return [
         a.axis,
-        f"{a.n:,}",
+        counted_n(a.n, a.samples),
         pct(a.mean_a),
         interval(a.ci_a),
         pct(a.mean_b),
@@ -68,7 +69,7 @@ def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
         signed_points(a.diff),
         interval(a.diff_ci, signed=True),
         a.test,
-        p_value(a.p_value),
+        p_value(a.p_value, a.p_floor),
         "–" if overall else p_value(a.p_adjusted),
         "yes" if a.intervals_overlap else "no",
         _VERDICTS[a.verdict],
@@ -101,7 +102,8 @@ def _summary_lines(c: Comparison) -> list[str]:
     lines = [
         f"headline gap (B − A): macro {pct(h.macro_a)}% → {pct(h.macro_b)}% ({signed_points(h.macro_diff)} points) · "
         f"micro {pct(h.micro_a)}% → {pct(h.micro_b)}% ({signed_points(h.micro_diff)} points, "
-        f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value)}: {_VERDICTS[h.verdict]})",
+        f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value, h.p_floor)}: "
+        f"{_VERDICTS[h.verdict]})",
     ]
     better = []
     if h.axes_a_better:
@@ -113,7 +115,31 @@ def _summary_lines(c: Comparison) -> list[str]:
         + f" (Holm-adjusted, {100 * c.alpha:g}% family-wise; errors counted as wrong)"
     )
     lines.append(f"paired records {c.paired:,} · only in A {c.only_a:,} · only in B {c.only_b:,} (excluded)")
+    lines.append(_methods_line(c))
     return lines
+
+
+_INTERVAL_NAMES = {
+    "newcombe": "Newcombe's score interval for paired proportions (0/1 scores)",
+    "t": "Student-t on the paired differences",
+}
+_TEST_NAMES = {
+    "mcnemar": "McNemar exact (0/1 scores)",
+    "sign-flip": "sign-flip (paired randomization; exact up to 13 pairs, else Monte Carlo)",
+    "paired-t": "paired t-test",
+}
+
+
+def _methods_line(c: Comparison) -> str:
+    """How the intervals of the difference and the p-values were made, as far as the rows use them."""
+    rows = [*c.axes, c.overall]
+    intervals = sorted({a.diff_ci_method for a in rows if a.diff_ci_method in _INTERVAL_NAMES})
+    tests = sorted({a.test for a in rows if a.test in _TEST_NAMES})
+    shown = f"{'; '.join(_INTERVAL_NAMES[m] for m in intervals)} (95% per axis, unadjusted)" if intervals else "none"
+    return (
+        f"intervals of B − A: {shown} · tests: {'; '.join(_TEST_NAMES[t] for t in tests) or 'none'} · per-run "
+        "intervals: Wilson for 0/1 scores, Student-t otherwise"
+    )
 
 
 def print_comparison(c: Comparison, console: Console | None = None) -> None:

@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from eval_harness.cli.render import bar, interval, millis, money, pct, per_dollar, sparkline, stdout
+from eval_harness.cli.render import (
+    bar,
+    counted_n,
+    interval,
+    method_name,
+    millis,
+    money,
+    pct,
+    per_dollar,
+    sparkline,
+    stdout,
+)
 from eval_harness.cli.render.tables import LEFT_OUT_HINT, Column, FittedTable, markdown_table
 from eval_harness.types import AxisStats, RunSummary
 
@@ -30,9 +41,14 @@ class _Row:
 
     axis: str
     n: int
+    samples: int | None
+    """The units of the interval when a sample has several records (epochs)."""
     mean: float | None
     ci: tuple[float, float] | None
+    ci_method: str
     mean_excluding_errors: float | None
+    ci_excluding_errors: tuple[float, float] | None
+    """Its interval (a report's rows; a run's summary has none)."""
     pass_rate: float | None
     cost_mean: float | None
     accuracy_per_dollar: float | None
@@ -43,12 +59,16 @@ class _Row:
     @classmethod
     def of(cls, stats: AxisStats | ReportAxis) -> _Row:
         cost = stats.cost_mean_usd if isinstance(stats, AxisStats) else stats.cost_mean
+        excluding = None if isinstance(stats, AxisStats) else stats.ci_excluding_errors
         return cls(
             axis=stats.axis,
             n=stats.n,
+            samples=stats.samples,
             mean=stats.mean,
             ci=stats.ci,
+            ci_method=stats.ci_method,
             mean_excluding_errors=stats.mean_excluding_errors,
+            ci_excluding_errors=excluding,
             pass_rate=stats.pass_rate,
             cost_mean=cost,
             accuracy_per_dollar=stats.accuracy_per_dollar,
@@ -57,10 +77,15 @@ class _Row:
             error_rate=stats.error_rate,
         )
 
-    def cells(self, with_excluding: bool) -> list[str]:
-        cells = [self.axis, f"{self.n:,}", pct(self.mean), interval(self.ci)]
+    def cells(self, with_excluding: bool, with_method: bool = False) -> list[str]:
+        cells = [self.axis, counted_n(self.n, self.samples), pct(self.mean), interval(self.ci)]
+        if with_method:
+            cells.append(method_name(self.ci_method))
         if with_excluding:
-            cells.append(pct(self.mean_excluding_errors))
+            excluding = pct(self.mean_excluding_errors)
+            if self.ci_excluding_errors is not None:
+                excluding += f" ({interval(self.ci_excluding_errors)})"
+            cells.append(excluding)
         cells += [
             pct(self.pass_rate),
             money(self.cost_mean),
@@ -72,14 +97,21 @@ class _Row:
         return cells
 
 
+def _with_method(rows: Sequence[_Row]) -> bool:
+    """Whether the rows' intervals come from more than one method: then each row names its own."""
+    return len({row.ci_method for row in rows if row.n}) > 1
+
+
 # The profile is read for the mean and its interval; the error rate says whether the mean can be trusted,
-# then the sample count; cost and latency matter less per axis (the totals carry them); the bar restates
-# the mean, so it gives way first.
+# then the sample count and (when rows differ) how the interval was made; cost and latency matter less per
+# axis (the totals carry them); the bar restates the mean, so it gives way first.
 _BAR = Column("", "left", rank=9, drawn=(20, 10), label="bar")
 
 
-def _columns(with_excluding: bool) -> list[Column]:
+def _columns(with_excluding: bool, with_method: bool = False) -> list[Column]:
     columns = [Column("axis", "left"), Column("n", rank=2), Column("mean %"), Column("95% CI")]
+    if with_method:
+        columns.append(Column("CI method", "left", rank=3))
     if with_excluding:
         columns.append(Column("mean % (errors excluded)", rank=3))
     columns += [
@@ -94,11 +126,12 @@ def _columns(with_excluding: bool) -> list[Column]:
 
 
 def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool, hint: str) -> FittedTable:
-    table = FittedTable([*_columns(with_excluding), _BAR], title=title, title_justify="left", hint=hint)
+    with_method = _with_method([*rows, overall])
+    table = FittedTable([*_columns(with_excluding, with_method), _BAR], title=title, title_justify="left", hint=hint)
     for row in rows:
-        table.add_row(*row.cells(with_excluding), partial(bar, row.mean))
+        table.add_row(*row.cells(with_excluding, with_method), partial(bar, row.mean))
     table.add_section()
-    table.add_row(*overall.cells(with_excluding), partial(bar, overall.mean), style="bold")
+    table.add_row(*overall.cells(with_excluding, with_method), partial(bar, overall.mean), style="bold")
     return table
 
 
@@ -115,12 +148,14 @@ def profile_table(summary: RunSummary, title: str | None = None) -> FittedTable:
 
 def _counted(records: int, samples: int | None) -> str:
     """What a micro mean is over: its samples, and with epochs the records they hold."""
-    return f"{records:,} samples" if samples is None else f"{samples:,} samples, {records:,} records"
+    if samples is None:
+        return f"{records:,} sample{'s' if records != 1 else ''}"
+    return f"{samples:,} sample{'s' if samples != 1 else ''}, {records:,} records"
 
 
 def headline(summary: RunSummary) -> str:
     """Macro and micro means, labelled, with the error policy and the CI method."""
-    methods = sorted({a.ci_method for a in summary.axes})
+    methods = sorted({a.ci_method for a in [*summary.axes, summary.overall] if a.n}) or ["none"]
     parts = [
         f"macro mean (over {len(summary.axes)} axes) {pct(summary.macro_mean)}%",
         f"micro mean (over {_counted(summary.records, summary.overall.samples)}) {pct(summary.micro_mean)}%",
@@ -157,7 +192,7 @@ def _title(report: ProfileReport) -> str:
     run = report.run
     missing = f"{run.missing:,} of {run.expected_records:,} records missing"
     if run.complete:
-        state = f"complete ({run.records:,} records)"
+        state = f"complete ({run.records:,} record{'s' if run.records != 1 else ''})"
     elif run.status == "complete":  # the run finished, then lines were taken out of its samples.jsonl
         state = f"INCOMPLETE: the manifest says complete, but samples.jsonl has {missing}"
     else:
@@ -176,7 +211,7 @@ def _headline_lines(report: ProfileReport) -> list[str]:
         f"micro mean (over {_counted(h.records, h.samples)}) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
         f"errors excluded instead: macro mean {pct(h.macro_mean_excluding_errors)}% · "
         f"micro mean {pct(h.micro_mean_excluding_errors)}%",
-        "intervals: " + "; ".join(h.ci_methods),
+        "intervals: " + ("; ".join(h.ci_methods) or "none (see the notes)"),
     ]
     return lines
 
@@ -223,11 +258,22 @@ def _num(value: float | None) -> str:
 
 
 def _precision_lines(report: ProfileReport) -> list[str]:
-    return [
-        f"{p.axis}: 95% interval ±{100 * p.half_width:.1f} points from {p.n:,} samples; "
-        f"±3 points needs about {p.needed:,} samples at the observed mean (at most {p.needed_worst_case:,})"
-        for p in report.precision
-    ]
+    lines = []
+    for p in report.precision:
+        samples = f"{p.n:,} sample{'s' if p.n != 1 else ''}"
+        if p.ci is None or p.width is None:
+            lines.append(
+                f"{p.axis}: no interval from {samples}; ±3 points needs at most {p.needed_worst_case:,} samples "
+                "(the worst case: there is no spread to estimate from)"
+            )
+            continue
+        # the width of the interval as printed (72.8–88.0 is 15.2 points, whatever the digits beyond)
+        width = round(100 * p.ci[1], 1) - round(100 * p.ci[0], 1)
+        lines.append(
+            f"{p.axis}: 95% interval {interval(p.ci)}, {width:.1f} points wide, from {samples}; ±3 points "
+            f"needs about {p.needed:,} samples (at {p.needed_basis}; at most {p.needed_worst_case:,})"
+        )
+    return lines
 
 
 def _totals_line(report: ProfileReport) -> str:
@@ -342,10 +388,11 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
 def report_markdown(report: ProfileReport) -> str:
     """The full report as GitHub-flavoured Markdown."""
     with_excluding = _with_excluding(report)
-    rows = [_Row.of(a).cells(with_excluding) for a in report.axes]
-    overall = _Row.of(report.overall).cells(with_excluding)
-    rows.append([f"**{c}**" if c not in ("", "–") else c for c in overall])
-    lines = [f"## {_title(report)}", "", *markdown_table(_columns(with_excluding), rows), ""]
+    profile_rows = [_Row.of(a) for a in [*report.axes, report.overall]]
+    with_method = _with_method(profile_rows)
+    rows = [row.cells(with_excluding, with_method) for row in profile_rows]
+    rows[-1] = [f"**{c}**" if c not in ("", "–") else c for c in rows[-1]]
+    lines = [f"## {_title(report)}", "", *markdown_table(_columns(with_excluding, with_method), rows), ""]
     lines += [f"- {line}" for line in _headline_lines(report)]
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
