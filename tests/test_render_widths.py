@@ -206,3 +206,19 @@ def test_piped_output_fits_the_width_columns_gives(mmlu_runs: dict[str, Path]) -
     assert result.code == 0, result.err
     table = [line for line in result.out.splitlines() if line[:1] in "┏┃┡│├└"]
     assert table and max(len(line) for line in table) <= 100
+
+
+def test_counts_take_the_singular_for_one() -> None:
+    # before: "1 problems", "1 duplicate ids", "macro mean (over 1 axes)"
+    from eval_harness.cli.render import counted
+
+    assert [counted(1, "problem"), counted(0, "problem"), counted(2, "problem")] == [
+        "1 problem",
+        "0 problems",
+        "2 problems",
+    ]
+    assert [counted(1, "axis", "axes"), counted(4, "axis", "axes"), counted(1_234, "line")] == [
+        "1 axis",
+        "4 axes",
+        "1,234 lines",
+    ]

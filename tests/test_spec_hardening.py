@@ -291,7 +291,7 @@ def test_an_invalid_utf8_byte_in_a_csv_is_a_problem_on_its_own_line(cli: Cli, ba
     # before: "553 lines, 553 valid ... x_test.csv:554: line: invalid UTF-8 ...; reading stopped"
     result = _validate(cli, bad_byte_csv, "mmlu")
     assert result.code == 1
-    assert f"{bad_byte_csv}: 1,101 lines, 1,100 valid, 0 blank, 0 duplicate ids, 1 problems\n" in result.out
+    assert f"{bad_byte_csv}: 1,101 lines, 1,100 valid, 0 blank, 0 duplicate ids, 1 problem\n" in result.out
     assert f"{bad_byte_csv}:1001: line: invalid UTF-8 (byte 0xE9)\n" in result.out
 
 

@@ -138,6 +138,11 @@ def _significant(value: float, figures: int, rounding: str) -> str:
     return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=rounding):f}"
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and its noun, singular for one: '1 problem', '3 problems', '1 axis', '2 axes'."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def counted_n(n: int, samples: int | None) -> str:
     """A row's record count, with the samples its interval is over when they differ (epochs): '15 (5 samples)'."""
     return f"{n:,}" if samples is None or samples == n else f"{n:,} ({samples:,} samples)"

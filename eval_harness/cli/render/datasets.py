@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from eval_harness.cli.render import stdout
+from eval_harness.cli.render import counted, stdout
 from eval_harness.datasets import DatasetReport
 from eval_harness.tasks import LoadedTask
 
@@ -14,8 +14,8 @@ from eval_harness.tasks import LoadedTask
 def print_dataset_report(report: DatasetReport) -> None:
     axes = ", ".join(f"{axis} {count:,}" for axis, count in sorted(report.axis_counts.items())) or "none"
     stdout.print(
-        f"{report.path}: {report.lines:,} lines, {report.valid:,} valid, {len(report.blank_lines):,} blank, "
-        f"{len(report.duplicate_ids):,} duplicate ids, {report.problem_count:,} problems"
+        f"{report.path}: {counted(report.lines, 'line')}, {report.valid:,} valid, {len(report.blank_lines):,} blank, "
+        f"{counted(len(report.duplicate_ids), 'duplicate id')}, {counted(report.problem_count, 'problem')}"
     )
     stdout.print(f"axes: {axes}")
     stdout.print(f"sha256: {report.sha256}")

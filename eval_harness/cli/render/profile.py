@@ -12,6 +12,7 @@ from rich.console import Console
 
 from eval_harness.cli.render import (
     bar,
+    counted,
     counted_n,
     interval,
     method_name,
@@ -149,15 +150,15 @@ def profile_table(summary: RunSummary, title: str | None = None) -> FittedTable:
 def _counted(records: int, samples: int | None) -> str:
     """What a micro mean is over: its samples, and with epochs the records they hold."""
     if samples is None:
-        return f"{records:,} sample{'s' if records != 1 else ''}"
-    return f"{samples:,} sample{'s' if samples != 1 else ''}, {records:,} records"
+        return counted(records, "sample")
+    return f"{counted(samples, 'sample')}, {counted(records, 'record')}"
 
 
 def headline(summary: RunSummary) -> str:
     """Macro and micro means, labelled, with the error policy and the CI method."""
     methods = sorted({a.ci_method for a in [*summary.axes, summary.overall] if a.n}) or ["none"]
     parts = [
-        f"macro mean (over {len(summary.axes)} axes) {pct(summary.macro_mean)}%",
+        f"macro mean (over {counted(len(summary.axes), 'axis', 'axes')}) {pct(summary.macro_mean)}%",
         f"micro mean (over {_counted(summary.records, summary.overall.samples)}) {pct(summary.micro_mean)}%",
         summary.error_policy,
         f"CI: {', '.join(methods)}",
@@ -207,7 +208,7 @@ def _with_excluding(report: ProfileReport) -> bool:
 def _headline_lines(report: ProfileReport) -> list[str]:
     h = report.headline
     lines = [
-        f"headline, {h.policy}: macro mean (over {h.axes} axes) {pct(h.macro_mean)}% · "
+        f"headline, {h.policy}: macro mean (over {counted(h.axes, 'axis', 'axes')}) {pct(h.macro_mean)}% · "
         f"micro mean (over {_counted(h.records, h.samples)}) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
         f"errors excluded instead: macro mean {pct(h.macro_mean_excluding_errors)}% · "
         f"micro mean {pct(h.micro_mean_excluding_errors)}%",
@@ -260,7 +261,7 @@ def _num(value: float | None) -> str:
 def _precision_lines(report: ProfileReport) -> list[str]:
     lines = []
     for p in report.precision:
-        samples = f"{p.n:,} sample{'s' if p.n != 1 else ''}"
+        samples = counted(p.n, "sample")
         if p.ci is None or p.width is None:
             lines.append(
                 f"{p.axis}: no interval from {samples}; ±3 points needs at most {p.needed_worst_case:,} samples "
