@@ -803,17 +803,22 @@ def test_paired_t_interval_and_test_agree_at_40_pairs() -> None:
     assert (result.low, result.high) == approx((0.026115770945856105, 0.1285842290541439))
 
 
-# Newcombe (1998) method 10, computed by hand from statsmodels 0.15.0 proportion_confint(method="wilson") of each
-# margin (/tmp/audit-stats/ref_cmp.py:newcombe); counts: both right, A right only, B right only, both wrong
+# Newcombe (1998) method 10 with its continuity-corrected phi, from a transliteration of biostatUZH's
+# confIntPairedProportion (R; Altman, "Statistics with Confidence", p. 52) using statsmodels 0.15.0
+# proportion_confint(method="wilson") (/tmp/newc/ref.py); counts: both right, A right only, B right only, both
+# wrong; the interval is of p_B - p_A
 NEWCOMBE = [
     ((0, 0, 1, 0, 0.95), (-0.12210872068194178, 1.0)),
     ((0, 0, 5, 0, 0.95), (0.38554900569034356, 1.0)),
-    ((0, 0, 6, 0, 0.95), (0.44798395618951337, 1.0)),
-    ((3, 0, 0, 2, 0.95), (-0.0868964929566349, 0.08689649295663482)),
-    ((15, 2, 9, 14, 0.95), (0.02076364530905947, 0.31386233795967267)),
-    ((1, 0, 4, 0, 0.95), (0.19259086051089158, 0.9637758913675698)),
-    ((10, 16, 6, 8, 0.95), (-0.4415519632207024, -0.02688954557274076)),
-    ((15, 2, 9, 14, 0.90), (0.04488072329808279, 0.294003605354874)),
+    ((0, 0, 6, 0, 0.95), (0.4479839561895135, 1.0)),
+    ((3, 0, 0, 2, 0.95), (-0.3073231091942119, 0.3073231091942119)),
+    ((15, 2, 9, 14, 0.95), (0.013066089021639138, 0.3207888639535642)),
+    ((1, 0, 4, 0, 0.95), (0.19259086051089158, 0.9637758913675699)),
+    ((10, 16, 6, 8, 0.95), (-0.4415519632207024, -0.02688954557274087)),
+    ((15, 2, 9, 14, 0.90), (0.03838663676788501, 0.2999401881776932)),
+    # six pairs, two both right, three won by B, one both wrong: McNemar p = 0.25, and the interval spans 0
+    # (without the correction it was [+5.3, +73.3])
+    ((2, 0, 3, 1, 0.95), (-0.04030387843204997, 0.7731752842826356)),
 ]
 
 
@@ -880,8 +885,8 @@ def test_paired_comparison_binary_uses_exact_mcnemar() -> None:
     assert result.test == "mcnemar"
     assert result.p_value == approx(0.30175781250000006)
     assert result.diff == approx(0.05)
-    # Newcombe method 10 of (30, 5, 10, 55), by hand from statsmodels' Wilson intervals
-    assert (result.low, result.high) == approx((-0.024927660394753623, 0.1239696870210475))
+    # Newcombe method 10 of (30, 5, 10, 55), from /tmp/newc/ref.py (see NEWCOMBE)
+    assert (result.low, result.high) == approx((-0.027408110343940195, 0.1263785936908354))
 
 
 def test_few_paired_continuous_scores_take_the_sign_flip_p_value() -> None:
