@@ -155,6 +155,11 @@ async def test_a_bad_sample_check_is_a_scoring_error_for_that_sample_only() -> N
         ("See item No. 5 on the list.", 1),  # "No." before a digit is the abbreviation
         ("I love the U.S. It is big.", 2),
         ("The U.S. army is big.", 1),  # a lower-case word cannot start a sentence
+        # a dotted acronym or name suffix ends a sentence only before a sentence starter (IFEval's rule);
+        # before: "The U.S. Senate ..." and "King Jr. Day ..." counted 2
+        ("The U.S. Senate voted on Tuesday.", 1),
+        ("Martin Luther King Jr. Day is a holiday.", 1),
+        ("He works for Acme Inc. However, he is leaving.", 2),
         ("I met Jan. Then we left.", 2),
         ("We met on Jan. 5 at noon.", 1),
         ("Buy apples, pears, etc. Then go home.", 2),

@@ -41,13 +41,22 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
 # Abbreviations written before what they qualify (a name, an example): they do not end a sentence.
 _PREFIXES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "vs", "e.g", "i.e"})
 # Abbreviations that may also end a sentence ("... pears, etc. Then ..."): they join the next piece only
-# when it cannot start a sentence, i.e. starts with a digit or a lower-case letter; so do dotted forms
-# such as "U.S." and "p.m.". "No." is an abbreviation only before a digit ("No. 5"); else it is the word.
+# when it cannot start a sentence, i.e. starts with a digit or a lower-case letter. "No." is an
+# abbreviation only before a digit ("No. 5"); else it is the word.
 _ABBREVIATIONS = frozenset({
-    "etc", "fig", "approx", "dept", "est", "inc", "ltd", "co", "jr", "sr",
+    "etc", "fig", "approx", "dept", "est",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 })  # fmt: skip
+# Name suffixes and dotted acronyms ("Jr.", "Inc.", "U.S.", "p.m.") usually sit inside a sentence, before a
+# capitalised word too ("the U.S. Senate", "King Jr. Day"): as in IFEval's splitter, they end a sentence only
+# before one of the words that start sentences there.
+_SUFFIXES = frozenset({"inc", "ltd", "co", "jr", "sr"})
 _DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
+_SENTENCE_STARTERS = frozenset({
+    "mr", "mrs", "ms", "dr", "prof", "capt", "cpt", "lt",
+    "he", "she", "it", "they", "their", "our", "we", "but", "however", "that", "this", "wherever",
+})  # fmt: skip
+_FIRST_WORD = re.compile(r"[A-Za-z]+")
 _OPENING = "\"'“‘([«"
 _BULLET = re.compile(r"^\s*[-*+•]\s+\S")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+\S")
@@ -81,8 +90,9 @@ def _joins(piece: str, following: str) -> bool:
     """True when ``piece`` ends in an abbreviation that does not end a sentence before ``following``.
 
     A title or example marker (Dr. Mr. St. e.g. vs.) or a single-letter initial ("J. R. R. Tolkien") always
-    joins; "No." joins before a digit; other abbreviations (etc. Jan. Inc. Jr.) and dotted forms (U.S. p.m.)
-    join before what cannot start a sentence: a digit or a lower-case letter.
+    joins; "No." joins before a digit; a name suffix or dotted acronym (Jr. Inc. U.S. p.m.) joins unless a
+    sentence starter follows (It, We, However ...: IFEval's list); other abbreviations (etc. Jan.) join
+    before what cannot start a sentence: a digit or a lower-case letter.
     """
     words = piece.split()
     if not words or not words[-1].endswith("."):
@@ -93,7 +103,10 @@ def _joins(piece: str, following: str) -> bool:
         return True
     if word == "no":
         return start.isdigit()
-    if word in _ABBREVIATIONS or _DOTTED.fullmatch(word):
+    if word in _SUFFIXES or _DOTTED.fullmatch(word):
+        first = _FIRST_WORD.match(following.lstrip(_OPENING))
+        return first is None or first.group().lower() not in _SENTENCE_STARTERS
+    if word in _ABBREVIATIONS:
         return start.isdigit() or start.islower()
     return False
 
