@@ -8,6 +8,7 @@ running or were interrupted: the document says how many records are missing.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -256,8 +257,8 @@ def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
     """How many samples ±3 points would take, for an axis whose interval is wider than 10 points or missing.
 
     0/1 scores: the binomial formula at the interval's end nearest 50%, never at an observed 0% or 100% (5 of
-    5 right does not mean a sample of 1 would do). Other scores: their observed standard deviation (the
-    binomial p(1-p) only bounds it); with no spread to measure, the worst case."""
+    5 right does not mean a sample of 1 would do). Other scores: their standard deviation (the
+    binomial p(1-p) only bounds it), at their 95% upper bound; with no spread to measure, the worst case."""
     if axis.mean is None:
         return None
     if axis.ci is not None and axis.ci[1] - axis.ci[0] <= 2 * PRECISION_WARNING:
@@ -271,9 +272,15 @@ def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
         basis = f"p = {100 * p:.1f}%, the interval's end nearest 50%" if p != 0.5 else "p = 50%, inside the interval"
         needed = sample_size(PRECISION_TARGET, p=p)
     elif axis.ci is not None:
+        from scipy.special import chdtri
+
         sd = float(np.std(units, ddof=1))
-        needed = min(worst, sample_size(PRECISION_TARGET, sd=sd))  # a [0, 1] score's SD is at most 0.5
-        basis = f"the observed SD {sd:.3f} of the {units.size:,} samples"
+        # like the binary case, not the point estimate: a few samples can show a small spread by chance (3 of
+        # them said "about 4 samples" where 4 give ±4.9), so the SD's one-sided 95% upper bound,
+        # s·sqrt((n-1)/χ²(0.05, n-1)), capped at 0.5, the largest SD a [0, 1] score can have
+        bound = min(0.5, sd * math.sqrt((units.size - 1) / float(chdtri(units.size - 1, 0.95))))
+        needed = min(worst, sample_size(PRECISION_TARGET, sd=bound))
+        basis = f"SD ≤ {bound:.3f}, the 95% upper bound of the observed {sd:.3f} over {units.size:,} samples"
     width = None if axis.ci is None else axis.ci[1] - axis.ci[0]
     return PrecisionNote(
         axis=axis.axis,

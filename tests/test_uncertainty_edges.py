@@ -132,10 +132,30 @@ def test_precision_advice_when_all_right_uses_the_interval_end_nearest_half(cli:
     assert "±21.7" not in shown and "needs about 1 samples" not in shown
 
 
-def test_precision_advice_for_continuous_scores_uses_their_sd(cli: Cli, task_root: TaskRoot) -> None:
+def test_precision_advice_for_few_continuous_scores_takes_the_largest_sd_they_allow(
+    cli: Cli, task_root: TaskRoot
+) -> None:
     (note,) = build_report(scored_run(cli, task_root, "c5", [0.1, 0.5, 0.6, 0.9, 0.95])).precision
-    # ceil(scipy norm.ppf(0.975)^2 * 0.343511^2 / 0.03^2) = 504, the observed SD; p(1 - p) at the mean gave 1,016
-    assert note.needed == 504 and "observed SD 0.344" in note.needed_basis
+    # observed SD 0.343511; its one-sided 95% upper bound s * sqrt(4 / scipy chi2.ppf(0.05, 4)) = 0.8149, above
+    # 0.5, the most a [0, 1] score can spread: the worst case, ceil(norm.ppf(0.975)^2 * 0.25 / 0.03^2) = 1,068
+    assert note.needed == 1068 and "SD ≤ 0.500" in note.needed_basis and "observed 0.344" in note.needed_basis
+
+
+# 40 scores drawn once from Beta(2, 5) (numpy default_rng(3), rounded to 3 places)
+FORTY = [
+    0.513, 0.43, 0.131, 0.327, 0.251, 0.222, 0.124, 0.314, 0.388, 0.118, 0.197, 0.453, 0.19, 0.213, 0.583, 0.319,
+    0.666, 0.191, 0.205, 0.117, 0.342, 0.091, 0.163, 0.1, 0.415, 0.303, 0.228, 0.748, 0.119, 0.127, 0.477, 0.382,
+    0.141, 0.184, 0.056, 0.31, 0.358, 0.31, 0.328, 0.249,
+]
+
+
+def test_precision_advice_for_continuous_scores_uses_the_upper_bound_of_their_sd(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    (note,) = build_report(scored_run(cli, task_root, "c40", FORTY)).precision
+    # scipy 1.17.1: SD 0.161273, upper bound 0.161273 * sqrt(39 / chi2.ppf(0.05, 39)) = 0.198686,
+    # ceil(norm.ppf(0.975)^2 * 0.198686^2 / 0.03^2) = 169 (the point estimate said 112)
+    assert note.needed == 169 and "SD ≤ 0.199" in note.needed_basis
 
 
 def test_with_epochs_the_n_column_shows_the_samples(cli: Cli, task_root: TaskRoot) -> None:
