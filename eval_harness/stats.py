@@ -432,7 +432,7 @@ def newcombe_paired_interval(
     margins = right_a * (b_only + neither) * right_b * (a_only + neither)
     # the correlation of the pairs with Newcombe's continuity correction: a positive AD - BC is reduced by n/2
     # (not below 0), a negative one is kept; without it two identical 5-item runs got ±8.7 points, not ±30.7
-    association = both * neither - a_only * b_only
+    association = float(both * neither - a_only * b_only)
     if association > 0:
         association = max(0.0, association - n / 2)
     phi = 0.0 if margins == 0 else association / math.sqrt(margins)
