@@ -143,15 +143,50 @@ def test_precision_advice_for_few_continuous_scores_takes_the_largest_sd_they_al
 
 # 40 scores drawn once from Beta(2, 5) (numpy default_rng(3), rounded to 3 places)
 FORTY = [
-    0.513, 0.43, 0.131, 0.327, 0.251, 0.222, 0.124, 0.314, 0.388, 0.118, 0.197, 0.453, 0.19, 0.213, 0.583, 0.319,
-    0.666, 0.191, 0.205, 0.117, 0.342, 0.091, 0.163, 0.1, 0.415, 0.303, 0.228, 0.748, 0.119, 0.127, 0.477, 0.382,
-    0.141, 0.184, 0.056, 0.31, 0.358, 0.31, 0.328, 0.249,
+    0.513,
+    0.43,
+    0.131,
+    0.327,
+    0.251,
+    0.222,
+    0.124,
+    0.314,
+    0.388,
+    0.118,
+    0.197,
+    0.453,
+    0.19,
+    0.213,
+    0.583,
+    0.319,
+    0.666,
+    0.191,
+    0.205,
+    0.117,
+    0.342,
+    0.091,
+    0.163,
+    0.1,
+    0.415,
+    0.303,
+    0.228,
+    0.748,
+    0.119,
+    0.127,
+    0.477,
+    0.382,
+    0.141,
+    0.184,
+    0.056,
+    0.31,
+    0.358,
+    0.31,
+    0.328,
+    0.249,
 ]
 
 
-def test_precision_advice_for_continuous_scores_uses_the_upper_bound_of_their_sd(
-    cli: Cli, task_root: TaskRoot
-) -> None:
+def test_precision_advice_for_continuous_scores_uses_the_upper_bound_of_their_sd(cli: Cli, task_root: TaskRoot) -> None:
     (note,) = build_report(scored_run(cli, task_root, "c40", FORTY)).precision
     # scipy 1.17.1: SD 0.161273, upper bound 0.161273 * sqrt(39 / chi2.ppf(0.05, 39)) = 0.198686,
     # ceil(norm.ppf(0.975)^2 * 0.198686^2 / 0.03^2) = 169 (the point estimate said 112)
@@ -283,3 +318,11 @@ def test_p_values_never_round_across_five_percent(value: float, shown: str) -> N
 def test_a_monte_carlo_floor_is_printed_as_a_bound() -> None:
     assert p_value(2 / 10001, floor=2 / 10001) == "<0.0002"
     assert p_value(0.3, floor=2 / 10001) == "0.300"
+
+
+def test_compare_does_not_say_intervals_overlap_when_there_are_none(cli: Cli, task_root: TaskRoot) -> None:
+    # one continuous score each: no interval on either side, so "CIs overlap: yes" beside two "–" said nothing
+    a, b = pair(cli, task_root, [0.4], [0.6])
+    shown = cli("compare", "--run-a", a, "--run-b", b, "--format", "markdown").out
+    overall = next(line for line in shown.splitlines() if line.startswith("| overall"))
+    assert "| yes |" not in overall and "| no |" not in overall

@@ -71,7 +71,7 @@ def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
         a.test,
         p_value(a.p_value, a.p_floor),
         "–" if overall else p_value(a.p_adjusted),
-        "yes" if a.intervals_overlap else "no",
+        "–" if a.ci_a is None or a.ci_b is None else "yes" if a.intervals_overlap else "no",
         _VERDICTS[a.verdict],
     ]
 
