@@ -35,8 +35,9 @@ def key_lines(text: str) -> dict[KeyPath, int]:
     open_quote: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         if open_quote is not None:
-            if line.count(open_quote) % 2:
-                open_quote = None
+            close = line.find(open_quote)
+            if close != -1:  # the string ends here; what follows on the line may open another
+                open_quote = _open_quote(line, close + len(open_quote))
             continue
         if match := _ARRAY_HEADER.match(line):
             *parents, name = _parts(match.group(1))
@@ -53,8 +54,32 @@ def key_lines(text: str) -> dict[KeyPath, int]:
             for depth in range(1, len(key) + 1):
                 lines.setdefault((*table, *key[:depth]), number)
         # a value that opens a multi-line string and does not close it on this line hides the lines after it
-        open_quote = next((q for q in _MULTILINE_QUOTES if line.count(q) % 2), None)
+        open_quote = _open_quote(line)
     return lines
+
+
+def _open_quote(line: str, start: int = 0) -> str | None:
+    """The multi-line string delimiter (\"\"\" or ''') a line leaves open, reading from ``start``: one-line
+    strings (which may hold three quotes, as in ``stop = ['\"\"\"']``) and comments are skipped."""
+    position = start
+    while position < len(line):
+        char = line[position]
+        if char == "#":
+            return None
+        if line.startswith(_MULTILINE_QUOTES, position):
+            quote = line[position : position + 3]
+            close = line.find(quote, position + 3)
+            if close == -1:
+                return quote
+            position = close + 3
+        elif char in "\"'":
+            position += 1
+            while position < len(line) and line[position] != char:
+                position += 2 if char == '"' and line[position] == "\\" else 1
+            position += 1
+        else:
+            position += 1
+    return None
 
 
 def _resolve(parts: tuple[str, ...], entries: dict[KeyPath, int]) -> KeyPath:

@@ -142,3 +142,21 @@ def test_scorers_written_as_an_inline_array_name_the_line_of_the_array(cli: Cli,
     body = 'template = "plain.jinja2"\nscorers = [{ name = "nope" }]\n[dataset]\npath = "data/adder.jsonl"\n'
     err = _refused(cli, body)
     assert err.startswith(f"error: {root.root / 'tasks/t.toml'}:2: unknown scorer 'nope'")
+
+
+def test_three_quotes_inside_a_one_line_string_or_a_comment_open_nothing() -> None:
+    # before: counting quotes took '"""' in a literal string for the start of a multi-line string, and every
+    # key after it lost its line
+    text = (
+        "[generation]\n"
+        'stop = [\'"""\', "a\\""]  # a comment with \'\'\' in it\n'
+        "max_tokens = 5\n"
+        'system_prompt = """one\n'
+        'two""" # closed\n'
+        "temperature = 0.5\n"
+    )
+    assert tomllib.loads(text)
+    lines = key_lines(text)
+    assert lines[("generation", "max_tokens")] == 3
+    assert lines[("generation", "system_prompt")] == 4
+    assert lines[("generation", "temperature")] == 6
