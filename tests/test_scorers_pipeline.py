@@ -148,6 +148,23 @@ async def test_model_based_scorers_run_after_cheap_ones_and_not_after_an_error()
     assert result.error is not None and result.error.message == "test_failing: boom" and result.final is None
 
 
+async def test_a_failing_weight_0_scorer_is_noted_and_the_others_still_score() -> None:
+    # before: a recorded-only judge (weight 0) that failed made the record an error counted as wrong, so a judge
+    # outage turned a run of right answers into 0%
+    pipeline = ScoringPipeline([spec("test_fixed", "exact", value=1.0), spec("test_failing", weight=0.0, spent=True)])
+    result = await pipeline.score("out", SAMPLE)
+    assert result.error is None and result.final == 1.0 and result.scores == {"exact": 1.0}
+    assert result.skipped == ["test_failing"]
+    assert result.explanations["test_failing"] == "failed, not counted (weight 0): SpentScoringError: judge broke"
+    assert result.judge_usage == Usage(prompt_tokens=7, completion_tokens=1) and result.judge_cost_usd == 0.001
+
+
+async def test_a_failing_weight_0_gate_still_fails_the_record() -> None:
+    pipeline = ScoringPipeline([spec("test_fixed", value=1.0), spec("test_failing", weight=0.0, gate=True)])
+    result = await pipeline.score("out", SAMPLE)
+    assert result.error is not None and result.error.message == "test_failing: boom" and result.final is None
+
+
 async def test_a_configuration_error_while_scoring_is_raised_not_recorded_as_the_samples_error() -> None:
     pipeline = ScoringPipeline([spec("test_failing", config=True)])
     with pytest.raises(ConfigError, match="backend not installed"):

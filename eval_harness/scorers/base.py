@@ -331,6 +331,7 @@ class ScoringPipeline:
                     )
         self.steps = sorted(steps, key=lambda s: (bool(s.conditions), s.scorer.expensive))
         self.scorers = [(step.key, step.scorer) for step in self.steps]
+        self._recorded_only = frozenset(spec.key for spec in self.specs if spec.weight == 0 and not spec.gate)
 
     def fingerprints(self) -> dict[str, str]:
         """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a
@@ -372,6 +373,12 @@ class ScoringPipeline:
                     result.judge_usage, result.judge_cost_usd, known = add_spend(
                         result.judge_usage, result.judge_cost_usd, known, exc.usage, exc.cost_usd
                     )
+                if step.key in self._recorded_only:
+                    # a weight-0 scorer is recorded beside the score, not part of it: its failure (a judge
+                    # outage) must not turn a scored answer into an error counted as wrong
+                    result.skipped.append(step.key)
+                    result.explanations[step.key] = f"failed, not counted (weight 0): {type(exc).__name__}: {exc}"
+                    continue
                 result.error = ErrorInfo(type=type(exc).__name__, message=f"{step.key}: {exc}", stage="score")
                 return result
             values[step.key] = verdict.value
