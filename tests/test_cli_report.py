@@ -276,6 +276,20 @@ def test_report_output_refuses_every_file_of_the_run_it_reads(cli: Cli, reported
     assert cli("report", "--run", reported_run, "--format", "json").code == 0
 
 
+def test_report_output_refuses_a_file_of_another_run(cli: Cli, runs: tuple[Path, Path]) -> None:
+    # before: only the run being read was protected; --output results/b/samples.jsonl replaced run b's records
+    other = runs[1]
+    before = run_bytes(other)
+    target = other / "samples.jsonl"
+    result = cli("report", "--run", runs[0], "--output", target, "--format", "json")
+    assert result.code == 2 and result.out == ""
+    assert result.err == (
+        f"error: --output {target}: is inside the run directory {other.resolve()}; writing there could damage that "
+        "run, choose a path outside it\n"
+    )
+    assert run_bytes(other) == before
+
+
 def test_report_output_refuses_the_run_directory_itself(cli: Cli, reported_run: Path) -> None:
     before = run_bytes(reported_run)
     result = cli("report", "--run", reported_run, "--output", reported_run)

@@ -57,13 +57,26 @@ def _refuse_hard_links(option: str, path: Path, runs: Iterable[Path], command: s
                 )
 
 
+def _refuse_other_runs(option: str, path: Path, target: Path) -> None:
+    """The same refusal for any run directory (one holding a ``manifest.json`` and a ``samples.jsonl``), not
+    only those read: a slip such as ``--output results/model-b/samples.jsonl`` would destroy another run."""
+    directory = target.parent
+    if (directory / "manifest.json").is_file() and (directory / "samples.jsonl").exists():
+        raise ConfigError(
+            f"{option} {_shown(path, target)}: is inside the run directory {directory}; writing there could "
+            "damage that run, choose a path outside it"
+        )
+
+
 def check_output_file(option: str, path: Path, runs: Iterable[Path], command: str) -> None:
     """Refuse, with a ``ConfigError`` naming ``option``, a file to write that is in (or a hard link into) one of
-    the ``runs`` the command reads, an existing directory, or in a directory that does not exist."""
+    the ``runs`` the command reads or inside any other run directory, an existing directory, or in a directory
+    that does not exist."""
     runs = list(runs)
     refuse_inside_runs(option, path, runs, command)
     _refuse_hard_links(option, path, runs, command)
     target = path.resolve()
+    _refuse_other_runs(option, path, target)
     if target.is_dir():
         raise ConfigError(f"{option} {_shown(path, target)}: is a directory; give the name of a file to write")
     if not target.parent.is_dir():
