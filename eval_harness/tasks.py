@@ -32,6 +32,12 @@ class LoadedTask:
     """The line of the spec file where each of ``spec.scorers`` begins (None where it is not known)."""
 
     @property
+    def lookup_name(self) -> str:
+        """What ``--task`` takes to find this spec on the search path: its file name without ``.toml`` (the
+        spec's ``name``, recorded in manifests, defaults to it)."""
+        return self.path.stem
+
+    @property
     def templates_dir(self) -> Path:
         """Where the spec's template is looked up."""
         return self.root / "templates"
@@ -81,7 +87,7 @@ def find_task(name_or_path: str) -> LoadedTask:
         candidate = root / "tasks" / f"{name_or_path}.toml"
         if candidate.is_file():
             return load_task_file(candidate, root)
-    known = sorted({t.spec.name for t in list_tasks()})
+    known = sorted({t.lookup_name for t in list_tasks()})
     import difflib
 
     close = difflib.get_close_matches(name_or_path, known, n=1)
@@ -112,7 +118,8 @@ def load_task_file(path: Path, root: Path) -> LoadedTask:
 
 
 def list_tasks() -> list[LoadedTask]:
-    """Every task on the search path; a name found twice is listed once (the first wins)."""
+    """Every task on the search path by the name ``--task`` finds it under; a name found twice is listed once
+    (the first root wins, as it does for ``find_task``)."""
     return scan_tasks()[0]
 
 
@@ -127,5 +134,5 @@ def scan_tasks() -> tuple[list[LoadedTask], list[str]]:
             except ConfigError as exc:
                 problems.append(str(exc))
                 continue
-            seen.setdefault(task.spec.name, task)
+            seen.setdefault(task.lookup_name, task)  # the first root wins, as in find_task
     return list(seen.values()), problems

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -618,6 +619,33 @@ def test_tasks_names_a_task_file_it_cannot_load_instead_of_hiding_it(
     assert result.code == 0 and "capability_profile" in result.out
     (line,) = result.err.strip().splitlines()
     assert line.startswith(f"left out: {broken}") and "line 2" in line, line
+
+
+def test_tasks_lists_each_task_by_the_name_run_takes(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: tasks listed a spec's `name` ("other_name"), which `run --task` could not find (it looks up the
+    # file name), and a local spec named like a built-in shadowed it in the list but not in the run
+    monkeypatch.chdir(tmp_path)
+    builtin = (REPO / "tasks" / "capability_profile.toml").read_text()
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "file_a.toml").write_text(builtin.replace('name = "capability_profile"', 'name = "other"'))
+    (tmp_path / "tasks" / "zz.toml").write_text(
+        builtin.replace('name = "capability_profile"', 'name = "math_cot"').replace("Four capability", "SHADOW")
+    )
+    shown = cli("tasks").out
+    assert "file_a" in shown and "other " not in shown and "zz" in shown
+    math_cot_row = next(line for line in shown.splitlines() if line.startswith("│ math_cot "))
+    assert "SHADOW" not in math_cot_row  # the built-in math_cot is what --task math_cot runs
+    dataset = REPO / "data" / "capability_profile.jsonl"
+    planned = cli("run", "--task", "file_a", "--dataset", dataset, "--dry-run", "--limit", "1")
+    assert planned.code == 0, planned.err
+
+
+def test_tasks_at_80_columns_keeps_every_name_whole_and_says_what_it_left_out(tmp_path: Path) -> None:
+    # before: 'capability_prof…' (a name --task could not take) and empty columns nothing named
+    shown = run_subprocess("tasks", cwd=tmp_path, columns=80).out
+    assert "instruction_following " in shown and "capability_profile " in shown and "…" not in shown
+    assert "left out to fit 80 columns: template, description" in shown
 
 
 @pytest.mark.parametrize("run_id", ["...", ".hidden", "a/b", "x" * 129])

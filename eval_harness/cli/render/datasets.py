@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
-
 from eval_harness.cli.render import counted, stdout
+from eval_harness.cli.render.tables import Column, FittedTable
 from eval_harness.datasets import DatasetReport
 from eval_harness.tasks import LoadedTask
 
@@ -29,15 +28,21 @@ def print_dataset_report(report: DatasetReport) -> None:
         stdout.print(line, markup=False, soft_wrap=True)
 
 
+# The name is what --task takes, so it is never cut; at a narrow width the template goes first, then the
+# description, then the dataset, and the table names what it left out.
+_TASK_COLUMNS = [
+    Column("task", justify="left"),
+    Column("dataset", justify="left", rank=2),
+    Column("template", justify="left", rank=4),
+    Column("scorers", justify="left", rank=1, lines=4, lines_to_keep_columns=4),
+    Column("description", justify="left", rank=3, lines=12, lines_to_keep_columns=12),
+]
+
+
 def print_tasks(tasks: Sequence[LoadedTask]) -> None:
-    table = Table(title="tasks", title_justify="left")
-    table.add_column("task", no_wrap=True)
-    table.add_column("dataset", no_wrap=True)
-    table.add_column("template", no_wrap=True)
-    table.add_column("scorers")
-    table.add_column("description", ratio=1)
+    table = FittedTable(_TASK_COLUMNS, title="tasks", title_justify="left", hint="a wider terminal shows them")
     for task in tasks:
         spec = task.spec
         scorers = ", ".join(s.key for s in spec.scorers)
-        table.add_row(spec.name, spec.dataset.path or "(--dataset)", spec.template, scorers, spec.description)
+        table.add_row(task.lookup_name, spec.dataset.path or "(--dataset)", spec.template, scorers, spec.description)
     stdout.print(table)
