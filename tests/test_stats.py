@@ -943,3 +943,18 @@ def test_sample_size_from_an_observed_sd(scores: list[float], expected: int) -> 
 def test_sample_size_refuses_a_margin_whose_square_underflows() -> None:
     with pytest.raises(ValueError, match="margin 1e-200 is too small"):
         sample_size(1e-200)
+
+
+# statsmodels 0.15.0 proportion_confint(p * n, n, alpha=0.05, method="wilson"): the width at n is <= 0.06 and at
+# n - 1 above it, for each (p, n) below
+@pytest.mark.parametrize(("p", "n"), [(0.0, 61), (0.01, 84), (0.5, 1064), (0.9, 388), (1.0, 61)])
+def test_wilson_sample_size_is_the_fewest_items_for_the_width(p: float, n: int) -> None:
+    assert stats.wilson_sample_size(0.03, p) == n
+
+
+def test_wilson_sample_size_refuses_what_cannot_be_planned() -> None:
+    assert stats.wilson_sample_size(1.0, 0.0) == 1
+    with pytest.raises(ValueError, match="margin must be in"):
+        stats.wilson_sample_size(0.0)
+    with pytest.raises(ValueError, match="p must be in"):
+        stats.wilson_sample_size(0.03, 1.5)

@@ -12,22 +12,23 @@ def plan_command(
     p: Annotated[float, typer.Option("--p", help="Expected score; 0.5 (the default) is the worst case.")] = 0.5,
     confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
 ) -> None:
-    """Samples per axis for a ±MARGIN interval: ceil(z² p(1−p) / margin²) (normal approximation)."""
-    from eval_harness.cli.render import stdout
+    """Samples per axis for a 95% interval at most 2·MARGIN wide around a score near P (Wilson's interval)."""
+    from eval_harness.cli.render import counted, stdout
     from eval_harness.errors import ConfigError
-    from eval_harness.stats import sample_size
+    from eval_harness.stats import wilson_sample_size
 
     try:
-        needed = sample_size(margin, p=p, confidence=confidence)
+        needed = wilson_sample_size(margin, p=p, confidence=confidence)
     except ValueError as exc:
         raise ConfigError(f"plan: {exc}") from None
     stdout.print(
-        f"{needed:,} samples per axis give a {100 * confidence:g}% interval of ±{100 * margin:g} points "
-        f"when the score is near {100 * p:g}% (normal approximation).",
+        f"{counted(needed, 'sample')} per axis give a {100 * confidence:g}% interval at most "
+        f"{200 * margin:g} points wide (±{100 * margin:g}) when the score is near {100 * p:g}% (Wilson's "
+        "interval).",
         markup=False,
     )
     if p != 0.5:
-        worst = sample_size(margin, p=0.5, confidence=confidence)
+        worst = wilson_sample_size(margin, p=0.5, confidence=confidence)
         stdout.print(f"If the score could be anywhere, plan for {worst:,} (the worst case, p = 50%).", markup=False)
     stdout.print("Each axis of a profile needs this many on its own; errors count as samples too.", markup=False)
 
