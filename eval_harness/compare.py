@@ -358,13 +358,36 @@ def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: boo
     """
     manifest_a, manifest_b = read_manifest(run_a), read_manifest(run_b)
     problems = incomparable(manifest_a, manifest_b)
+    rescore = _rescore_of(manifest_a, manifest_b, run_a, run_b)
+    if rescore is not None:
+        # the same outputs under other scorers: what changed is the point of comparing them
+        problems = [p for p in problems if not p.startswith("different scorers")]
     if problems and not force:
         raise ConfigError(f"cannot compare {run_a} and {run_b}: {'; '.join(problems)}; pass --force to compare anyway")
     path_a, path_b = RunPaths(run_a).samples, RunPaths(run_b).samples
     if parallel is None:
         parallel = default_workers(path_a) > 1 or default_workers(path_b) > 1
     loaded_a, loaded_b = _load_both(path_a, scorer_keys(manifest_a), path_b, scorer_keys(manifest_b), parallel)
-    return _compare(loaded_a, loaded_b, manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=problems)
+    comparison = _compare(loaded_a, loaded_b, manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=problems)
+    if rescore is not None:
+        comparison.notes.insert(0, rescore)
+    return comparison
+
+
+def _rescore_of(a: RunManifest, b: RunManifest, run_a: Path, run_b: Path) -> str | None:
+    """A note when one run rescores the other's outputs (``rescore``'s ``source_run``), else None."""
+    if b.source_run is not None and Path(b.source_run) == run_a.resolve():
+        rescored, source, which = b, a, "B rescores A's outputs"
+    elif a.source_run is not None and Path(a.source_run) == run_b.resolve():
+        rescored, source, which = a, b, "A rescores B's outputs"
+    else:
+        return None
+    if [s.model_dump() for s in rescored.task.scorers] == [s.model_dump() for s in source.task.scorers]:
+        return f"{which} under the same scorers"
+    return (
+        f"{which}: the differences are the scorers' (A: {_scorers_text(a.task.scorers)}, "
+        f"B: {_scorers_text(b.task.scorers)}), the answers are the same"
+    )
 
 
 def comparison_from_columns(

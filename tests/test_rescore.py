@@ -59,6 +59,23 @@ def test_rescore_applies_new_scorers_to_the_recorded_outputs(cli: Cli, source_ru
     assert all(old[k]["score"] == 1.0 for k in (r["sample_id"] for r in chatty))
 
 
+def test_a_rescore_compares_with_its_source_without_force_and_says_so(cli: Cli, source_run: Path) -> None:
+    # before: "different scorers ...; pass --force", and with --force a FORCED warning over the whole table
+    assert cli("rescore", "--run", source_run, "--scorer", "exact_match:mode=strict", "--run-id", "s", "-q").code == 0
+    rescored = source_run.parent / "s"
+    for a, b, which in ((source_run, rescored, "B rescores A's outputs"), (rescored, source_run, "A rescores B's")):
+        result = cli("compare", "--run-a", a, "--run-b", b, "--format", "json")
+        assert result.code == 0, result.err
+        document = json.loads(result.out)
+        assert document["forced"] == []
+        assert document["notes"][0].startswith(which) and "the answers are the same" in document["notes"][0]
+    other = cli("run", "--task", source_run.parent.parent / "tasks" / "adder.toml", "--model", "mock/n",
+                "--output-dir", source_run.parent, "--run-id", "other", "-q")  # fmt: skip
+    assert other.code == 0, other.err
+    unrelated = cli("compare", "--run-a", rescored, "--run-b", source_run.parent / "other")
+    assert unrelated.code == 2 and "different scorers" in unrelated.err  # only a run and its rescore pass
+
+
 def test_a_run_of_the_valid_lines_only_is_rescored_on_the_same_lines(cli: Cli, task_root: TaskRoot) -> None:
     dataset = task_root.data("mixed.jsonl", [*arithmetic_records(6), "not json", {"id": "x", "input": "q"}])
     out = task_root.root / "results"
