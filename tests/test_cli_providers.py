@@ -345,3 +345,14 @@ def test_answers_cached_by_a_killed_session_keep_their_cost_when_its_run_resumes
     other[other.index("r1")] = "r2"
     assert cli(tmp_path, *other).returncode == 0
     assert all(r["cached"] and r["cost_usd"] == 0 for r in records(tmp_path, "r2"))
+
+
+def test_cache_info_says_when_there_is_no_cache_or_the_path_is_a_file(tmp_path: Path) -> None:
+    # before: "/nonexistent: 0 cached answers, 0 B" for both, exit 0
+    missing = cli(tmp_path, "cache", "info", "--cache-dir", str(tmp_path / "nowhere"))
+    assert missing.returncode == 0
+    assert missing.stdout == f"{tmp_path / 'nowhere'}: no cache yet (the directory does not exist)\n"
+    (tmp_path / "notes.txt").write_text("x")
+    a_file = cli(tmp_path, "cache", "info", "--cache-dir", str(tmp_path / "notes.txt"))
+    assert a_file.returncode == 2
+    assert a_file.stderr == f"error: {tmp_path / 'notes.txt'}: not a directory; the cache is a directory of answers\n"

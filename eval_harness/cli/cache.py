@@ -14,16 +14,23 @@ cache_app = typer.Typer(
 CacheDirOption = Annotated[
     Path | None,
     typer.Option(
-        "--cache-dir", help="Cache directory (default: $EVAL_HARNESS_CACHE_DIR, else ~/.cache/eval-harness/responses)."
+        "--cache-dir",
+        help="Cache directory (default: $EVAL_HARNESS_CACHE_DIR, else $XDG_CACHE_HOME/eval-harness/responses, "
+        "else ~/.cache/eval-harness/responses).",
     ),
 ]
 
 
 def _directory(cache_dir: Path | None) -> Path:
+    """The cache directory, refused (one line) when it names a file: '0 cached answers' would hide the slip."""
     from eval_harness.cache import default_cache_dir
     from eval_harness.config import Settings
+    from eval_harness.errors import ConfigError
 
-    return cache_dir or Settings.load().cache_dir or default_cache_dir()
+    directory = cache_dir or Settings.load().cache_dir or default_cache_dir()
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{directory}: not a directory; the cache is a directory of answers")
+    return directory
 
 
 @cache_app.command("info")

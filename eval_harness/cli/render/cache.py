@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_harness.cache import CacheInfo
-from eval_harness.cli.render import stdout
+from eval_harness.cli.render import counted, stdout
 
 
 def _size(size: int) -> str:
@@ -20,9 +20,13 @@ def _size(size: int) -> str:
 
 
 def print_cache_info(info: CacheInfo) -> None:
+    if not info.directory.exists():
+        stdout.print(f"{info.directory}: no cache yet (the directory does not exist)", markup=False)
+        return
     leftovers = f", {info.temp_files:,} unfinished writes" if info.temp_files else ""
-    stdout.print(f"{info.directory}: {info.entries:,} cached answers, {_size(info.bytes)}{leftovers}", markup=False)
+    answers = counted(info.entries, "cached answer")
+    stdout.print(f"{info.directory}: {answers}, {_size(info.bytes)}{leftovers}", markup=False)
 
 
 def print_cache_cleared(directory: Path, removed: int) -> None:
-    stdout.print(f"{directory}: removed {removed:,} cached answers", markup=False)
+    stdout.print(f"{directory}: removed {counted(removed, 'cached answer')}", markup=False)
