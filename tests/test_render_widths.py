@@ -222,3 +222,15 @@ def test_counts_take_the_singular_for_one() -> None:
         "4 axes",
         "1,234 lines",
     ]
+
+
+def test_the_plain_progress_line_says_its_mean_is_of_the_scored_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "mean 65.3%" just above a headline of 58.3%: the progress mean leaves errors out, the headline
+    # counts them as 0, and nothing said so
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import Progress
+
+    display = ProgressDisplay(total=4, label="m · t", plain_interval_s=0.0)
+    display.update(Progress(done=4, total=4, errors=1, score_sum=2.0, scored=3, cost_usd=0.0, cost_known=True,
+                            elapsed_s=1.0, session_done=4))  # fmt: skip
+    assert "scored mean 66.7% · errors 1" in capsys.readouterr().err

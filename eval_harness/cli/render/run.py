@@ -44,7 +44,7 @@ def print_dry_run(dry: DryRun) -> None:
     )
 
 
-_STATS_WIDTH = len("mean 100.0% · errors 10,000 · cost $1,000.0000")
+_STATS_WIDTH = len("scored mean 100.0% · errors 10,000 · cost $1,000.0000")
 
 
 class ProgressDisplay:
@@ -98,7 +98,8 @@ class ProgressDisplay:
     def update(self, progress: RunProgress) -> None:
         rate = progress.session_done / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
         cost = f"${progress.cost_usd:.4f}" if progress.cost_known else "unknown"
-        stats = f"mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
+        # the mean of the answers scored so far, errors left out: the headline, which counts errors as 0, is lower
+        stats = f"scored mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, completed=progress.done, rate=f"{rate:,.0f}/s", stats=stats)
             return
