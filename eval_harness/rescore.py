@@ -45,7 +45,9 @@ def plan_rescore(
     judge_args: dict[str, str] | None = None,
 ) -> RunPlan:
     """Plan a run that applies ``task``'s scorers (or the named ``scorers``) to ``source_run``'s outputs."""
-    if (task is None) == (not scorers):
+    if task is not None and scorers:
+        raise ConfigError("rescore takes --task TASK or --scorer NAME, not both: the scorers come from one of them")
+    if task is None and not scorers:
         raise ConfigError("rescore needs either --task TASK or one or more --scorer NAME")
     source = read_manifest(source_run)
     if source.status != "complete":

@@ -142,6 +142,12 @@ def test_rescore_needs_a_task_or_scorers(source_run: Path) -> None:
         plan_rescore(source_run)
 
 
+def test_rescore_with_both_a_task_and_scorers_says_not_both(source_run: Path) -> None:
+    # before: "needs either --task TASK or one or more --scorer NAME" when both were given
+    with pytest.raises(ConfigError, match="takes --task TASK or --scorer NAME, not both"):
+        plan_rescore(source_run, task="adder", scorers=["exact_match"])
+
+
 @pytest.mark.parametrize(
     ("text", "name", "args"), [("f1", "f1", {}), ("em:mode=numeric,x=1", "em", {"mode": "numeric", "x": "1"})]
 )
