@@ -1,14 +1,15 @@
-"""Look inside a run: its worst samples with their outputs and scorer explanations, and its errors by type.
+"""Look inside a run: its worst samples with their outputs and scorer explanations, and its errors by cause.
 
 Reads only the run's artifacts (manifest.json and samples.jsonl), never the dataset: the input and the
 target shown are the ones recorded with each sample. Finding the worst samples streams the file once
 through the columnar reader; only the few records shown (and the ids of samples tied with them) are
-read back whole.
+read back whole, and the error records when the errors are asked for.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,50 @@ from eval_harness.aggregate import load_columns_cached, read_records_at, scorer_
 from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.errors import ConfigError
 
-__all__ = ["ErrorGroup", "InspectedSample", "Inspection", "inspect_run"]
+__all__ = [
+    "ErrorGroup",
+    "InspectedSample",
+    "Inspection",
+    "RecordKey",
+    "SampleError",
+    "inspect_run",
+    "normalise_message",
+    "shorten",
+]
 
-INPUT_CHARS = 300
-"""Inputs longer than this are shortened (middle elided) in the listing."""
+HEAD_CHARS = 200
+"""Characters kept from the start of a long text in the listing."""
+TAIL_CHARS = 600
+"""Characters kept from the end of a long text: a model's extracted answer is usually at its end."""
+INPUT_CHARS = HEAD_CHARS + TAIL_CHARS
+"""Texts longer than this are shortened (middle elided) in the table view; JSON carries them whole."""
 
 _HEAD_ID = re.compile(rb'\{"sample_id":"((?:[^"\\]|\\.)*)"')
+# An option line as templates render a multiple-choice item: "A. text", "B) text" or "(C) text".
+_OPTION = re.compile(r"^\(?([A-Z])[.):]\s+(.+)$")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+# Request ids, hashes, run ids: a run of 12+ word characters holding a digit.
+_TOKEN_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]{12,}\b")
+# Numbers vary between records of one cause (a column, a count, a rate); an HTTP status names the cause.
+_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+MESSAGE_CHARS = 300
+"""A normalised message is cut to this many characters, so a long tail (an HTTP body) does not split a cause."""
+
+
+class RecordKey(BaseModel):
+    """The identity of one record in a run."""
+
+    sample_id: str
+    epoch: int
+
+
+class SampleError(BaseModel):
+    """The error a record holds."""
+
+    type: str = Field(description="Error class, e.g. ProviderError or SpentScoringError.")
+    stage: str = Field(description="'generate' or 'score'.")
+    message: str
 
 
 class InspectedSample(BaseModel):
@@ -35,29 +74,41 @@ class InspectedSample(BaseModel):
     sample_id: str
     epoch: int
     axis: str
-    value: float = Field(description="What the listing is ranked by: the final score or one scorer's value.")
+    value: float = Field(
+        description="What the listing is ranked by: the final score or one scorer's value; 0 for an error "
+        "record without one (an error counts as wrong, as in the report)."
+    )
     score: float | None
     passed: bool | None
-    input: str = Field(description=f"The recorded input, shortened to about {INPUT_CHARS} characters.")
+    input: str = Field(description="The recorded input, whole (the table view shortens it).")
+    input_chars: int = Field(description="Characters in the input.")
+    choices: list[str] | None = Field(
+        default=None, description="A multiple-choice item's options as the prompt showed them ('A. text')."
+    )
     target: str | list[str]
-    output: str | None
+    output: str | None = Field(description="The model's output, whole (the table view shortens it).")
+    output_chars: int | None = Field(description="Characters in the output; None without one.")
     scores: dict[str, float]
     explanations: dict[str, str]
     answers: dict[str, str]
     latency_ms: float | None
     cost_usd: float | None
+    error: SampleError | None = Field(default=None, description="The record's error; None when it was scored.")
 
 
 class ErrorGroup(BaseModel):
-    """The error records of one type, with one example."""
+    """The error records of one cause (type, stage and normalised message), with one example."""
 
     type: str
     count: int
     stage: str
-    example_sample_id: str
+    message: str = Field(description="The normalised message: numbers 'N', quoted text '…', ids '<id>'.")
+    example_sample_id: str = Field(description="The record with the smallest (sample id, epoch).")
     example_epoch: int
     example_axis: str
     example_message: str
+    sample_ids: list[str] = Field(description="The distinct sample ids of the group, sorted.")
+    keys: list[RecordKey] = Field(description="Every record of the group, sorted by sample id then epoch.")
 
 
 class Inspection(BaseModel):
@@ -70,19 +121,41 @@ class Inspection(BaseModel):
     records: int
     expected_records: int
     ranked_by: str = Field(description="'score' (the final score) or a scorer's name.")
-    axis: str | None = Field(description="The axis the listing was limited to.")
+    axis: str | None = Field(description="The axis the listing and the errors were limited to.")
     failures_only: bool
-    candidates: int = Field(description="Records eligible for the listing (scored, in the axis, failed if asked).")
+    candidates: int = Field(
+        description="Records eligible for the listing: with a value, in the axis; with failures_only, the "
+        "failed ones and the error records."
+    )
+    error_records: int = Field(
+        description="Error records in scope (the axis; with a scorer, those without its value): counted as wrong."
+    )
+    torn_bytes: int = Field(description="Bytes of a torn last line that was ignored (0 when none).")
     worst: list[InspectedSample] | None = Field(description="Lowest first, ties broken by sample id and epoch.")
     errors: list[ErrorGroup] | None = Field(description="Most frequent first.")
 
 
-def shorten(text: str, limit: int = INPUT_CHARS) -> str:
-    """``text`` with its middle replaced by ' … ' when longer than ``limit`` characters."""
+def shorten(text: str, limit: int = INPUT_CHARS, *, head: int | None = None) -> str:
+    """``text`` with its middle replaced by ' … N characters … ' when longer than ``limit`` characters.
+
+    Keeps ``head`` characters of the start (a quarter of ``limit`` unless given) and the rest of ``limit``
+    from the end.
+    """
     if len(text) <= limit:
         return text
-    keep = (limit - 3) // 2
-    return f"{text[:keep]} … {text[-keep:]}"
+    first = limit // 4 if head is None else min(head, limit)
+    last = limit - first
+    return f"{text[:first]} … {len(text) - limit:,} characters … {text[len(text) - last :]}"
+
+
+def normalise_message(message: str, sample_id: str = "") -> str:
+    """``message`` with what varies between records of one cause replaced: the sample id by '<sample>',
+    quoted text by '…', long ids by '<id>', numbers by 'N' (an HTTP status is kept)."""
+    text = message.replace(sample_id, "<sample>") if sample_id else message
+    text = _QUOTED.sub("'…'", text)
+    text = _TOKEN_ID.sub("<id>", text)
+    text = _NUMBER.sub("N", text)
+    return _SPACE.sub(" ", text).strip()[:MESSAGE_CHARS]
 
 
 def _input_text(value: Any) -> str:
@@ -91,6 +164,30 @@ def _input_text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in value if isinstance(m, dict))
     return str(value)
+
+
+def _choices(record: dict[str, Any]) -> list[str] | None:
+    """The options of a multiple-choice record: recorded ``choices`` when present, else the option lines
+    ("A. text") that follow the input in the last user message of the prompt."""
+    recorded = record.get("choices")
+    if isinstance(recorded, list) and recorded:
+        return [f"{chr(ord('A') + i)}. {c}" if i < 26 else str(c) for i, c in enumerate(recorded)]
+    user = [m for m in record.get("prompt") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    question = record.get("input")
+    if not user or not isinstance(question, str) or not question.strip():
+        return None
+    content = str(user[-1].get("content", ""))
+    at = content.rfind(question.strip())
+    if at < 0:
+        return None
+    options: list[str] = []
+    for line in content[at + len(question.strip()) :].splitlines():
+        match = _OPTION.match(line.strip())
+        if match is not None and ord(match.group(1)) - ord("A") == len(options):
+            options.append(line.strip())
+        elif options or line.strip():
+            break
+    return options if len(options) >= 2 else None
 
 
 def _sample_ids(path: Path, offsets: list[int]) -> list[str]:
@@ -143,38 +240,46 @@ def inspect_run(
     show_worst: bool = True,
     show_errors: bool = True,
 ) -> Inspection:
-    """The worst ``n`` samples of a run (by final score, or by ``scorer``'s value) and its errors by type.
+    """The worst ``n`` samples of a run (by final score, or by ``scorer``'s value) and its errors by cause.
 
-    ``axis`` limits the listing to one axis; ``failures_only`` to samples that did not pass. Records with
-    an error have no score and appear under the errors instead. Raises ``ConfigError`` for an axis or
-    scorer the run does not have.
+    ``axis`` limits both the listing and the errors to one axis. With ``scorer``, the listing holds the
+    records that have its value (an error record too, when the scorer ran before another one failed) and
+    the errors are those of records without its value. ``failures_only`` limits the listing to records
+    that did not pass and adds the error records, which the report counts as wrong: ranked at their
+    value, or at 0 without one, among the others. Without it, error records with no value appear only
+    under the errors. Raises ``ConfigError`` for an axis or scorer the run does not have.
     """
     if n < 1:
         raise ConfigError(f"--n: {n} must be at least 1")
     manifest = read_manifest(run_dir)
     path = RunPaths(run_dir).samples
     columns = load_columns_cached(path, scorer_keys(manifest))
-    eligible = np.ones(columns.n, dtype=np.bool_)
+    in_scope = np.ones(columns.n, dtype=np.bool_)
     if axis is not None:
         if axis not in columns.axes:
             known = ", ".join(sorted(columns.axes)) or "none yet"
             raise ConfigError(f"--axis: the run has no axis {axis!r} (its axes: {known})")
-        eligible &= columns.axis == columns.axes.index(axis)
+        in_scope &= columns.axis == columns.axes.index(axis)
     if scorer is not None:
         if scorer not in columns.scorers:
             raise ConfigError(f"--scorer: the run has no scorer {scorer!r} (its scorers: {', '.join(columns.scorers)})")
         values = columns.scorers[scorer]
     else:
         values = columns.score
-    eligible &= ~columns.error & ~np.isnan(values)
+    has_value = ~np.isnan(values)
+    has_error = columns.error_type >= 0
+    scoped_errors = in_scope & has_error & ~has_value
     if failures_only:
-        eligible &= ~columns.passed
+        eligible = in_scope & ((has_value & ~columns.passed) | (columns.error & ~has_value))
+        values = np.where(has_value, values, 0.0)
+    else:
+        eligible = in_scope & has_value
     worst: list[InspectedSample] | None = None
     if show_worst:
         rows = _worst_rows(path, values, eligible, columns.offset, columns.epoch, n)
         records = read_records_at(path, columns.offset[rows].tolist())
         worst = [_sample(record, float(values[row])) for record, row in zip(records, rows, strict=True)]
-    errors = _errors(path, columns.error_type, columns.offset, columns.error_types) if show_errors else None
+    errors = _errors(path, columns.offset[scoped_errors].tolist()) if show_errors else None
     return Inspection(
         run_id=manifest.run_id,
         model=manifest.model.id,
@@ -186,12 +291,27 @@ def inspect_run(
         axis=axis,
         failures_only=failures_only,
         candidates=int(np.count_nonzero(eligible)),
+        error_records=int(np.count_nonzero(scoped_errors)),
+        torn_bytes=columns.torn_bytes,
         worst=worst,
         errors=errors,
     )
 
 
+def _record_error(record: dict[str, Any]) -> SampleError | None:
+    error = record.get("error")
+    if not isinstance(error, dict):
+        return None
+    return SampleError(
+        type=str(error.get("type", "")),
+        stage=str(error.get("stage", "generate")),
+        message=str(error.get("message", "")),
+    )
+
+
 def _sample(record: dict[str, Any], value: float) -> InspectedSample:
+    text = _input_text(record.get("input", ""))
+    output = record.get("output")
     return InspectedSample(
         sample_id=str(record["sample_id"]),
         epoch=int(record["epoch"]),
@@ -199,41 +319,47 @@ def _sample(record: dict[str, Any], value: float) -> InspectedSample:
         value=value,
         score=record.get("score"),
         passed=record.get("passed"),
-        input=shorten(_input_text(record.get("input", ""))),
+        input=text,
+        input_chars=len(text),
+        choices=_choices(record),
         target=record.get("target", ""),
-        output=record.get("output"),
+        output=output,
+        output_chars=None if output is None else len(output),
         scores=record.get("scores") or {},
         explanations=record.get("explanations") or {},
         answers=record.get("answers") or {},
         latency_ms=record.get("latency_ms"),
         cost_usd=record.get("cost_usd"),
+        error=_record_error(record),
     )
 
 
-def _errors(
-    path: Path, error_type: NDArray[np.int32], offsets: NDArray[np.int64], types: list[str]
-) -> list[ErrorGroup]:
-    rows = np.flatnonzero(error_type >= 0)
-    if rows.size == 0:
-        return []
-    counts = np.bincount(error_type[rows], minlength=len(types))
-    # The first record of each type (in file order) is its example.
-    backwards = zip(rows[::-1].tolist(), error_type[rows][::-1].tolist(), strict=True)
-    first = {int(code): int(row) for row, code in backwards}
-    codes = sorted(first, key=lambda code: (-int(counts[code]), types[code]))
-    examples = read_records_at(path, [int(offsets[first[code]]) for code in codes])
+def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:
+    """The error records at ``offsets`` grouped by (type, stage, normalised message)."""
+    members: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for record in read_records_at(path, offsets):
+        error = _record_error(record)
+        if error is None:
+            continue
+        cause = (error.type, error.stage, normalise_message(error.message, str(record["sample_id"])))
+        members.setdefault(cause, []).append(record)
     groups = []
-    for code, record in zip(codes, examples, strict=True):
-        error = record.get("error") or {}
+    for (type_, stage, message), records in members.items():
+        records.sort(key=lambda r: (str(r["sample_id"]), int(r["epoch"])))
+        example = records[0]
         groups.append(
             ErrorGroup(
-                type=types[code],
-                count=int(counts[code]),
-                stage=str(error.get("stage", "generate")),
-                example_sample_id=str(record["sample_id"]),
-                example_epoch=int(record["epoch"]),
-                example_axis=str(record.get("axis", "default")),
-                example_message=str(error.get("message", "")),
+                type=type_,
+                count=len(records),
+                stage=stage,
+                message=message,
+                example_sample_id=str(example["sample_id"]),
+                example_epoch=int(example["epoch"]),
+                example_axis=str(example.get("axis", "default")),
+                example_message=str(example["error"].get("message", "")),
+                sample_ids=sorted({str(r["sample_id"]) for r in records}),
+                keys=[RecordKey(sample_id=str(r["sample_id"]), epoch=int(r["epoch"])) for r in records],
             )
         )
+    groups.sort(key=lambda g: (-g.count, g.type, g.stage, g.message))
     return groups

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import CliResult, TaskRoot, read_records
+from conftest import CliResult, TaskRoot, read_records, write_jsonl
 
 from eval_harness.errors import ConfigError
-from eval_harness.inspect import inspect_run, shorten
+from eval_harness.inspect import inspect_run, normalise_message, shorten
 
 Cli = Callable[..., CliResult]
 
@@ -75,10 +77,9 @@ def test_reads_only_the_artifacts(cli: Cli, task_root: TaskRoot) -> None:
     assert inspection.worst is not None and len(inspection.worst) == 2
 
 
-def test_long_inputs_are_shortened_in_the_middle() -> None:
+def test_long_texts_keep_their_head_and_tail_and_say_how_much_was_cut() -> None:
     text = "a" * 200 + "MIDDLE" + "z" * 200
-    short = shorten(text, limit=101)
-    assert short.startswith("a" * 49) and short.endswith("z" * 49) and " … " in short and "MIDDLE" not in short
+    assert shorten(text, limit=100, head=40) == "a" * 40 + " … 306 characters … " + "z" * 60
     assert shorten("short") == "short"
 
 
@@ -92,3 +93,191 @@ def test_control_characters_from_the_data_are_shown_not_sent_to_the_terminal(cli
     assert shown.code == 0, shown.err
     assert "\x1b" not in shown.out and "\x07" not in shown.out
     assert "evil\\x1b[2J\\x1b]0;pwned\\x07" in shown.out and "What is 1 + 1?\\x1b[31m" in shown.out
+
+
+def rewrite(run: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rewrite every record of ``run`` through ``change`` (as a run whose records say so would be written)."""
+    records = [change(record) for record in read_records(run)]
+    write_jsonl(run / "samples.jsonl", records)
+    (run / ".columns.npz").unlink(missing_ok=True)  # the cache describes the file as it was
+    return records
+
+
+def errored_run(cli: Cli, root: TaskRoot) -> Path:
+    return make_run(cli, root, "--model-arg", "skill=0.7", "--model-arg", "error_rate=0.3", "--max-retries", "0")
+
+
+def test_errors_are_limited_to_the_axis_asked_for(cli: Cli, task_root: TaskRoot) -> None:
+    run = errored_run(cli, task_root)
+    beta = [r for r in read_records(run) if r["error"] is not None and r["axis"] == "beta"]
+    inspection = inspect_run(run, axis="beta", show_worst=False)
+    assert inspection.errors is not None and 0 < len(beta) < len(
+        [r for r in read_records(run) if r["error"] is not None]
+    )
+    assert sum(g.count for g in inspection.errors) == inspection.error_records == len(beta)
+    assert {g.example_axis for g in inspection.errors} == {"beta"}
+
+
+def judge_failed_after_the_number_check(record: dict[str, Any]) -> dict[str, Any]:
+    """The record of a sample whose own scorer passed and whose judge then failed (audit HIGH-1)."""
+    if record["error"] is None and record["score"] == 1.0 and record["sample_id"] < "q0010":
+        record.update(
+            score=None,
+            passed=False,
+            error={"type": "SpentScoringError", "stage": "score", "message": "judge: judge call failed: 500"},
+        )
+    return record
+
+
+def test_under_a_scorer_only_the_errors_without_its_value_are_counted(cli: Cli, task_root: TaskRoot) -> None:
+    run = errored_run(cli, task_root)
+    records = rewrite(run, judge_failed_after_the_number_check)
+    without_value = [r for r in records if r["error"] is not None and "exact_match" not in r["scores"]]
+    assert len(without_value) < len([r for r in records if r["error"] is not None])
+    inspection = inspect_run(run, scorer="exact_match", show_worst=False)
+    assert inspection.errors is not None
+    assert [g.type for g in inspection.errors] == ["ProviderError"]
+    assert inspection.error_records == inspection.errors[0].count == len(without_value)
+
+
+def test_under_a_scorer_a_record_with_its_value_is_ranked_even_if_another_scorer_failed(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    run = errored_run(cli, task_root)
+    records = rewrite(run, judge_failed_after_the_number_check)
+    inspection = inspect_run(run, scorer="exact_match", show_errors=False)
+    assert inspection.candidates == sum("exact_match" in r["scores"] for r in records)
+
+
+def test_show_failures_lists_error_records_as_wrong_among_the_failures(cli: Cli, task_root: TaskRoot) -> None:
+    run = errored_run(cli, task_root)
+    records = read_records(run)
+    expected = sorted(
+        (0.0 if r["error"] is not None else r["score"], r["sample_id"], r["epoch"])
+        for r in records
+        if r["error"] is not None or not r["passed"]
+    )
+    inspection = inspect_run(run, n=100, failures_only=True)
+    assert inspection.worst is not None and inspection.candidates == len(expected)
+    assert [(s.value, s.sample_id, s.epoch) for s in inspection.worst] == expected
+    errored = {r["sample_id"] for r in records if r["error"] is not None}
+    assert {s.sample_id for s in inspection.worst if s.error is not None} == errored
+    assert all(s.error.type == "ProviderError" for s in inspection.worst if s.error is not None)
+
+
+def test_show_failures_marks_error_records_in_the_table(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "--model-arg", "error_rate=1", "--max-retries", "0")
+    shown = cli("inspect", "--run", run, "--show-failures", "--n", "2")
+    assert shown.code == 0, shown.err
+    assert "worst 2 failed samples" in shown.out and "ERROR ProviderError (generate), counted as wrong" in shown.out
+    assert "error:  mock/m: simulated provider error" in shown.out
+
+
+def two_causes(record: dict[str, Any]) -> dict[str, Any]:
+    """Judge errors of one type with two causes: an outage, and malformed verdicts at varying columns."""
+    if record["error"] is not None:
+        number = int(record["sample_id"][1:])
+        message = (
+            "judge: judge call failed: mock/judge: simulated provider error (error_rate=0.5)"
+            if number % 3
+            else f"judge: judge verdict malformed after one repair: not a single JSON object (column {number})"
+        )
+        record["error"] = {"type": "SpentScoringError", "stage": "score", "message": message}
+    return record
+
+
+def test_errors_of_one_type_are_split_by_their_normalised_message(cli: Cli, task_root: TaskRoot) -> None:
+    run = errored_run(cli, task_root)
+    records = rewrite(run, two_causes)
+    errored = [r for r in records if r["error"] is not None]
+    malformed = sorted((r["sample_id"], r["epoch"]) for r in errored if "malformed" in r["error"]["message"])
+    outage = sorted((r["sample_id"], r["epoch"]) for r in errored if "call failed" in r["error"]["message"])
+    assert malformed and outage
+    inspection = inspect_run(run, show_worst=False)
+    assert inspection.errors is not None
+    by_message = {g.message: g for g in inspection.errors}
+    assert set(by_message) == {
+        "judge: judge call failed: mock/judge: simulated provider error (error_rate=N)",
+        "judge: judge verdict malformed after one repair: not a single JSON object (column N)",
+    }
+    for group, keys in ((by_message[min(by_message)], outage), (by_message[max(by_message)], malformed)):
+        assert (group.type, group.stage, group.count) == ("SpentScoringError", "score", len(keys))
+        assert [(k.sample_id, k.epoch) for k in group.keys] == keys
+        assert group.sample_ids == sorted({sample_id for sample_id, _ in keys})
+        assert (group.example_sample_id, group.example_epoch) == keys[0]
+
+
+def test_the_error_example_does_not_depend_on_the_file_order(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "--model-arg", "error_rate=0.3", "--max-retries", "0", "--epochs", "2")
+    records = read_records(run)
+    first = min((r["sample_id"], r["epoch"]) for r in records if r["error"] is not None)
+    write_jsonl(run / "samples.jsonl", records[::-1])
+    (run / ".columns.npz").unlink(missing_ok=True)
+    inspection = inspect_run(run, show_worst=False)
+    assert inspection.errors is not None
+    assert (inspection.errors[0].example_sample_id, inspection.errors[0].example_epoch) == first
+
+
+def test_error_groups_in_json_list_the_keys_to_retry(cli: Cli, task_root: TaskRoot) -> None:
+    run = errored_run(cli, task_root)
+    errored = sorted([r["sample_id"], r["epoch"]] for r in read_records(run) if r["error"] is not None)
+    shown = cli("inspect", "--run", run, "--errors", "--format", "json")
+    assert shown.code == 0, shown.err
+    (group,) = json.loads(shown.out)["errors"]
+    assert [[k["sample_id"], k["epoch"]] for k in group["keys"]] == errored
+    assert group["example_sample_id"] == errored[0][0] and group["count"] == len(errored)
+
+
+def test_normalised_messages_keep_the_http_status_and_drop_what_varies() -> None:
+    assert normalise_message("HTTP 503 after 2.5s for 'q0001' (request req_8f3a9b2c4d5e6f)", "q0001") == (
+        "HTTP 503 after Ns for '…' (request <id>)"
+    )
+    assert normalise_message("q0007 has no verdict at line 3", "q0007") == "<sample> has no verdict at line N"
+
+
+def long_output(record: dict[str, Any]) -> dict[str, Any]:
+    record["output"] = "START" + "x" * 5000 + "The answer is 42."
+    return record
+
+
+def test_long_texts_are_shortened_in_the_table_and_whole_in_json(cli: Cli, task_root: TaskRoot) -> None:
+    task_root.data("adder.jsonl", [{"id": "q1", "input": "BEGIN" + "y" * 3000 + " What is 41 + 1?", "target": "42"}])
+    run = make_run(cli, task_root)
+    rewrite(run, long_output)
+    table = cli("inspect", "--run", run, "--n", "1")
+    assert table.code == 0, table.err
+    assert "output: START" in table.out and "… 4,222 characters …" in table.out and "The answer is 42." in table.out
+    assert "input:  BEGIN" in table.out and "… 2,221 characters …" in table.out and "x" * 1000 not in table.out
+    full = cli("inspect", "--run", run, "--n", "1", "--full")
+    assert "x" * 5000 in full.out and "characters …" not in full.out
+    (sample,) = json.loads(cli("inspect", "--run", run, "--n", "1", "--format", "json").out)["worst"]
+    assert sample["output"] == long_output({})["output"] and sample["output_chars"] == 5022
+    assert sample["input_chars"] == 3021 and sample["input"].endswith(" What is 41 + 1?")
+
+
+def test_a_multiple_choice_item_shows_its_options_beside_the_input(cli: Cli, task_root: TaskRoot) -> None:
+    task_root.template(
+        "mc.jinja2", "{{ input }}\n{% for c in choices %}{{ letters[loop.index0] }}. {{ c }}\n{% endfor %}"
+    )
+    task_root.data("mc.jsonl", [{"id": "m1", "input": "Which is a prime?", "choices": ["4", "6", "7"], "target": "C"}])
+    task_root.task(
+        "mc",
+        'name = "mc"\ntemplate = "mc.jinja2"\n[dataset]\npath = "data/mc.jsonl"\n[[scorers]]\nname = "exact_match"\n',
+    )
+    out = task_root.root / "results"
+    assert cli("run", "--task", task_root.root / "tasks" / "mc.toml", "--output-dir", out, "--run-id", "mc", "-q",
+               "--model", "mock/m").code == 0  # fmt: skip
+    (sample,) = inspect_run(out / "mc", n=1).worst or []
+    assert sample.choices == ["A. 4", "B. 6", "C. 7"]
+    shown = cli("inspect", "--run", out / "mc", "--n", "1")
+    assert "input:  Which is a prime?\n        A. 4\n        B. 6\n        C. 7\ntarget: C" in shown.out
+
+
+def test_a_torn_last_line_is_noted(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "--limit", "1")
+    with (run / "samples.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"sample_id":"q9')
+    shown = cli("inspect", "--run", run)
+    assert "1 record ·" in shown.out or shown.out.splitlines()[0].endswith("1 record")
+    assert "note: a torn last line (16 bytes) was ignored" in shown.out
+    assert json.loads(cli("inspect", "--run", run, "--format", "json").out)["torn_bytes"] == 16

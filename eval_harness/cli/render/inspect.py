@@ -1,5 +1,5 @@
 """``inspect``: the worst samples of a run, each with its input, target, output and scorer verdicts, and
-the error records grouped by type."""
+the error records grouped by cause."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eval_harness.cli.render import millis, money, stdout
+from eval_harness.inspect import HEAD_CHARS, INPUT_CHARS, shorten
 
 if TYPE_CHECKING:
     from eval_harness.inspect import InspectedSample, Inspection
@@ -18,25 +19,39 @@ def _target(value: str | list[str]) -> str:
     return value if isinstance(value, str) else " | ".join(value)
 
 
-def _print_sample(out: Console, rank: int, s: InspectedSample, ranked_by: str) -> None:
-    passed = "" if s.passed is None else (" · passed" if s.passed else " · failed")
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def _print_sample(out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool) -> None:
+    def cut(text: str) -> str:
+        return text if full else shorten(text, INPUT_CHARS, head=HEAD_CHARS)
+
+    if s.error is not None:
+        verdict = f" · ERROR {s.error.type} ({s.error.stage}), counted as wrong"
+    else:
+        verdict = "" if s.passed is None else (" · passed" if s.passed else " · failed")
     out.rule(
-        f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{passed} · "
+        f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{verdict} · "
         f"{millis(s.latency_ms)} ms · {money(s.cost_usd)}",
         align="left",
         style="dim",
     )
-    out.print(f"input:  {s.input}", markup=False, soft_wrap=True)
+    out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
+    for option in s.choices or []:
+        out.print(f"        {option}", markup=False, soft_wrap=True)
     out.print(f"target: {_target(s.target)}", markup=False, soft_wrap=True)
-    out.print(f"output: {s.output if s.output is not None else '–'}", markup=False, soft_wrap=True)
+    out.print(f"output: {cut(s.output) if s.output is not None else '–'}", markup=False, soft_wrap=True)
+    if s.error is not None:
+        out.print(f"error:  {s.error.message}", markup=False, soft_wrap=True)
     for name, value in s.scores.items():
         answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
         explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
         out.print(f"  {name} {value:.3f}{answer}{explanation}", markup=False, soft_wrap=True)
 
 
-def print_inspection(ins: Inspection, console: Console | None = None) -> None:
-    """The inspection on a terminal."""
+def print_inspection(ins: Inspection, console: Console | None = None, *, full: bool = False) -> None:
+    """The inspection on a terminal; ``full`` prints long inputs and outputs whole."""
     out = console or stdout
     incomplete = (
         f" · INCOMPLETE: {ins.expected_records - ins.records:,} of {ins.expected_records:,} records missing"
@@ -44,15 +59,19 @@ def print_inspection(ins: Inspection, console: Console | None = None) -> None:
         else ""
     )
     out.print(
-        f"{ins.model} on {ins.task} · run {ins.run_id} · {ins.records:,} records{incomplete}",
+        f"{ins.model} on {ins.task} · run {ins.run_id} · {_plural(ins.records, 'record')}{incomplete}",
         markup=False,
         soft_wrap=True,
     )
+    if ins.torn_bytes:
+        out.print(f"note: a torn last line ({ins.torn_bytes:,} bytes) was ignored", markup=False, soft_wrap=True)
+    scope = f" in axis {ins.axis}" if ins.axis else ""
     if ins.worst is not None:
-        scope = f" in axis {ins.axis}" if ins.axis else ""
-        kind = "failed samples" if ins.failures_only else "samples"
+        kind = "failed sample" if ins.failures_only else "sample"
+        errors = "; error records count as wrong, at 0 unless they have a value" if ins.failures_only else ""
         out.print(
-            f"worst {len(ins.worst)} {kind}{scope} by {ins.ranked_by} (of {ins.candidates:,}; ties by id):",
+            f"worst {_plural(len(ins.worst), kind)}{scope} by {ins.ranked_by} "
+            f"(of {ins.candidates:,}; ties by id{errors}):",
             style="bold",
             markup=False,
             soft_wrap=True,
@@ -60,21 +79,28 @@ def print_inspection(ins: Inspection, console: Console | None = None) -> None:
         if not ins.worst:
             out.print("  none", markup=False)
         for rank, sample in enumerate(ins.worst, 1):
-            _print_sample(out, rank, sample, ins.ranked_by)
+            _print_sample(out, rank, sample, ins.ranked_by, full)
+        if ins.failures_only and ins.errors is None and ins.error_records:
+            out.print(
+                f"{_plural(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
+                "--errors groups them by cause",
+                markup=False,
+                soft_wrap=True,
+            )
     if ins.errors is not None:
-        total = sum(g.count for g in ins.errors)
-        out.print(f"errors: {total:,}", style="bold", markup=False)
+        without = f" without a value for {ins.ranked_by}" if ins.ranked_by != "score" else ""
+        out.print(f"errors{scope}{without}: {ins.error_records:,}", style="bold", markup=False, soft_wrap=True)
         if ins.errors:
             table = Table(show_header=True)
-            for name in ("type", "count", "stage", "example", "message"):
+            for name in ("type", "count", "stage", "message", "example"):
                 table.add_column(name, justify="right" if name == "count" else "left")
             for g in ins.errors:
                 table.add_row(
                     g.type,
                     f"{g.count:,}",
                     g.stage,
+                    g.message,
                     f"{g.example_sample_id} (epoch {g.example_epoch}, {g.example_axis})",
-                    g.example_message,
                 )
             out.print(table)
 
