@@ -507,9 +507,8 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         seed=config.seed,
         epochs=config.epochs,
         limit=config.limit,
-        concurrency=config.concurrency,
-        timeout_s=config.timeout_s,
         fingerprint=parts.fingerprint,
+        **_session_settings(config),
         expected_records=count * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
@@ -518,6 +517,18 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     _render_first_prompt(plan)
     return plan
+
+
+def _session_settings(config: RunConfig) -> dict[str, Any]:
+    """The pacing and retry settings a manifest records (the last session's), so a resume keeps them."""
+    return {
+        "concurrency": config.concurrency,
+        "timeout_s": config.timeout_s,
+        "rpm": config.rpm,
+        "tpm": config.tpm,
+        "max_retries": config.max_retries,
+        "cache": config.cache,
+    }
 
 
 def _render_first_prompt(plan: RunPlan) -> None:
@@ -545,16 +556,36 @@ def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, override
             dataset=Path(manifest.dataset.path),
             output_dir=run_dir.parent,
             run_id=manifest.run_id,
-            concurrency=overrides.pop("concurrency", None) or manifest.concurrency,
+            concurrency=_kept(overrides, "concurrency", manifest.concurrency),
             epochs=manifest.epochs,
             limit=manifest.limit,
             seed=manifest.seed,
-            timeout_s=overrides.pop("timeout_s", None) or manifest.timeout_s,
+            timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
+            rpm=_kept(overrides, "rpm", manifest.rpm),
+            tpm=_kept(overrides, "tpm", manifest.tpm),
+            max_retries=_kept(overrides, "max_retries", manifest.max_retries),
+            cache=_kept(overrides, "cache", manifest.cache),
             generation=manifest.task.generation.model_dump(exclude_none=True),
             **{k: v for k, v in overrides.items() if v is not None},
         )
     except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
         raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
+
+
+def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
+    """The override given now (None: not given), else the value the manifest recorded."""
+    given = overrides.pop(name, None)
+    return recorded if given is None else given
+
+
+def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
+    """The recorded pacing and retry settings this resume replaces: field -> (recorded, now)."""
+    recorded = plan.manifest.model_dump()
+    return {
+        name: (recorded[name], value)
+        for name, value in _session_settings(plan.config).items()
+        if value != recorded[name]
+    }
 
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Parts) -> list[str]:
@@ -743,6 +774,7 @@ class Runner:
                     "status": "running",
                     "updated_at": _now(),
                     "sessions": plan.manifest.sessions + 1,
+                    **_session_settings(plan.config),  # as this session runs: what the next resume keeps
                     "forced_changes": [*plan.manifest.forced_changes, *forced],
                 }
             )
@@ -1068,8 +1100,8 @@ class Runner:
             messages=messages, config=plan.generation, sample=sample, epoch=epoch, seed=plan.config.seed
         )
         deadlines = self._deadlines
-        deadlines.start(task)
-        tally = CallTally()
+        # the sample's clock starts when its first request may be sent: queueing for --rpm/--tpm is not its time
+        tally = CallTally(on_first_send=lambda: deadlines.start(task))
         try:
             outcome = await self.gateway.generate(request, tally)
         except asyncio.CancelledError:
@@ -1133,12 +1165,12 @@ class _Deadlines:
         self._expired: set[asyncio.Task[None]] = set()
 
     def start(self, task: asyncio.Task[None]) -> None:
-        """``task`` begins waiting for one sample's generation."""
+        """``task``'s sample may send its first request: its timeout runs from now."""
         self._due[task] = self._loop.time() + self.timeout_s
 
     def stop(self, task: asyncio.Task[None]) -> bool:
         """The wait ended; True when it was the watchdog that ended it."""
-        del self._due[task]
+        self._due.pop(task, None)  # never started: a cached answer, or cancelled before its first request
         if task in self._expired:
             self._expired.discard(task)
             return True
@@ -1253,5 +1285,6 @@ __all__ = [
     "new_run_id",
     "plan_resume",
     "plan_run",
+    "replaced_settings",
     "run_directory_exists",
 ]

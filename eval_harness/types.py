@@ -264,8 +264,12 @@ class RunManifest(BaseModel):
     seed: int
     epochs: int
     limit: int | None
-    concurrency: int
-    timeout_s: float
+    concurrency: int = Field(description="--concurrency of the last session (a resume keeps it).")
+    timeout_s: float = Field(description="--timeout of the last session (a resume keeps it).")
+    rpm: float | None = Field(default=None, description="--rpm of the last session (a resume keeps it).")
+    tpm: float | None = Field(default=None, description="--tpm of the last session (a resume keeps it).")
+    max_retries: int = Field(default=5, description="--max-retries of the last session (a resume keeps it).")
+    cache: bool = Field(default=False, description="--cache of the last session (a resume keeps it).")
     fingerprint: str
     expected_records: int = Field(description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")

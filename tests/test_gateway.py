@@ -126,7 +126,6 @@ async def test_rpm_spaces_requests_evenly(server: FakeLLMServer) -> None:
     await gw.aclose()
     times = sorted(r.time for r in server.requests)
     assert times[-1] - times[0] >= 0.7 - 0.02
-    assert gw.backoff_s >= 0.7 * 4 - 0.1  # the waits of all eight add up: 0 + 0.1 + ... + 0.7
 
 
 async def test_a_429_halves_concurrency_for_the_whole_run(server: FakeLLMServer) -> None:
@@ -185,10 +184,15 @@ class Clock:
         return self.now
 
 
-def test_rate_limiter_books_calls_one_interval_apart() -> None:
+def test_rate_limiter_spaces_calls_one_interval_apart() -> None:
     clock = Clock()
-    limiter = RateLimiter(120, clock=clock)  # one every 0.5 s
-    assert [limiter.reserve() for _ in range(4)] == [0.0, 0.5, 1.0, 1.5]
+    limiter = RateLimiter(120, clock=clock)  # one every 0.5 s (and 0.1% to spare)
+    starts = []
+    for _ in range(4):
+        clock.now += limiter.delay()
+        limiter.take()
+        starts.append(clock.now - 100.0)
+    assert starts == pytest.approx([0.0, 0.5005, 1.001, 1.5015])
 
 
 def test_rate_limiter_never_lets_a_window_exceed_the_budget() -> None:
@@ -197,17 +201,20 @@ def test_rate_limiter_never_lets_a_window_exceed_the_budget() -> None:
     starts = []
     for _ in range(100):
         clock.now += 0.013  # callers arrive faster than the budget
-        starts.append(clock.now + limiter.reserve())
+        clock.now += limiter.delay()
+        limiter.take()
+        starts.append(clock.now)
     for start in starts:
         assert sum(1 for s in starts if start <= s < start + 1.0 - 1e-9) <= 10
 
 
 def test_token_limiter_charges_the_estimate_then_corrects_with_usage() -> None:
     clock = Clock()
-    limiter = RateLimiter(6000, clock=clock)  # 100 tokens a second
-    assert limiter.reserve(200) == 0.0
-    limiter.adjust(-100)  # the call used 100, not 200
-    assert limiter.reserve(50) == pytest.approx(1.0)
+    limiter = RateLimiter(6000, clock=clock)  # 100 tokens a second (and 0.1% to spare)
+    assert limiter.delay(200) == 0.0
+    booking = limiter.take(200)
+    limiter.adjust(booking, 100)  # the call used 100, not 200
+    assert limiter.delay(50) == pytest.approx(1.001)
 
 
 async def test_adaptive_concurrency_admits_up_to_the_limit_then_queues() -> None:
@@ -236,7 +243,7 @@ def test_adaptive_concurrency_cuts_once_per_burst_and_climbs_back_slowly() -> No
     assert limit.limit < 5  # a later burst cuts again
 
 
-async def test_a_named_wait_pauses_every_new_call() -> None:
+async def test_a_named_wait_pauses_every_new_call() -> None:  # (capped: see test_resilience.py)
     limit = AdaptiveConcurrency(4)
     limit.on_rate_limit(0.2)
     waited = await limit.acquire()

@@ -126,8 +126,8 @@ def test_a_timed_out_sample_keeps_the_attempts_retries_and_backoff_it_spent(task
     (record,) = read_records(task_root.root / "results" / "r1")
     assert record["error"]["type"] == "ProviderTimeoutError"
     assert record["attempts"] == probe.ProbeProvider.calls >= 4
-    # the probe refuses at once, so the timeout strikes while a retry waits: every attempt led to a retry
-    assert record["retries"] == {"rate_limit": record["attempts"]}
+    # the probe refuses at once, so the timeout strikes while a retry waits: that retry was never sent
+    assert record["retries"] == {"rate_limit": record["attempts"] - 1}
     assert record["backoff_s"] >= 0.05 * (record["attempts"] - 1)
     assert result.summary.retries_by_cause == record["retries"] and result.summary.backoff_s == record["backoff_s"]
 
@@ -487,6 +487,6 @@ def test_a_wait_cut_short_by_the_timeout_counts_only_the_time_it_lasted(task_roo
     # refused with a 429 that says "retry after 30 s"; the 0.5 s per-sample timeout ends the wait
     run(config(task_root, model="probe/p", model_args={"fail_first": "5", "retry_after": "30"}, timeout_s=0.5, limit=1))
     (record,) = read_records(task_root.root / "results" / "r1")
-    assert record["error"]["type"] == "ProviderTimeoutError" and record["retries"] == {"rate_limit": 1}
+    assert record["error"]["type"] == "ProviderTimeoutError" and record["retries"] == {}  # the retry was never sent
     # the watchdog ends a sample at most a quarter of its timeout late; before, the whole 30+ s wait was counted
     assert 0.3 <= record["backoff_s"] <= 0.5 * 1.25 + 0.05

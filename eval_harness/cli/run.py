@@ -152,7 +152,7 @@ _FLAGS = {
     "output_dir": "--output-dir", "run_id": "--run-id", "concurrency": "--concurrency", "epochs": "--epochs",
     "limit": "--limit", "seed": "--seed", "timeout_s": "--timeout", "max_retries": "--max-retries",
     "generation": "--temperature/--max-tokens", "rpm": "--rpm", "tpm": "--tpm", "judge_model": "--judge-model",
-    "judge_args": "--judge-arg",
+    "judge_args": "--judge-arg", "cache": "--cache",
 }  # fmt: skip
 """The flag that sets each RunConfig field, to name it in an error."""
 
@@ -200,7 +200,14 @@ def run_command(
             help="Seed of the mock provider's draws. Not sent to APIs: a task's [generation] seed is.",
         ),
     ] = 0,
-    timeout: Annotated[float, typer.Option(min=0.001, help="Per-sample timeout in seconds, retries included.")] = 120.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="Per-sample timeout in seconds, retries included; it starts when the sample's first request may "
+            "be sent (waiting for --rpm/--tpm is not counted).",
+        ),
+    ] = 120.0,
     max_retries: MaxRetries = None,
     temperature: Annotated[float | None, typer.Option(callback=_temperature, help="Sampling temperature.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Max output tokens.")] = None,
@@ -292,12 +299,26 @@ def run_command(
     finish_run(start_run(plan, quiet), gates, quiet)
 
 
+def _setting(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}"
+
+
 def _resume(
     run_dir: Path, overrides: dict[str, Any], retry_errors: bool, force: bool, gates: GateSpec, quiet: bool
 ) -> None:
-    from eval_harness.runner import plan_resume
+    from eval_harness.runner import plan_resume, replaced_settings
 
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
+    for name, (recorded, now) in replaced_settings(plan).items():
+        print(
+            f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} "
+            "(kept for later resumes)",
+            file=sys.stderr,
+        )
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
     finish_run(start_run(plan, quiet), gates, quiet)

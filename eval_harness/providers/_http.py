@@ -257,11 +257,14 @@ def _is_json(headers: Mapping[str, str]) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (delta seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (delta seconds or an HTTP date); a
+    ``retry-after-ms`` of 0 or less gives way to ``retry-after`` (the gateway backs off exponentially when the
+    wait named is not positive)."""
     millis = headers.get("retry-after-ms")
     if millis is not None:
         try:
-            return max(float(millis) / 1000, 0.0)
+            if float(millis) > 0:
+                return float(millis) / 1000
         except ValueError:
             pass
     value = headers.get("retry-after")

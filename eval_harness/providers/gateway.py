@@ -12,7 +12,9 @@ to try again. For one call, in order:
 3. The call. A transient failure is retried with tenacity: exponential backoff with jitter, or the
    server's ``Retry-After`` / reset time when it gave one; ``--max-retries`` bounds the retries.
 
-Time a sample spends waiting in 2 or 3 is its ``backoff_s``. The happy path calls the provider directly:
+A sample's ``backoff_s`` is the time between its attempts: from a failure to the next attempt's admission
+(the tenacity wait, then any run-wide pause after a 429). Queueing for a slot and ``--rpm``/``--tpm``
+pacing are not backoff and are not counted. The happy path calls the provider directly:
 tenacity costs ~70 µs a call, more than a whole zero-latency sample, so it takes over only after a first
 transient failure.
 """
@@ -62,32 +64,83 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and not isinstance(exc, AuthenticationError) and (exc.retry_cause is not None)
 
 
+WINDOW_S = 60.0 * 1.001
+"""The window a per-minute budget is held over: a minute and 0.1% to spare, so that the network's jitter
+cannot put N + 1 requests into a minute as the provider counts it."""
+
+
+@dataclass
+class Booking:
+    """One call's share of a budget, as booked when it started."""
+
+    started: float
+    cost: float
+    live: bool = True
+    """False once the call has left the window (its cost no longer counts)."""
+
+
 class RateLimiter:
     """A per-minute budget shared by every call of a run (requests, or tokens), paced without bursts.
 
-    Virtual scheduling (GCRA): each call books ``cost`` units of the budget at the earliest free time and
-    waits until then, so callers are served in arrival order and in any window of T seconds at most
-    ``T × per_minute / 60`` units plus one call's cost start. A call whose real cost differs from its
-    estimate corrects the schedule with ``adjust``.
+    A call may start when both hold: the pacing (each call delays the next by its cost times
+    ``WINDOW_S / per_minute``, counted from when it really started, so calls do not bunch up) and the window
+    (the calls started in the last ``WINDOW_S`` plus this one cost at most ``per_minute``; a call larger than
+    the whole budget goes alone). So no window of a minute holds more than the budget. A call is booked only
+    when it starts (``take``): a caller cancelled while it waited holds nothing back. A call whose real cost
+    differs from its estimate corrects its booking with ``adjust``.
     """
 
     def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
         if per_minute <= 0:
             raise ValueError("per_minute must be positive")
-        self.seconds_per_unit = 60.0 / per_minute
+        self.per_minute = per_minute
+        self.seconds_per_unit = WINDOW_S / per_minute
         self._clock = clock
         self._next_free = -float("inf")
+        self._window: deque[Booking] = deque()
+        self._in_window = 0.0
 
-    def reserve(self, cost: float = 1.0) -> float:
-        """Book ``cost`` units; returns how many seconds the caller must wait before starting."""
+    def _forget_old(self, now: float) -> None:
+        window = self._window
+        while window and window[0].started <= now - WINDOW_S:
+            booking = window.popleft()
+            booking.live = False
+            self._in_window -= booking.cost
+
+    def delay(self, cost: float = 1.0) -> float:
+        """Seconds until a call of ``cost`` units may start (0: now)."""
         now = self._clock()
-        start = max(now, self._next_free)
-        self._next_free = start + cost * self.seconds_per_unit
-        return start - now
+        self._forget_old(now)
+        wait = self._next_free - now
+        excess = self._in_window + cost - self.per_minute
+        if self._window and excess > 1e-9:
+            freed = 0.0
+            leaves = self._window[-1].started  # a call larger than the budget waits until it is alone
+            for booking in self._window:
+                freed += booking.cost
+                if freed >= excess - 1e-9:
+                    leaves = booking.started
+                    break
+            wait = max(wait, leaves + WINDOW_S - now)
+        return max(0.0, wait)
 
-    def adjust(self, delta: float) -> None:
-        """Correct a booking by ``delta`` units (negative when the call used less than estimated)."""
+    def take(self, cost: float = 1.0) -> Booking:
+        """Book ``cost`` units for a call starting now."""
+        now = self._clock()
+        self._forget_old(now)
+        self._next_free = max(now, self._next_free) + cost * self.seconds_per_unit
+        booking = Booking(now, cost)
+        self._window.append(booking)
+        self._in_window += cost
+        return booking
+
+    def adjust(self, booking: Booking, cost: float) -> None:
+        """The call of ``booking`` really cost ``cost`` units (less or more than estimated)."""
+        delta = cost - booking.cost
         self._next_free += delta * self.seconds_per_unit
+        if booking.live:
+            self._in_window += delta
+        booking.cost = cost
 
 
 class AdaptiveConcurrency:
@@ -98,8 +151,15 @@ class AdaptiveConcurrency:
     limit climbs back by about one slot per window of ``limit`` successes (additive increase).
     """
 
-    def __init__(self, maximum: int, cooldown_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        maximum: int,
+        cooldown_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_pause_s: float = RetryPolicy.max_wait_s,
+    ) -> None:
         self.maximum = maximum
+        self.max_pause_s = max_pause_s
         self.limit = float(maximum)
         self.in_flight = 0
         self.cooldown_s = cooldown_s
@@ -115,7 +175,8 @@ class AdaptiveConcurrency:
         return self.limit < self.maximum or self._pause_until > self._clock()
 
     async def acquire(self) -> float:
-        """Wait for a slot; returns the seconds spent waiting."""
+        """Wait for a slot; returns the seconds spent waiting (a caller that needs the time of a wait it may be
+        cancelled in measures it itself)."""
         if (
             not self._waiters
             and self.in_flight < int(self.limit)
@@ -175,30 +236,44 @@ class AdaptiveConcurrency:
             self._wake()
 
     def on_rate_limit(self, retry_after: float | None) -> None:
-        """A 429: fewer calls in flight for the whole run, and a pause when the server named a wait."""
+        """A 429: fewer calls in flight for the whole run, and a pause when the server named a wait (at most
+        ``max_pause_s``, as a retry's own wait: one day-long Retry-After must not freeze the run)."""
         now = self._clock()
         if now - self._last_cut >= self.cooldown_s:
             self._last_cut = now
             self.limit = max(1.0, self.limit / 2)
         if retry_after is not None and retry_after > 0:
-            self._pause_until = max(self._pause_until, now + retry_after)
+            self._pause_until = max(self._pause_until, now + min(retry_after, self.max_pause_s))
 
 
 @dataclass
 class CallTally:
-    """What one sample's calls cost: attempts, retries by cause, seconds waited (the caller may hold it, to
+    """What one sample's calls cost: attempts, retries by cause, seconds of backoff (the caller may hold it, to
     know what was spent when it cancels the calls)."""
 
     attempts: int = 0
     retries: dict[str, int] = field(default_factory=dict)
     waited: float = 0.0
-    waiting_until: float = 0.0
-    """When the wait counted last ends (``time.monotonic``): a cancellation before then did not spend it all."""
+    """Seconds between attempts (backoff), the wait in progress not included (see ``end_wait``)."""
+    on_first_send: Callable[[], None] | None = None
+    """Called once, when the first request may be sent (admitted and paced): the per-sample clock starts."""
+    _wait_started: float | None = None
 
-    def wait(self, seconds: float) -> None:
-        """Count a wait about to begin."""
-        self.waited += seconds
-        self.waiting_until = time.monotonic() + seconds
+    def begin_wait(self) -> None:
+        """A wait between attempts begins."""
+        if self._wait_started is None:
+            self._wait_started = time.monotonic()
+
+    def end_wait(self) -> None:
+        """The wait in progress (if any) ends: count the time it lasted."""
+        if self._wait_started is not None:
+            self.waited += time.monotonic() - self._wait_started
+            self._wait_started = None
+
+    def first_send(self) -> None:
+        callback, self.on_first_send = self.on_first_send, None
+        if callback is not None:
+            callback()
 
 
 class Gateway:
@@ -218,9 +293,12 @@ class Gateway:
         self.policy = policy or RetryPolicy()
         self.retries_by_cause: Counter[str] = Counter()
         self.backoff_s = 0.0
-        self.concurrency = AdaptiveConcurrency(concurrency or provider.context.concurrency)
+        self.concurrency = AdaptiveConcurrency(
+            concurrency or provider.context.concurrency, max_pause_s=self.policy.max_wait_s
+        )
         self.rpm = RateLimiter(rpm) if rpm else None
         self.tpm = RateLimiter(tpm) if tpm else None
+        self._pacing = asyncio.Lock()  # callers wait for the budgets in arrival order; only the first books
         self.cache = cache
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
         self._secrets = provider.secrets()
@@ -249,7 +327,8 @@ class Gateway:
         """One generation: from the cache, or called with admission and retries; never raises ``ProviderError``.
 
         ``tally`` (new and empty) receives the attempts, retries and waits as they happen: a caller that
-        cancels the generation (a per-sample timeout) still knows what it cost (see ``cancelled``)."""
+        cancels the generation (a per-sample timeout) still knows what it cost (see ``cancelled``); its
+        ``on_first_send`` is called when the first request may be sent."""
         key = None
         if self.cache is not None:
             body = self.provider.request_body(request)
@@ -269,8 +348,8 @@ class Gateway:
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
-            if not _is_transient(exc) or self.policy.max_retries == 0:
-                return self._outcome(None, exc, tally)
+            if not self._retryable(exc) or self.policy.max_retries == 0:
+                return self._outcome(None, self._explained(exc), tally)
             retried, error = await self._retry(request, exc, tally)
             if retried is None:
                 return self._outcome(None, error, tally)
@@ -295,7 +374,7 @@ class Gateway:
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
         """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
         cancellation cut short counts for the time it lasted)."""
-        tally.waited = max(0.0, tally.waited - max(0.0, tally.waiting_until - time.monotonic()))
+        tally.end_wait()
         return self._outcome(None, error, tally)
 
     def _outcome(
@@ -306,21 +385,22 @@ class Gateway:
         self.backoff_s += tally.waited
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
 
-    async def _attempt(self, request: GenerateRequest, tally: CallTally) -> Completion:
-        """One call: admission, then the provider; feeds the adaptive limit and the token budget."""
+    async def _attempt(self, request: GenerateRequest, tally: CallTally, retrying: str | None = None) -> Completion:
+        """One call: admission, then the provider; feeds the adaptive limit and the token budget.
+
+        ``retrying``: the cause of the failure this call retries; the retry counts once it is sent, and the
+        wait since that failure (begun by ``_retry``) lasts until the call is admitted."""
         concurrency = self.concurrency
-        tally.waited += await concurrency.acquire()
-        estimate = 0
+        await concurrency.acquire()
+        booking = None
         try:
+            tally.end_wait()
             if self.rpm is not None or self.tpm is not None:
-                wait = self.rpm.reserve() if self.rpm is not None else 0.0
-                if self.tpm is not None:
-                    estimate = estimate_tokens(request.messages) + (request.config.max_tokens or 0)
-                    wait = max(wait, self.tpm.reserve(estimate))
-                if wait > 0:
-                    tally.wait(wait)  # counted before: a timeout may cancel the wait (see ``cancelled``)
-                    await asyncio.sleep(wait)
+                booking = await self._pace(request)
+            tally.first_send()
             tally.attempts += 1
+            if retrying is not None:
+                tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
             completion = await self.provider.generate(request)
         except ProviderError as exc:
             if exc.retry_cause == "rate_limit":
@@ -328,11 +408,30 @@ class Gateway:
             raise
         finally:
             concurrency.release()
-        if self.tpm is not None:
-            usage = completion.usage
-            self.tpm.adjust(usage.prompt_tokens + usage.completion_tokens - estimate)
+        usage = completion.usage
+        spent = usage.prompt_tokens + usage.completion_tokens
+        if booking is not None and spent > 0:  # no usage reported: the estimate stays spent
+            assert self.tpm is not None
+            self.tpm.adjust(booking, spent)
         concurrency.on_success()
         return completion
+
+    async def _pace(self, request: GenerateRequest) -> Booking | None:
+        """Wait until ``--rpm`` and ``--tpm`` admit the call, then book it; returns its token booking.
+
+        Not a wait between retries, so not backoff; nothing is booked before the call may start, so a caller
+        cancelled meanwhile leaves the budgets as they were."""
+        rpm, tpm = self.rpm, self.tpm
+        estimate = estimate_tokens(request.messages) + (request.config.max_tokens or 0) if tpm is not None else 0
+        async with self._pacing:
+            while True:
+                wait = max(rpm.delay() if rpm is not None else 0.0, tpm.delay(estimate) if tpm is not None else 0.0)
+                if wait <= 0:
+                    break
+                await asyncio.sleep(wait)
+            if rpm is not None:
+                rpm.take()
+            return tpm.take(estimate) if tpm is not None else None
 
     async def _retry(
         self, request: GenerateRequest, first_failure: ProviderError, tally: CallTally
@@ -343,16 +442,19 @@ class Gateway:
             initial = self.policy.initial_wait_s
             self._exponential = wait_exponential_jitter(multiplier=initial, jitter=initial, max=self.policy.max_wait_s)
 
+        cause: str | None = None
+
         def before_sleep(state: RetryCallState) -> None:
+            nonlocal cause
             error = state.outcome.exception() if state.outcome is not None else None
-            if isinstance(error, ProviderError) and error.retry_cause is not None:
-                tally.retries[error.retry_cause] = tally.retries.get(error.retry_cause, 0) + 1
-            tally.wait(state.next_action.sleep if state.next_action is not None else 0.0)
+            cause = error.retry_cause if isinstance(error, ProviderError) else None
+            if state.next_action is not None and state.next_action.sleep > 0:  # a retry at once waits for nothing
+                tally.begin_wait()
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.policy.max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(self._retryable),
             before_sleep=before_sleep,
             reraise=True,
         )
@@ -364,11 +466,11 @@ class Gateway:
                     if not replayed:
                         replayed = True
                         raise first_failure
-                    return await self._attempt(request, tally), None
+                    return await self._attempt(request, tally, cause or "other"), None
         except AuthenticationError:
             raise
         except ProviderError as exc:
-            return None, exc
+            return None, self._explained(exc)
         return None, first_failure  # pragma: no cover - tenacity either returns or raises
 
     async def _store(self, key: str, completion: Completion) -> None:
@@ -383,11 +485,42 @@ class Gateway:
             raise outcome.error or ProviderError("no completion")
         return outcome.completion
 
+    def _too_long(self, error: BaseException) -> bool:
+        """A 429 whose server asks for a longer wait than a retry may wait (a daily quota, say)."""
+        return (
+            isinstance(error, ProviderError)
+            and error.retry_cause == "rate_limit"
+            and error.retry_after is not None
+            and error.retry_after > self.policy.max_wait_s
+        )
+
+    def _retryable(self, error: BaseException) -> bool:
+        return _is_transient(error) and not self._too_long(error)
+
+    def _explained(self, error: ProviderError) -> ProviderError:
+        """``error``, saying why it was not retried when the server's wait was too long."""
+        if not self._too_long(error):
+            return error
+        wait, cap = error.retry_after, self.policy.max_wait_s
+        return type(error)(
+            f"rate limited: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})",
+            retry_cause=error.retry_cause,
+            retry_after=error.retry_after,
+            status_code=error.status_code,
+            request_id=error.request_id,
+        )
+
     def _wait(self, state: RetryCallState) -> float:
-        """The server's Retry-After / reset time (plus up to 10% jitter) when given, else exponential backoff."""
+        """The server's Retry-After / reset time (plus up to 10% jitter) when it named a positive wait, else
+        exponential backoff (as the official SDKs do: a wait of 0 would spend every retry at once)."""
         error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, ProviderError) and error.retry_after is not None:
-            wait = max(error.retry_after, 0.0)
+        # 0 from the wire itself means at once (a stale kept-alive connection: no server asked anything)
+        if (
+            isinstance(error, ProviderError)
+            and error.retry_after is not None
+            and (error.retry_after > 0 or error.retry_cause == "connection")
+        ):
+            wait = error.retry_after
             return min(wait + random.uniform(0, 0.1 * wait), self.policy.max_wait_s)
         return float(self._exponential(state))
 
@@ -396,4 +529,4 @@ class Gateway:
         await self.provider.aclose()
 
 
-__all__ = ["AdaptiveConcurrency", "CallTally", "Gateway", "GenerationOutcome", "RateLimiter", "RetryPolicy"]
+__all__ = ["AdaptiveConcurrency", "Booking", "CallTally", "Gateway", "GenerationOutcome", "RateLimiter", "RetryPolicy"]

@@ -1,0 +1,283 @@
+"""Resilience over a real HTTP server: capped 429 pauses, pacing outside the timeout, budgets kept on resume.
+
+Each test pins one defect of the resilience audit (notes/audit-resil.md): the run-wide pause after a 429,
+the per-sample timeout and the ``--rpm``/``--tpm`` queue, the settings a resume keeps, a server that
+reports no usage, ``Retry-After: 0``, what ``backoff_s`` counts, the 60 s windows, and retries never sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult, TaskRoot, read_records
+from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, rate_limited
+
+from eval_harness.artifacts import read_manifest
+from eval_harness.config import RunConfig, Settings
+from eval_harness.errors import ProviderTimeoutError
+from eval_harness.providers.base import ProviderContext, create_provider
+from eval_harness.providers.gateway import CallTally, Gateway, RateLimiter, RetryPolicy
+from eval_harness.runner import Runner, RunResult, plan_resume, plan_run
+from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def request(number: int = 0, max_tokens: int | None = None) -> GenerateRequest:
+    text = f"Question {number}: [[answer: {number}]]"
+    return GenerateRequest(
+        messages=[ChatMessage(role="user", content=text)],
+        config=GenerateConfig(max_tokens=max_tokens),
+        sample=Sample(id=f"s{number}", input=text, target=str(number)),
+    )
+
+
+def gateway(
+    server: FakeLLMServer,
+    *,
+    max_wait_s: float = 5.0,
+    initial_wait_s: float = 0.01,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    concurrency: int = 4,
+) -> Gateway:
+    provider = create_provider(
+        "openai-compatible/fake",
+        {"base_url": server.base_url},
+        ProviderContext(settings=Settings(), concurrency=concurrency),
+    )
+    policy = RetryPolicy(max_retries=3, initial_wait_s=initial_wait_s, max_wait_s=max_wait_s)
+    return Gateway(provider, policy, concurrency=concurrency, rpm=rpm, tpm=tpm)
+
+
+def once_per_prompt(replies: dict[str, Reply]) -> Callable[[RecordedRequest], Reply | None]:
+    """A rule answering the first request whose prompt holds a key with that key's reply."""
+
+    def decide(recorded: RecordedRequest) -> Reply | None:
+        for mark, reply in replies.items():
+            if mark in recorded.prompt and recorded.attempt == 1:
+                return reply
+        return None
+
+    return decide
+
+
+async def cancelled_after(gw: Gateway, req: GenerateRequest, seconds: float) -> tuple[CallTally, Any]:
+    """Start a generation, cancel it after ``seconds`` as the per-sample timeout does; the outcome it records."""
+    tally = CallTally()
+    job = asyncio.ensure_future(gw.generate(req, tally))
+    await asyncio.sleep(seconds)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    return tally, gw.cancelled(tally, ProviderTimeoutError("timeout"))
+
+
+# 1. the run-wide pause after a 429 -----------------------------------------------------------------------
+async def test_a_retry_after_longer_than_the_cap_fails_the_sample_at_once_with_the_servers_wait(
+    server: FakeLLMServer,
+) -> None:
+    server.script(rate_limited("3600"))
+    gw = gateway(server, max_wait_s=2)
+    outcome = await asyncio.wait_for(gw.generate(request()), 10)
+    await gw.aclose()
+    assert len(server.requests) == 1
+    assert outcome.completion is None and outcome.error is not None
+    assert "rate limited: the server asks to wait 3600 s, longer than the 2 s a retry may wait" in str(outcome.error)
+
+
+async def test_the_run_wide_pause_after_a_429_lasts_no_longer_than_a_retry_may_wait(server: FakeLLMServer) -> None:
+    server.script(rate_limited("3600"))
+    gw = gateway(server, max_wait_s=0.5)
+    await gw.generate(request(1))  # fails at once, and pauses the run for the cap, not for an hour
+    outcome = await asyncio.wait_for(gw.generate(request(2)), 10)
+    await gw.aclose()
+    assert outcome.completion is not None and outcome.completion.text == "2"
+
+
+async def test_a_retry_cancelled_while_the_run_is_paused_counts_the_pause_it_waited(server: FakeLLMServer) -> None:
+    # s1 is told to retry after 0.3 s, s2 after 3 s: s1's retry then waits in the run-wide pause until it is cut
+    server.rule = once_per_prompt({"Question 1:": rate_limited("0.3"), "Question 2:": rate_limited("3")})
+    gw = gateway(server)
+    other = asyncio.ensure_future(gw.generate(request(2)))
+    _tally, outcome = await cancelled_after(gw, request(1), 1.5)
+    other.cancel()
+    await asyncio.gather(other, return_exceptions=True)
+    await gw.aclose()
+    assert outcome.backoff_s >= 1.0  # before: the 0.3 s of its own wait only
+
+
+# 2. the per-sample timeout and the --rpm/--tpm queue -----------------------------------------------------
+def served_task(task_root: TaskRoot, server: FakeLLMServer, **overrides: Any) -> RunConfig:
+    values: dict[str, Any] = {
+        "task": str(task_root.root / "tasks" / "adder.toml"),
+        "model": "openai-compatible/fake",
+        "model_args": {"base_url": server.base_url},
+        "output_dir": task_root.root / "results",
+        "run_id": "r1",
+    }
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def run(cfg: RunConfig) -> RunResult:
+    return asyncio.run(Runner(plan_run(cfg)).run())
+
+
+def test_waiting_for_an_rpm_slot_does_not_count_against_the_timeout(task_root: TaskRoot, server: FakeLLMServer) -> None:
+    # one request every 0.5 s: the sixth may be sent 2.5 s after the start, well after a 1 s timeout
+    result = run(served_task(task_root, server, rpm=120, concurrency=6, limit=6, timeout_s=1.0))
+    records = read_records(task_root.root / "results" / "r1")
+    assert result.status == "complete" and len(server.requests) == 6
+    assert [r["error"] for r in records] == [None] * 6
+
+
+async def test_a_sample_cancelled_while_waiting_for_an_rpm_slot_gives_the_slot_back(server: FakeLLMServer) -> None:
+    gw = gateway(server, rpm=30, concurrency=8)  # one request every 2 s
+    first = await gw.generate(request(0))
+    waiting = [asyncio.ensure_future(gw.generate(request(i))) for i in (1, 2, 3)]
+    await asyncio.sleep(0.2)
+    for job in waiting:
+        job.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    later = await asyncio.wait_for(gw.generate(request(4)), 4.5)  # the next free slot, not the one after three
+    await gw.aclose()
+    assert first.completion is not None and later.completion is not None
+    assert [r.prompt.split(":")[0] for r in server.requests] == ["Question 0", "Question 4"]
+
+
+# 3. a resume keeps the run's pacing and retry settings ---------------------------------------------------
+def test_a_resume_keeps_the_recorded_rpm_tpm_retries_and_cache(task_root: TaskRoot, tmp_path: Path) -> None:
+    cfg = RunConfig(
+        task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=task_root.root / "results",
+        run_id="r1", rpm=6000, tpm=900000, max_retries=2, cache=True, cache_dir=tmp_path / "cache", limit=2,
+    )  # fmt: skip
+    run(cfg)
+    resumed = plan_resume(task_root.root / "results" / "r1", settings=Settings(cache_dir=tmp_path / "cache"))
+    config = resumed.config
+    assert (config.rpm, config.tpm, config.max_retries, config.cache) == (6000, 900000, 2, True)
+
+
+def test_a_resume_override_of_the_rpm_is_recorded_for_the_next_resume(task_root: TaskRoot) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
+                  run_id="r1", rpm=6000, max_retries=0, limit=2))  # fmt: skip
+    asyncio.run(Runner(plan_resume(run_dir, {"rpm": 9000.0})).run())
+    again = plan_resume(run_dir)
+    assert (again.config.rpm, again.config.max_retries) == (9000, 0)
+
+
+def test_a_manifest_written_before_the_settings_were_recorded_still_resumes(task_root: TaskRoot) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
+                  run_id="r1", limit=2))  # fmt: skip
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    for name in ("rpm", "tpm", "max_retries", "cache"):
+        manifest.pop(name, None)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert RunManifest.model_validate(manifest).max_retries == 5
+    config = plan_resume(run_dir).config
+    assert (config.rpm, config.tpm, config.max_retries, config.cache) == (None, None, 5, False)
+
+
+def test_resume_says_on_stderr_which_recorded_setting_it_replaces(
+    task_root: TaskRoot, cli: Callable[..., CliResult]
+) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
+                  run_id="r1", rpm=6000, limit=2))  # fmt: skip
+    result = cli("resume", run_dir, "--rpm", "9000", "--max-retries", "5", "-q")
+    assert result.code == 0, result.err
+    assert "--rpm 9000 replaces the run's recorded 6000" in result.err
+    assert "--max-retries" not in result.err  # the recorded value again: nothing replaced
+    assert read_manifest(run_dir).rpm == 9000
+
+
+# 4. --tpm against a server that reports no usage ---------------------------------------------------------
+async def test_tpm_keeps_the_estimate_as_spent_when_the_server_reports_no_usage(server: FakeLLMServer) -> None:
+    server.rule = lambda _request: Reply(usage=False)
+    gw = gateway(server, tpm=6000)  # 100 tokens a second; a request is estimated at ~25 tokens
+    await gw.generate(request(1, max_tokens=10))
+    await gw.generate(request(2, max_tokens=10))
+    await gw.aclose()
+    first, second = server.requests
+    assert second.time - first.time >= 0.2  # before: the estimate was refunded and the second went at once
+
+
+# 5. Retry-After of 0 or less -----------------------------------------------------------------------------
+@pytest.mark.parametrize("retry_after", ["0", "-5"])
+async def test_a_retry_after_of_zero_or_less_falls_back_to_exponential_backoff(
+    server: FakeLLMServer, retry_after: str
+) -> None:
+    server.script(rate_limited(retry_after))
+    gw = gateway(server, initial_wait_s=0.3)
+    outcome = await gw.generate(request())
+    await gw.aclose()
+    first, second = server.requests
+    assert outcome.completion is not None
+    assert second.time - first.time >= 0.3
+
+
+# 6. backoff_s counts the waits between retries only ------------------------------------------------------
+async def test_rpm_pacing_is_not_counted_as_backoff(server: FakeLLMServer) -> None:
+    gw = gateway(server, rpm=600, concurrency=6)  # one request every 0.1 s
+    outcomes = await asyncio.gather(*(gw.generate(request(i)) for i in range(6)))
+    await gw.aclose()
+    assert [o.backoff_s for o in outcomes] == [0.0] * 6 and gw.backoff_s == 0.0
+
+
+# 7. the 60 s windows hold at most the budget --------------------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def starts_of(limiter: RateLimiter, clock: Clock, costs: list[float], late_s: float = 0.0) -> list[float]:
+    """When calls of ``costs`` start, each caller waking ``late_s`` after the limiter said it may go."""
+    starts = []
+    for cost in costs:
+        clock.now += limiter.delay(cost) + late_s
+        limiter.take(cost)
+        starts.append(clock.now)
+    return starts
+
+
+def most_in_a_minute(starts: list[float], costs: list[float]) -> float:
+    return max(sum(c for s, c in zip(starts, costs, strict=True) if t <= s < t + 60) for t in starts)
+
+
+def test_rpm_windows_hold_at_most_n_requests_when_a_caller_wakes_late() -> None:
+    clock = Clock()
+    limiter = RateLimiter(120, clock=clock)
+    costs = [1.0] * 300
+    starts = starts_of(limiter, clock, costs[:1], late_s=0.004) + starts_of(limiter, clock, costs[1:])
+    assert most_in_a_minute(starts, costs) <= 120
+
+
+def test_tpm_windows_hold_at_most_the_budget_whatever_the_costs() -> None:
+    clock = Clock()
+    costs = [10.0] * 9 + [90.0] + [10.0] * 20  # small calls, then one large one at the end of the window
+    starts = starts_of(RateLimiter(100, clock=clock), clock, costs)
+    assert most_in_a_minute(starts, costs) <= 100
+
+
+# 8. a retry cut off before it was sent -------------------------------------------------------------------
+async def test_a_retry_cut_off_by_the_timeout_before_it_was_sent_is_not_counted(server: FakeLLMServer) -> None:
+    server.script(rate_limited("3"))
+    gw = gateway(server)
+    _tally, outcome = await cancelled_after(gw, request(), 0.5)
+    await gw.aclose()
+    assert len(server.requests) == 1
+    assert outcome.attempts == 1 and outcome.retries == {} and gw.retries_by_cause == {}
