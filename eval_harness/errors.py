@@ -117,6 +117,16 @@ class ProviderError(EvalHarnessError):
         self.request_id = request_id
 
 
+class ReplayedError(ProviderError):
+    """A source run's generation error, replayed by ``rescore``: recorded again with its own type and
+    message (not as a ProviderError named "replayed ..."), so errors_by_type and inspect's groups stay the
+    source's, however many times a run is rescored."""
+
+    def __init__(self, recorded_type: str, message: str, request_id: str | None = None) -> None:
+        super().__init__(message, request_id=request_id)
+        self.recorded_type = recorded_type
+
+
 class ProviderHTTPError(ProviderError):
     """The provider answered with an HTTP error status."""
 

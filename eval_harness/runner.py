@@ -61,6 +61,7 @@ from eval_harness.errors import (
     EvalHarnessError,
     ProviderError,
     ProviderTimeoutError,
+    ReplayedError,
     ResumeMismatchError,
 )
 from eval_harness.frontier import START, FrontierTracker
@@ -1146,7 +1147,8 @@ class Runner:
 
     def _generation_error(self, error: BaseException) -> ErrorInfo:
         message = redact(str(error) or type(error).__name__, self._secrets)
-        return ErrorInfo(type=type(error).__name__, message=message, stage="generate")
+        kind = error.recorded_type if isinstance(error, ReplayedError) else type(error).__name__
+        return ErrorInfo(type=kind, message=message, stage="generate")
 
 
 class _Deadlines:

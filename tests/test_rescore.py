@@ -96,6 +96,18 @@ def test_generation_errors_of_the_source_are_replayed_as_errors(source_run: Path
     assert result.summary.overall.errors == len(failed_before)
 
 
+def test_a_replayed_error_keeps_its_type_and_message_through_rescores_of_rescores(source_run: Path) -> None:
+    # before: "ProviderError" / "replayed ProviderError: replayed ProviderError: mock/m: ..." one level a rescore
+    errors_before = {r["sample_id"]: r["error"] for r in read_records(source_run) if r["error"]}
+    run = source_run
+    for run_id in ("once", "twice"):
+        plan = plan_rescore(run, scorers=["exact_match"], run_id=run_id)
+        asyncio.run(Runner(plan).run())
+        run = plan.run_dir
+        errors_after = {r["sample_id"]: r["error"] for r in read_records(run) if r["error"]}
+        assert errors_after == errors_before
+
+
 def test_rescore_calls_no_model(task_root: TaskRoot) -> None:
     probe.ProbeProvider.reset()
     config = RunConfig(

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.artifacts import iter_record_dicts, record_key
-from eval_harness.errors import ArtifactError, ProviderError
+from eval_harness.errors import ArtifactError, ProviderError, ReplayedError
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
 from eval_harness.types import Completion, GenerateRequest, Usage
 
@@ -41,7 +41,11 @@ class ReplayProvider(Provider):
             raise ProviderError(f"replay: {self.source_run} has no record of this sample and epoch")
         if record["output"] is None:
             error = record["error"] or {}
-            raise ProviderError(f"replayed {error.get('type', 'error')}: {error.get('message', 'no output')}")
+            raise ReplayedError(
+                str(error.get("type") or "ProviderError"),
+                str(error.get("message") or "no output"),
+                request_id=record["request_id"],
+            )
         return Completion(
             text=record["output"],
             finish_reason=record["finish_reason"],
