@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_subprocess
 
 from eval_harness.cli.app import main
 
@@ -92,3 +93,14 @@ def test_fail_on_regression_names_the_axes_b_lost(demo: tuple[Path, Path], capsy
     assert cli("compare", "--run-a", demo[0], "--run-b", demo[1], "--fail-on-regression") == 1
     err = capsys.readouterr().err
     assert "regression: B is significantly worse on arithmetic" in err and "string_ops" in err
+
+
+def test_the_readmes_demo_comparison_is_what_compare_prints(demo: tuple[Path, Path]) -> None:
+    # the README shows `make demo`'s compare table: its score rows must be the real ones (a statistics change
+    # once left a stale interval there); latency is not in these rows, so the test runs without it
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = [line for line in readme.splitlines() if "│ mcnemar │" in line and "(points)" not in line]
+    assert len(shown) >= 5  # the four axes and overall of the demo block
+    printed = run_subprocess("compare", "--run-a", demo[0], "--run-b", demo[1], columns=160).out.splitlines()
+    for line in shown[:5]:
+        assert line in printed, line
