@@ -8,6 +8,7 @@ read back whole, and the error records when the errors are asked for.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import orjson
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from eval_harness.aggregate import load_columns_cached, read_records_at, scorer_keys
+from eval_harness.aggregate import iter_records_at, load_columns_cached, read_records_at, scorer_keys
 from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.errors import ConfigError
 
@@ -50,6 +51,8 @@ _TOKEN_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]{12,}\b")
 _NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 MESSAGE_CHARS = 300
+LISTED_KEYS = 1_000
+"""At most this many keys (and sample ids) of an error group in JSON; its ``count`` is the whole."""
 """A normalised message is cut to this many characters, so a long tail (an HTTP body) does not split a cause."""
 
 
@@ -107,8 +110,8 @@ class ErrorGroup(BaseModel):
     example_epoch: int
     example_axis: str
     example_message: str
-    sample_ids: list[str] = Field(description="The distinct sample ids of the group, sorted.")
-    keys: list[RecordKey] = Field(description="Every record of the group, sorted by sample id then epoch.")
+    sample_ids: list[str] = Field(description="The group's distinct sample ids, sorted (the first 1,000).")
+    keys: list[RecordKey] = Field(description="The group's records by sample id then epoch (the first 1,000).")
 
 
 class Inspection(BaseModel):
@@ -150,8 +153,19 @@ def shorten(text: str, limit: int = INPUT_CHARS, *, head: int | None = None) -> 
 
 def normalise_message(message: str, sample_id: str = "") -> str:
     """``message`` with what varies between records of one cause replaced: the sample id by '<sample>',
-    quoted text by '…', long ids by '<id>', numbers by 'N' (an HTTP status is kept)."""
-    text = message.replace(sample_id, "<sample>") if sample_id else message
+    quoted text by '…', long ids by '<id>', numbers by 'N' (an HTTP status is kept).
+
+    The sample id is replaced only where it stands alone and has 3 characters or more: a short id ("0", "e")
+    would otherwise be found inside the message's own words and numbers and split one cause into several."""
+    if len(sample_id) >= 3 and sample_id in message:
+        message = re.sub(rf"(?<![\w-]){re.escape(sample_id)}(?![\w-])", "<sample>", message)
+    return _normalised(message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalised(text: str) -> str:
+    """The id-free part of ``normalise_message``: cached, since one cause's messages repeat (an outage over
+    200,000 records is one message, normalised once)."""
     text = _QUOTED.sub("'…'", text)
     text = _TOKEN_ID.sub("<id>", text)
     text = _NUMBER.sub("N", text)
@@ -335,30 +349,37 @@ def _sample(record: dict[str, Any], value: float) -> InspectedSample:
 
 
 def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:
-    """The error records at ``offsets`` grouped by (type, stage, normalised message)."""
-    members: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for record in read_records_at(path, offsets):
-        error = _record_error(record)
-        if error is None:
+    """The error records at ``offsets`` grouped by (type, stage, normalised message).
+
+    Only what a group shows is kept of each record (a run that is all errors holds hundreds of thousands),
+    and a group lists at most ``LISTED_KEYS`` of its keys: ``resume --retry-errors`` retries them all."""
+    members: dict[tuple[str, str, str], list[tuple[str, int, str, str]]] = {}
+    for record in iter_records_at(path, offsets):
+        error = record.get("error")
+        if not isinstance(error, dict):
             continue
-        cause = (error.type, error.stage, normalise_message(error.message, str(record["sample_id"])))
-        members.setdefault(cause, []).append(record)
+        # the dict's fields as _record_error reads them, without a pydantic model per record (1 s in 200,000)
+        message = str(error.get("message", ""))
+        sample_id = str(record["sample_id"])
+        cause = (str(error.get("type", "")), str(error.get("stage", "generate")), normalise_message(message, sample_id))
+        member = (sample_id, int(record["epoch"]), str(record.get("axis", "default")), message)
+        members.setdefault(cause, []).append(member)
     groups = []
     for (type_, stage, message), records in members.items():
-        records.sort(key=lambda r: (str(r["sample_id"]), int(r["epoch"])))
-        example = records[0]
+        records.sort(key=lambda r: (r[0], r[1]))
+        sample_id, epoch, axis, example_message = records[0]
         groups.append(
             ErrorGroup(
                 type=type_,
                 count=len(records),
                 stage=stage,
                 message=message,
-                example_sample_id=str(example["sample_id"]),
-                example_epoch=int(example["epoch"]),
-                example_axis=str(example.get("axis", "default")),
-                example_message=str(example["error"].get("message", "")),
-                sample_ids=sorted({str(r["sample_id"]) for r in records}),
-                keys=[RecordKey(sample_id=str(r["sample_id"]), epoch=int(r["epoch"])) for r in records],
+                example_sample_id=sample_id,
+                example_epoch=epoch,
+                example_axis=axis,
+                example_message=example_message,
+                sample_ids=sorted({r[0] for r in records})[:LISTED_KEYS],
+                keys=[RecordKey(sample_id=r[0], epoch=r[1]) for r in records[:LISTED_KEYS]],
             )
         )
     groups.sort(key=lambda g: (-g.count, g.type, g.stage, g.message))

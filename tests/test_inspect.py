@@ -235,6 +235,28 @@ def test_normalised_messages_keep_the_http_status_and_drop_what_varies() -> None
     assert normalise_message("q0007 has no verdict at line 3", "q0007") == "<sample> has no verdict at line N"
 
 
+def test_a_short_sample_id_is_not_replaced_inside_the_message() -> None:
+    # before: id "0" turned "error_rate=0.1" into "error_rate=<sample>.1", so one cause became several groups
+    assert normalise_message("mock/m: simulated provider error (error_rate=0.1)", "0") == (
+        "mock/m: simulated provider error (error_rate=N)"
+    )
+    assert normalise_message("item-12 failed; see item-123", "item-12") == "<sample> failed; see item-N"
+
+
+def test_a_group_lists_at_most_a_thousand_keys_and_counts_them_all(cli: Cli, task_root: TaskRoot) -> None:
+    # before: every key of every group (15 MB of JSON for an outage over 200,000 records)
+    run = errored_run(cli, task_root)
+    records = read_records(run)
+    failed = next(r for r in records if r["error"] is not None)
+    many = [{**failed, "sample_id": f"z{i:05d}", "epoch": 0} for i in range(1_200)]
+    write_jsonl(run / "samples.jsonl", [*records, *many])
+    (run / ".columns.npz").unlink(missing_ok=True)
+    inspection = inspect_run(run, show_worst=False)
+    assert inspection.errors is not None
+    group = max(inspection.errors, key=lambda g: g.count)
+    assert group.count >= 1_200 and len(group.keys) == 1_000 and len(group.sample_ids) == 1_000
+
+
 def long_output(record: dict[str, Any]) -> dict[str, Any]:
     record["output"] = "START" + "x" * 5000 + "The answer is 42."
     return record
