@@ -202,6 +202,22 @@ def test_resume_says_on_stderr_which_recorded_setting_it_replaces(
     assert read_manifest(run_dir).rpm == 9000
 
 
+def test_run_resume_keeps_the_recorded_concurrency_and_timeout_when_not_given(
+    task_root: TaskRoot, cli: Callable[..., CliResult]
+) -> None:
+    # before: `run --resume` passed its own defaults (16, 120 s) as overrides, replacing the recorded 3 and 7 s
+    run_dir = task_root.root / "results" / "r1"
+    run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
+                  run_id="r1", concurrency=3, timeout_s=7.0, limit=2))  # fmt: skip
+    result = cli("run", "--resume", run_dir, "-q")
+    assert result.code == 0, result.err
+    assert "replaces" not in result.err
+    manifest = read_manifest(run_dir)
+    assert (manifest.concurrency, manifest.timeout_s) == (3, 7.0)
+    given = cli("run", "--resume", run_dir, "--concurrency", "5", "-q")
+    assert given.code == 0 and "--concurrency 5 replaces the run's recorded 3" in given.err
+
+
 # 4. --tpm against a server that reports no usage ---------------------------------------------------------
 async def test_tpm_keeps_the_estimate_as_spent_when_the_server_reports_no_usage(server: FakeLLMServer) -> None:
     server.rule = lambda _request: Reply(usage=False)

@@ -205,7 +205,8 @@ def run_command(
         typer.Option(
             min=0.001,
             help="Per-sample timeout in seconds, retries included; it starts when the sample's first request may "
-            "be sent (waiting for --rpm/--tpm is not counted).",
+            "be sent (waiting before it — for --rpm/--tpm, or a run-wide pause after a 429, at most 60 s — is not "
+            "counted).",
         ),
     ] = 120.0,
     max_retries: MaxRetries = None,
@@ -241,8 +242,10 @@ def run_command(
                 f"--resume continues {resume} as it started, so {', '.join(given)} cannot change it; drop "
                 f"{'it' if len(given) == 1 else 'them'}, or start a new run"
             )
-        overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
-                     "tpm": tpm, "cache": cache or None}  # fmt: skip
+        # concurrency and timeout have defaults here (a new run's): only values given replace the recorded ones
+        overrides = {"concurrency": concurrency if _given(ctx, "concurrency") else None,
+                     "timeout_s": timeout if _given(ctx, "timeout") else None, "max_retries": max_retries,
+                     "rpm": rpm, "tpm": tpm, "cache": cache or None}  # fmt: skip
         _resume(resume, overrides, retry_errors, force, gates, quiet)
         return
     from pydantic import ValidationError
