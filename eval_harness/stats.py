@@ -692,7 +692,19 @@ def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) 
             high = middle
         else:
             low = middle + 1
-    return high
+    # A run scores whole items: at n the score is k/n for k = floor(pn) or ceil(pn), and the one nearer 50% has
+    # the wider interval (p = 0.99 at n = 43 is 42 or 43 right, and 42 of 43 is 87.9–99.6, not ±5). From the
+    # fractional answer up, the fewest n at which both whole counts meet the margin.
+    n = high
+    while max(_wilson_half_width(k, n, z2) for k in {math.floor(p * n), math.ceil(p * n)}) > margin:
+        n += 1
+    return n
+
+
+def _wilson_half_width(successes: int, n: int, z2: float) -> float:
+    """Half the width of the Wilson interval of ``successes`` of ``n`` (z² given)."""
+    p = successes / n
+    return math.sqrt(z2 * p * (1.0 - p) / n + z2 * z2 / (4.0 * n * n)) / (1.0 + z2 / n)
 
 
 def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95, *, sd: float | None = None) -> int:

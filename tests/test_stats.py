@@ -945,9 +945,10 @@ def test_sample_size_refuses_a_margin_whose_square_underflows() -> None:
         sample_size(1e-200)
 
 
-# statsmodels 0.15.0 proportion_confint(p * n, n, alpha=0.05, method="wilson"): the width at n is <= 0.06 and at
-# n - 1 above it, for each (p, n) below
-@pytest.mark.parametrize(("p", "n"), [(0.0, 61), (0.01, 84), (0.5, 1064), (0.9, 388), (1.0, 61)])
+# statsmodels 0.15.0 proportion_confint(k, n, alpha=0.05, method="wilson") for k = floor(pn) and ceil(pn): both
+# intervals at most 0.06 wide at n, and at no n below it (searched from n = 1 upward: p = 0.01 and
+# 0.99 first hold at 88, 0.9 at 389, 0.5 at 1064, 0 and 1 at 61)
+@pytest.mark.parametrize(("p", "n"), [(0.0, 61), (0.01, 88), (0.5, 1064), (0.9, 389), (0.99, 88), (1.0, 61)])
 def test_wilson_sample_size_is_the_fewest_items_for_the_width(p: float, n: int) -> None:
     assert stats.wilson_sample_size(0.03, p) == n
 
