@@ -664,12 +664,14 @@ def expected_calibration_error(confidences: ArrayLike, labels: ArrayLike, bins: 
 
 
 def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
-    """The fewest items whose Wilson interval around a proportion ``p`` is at most ``2 * margin`` wide.
+    """The fewest items at which a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson interval at
+    most ``2 * margin`` wide.
 
     Unlike ``sample_size``'s normal approximation this stays honest near 0 and 1, where the interval is
     asymmetric and the approximation's p(1-p) collapses (p = 0 gave "1 sample", p = 0.99 gave 43 where 42 of
-    43 right is still 87.9–99.6). The width, 2z·sqrt(p(1-p)/n + z²/4n²)/(1 + z²/n), falls as n grows, so the
-    answer is found by bisection. Raises ``ValueError`` as ``sample_size`` does.
+    43 right is still 87.9–99.6). The width at a fractional score, 2z·sqrt(p(1-p)/n + z²/4n²)/(1 + z²/n), falls
+    as n grows, so bisection finds where it first fits; from there the whole counts are checked upward.
+    Raises ``ValueError`` as ``sample_size`` does.
     """
     check_confidence(confidence)
     if not (0.0 < margin <= 1.0):
