@@ -18,7 +18,7 @@ from eval_harness.providers.gateway import Gateway, RetryPolicy
 from eval_harness.scorers import ScoringPipeline, build_scorer
 from eval_harness.scorers.base import SkipScore, SpentScoringError
 from eval_harness.scorers.judge import VerdictError, parse_pairwise_verdict, parse_rubric_verdict
-from eval_harness.types import Completion, GenerateRequest, Sample, ScorerSpec, Usage
+from eval_harness.types import ChatMessage, Completion, GenerateRequest, Sample, ScorerSpec, Usage
 
 SAMPLE = Sample(id="s1", input="The council spent 40 pounds.", target="Council spent 40 pounds.")
 CRITERIA = {"faithfulness": "supported by the article", "coverage": "states the main point"}
@@ -414,3 +414,25 @@ def test_the_report_gives_the_judges_reliability_per_run(
     markdown = cli("report", "--run", str(tmp_path / "pw"), "--format", "markdown")
     assert "### Judge reliability" in markdown and "| pairwise_judge | pairwise | 4 |" in markdown
     assert json.loads(cli("report", "--run", str(tmp_path / "src"), "--format", "json"))["judge_reliability"] == []
+
+
+async def test_the_built_in_rubrics_show_the_judge_a_chat_samples_earlier_turns() -> None:
+    # before: `{{ input }}` is the last user turn only, so the judge graded "And in euros?" without the question
+    conversation = [
+        ChatMessage(role="system", content="Be brief."),
+        ChatMessage(role="user", content="How much did the council spend?"),
+        ChatMessage(role="assistant", content="40 pounds."),
+        ChatMessage(role="user", content="And in euros?"),
+    ]
+    sample = Sample(id="c1", input=conversation, target="About 46 euros.")
+    for rubric in ("judge_summary.jinja2", "judge_instructions.jinja2"):
+        judge = ScriptedJudge([verdict(quality=4)])
+        spec = ScorerSpec(name="rubric_judge", args={"rubric": rubric, "criteria": ["quality"]})
+        await build_scorer(spec, judge).score("46 euros", sample)
+        shown = judge.requests[0].messages[-1].content
+        expected = "[user] How much did the council spend?\n[assistant] 40 pounds.\n[user] And in euros?\n"
+        assert expected in shown and "Be brief." not in shown
+    single = ScriptedJudge([verdict(quality=4)])
+    spec = ScorerSpec(name="rubric_judge", args={"rubric": "judge_summary.jinja2", "criteria": ["quality"]})
+    await build_scorer(spec, single).score("x", Sample(id="s", input="Summarise this.", target="y"))
+    assert "[user]" not in single.requests[0].messages[-1].content  # one turn reads as before

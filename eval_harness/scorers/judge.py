@@ -215,6 +215,11 @@ class _Judge(Scorer):
 
     def _messages(self, sample: Sample, variables: Mapping[str, Any], reply_format: str) -> list[ChatMessage]:
         template = self.settings.template
+        # `input` is the last user turn; a chat sample's earlier turns are `history`, so a rubric can show the
+        # judge the whole conversation the answer belongs to (the built-in rubrics do)
+        earlier = sample.input[:-1] if isinstance(sample.input, list) else []
+        history = [{"role": m.role, "content": m.content} for m in earlier if m.role != "system"]
+        variables = {"history": history, **variables}
         prompt = dataclasses.replace(template, variables={**template.variables, **variables}).render(sample)[-1].content
         system = self.settings.system_prompt
         messages = [ChatMessage(role="system", content=system)] if system else []
