@@ -176,7 +176,16 @@ def _example(sample: Sample) -> dict[str, Any]:
 def load_template(
     directory: Path, name: str, system_prompt: str | None = None, variables: dict[str, Any] | None = None
 ) -> PromptTemplate:
-    """Load ``directory/name``; a syntax error names the file and line."""
+    """Load ``directory/name``; a syntax error names the file and line.
+
+    ``name`` must stay inside ``directory``: a task spec's ``template = "../.env"`` (or an absolute path) would
+    otherwise put any readable file, keys included, into every prompt sent to the provider."""
+    parts = Path(name).parts
+    if Path(name).is_absolute() or ".." in parts or not parts:
+        raise TemplateError(
+            f"template {name!r}: a template is a file in {directory} (no absolute path, no '..'); it would "
+            "otherwise read any file into the prompts"
+        )
     path = directory / name
     try:
         source = path.read_text(encoding="utf-8")

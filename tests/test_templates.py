@@ -225,3 +225,20 @@ def test_the_context_names_are_those_template_vars_may_not_take(tmp_path: Path) 
 
     (tmp_path / "all.jinja2").write_text("".join(f"{{{{ {name} }}}}" for name in sorted(TEMPLATE_SAMPLE_VARIABLES)))
     load_template(tmp_path, "all.jinja2").render(Sample(id="s", input="q", target="a"))  # none is undefined
+
+
+@pytest.mark.parametrize("name", ["../.env", "/etc/hostname", "sub/../../x.jinja2"])
+def test_a_template_outside_the_templates_directory_is_refused(tmp_path: Path, name: str) -> None:
+    # before: template = "../.env" in a task spec put the file's keys into every prompt (and the records)
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-canary-tmpl-0001\n")
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    with pytest.raises(TemplateError, match=r"a template is a file in .* \(no absolute path, no '\.\.'\)") as caught:
+        load_template(templates, name)
+    assert "sk-canary" not in str(caught.value)
+
+
+def test_a_template_in_a_subdirectory_of_templates_still_loads(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "t.jinja2").write_text("Q: {{ input }}\n")
+    assert load_template(tmp_path, "mine/t.jinja2").render(Sample(id="s", input="x", target="y"))[-1].content == "Q: x"
