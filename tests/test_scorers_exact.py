@@ -218,3 +218,25 @@ async def test_numeric_scorer_reports_a_decimal_with_all_its_digits() -> None:
     scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric"}))
     score = await scorer.score("It came to 12,345.67 pounds.", sample("12345.67"))
     assert (score.value, score.answer) == (1.0, "12345.67")  # :g showed 12345.7
+
+
+@pytest.mark.parametrize(
+    ("mode", "output", "target", "value"),
+    [
+        # before: 0.0 — the reasoning's "the answer is 40" outranked the tag, and the tags defeated the match
+        (
+            "numeric",
+            "<reasoning>At first the answer is 40, but 2 more: 42.</reasoning>\n<answer>42</answer>",
+            "42",
+            1.0,
+        ),
+        ("numeric", "<answer>42</answer>\n<reasoning>then 7 more were sold</reasoning>", "42", 1.0),
+        ("lenient", "<answer> Paris </answer>", "paris", 1.0),
+        ("strict", "<reasoning>x</reasoning><answer>Paris</answer>", "Paris", 1.0),
+        ("strict", "<answer>Lyon</answer>", "Paris", 0.0),
+        ("numeric", "<answer></answer> The answer is 12.", "12", 1.0),  # an empty tag is no answer: the text is read
+    ],
+)
+async def test_an_answer_tag_is_what_exact_match_reads(mode: str, output: str, target: str, value: float) -> None:
+    score = await build_scorer(ScorerSpec(name="exact_match", args={"mode": mode})).score(output, sample(target))
+    assert score.value == value

@@ -268,6 +268,17 @@ def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
     raise ValueError(f"unknown exact_match mode {mode!r}; use one of {', '.join(MODES)}")
 
 
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+
+def answer_tag(output: str) -> str | None:
+    """The text of the last non-empty ``<answer>...</answer>`` in ``output`` (what an XML-output template asks
+    the model to put there), else None. Without it, "the answer is 40" in the reasoning beat
+    ``<answer>42</answer>`` and ``<answer>Paris</answer>`` never matched "Paris"."""
+    found = [text.strip() for text in _ANSWER_TAG.findall(output) if text.strip()]
+    return found[-1] if found else None
+
+
 @register_scorer("exact_match")
 def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
     """Exact match against any of the sample's targets; ``tolerance`` is the absolute slack of numeric mode."""
@@ -279,6 +290,9 @@ def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
     def score(output: str, sample: Sample) -> Score:
         targets = sample.targets
         expected = " or ".join(map(repr, targets))
+        tagged = answer_tag(output)
+        if tagged is not None:
+            output = tagged
         if mode == "numeric":
             predicted = extract_number(output)
             if predicted is None:
@@ -288,9 +302,12 @@ def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
                 return Score(value=0.0, answer=str(predicted), explanation=f"no number in the reference {expected}")
             hit = any(same_number(predicted, reference, tolerance) for reference in references)
             verdict = "equals" if hit else "differs from"
-            return Score(value=float(hit), answer=str(predicted), explanation=f"read {predicted}; {verdict} {expected}")
+            source = " in the <answer> tag" if tagged is not None else ""
+            explanation = f"read {predicted}{source}; {verdict} {expected}"
+            return Score(value=float(hit), answer=str(predicted), explanation=explanation)
         best = max([exact_match(output, target, mode) for target in targets])
         verdict = "matches" if best else "does not match"
-        return Score(value=best, explanation=f"{mode}: output {verdict} {expected}")
+        what = "the <answer> tag" if tagged is not None else "output"
+        return Score(value=best, explanation=f"{mode}: {what} {verdict} {expected}")
 
     return FunctionScorer(score)
