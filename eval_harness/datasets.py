@@ -662,6 +662,13 @@ def _check_input(value: Any, label: str = "input") -> str | list[ChatMessage]:
             if not isinstance(content, str):
                 raise _FieldProblem(f"{where}.content", f"expected a string, got {_json_type(content)}")
             messages.append(ChatMessage(role=role, content=content))
+        if messages[-1].role != "user":
+            # the template renders the last message as the user's turn: an assistant or system turn there would
+            # silently change role and reach the model as a second user turn
+            raise _FieldProblem(
+                f"{label}[{len(messages) - 1}].role",
+                f"the last message must be the user's (the turn the model answers), got {messages[-1].role!r}",
+            )
         return messages
     raise _FieldProblem(label, f"expected a string or a list of messages, got {_json_type(value)}")
 

@@ -214,6 +214,16 @@ def test_chat_message_input_and_several_targets(tmp_path: Path) -> None:
     assert only.targets == ["x", "y"]
 
 
+def test_a_chat_input_must_end_with_the_users_turn(tmp_path: Path) -> None:
+    # before: a last assistant turn was rendered as a second user turn, silently changing its role
+    ending = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "partial answer"}]
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "m", "input": ending, "target": "t"}])
+    report = validate_dataset(path)
+    assert report.problem_lines() == [
+        f"{path}:1: input[1].role: the last message must be the user's (the turn the model answers), got 'assistant'"
+    ]
+
+
 def test_field_mapping_and_target_pattern_read_gsm8k_style_answers(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"question": "2+2?", "answer": "2 plus 2\n#### 1,004"}])
     spec = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"####\s*(.+)$")
