@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from eval_harness.config import RunConfig
 from eval_harness.providers.base import Provider
+from eval_harness.runner import Runner, RunResult, plan_run
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
 
 REPO = Path(__file__).resolve().parent.parent
@@ -174,3 +177,21 @@ async def failure(provider: Provider, req: GenerateRequest | None = None) -> Bas
     with pytest.raises(Exception) as caught:
         await call(provider, req)
     return caught.value
+
+
+def adder_run_config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
+    """A RunConfig of the task root's ``adder`` task with the mock model into ``results/r1``; ``overrides``
+    replace any field."""
+    values: dict[str, Any] = {
+        "task": str(task_root.root / "tasks" / "adder.toml"),
+        "model": "mock/m",
+        "output_dir": task_root.root / "results",
+        "run_id": "r1",
+    }
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def run_to_end(config: RunConfig) -> RunResult:
+    """Plan and run ``config`` in this process, to its end."""
+    return asyncio.run(Runner(plan_run(config)).run())

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, TaskRoot, read_records
+from conftest import CliResult, TaskRoot, adder_run_config, read_records, run_to_end
 from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, rate_limited
 
 from eval_harness.artifacts import read_manifest
@@ -22,7 +22,7 @@ from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import CallTally, Gateway, RateLimiter, RetryPolicy
-from eval_harness.runner import Runner, RunResult, plan_resume, plan_run
+from eval_harness.runner import Runner, plan_resume
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
 
@@ -118,19 +118,11 @@ async def test_a_retry_cancelled_while_the_run_is_paused_counts_the_pause_it_wai
 
 # 2. the per-sample timeout and the --rpm/--tpm queue -----------------------------------------------------
 def served_task(task_root: TaskRoot, server: FakeLLMServer, **overrides: Any) -> RunConfig:
-    values: dict[str, Any] = {
-        "task": str(task_root.root / "tasks" / "adder.toml"),
-        "model": "openai-compatible/fake",
-        "model_args": {"base_url": server.base_url},
-        "output_dir": task_root.root / "results",
-        "run_id": "r1",
-    }
-    values.update(overrides)
-    return RunConfig(**values)
+    served = {"model": "openai-compatible/fake", "model_args": {"base_url": server.base_url}}
+    return adder_run_config(task_root, **{**served, **overrides})
 
 
-def run(cfg: RunConfig) -> RunResult:
-    return asyncio.run(Runner(plan_run(cfg)).run())
+run = run_to_end
 
 
 def test_waiting_for_an_rpm_slot_does_not_count_against_the_timeout(task_root: TaskRoot, server: FakeLLMServer) -> None:

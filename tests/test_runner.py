@@ -10,10 +10,9 @@ from typing import Any
 
 import probe
 import pytest
-from conftest import TaskRoot, arithmetic_records, read_records, write_jsonl
+from conftest import TaskRoot, adder_run_config, arithmetic_records, read_records, run_to_end, write_jsonl
 
 from eval_harness.artifacts import read_manifest, read_summary
-from eval_harness.config import RunConfig
 from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
 from eval_harness.runner import Runner, RunResult, dry_run, plan_resume, plan_run
 from eval_harness.types import SampleRecord
@@ -25,19 +24,8 @@ def reset_probe() -> None:
     probe.FLAKY["broken"] = True
 
 
-def config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
-    values: dict[str, Any] = {
-        "task": str(task_root.root / "tasks" / "adder.toml"),
-        "model": "mock/m",
-        "output_dir": task_root.root / "results",
-        "run_id": "r1",
-    }
-    values.update(overrides)
-    return RunConfig(**values)
-
-
-def run(cfg: RunConfig) -> RunResult:
-    return asyncio.run(Runner(plan_run(cfg)).run())
+config = adder_run_config
+run = run_to_end
 
 
 def resume(run_dir: Path, **kwargs: Any) -> RunResult:
