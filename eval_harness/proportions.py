@@ -48,12 +48,17 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     # without the >1 s scipy.stats import that every run summary would otherwise pay.
     z = z_value(confidence)
     p = successes / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    centre = (p + z * z / (2 * n)) / (1.0 + z * z / n)
+    half = wilson_half_width(p, n, z)
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return low, high
 
 
-__all__ = ["check_confidence", "check_counts", "wilson_interval", "z_value"]
+def wilson_half_width(p: float, n: int, z: float) -> float:
+    """Half the width of the Wilson interval around a proportion ``p`` (a count's, or a fractional one when
+    planning) of ``n`` items at the normal quantile ``z``."""
+    return z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1.0 + z * z / n)
+
+
+__all__ = ["check_confidence", "check_counts", "wilson_half_width", "wilson_interval", "z_value"]

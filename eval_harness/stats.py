@@ -40,7 +40,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from eval_harness.proportions import check_confidence, check_counts, wilson_interval, z_value
+from eval_harness.proportions import check_confidence, check_counts, wilson_half_width, wilson_interval, z_value
 
 __all__ = [
     "MEAN_CI_METHODS",
@@ -678,19 +678,15 @@ def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) 
         raise ValueError(f"margin must be in (0, 1], got {margin!r}")
     if not (0.0 <= p <= 1.0):
         raise ValueError(f"p must be in [0, 1], got {p!r}")
-    z2 = z_value(confidence) ** 2
-
-    def half_width(n: int) -> float:
-        return math.sqrt(z2 * p * (1.0 - p) / n + z2 * z2 / (4.0 * n * n)) / (1.0 + z2 / n)
-
+    z = z_value(confidence)
     low, high = 1, 1
-    while half_width(high) > margin:
+    while wilson_half_width(p, high, z) > margin:
         if high > 10**12:
             raise ValueError(f"margin {margin!r} is too small: no practical number of samples gives it")
         low, high = high, high * 2
     while low < high:  # the fewest n in [low, high] whose half-width is within the margin
         middle = (low + high) // 2
-        if half_width(middle) <= margin:
+        if wilson_half_width(p, middle, z) <= margin:
             high = middle
         else:
             low = middle + 1
@@ -698,15 +694,9 @@ def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) 
     # the wider interval (p = 0.99 at n = 43 is 42 or 43 right, and 42 of 43 is 87.9–99.6, not ±5). From the
     # fractional answer up, the fewest n at which both whole counts meet the margin.
     n = high
-    while max(_wilson_half_width(k, n, z2) for k in {math.floor(p * n), math.ceil(p * n)}) > margin:
+    while max(wilson_half_width(k / n, n, z) for k in {math.floor(p * n), math.ceil(p * n)}) > margin:
         n += 1
     return n
-
-
-def _wilson_half_width(successes: int, n: int, z2: float) -> float:
-    """Half the width of the Wilson interval of ``successes`` of ``n`` (z² given)."""
-    p = successes / n
-    return math.sqrt(z2 * p * (1.0 - p) / n + z2 * z2 / (4.0 * n * n)) / (1.0 + z2 / n)
 
 
 def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95, *, sd: float | None = None) -> int:
