@@ -158,6 +158,10 @@ def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
     return " + ".join(parts)
 
 
+def _same_scorers(a: RunManifest, b: RunManifest) -> bool:
+    return [s.model_dump() for s in a.task.scorers] == [s.model_dump() for s in b.task.scorers]
+
+
 def incomparable(a: RunManifest, b: RunManifest) -> list[str]:
     """What differs between the runs' datasets and scorers (empty when they can be compared)."""
     problems = []
@@ -166,7 +170,7 @@ def incomparable(a: RunManifest, b: RunManifest) -> list[str]:
             f"different datasets (A: {a.dataset.path} sha256 {a.dataset.sha256[:12]}, "
             f"B: {b.dataset.path} sha256 {b.dataset.sha256[:12]})"
         )
-    if [s.model_dump() for s in a.task.scorers] != [s.model_dump() for s in b.task.scorers]:
+    if not _same_scorers(a, b):
         problems.append(f"different scorers (A: {_scorers_text(a.task.scorers)}, B: {_scorers_text(b.task.scorers)})")
     return problems
 
@@ -382,7 +386,7 @@ def _rescore_of(a: RunManifest, b: RunManifest, run_a: Path, run_b: Path) -> str
         rescored, source, which = a, b, "A rescores B's outputs"
     else:
         return None
-    if [s.model_dump() for s in rescored.task.scorers] == [s.model_dump() for s in source.task.scorers]:
+    if _same_scorers(rescored, source):
         return f"{which} under the same scorers"
     return (
         f"{which}: the differences are the scorers' (A: {_scorers_text(a.task.scorers)}, "

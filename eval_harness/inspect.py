@@ -312,15 +312,21 @@ def inspect_run(
     )
 
 
-def _record_error(record: dict[str, Any]) -> SampleError | None:
+def _error_fields(record: dict[str, Any]) -> tuple[str, str, str] | None:
+    """A record's error as (type, stage, message), None when it has none: a tuple, not a model, because
+    ``_errors`` reads it for every error record (a pydantic model each cost 1 s in 200,000)."""
     error = record.get("error")
     if not isinstance(error, dict):
         return None
-    return SampleError(
-        type=str(error.get("type", "")),
-        stage=str(error.get("stage", "generate")),
-        message=str(error.get("message", "")),
-    )
+    return str(error.get("type", "")), str(error.get("stage", "generate")), str(error.get("message", ""))
+
+
+def _record_error(record: dict[str, Any]) -> SampleError | None:
+    fields = _error_fields(record)
+    if fields is None:
+        return None
+    kind, stage, message = fields
+    return SampleError(type=kind, stage=stage, message=message)
 
 
 def _sample(record: dict[str, Any], value: float) -> InspectedSample:
@@ -355,13 +361,12 @@ def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:
     and a group lists at most ``LISTED_KEYS`` of its keys: ``resume --retry-errors`` retries them all."""
     members: dict[tuple[str, str, str], list[tuple[str, int, str, str]]] = {}
     for record in iter_records_at(path, offsets):
-        error = record.get("error")
-        if not isinstance(error, dict):
+        fields = _error_fields(record)
+        if fields is None:
             continue
-        # the dict's fields as _record_error reads them, without a pydantic model per record (1 s in 200,000)
-        message = str(error.get("message", ""))
+        kind, stage, message = fields
         sample_id = str(record["sample_id"])
-        cause = (str(error.get("type", "")), str(error.get("stage", "generate")), normalise_message(message, sample_id))
+        cause = (kind, stage, normalise_message(message, sample_id))
         member = (sample_id, int(record["epoch"]), str(record.get("axis", "default")), message)
         members.setdefault(cause, []).append(member)
     groups = []
