@@ -29,7 +29,15 @@ from pydantic import BaseModel, ValidationError
 
 from eval_harness.durable import write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
-from eval_harness.types import SCHEMA_VERSION, ResumePoint, RunManifest, RunSummary, SampleRecord, first_problem
+from eval_harness.types import (
+    SCHEMA_VERSION,
+    ResumePoint,
+    RunManifest,
+    RunStatus,
+    RunSummary,
+    SampleRecord,
+    first_problem,
+)
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -176,7 +184,7 @@ class RunLock:
     def acquire(self) -> None:
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock_soon(fd, fcntl.LOCK_EX)
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
             os.close(fd)
@@ -193,6 +201,45 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _flock_soon(fd: int, operation: int) -> None:
+    """``flock`` without blocking, tried again once a moment later: a reader's probe (:func:`writer_pid`)
+    holds the lock for microseconds, and a run starting in that instant must not be refused for it."""
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        time.sleep(0.05)
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+
+
+def writer_pid(run_dir: Path) -> int | None:
+    """The pid of the live process writing ``run_dir`` (0 if it did not say), or None when none is: the
+    run's lock is free. A manifest that says "running" with no writer is a run whose process was killed."""
+    path = RunPaths(run_dir).lock
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None  # no lock file: no session ever took it (or it was deleted with nothing holding it)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 64).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def observed_status(run_dir: Path, manifest: RunManifest) -> RunStatus:
+    """The run's status as a reader should state it: the manifest's, except that a run whose manifest
+    still says "running" while no process holds its lock was stopped without closing it (SIGKILL, a
+    crash, a lost machine) and is "interrupted", to be resumed. The manifest itself is left as it is."""
+    if manifest.status == "running" and writer_pid(run_dir) is None:
+        return "interrupted"
+    return manifest.status
 
 
 class SampleWriter:

@@ -32,7 +32,7 @@ from eval_harness.aggregate import (
     sample_index,
     scorer_keys,
 )
-from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.stats import holm, mean_ci, paired_comparison
 from eval_harness.types import RunManifest, ScorerSpec
@@ -331,7 +331,7 @@ def _run_info(run_dir: Path, manifest: RunManifest, records: int) -> CompareRun:
         run_dir=str(run_dir),
         model=manifest.model.id,
         task=manifest.task.name,
-        status=manifest.status,
+        status=observed_status(run_dir, manifest),
         dataset=manifest.dataset.path,
         dataset_sha256=manifest.dataset.sha256,
         records=records,

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
 from eval_harness.aggregate import iter_records_at, load_columns_cached, read_records_at, scorer_keys
-from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 
 __all__ = [
@@ -298,7 +298,7 @@ def inspect_run(
         run_id=manifest.run_id,
         model=manifest.model.id,
         task=manifest.task.name,
-        status=manifest.status,
+        status=observed_status(run_dir, manifest),
         records=columns.n,
         expected_records=manifest.expected_records,
         ranked_by=scorer or "score",

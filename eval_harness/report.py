@@ -29,7 +29,7 @@ from eval_harness.aggregate import (
     scorer_keys,
     summarize_columns,
 )
-from eval_harness.artifacts import RunPaths, judged_records, read_manifest
+from eval_harness.artifacts import RunPaths, judged_records, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.gates import GateResult, GateSpec, evaluate_gates
 from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
@@ -342,7 +342,12 @@ def _notes(
     run_dir: Path | None,
 ) -> list[str]:
     notes: list[str] = []
-    if not run.complete:
+    if not run.complete and run.status == "running":
+        notes.append(
+            f"run still running: {run.missing:,} of {run.expected_records:,} records not written yet; "
+            "this report is of the records so far"
+        )
+    elif not run.complete:
         where = run_dir if run_dir is not None else "RUN_DIR"
         state = "complete, but samples.jsonl lost records" if run.status == "complete" else run.status
         notes.append(
@@ -449,7 +454,7 @@ def report_from_columns(
     overall = _report_axis(summary.overall, columns, ci, seed)
     run = RunInfo(
         run_id=manifest.run_id,
-        status=manifest.status,
+        status=observed_status(run_dir, manifest) if run_dir is not None else manifest.status,
         complete=summary.missing == 0,
         task=manifest.task.name,
         model=manifest.model.id,

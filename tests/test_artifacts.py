@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,12 @@ from eval_harness.artifacts import (
     SampleWriter,
     iter_record_dicts,
     iter_records,
+    observed_status,
     read_manifest,
     record_key,
     repair_tail,
     scan_keys,
+    writer_pid,
 )
 from eval_harness.durable import atomic_file, write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
@@ -168,6 +173,35 @@ def test_lock_is_free_again_after_release(tmp_path: Path) -> None:
     with pytest.raises(RunLockedError):
         RunLock(tmp_path).acquire()
     lock.release()
+
+
+def test_writer_pid_names_the_live_writer_and_none_once_it_is_gone(tmp_path: Path) -> None:
+    assert writer_pid(tmp_path) is None  # no lock file at all
+    with RunLock(tmp_path):
+        assert writer_pid(tmp_path) == os.getpid()
+    assert writer_pid(tmp_path) is None  # the lock file stays, with the old pid in it
+
+
+def test_a_killed_writer_leaves_a_running_manifest_that_reads_interrupted(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path)
+    running = read_manifest(run_dir).model_copy(update={"status": "running"})
+    with RunLock(run_dir):
+        assert observed_status(run_dir, running) == "running"
+    assert observed_status(run_dir, running) == "interrupted"
+    complete = running.model_copy(update={"status": "complete"})
+    assert observed_status(run_dir, complete) == "complete"
+
+
+def test_a_run_starting_while_a_reader_probes_the_lock_is_not_refused(tmp_path: Path) -> None:
+    RunLock(tmp_path).__enter__().release()  # creates the lock file
+    probe = os.open(tmp_path / ".lock", os.O_RDONLY)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a reader's probe, caught mid-way
+    threading.Timer(0.01, lambda: fcntl.flock(probe, fcntl.LOCK_UN)).start()
+    try:
+        with RunLock(tmp_path):
+            pass
+    finally:
+        os.close(probe)
 
 
 def test_sync_soon_reports_the_size_it_made_durable_and_its_failures(tmp_path: Path) -> None:

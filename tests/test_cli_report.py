@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import CliResult, TaskRoot, run_subprocess
 
+from eval_harness.artifacts import RunLock
+
 Cli = Callable[..., CliResult]
 
 REPORT_AXIS_KEYS = {"axis", "n", "mean", "ci", "cost_mean", "latency_p50_ms", "latency_p95_ms", "error_rate"}
@@ -121,6 +123,36 @@ def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None
     assert result.code == 0, result.err
     assert "INCOMPLETE (interrupted): 10 of 40 records missing" in result.out
     assert f"eval-harness resume {run}" in result.out
+
+
+def _cut_to_30_lines_still_running(run: Path) -> None:
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:30]))
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+
+
+def test_report_on_a_killed_run_says_interrupted_and_how_to_resume(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)  # what SIGKILL leaves: the manifest still says running, no lock held
+    result = cli("report", "--run", run)
+    assert result.code == 0, result.err
+    assert "INCOMPLETE (interrupted): 10 of 40 records missing" in result.out
+    assert f"eval-harness resume {run}" in result.out
+    assert json.loads(cli("report", "--run", run, "--format", "json").out)["run"]["status"] == "interrupted"
+
+
+def test_report_on_a_run_still_being_written_gives_no_resume_advice(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)
+    with RunLock(run):
+        result = cli("report", "--run", run)
+        as_json = json.loads(cli("report", "--run", run, "--format", "json").out)
+    assert result.code == 0, result.err
+    assert "RUNNING: 30 of 40 records so far" in result.out
+    assert "run still running: 10 of 40 records not written yet" in result.out
+    assert "eval-harness resume" not in result.out
+    assert as_json["run"]["status"] == "running"
 
 
 def test_report_on_a_complete_run_that_lost_records_says_so(cli: Cli, runs: tuple[Path, Path]) -> None:

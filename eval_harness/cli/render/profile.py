@@ -196,6 +196,8 @@ def _title(report: ProfileReport) -> str:
         state = f"complete ({run.records:,} record{'s' if run.records != 1 else ''})"
     elif run.status == "complete":  # the run finished, then lines were taken out of its samples.jsonl
         state = f"INCOMPLETE: the manifest says complete, but samples.jsonl has {missing}"
+    elif run.status == "running":  # read while its process is still writing it
+        state = f"RUNNING: {run.records:,} of {run.expected_records:,} records so far"
     else:
         state = f"INCOMPLETE ({run.status}): {missing}"
     return f"{run.model} on {run.task} · run {run.run_id} · {state}"
