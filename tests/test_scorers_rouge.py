@@ -13,7 +13,7 @@ import pytest
 
 from eval_harness.errors import ConfigError
 from eval_harness.scorers import build_scorer, rouge
-from eval_harness.scorers.rouge import lcs_length, tokenize
+from eval_harness.scorers.rouge import lcs_length, tokenize, unicode_tokenize
 from eval_harness.types import Sample, ScorerSpec
 
 PRF = tuple[float, float, float]
@@ -162,3 +162,53 @@ async def test_several_references_are_chosen_by_f_measure_whatever_the_measure(m
     targets = ["the cat", "cat sat on the mat today and tomorrow"]
     score = await scorer.score("the cat sat on the mat", Sample(id="s", input="?", target=targets))
     assert score.value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("Кошка СИДЕЛА на ковре.", ["кошка", "сидела", "на", "ковре"]),
+        ("猫坐在垫子上", ["猫", "坐", "在", "垫", "子", "上"]),
+        ("GPT-4 的答案", ["gpt", "4", "的", "答", "案"]),
+        ("Straße ＡＢＣ naïve", ["strasse", "abc", "naïve"]),  # case-folded, full-width letters by NFKC
+    ],
+)
+def test_unicode_tokenizer_keeps_letters_of_every_script(text: str, tokens: list[str]) -> None:
+    assert unicode_tokenize(text) == tokens
+
+
+@pytest.mark.parametrize(
+    ("variant", "prediction", "reference", "expected"),
+    [
+        # by hand: tokens кошка сидела на ковре / кошка сидит на ковре: 3 of 4 unigrams, LCS 3, 1 of 3 bigrams
+        ("rouge1", "Кошка сидела на ковре", "кошка сидит на ковре", 0.75),
+        ("rougeL", "Кошка сидела на ковре", "кошка сидит на ковре", 0.75),
+        ("rouge2", "Кошка сидела на ковре", "кошка сидит на ковре", 1 / 3),
+        # by hand: 6 characters against 5, all 5 shared and in order: P 5/6, R 1, F 10/11
+        ("rougeL", "猫坐在垫子上", "猫在垫子上", 10 / 11),
+    ],
+)
+async def test_the_unicode_tokenizer_scores_non_latin_text(
+    variant: str, prediction: str, reference: str, expected: float
+) -> None:
+    scorer = build_scorer(ScorerSpec(name="rouge", args={"variant": variant, "tokenizer": "unicode"}))
+    score = await scorer.score(prediction, Sample(id="s", input="?", target=reference))
+    assert score.value == pytest.approx(expected, abs=1e-12)
+
+
+async def test_a_non_latin_reference_under_rouge_score_tokens_is_an_error_naming_the_fix() -> None:
+    scorer = build_scorer(ScorerSpec(name="rouge"))
+    with pytest.raises(ValueError, match='set tokenizer = "unicode"'):
+        await scorer.score("кошка сидит на ковре", Sample(id="s", input="?", target="кошка сидит на ковре"))
+
+
+async def test_accented_latin_text_stays_with_rouge_score_tokens() -> None:
+    scorer = build_scorer(ScorerSpec(name="rouge", args={"variant": "rouge1"}))
+    score = await scorer.score("un été très chaud", Sample(id="s", input="?", target="un été très chaud"))
+    # rouge-score splits at é and è: un, t, tr, s, chaud on both sides, so the score is 1.0
+    assert score.value == 1.0
+
+
+def test_an_unknown_tokenizer_is_refused_when_the_task_loads() -> None:
+    with pytest.raises(ConfigError, match="unknown tokenizer 'spacy'"):
+        build_scorer(ScorerSpec(name="rouge", args={"tokenizer": "spacy"}))

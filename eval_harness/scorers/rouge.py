@@ -5,11 +5,18 @@ non-Latin letters separate tokens, exactly as in rouge-score); with ``use_stemme
 three characters go through NLTK's Porter stemmer. ROUGE-L uses a bit-parallel LCS (Allison-Dix /
 Hyyrö) on Python integers: one pass over the shorter text with a few big-integer operations per token,
 instead of the quadratic table, so 200-word pairs score in tens of microseconds.
+
+That tokenisation gives non-Latin text no tokens, so a Russian or Chinese summary scores 0 whatever it says.
+The scorer therefore refuses (a scoring error naming the fix) a reference whose letters are mostly outside
+a–z, and offers ``tokenizer = "unicode"``: NFKC, case-folded, tokens are runs of letters and digits of any
+script, and each Chinese/Japanese ideograph or kana is a token of its own (those scripts write no spaces
+between words; a character per token is the usual way to score them without a segmenter).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +29,10 @@ MEASURES = ("precision", "recall", "fmeasure")
 
 _NON_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
+TOKENIZERS = ("rouge-score", "unicode")
+# Han ideographs (with extension A and the compatibility block), hiragana and katakana: one token a character.
+_IDEOGRAPH = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_UNICODE_TOKEN = re.compile(rf"[{_IDEOGRAPH}]|[^\W_{_IDEOGRAPH}]+")
 _STEMS: dict[str, str] = {}
 _stemmer: Any = None
 
@@ -50,6 +61,21 @@ def tokenize(text: str, use_stemmer: bool = False) -> list[str]:
         tokens = [porter_stem(t) if len(t) > 3 else t for t in tokens]
         tokens = [t for t in tokens if _VALID_TOKEN.match(t)]
     return tokens
+
+
+def unicode_tokenize(text: str, use_stemmer: bool = False) -> list[str]:
+    """Tokens of any script: NFKC and case-folded, runs of letters and digits, each CJK ideograph or kana
+    alone; with ``use_stemmer`` the Porter stemmer (an English one) applies to a-z tokens longer than three."""
+    tokens = _UNICODE_TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    if use_stemmer:
+        tokens = [porter_stem(t) if len(t) > 3 and _VALID_TOKEN.match(t) else t for t in tokens]
+    return tokens
+
+
+def _mostly_non_latin(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    outside = sum(1 for c in letters if not ("a" <= c <= "z" or "A" <= c <= "Z"))
+    return outside * 2 > len(letters)
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -119,22 +145,34 @@ def rouge(prediction: str, reference: str, use_stemmer: bool = False) -> dict[st
 
 
 @register_scorer("rouge")
-def rouge_scorer(variant: str = "rougeL", measure: str = "fmeasure", use_stemmer: bool = False) -> Scorer:
+def rouge_scorer(
+    variant: str = "rougeL", measure: str = "fmeasure", use_stemmer: bool = False, tokenizer: str = "rouge-score"
+) -> Scorer:
     """One ROUGE variant and measure against the sample's best reference.
 
     As rouge-score's ``score_multi``, the best reference is the one with the highest F-measure (the first on
     ties), whatever ``measure`` reports: the best recall over references would let a two-word reference give
-    recall 1.0."""
+    recall 1.0. ``tokenizer`` is ``"rouge-score"`` (the package's, a-z and 0-9 only: scores comparable with
+    published ones; a reference mostly in another script is a scoring error that names the other) or
+    ``"unicode"`` (letters of any script, see the module's docstring)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}")
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; use one of {', '.join(MEASURES)}")
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
+    split = unicode_tokenize if tokenizer == "unicode" else tokenize
 
     def score(output: str, sample: Sample) -> Score:
-        predicted = tokenize(output, use_stemmer)
+        if tokenizer == "rouge-score" and any(_mostly_non_latin(reference) for reference in sample.targets):
+            raise ValueError(
+                "the reference is mostly in a non-Latin script, which rouge-score's tokenisation (a-z, 0-9) "
+                'drops, so every answer would score 0; set tokenizer = "unicode" in the scorer\'s args'
+            )
+        predicted = split(output, use_stemmer)
         best: dict[str, float] | None = None
         for reference in sample.targets:
-            scores = rouge_tokens(predicted, tokenize(reference, use_stemmer), (variant,))[variant]
+            scores = rouge_tokens(predicted, split(reference, use_stemmer), (variant,))[variant]
             if best is None or scores["fmeasure"] > best["fmeasure"]:
                 best = scores
         assert best is not None
