@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from eval_harness.errors import ConfigError
 from eval_harness.scorers import build_scorer, token_f1
-from eval_harness.scorers.squad import normalize_answer, squad_exact_match
+from eval_harness.scorers.squad import normalize_answer, normalize_unicode, squad_exact_match
 from eval_harness.types import Sample, ScorerSpec
 
 # (prediction, reference, f1, exact match) from the official SQuAD v1.1 script.
@@ -68,3 +69,46 @@ def test_long_answers_are_scored_as_bags_of_tokens() -> None:
     reference = " ".join(["alpha"] * 10000)
     # common = 5000, P = 5000/10000, R = 5000/10000 → F1 = 0.5 (by hand)
     assert token_f1(prediction, reference) == 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("«Война и мир»", "война и мир"),  # guillemets are punctuation in every script
+        ("猫坐在垫子上。", "猫 坐 在 垫 子 上"),  # the ideographic full stop goes, each character a token
+        ("The GPT-4 的答案!", "gpt4 的 答 案"),  # as in the v1.1 script, punctuation goes without a space
+        ("Ｔｏｋｙｏ", "tokyo"),  # full-width letters by NFKC
+    ],
+)
+def test_unicode_normalisation_drops_punctuation_of_every_script(text: str, normalized: str) -> None:
+    assert normalize_unicode(text) == normalized
+
+
+@pytest.mark.parametrize(
+    ("name", "prediction", "reference", "expected"),
+    [
+        # by hand: 猫 坐 在 垫 子 上 against 猫 在 垫 子 上: 5 common of 6 and 5, P 5/6, R 1, F1 10/11
+        ("token_f1", "猫坐在垫子上。", "猫在垫子上", 10 / 11),
+        # by hand: «Война и мир» -> война и мир on both sides; the squad tokenizer gave F1 1/3 (only и shared)
+        ("token_f1", "«Война и мир»", "Война и мир", 1.0),
+        ("squad_em", "«Война и мир»", "Война и мир", 1.0),
+    ],
+)
+async def test_the_unicode_tokenizer_scores_other_scripts(
+    name: str, prediction: str, reference: str, expected: float
+) -> None:
+    scorer = build_scorer(ScorerSpec(name=name, args={"tokenizer": "unicode"}))
+    score = await scorer.score(prediction, Sample(id="q", input="?", target=reference))
+    assert score.value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["token_f1", "squad_em"])
+async def test_a_chinese_reference_under_squad_tokens_is_an_error_naming_the_fix(name: str) -> None:
+    scorer = build_scorer(ScorerSpec(name=name))
+    with pytest.raises(ValueError, match='set tokenizer = "unicode"'):
+        await scorer.score("猫在垫子上", Sample(id="q", input="?", target=["cat", "猫在垫子上"]))
+
+
+def test_an_unknown_tokenizer_is_refused_when_the_task_loads() -> None:
+    with pytest.raises(ConfigError, match="unknown tokenizer 'jieba'"):
+        build_scorer(ScorerSpec(name="token_f1", args={"tokenizer": "jieba"}))

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
+from eval_harness.scorers.scripts import IDEOGRAPHS, mostly_non_latin
 from eval_harness.types import Sample, Score
 
 VARIANTS = ("rouge1", "rouge2", "rougeL")
@@ -30,9 +31,7 @@ MEASURES = ("precision", "recall", "fmeasure")
 _NON_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 TOKENIZERS = ("rouge-score", "unicode")
-# Han ideographs (with extension A and the compatibility block), hiragana and katakana: one token a character.
-_IDEOGRAPH = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_UNICODE_TOKEN = re.compile(rf"[{_IDEOGRAPH}]|[^\W_{_IDEOGRAPH}]+")
+_UNICODE_TOKEN = re.compile(rf"[{IDEOGRAPHS}]|[^\W_{IDEOGRAPHS}]+")  # an ideograph or kana alone, or a word
 _STEMS: dict[str, str] = {}
 _stemmer: Any = None
 
@@ -70,12 +69,6 @@ def unicode_tokenize(text: str, use_stemmer: bool = False) -> list[str]:
     if use_stemmer:
         tokens = [porter_stem(t) if len(t) > 3 and _VALID_TOKEN.match(t) else t for t in tokens]
     return tokens
-
-
-def _mostly_non_latin(text: str) -> bool:
-    letters = [c for c in text if c.isalpha()]
-    outside = sum(1 for c in letters if not ("a" <= c <= "z" or "A" <= c <= "Z"))
-    return outside * 2 > len(letters)
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -164,7 +157,7 @@ def rouge_scorer(
     split = unicode_tokenize if tokenizer == "unicode" else tokenize
 
     def score(output: str, sample: Sample) -> Score:
-        if tokenizer == "rouge-score" and any(_mostly_non_latin(reference) for reference in sample.targets):
+        if tokenizer == "rouge-score" and any(mostly_non_latin(reference) for reference in sample.targets):
             raise ValueError(
                 "the reference is mostly in a non-Latin script, which rouge-score's tokenisation (a-z, 0-9) "
                 'drops, so every answer would score 0; set tokenizer = "unicode" in the scorer\'s args'
