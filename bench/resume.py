@@ -23,7 +23,7 @@ from _common import EVAL_HARNESS, make_task_root, run_measured
 
 from eval_harness.artifacts import RunPaths, write_model
 from eval_harness.config import RunConfig
-from eval_harness.runner import plan_run
+from eval_harness.planning import plan_run
 from eval_harness.types import SampleRecord
 
 REMAINING = 1_000

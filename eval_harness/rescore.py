@@ -11,7 +11,7 @@ from pathlib import Path
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig
 from eval_harness.errors import ConfigError, ResumeMismatchError
-from eval_harness.runner import RunPlan, plan_run
+from eval_harness.planning import RunPlan, plan_run
 from eval_harness.types import ScorerSpec
 
 

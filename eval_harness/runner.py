@@ -1,30 +1,21 @@
 """The run loop: stream samples through template → provider → scorers into the crash-safe artifact.
 
-``plan_run`` (new run) and ``plan_resume`` (existing run) check everything that can be checked before a
-single call is made — dataset, template, scorers, model arguments, the resume fingerprint — and create
-nothing on failure. ``Runner.run`` then keeps at most ``concurrency`` samples in flight with a fixed pool
-of worker coroutines pulling from one stream, so memory does not grow with the dataset.
+``Runner.run`` executes a plan (see ``eval_harness.planning``, which checks everything before a single call
+is made): it keeps at most ``concurrency`` samples in flight with a fixed pool of worker coroutines pulling
+from one stream, so memory does not grow with the dataset.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib
-import re
-import secrets
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
-from pydantic import ValidationError
-
-from eval_harness import __version__
 from eval_harness.artifacts import (
     KeyScan,
     RunLock,
@@ -40,70 +31,35 @@ from eval_harness.artifacts import (
     write_model,
 )
 from eval_harness.cache import Origin
-from eval_harness.config import RunConfig, Settings, invalid_config, redact
-from eval_harness.datasets import (
-    DatasetReport,
-    Position,
-    file_sha256,
-    is_compressed,
-    iter_positioned,
-    iter_samples,
-    split,
-    validate_dataset,
-)
-from eval_harness.datasets import sample as sample_subset
+from eval_harness.config import redact
+from eval_harness.datasets import Position
 from eval_harness.durable import write_atomic
 from eval_harness.errors import (
     ArtifactError,
     AuthenticationError,
-    ConfigError,
     DatasetError,
     EvalHarnessError,
     ProviderError,
     ProviderTimeoutError,
     ReplayedError,
-    ResumeMismatchError,
 )
 from eval_harness.frontier import START, FrontierTracker
-from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
+from eval_harness.planning import RunPlan, file_stamp, session_settings, utc_now, work_items
 from eval_harness.providers.gateway import CallTally, Gateway
-from eval_harness.providers.replay import ReplayProvider
-from eval_harness.scorers.base import ScoringPipeline, ScoringResult
+from eval_harness.scorers.base import ScoringResult
 from eval_harness.tally import SessionTally
-from eval_harness.tasks import LoadedTask, find_task
-from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
     ChatMessage,
     Completion,
-    DatasetInfo,
     ErrorInfo,
-    GenerateConfig,
     GenerateRequest,
-    ModelInfo,
     ResumePoint,
     RunManifest,
     RunStatus,
     RunSummary,
     Sample,
-    ScorerSpec,
-    TaskInfo,
     Usage,
-    split_rewrite,
 )
-
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-_second_text: tuple[int, str] = (-1, "")
-
-
-def _now() -> str:
-    """UTC time in ISO 8601 with milliseconds; the text of the second is reused, as this runs once per record."""
-    global _second_text
-    second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
-    if second != _second_text[0]:
-        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second_text[1]}.{millisecond:03d}Z"
 
 
 def _import_aggregate_meanwhile() -> None:
@@ -114,11 +70,6 @@ def _import_aggregate_meanwhile() -> None:
     import threading
 
     threading.Thread(target=importlib.import_module, args=("eval_harness.aggregate",), daemon=True).start()
-
-
-def new_run_id() -> str:
-    """A sortable, unique default run id: UTC timestamp plus a short random suffix."""
-    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 @dataclass
@@ -151,33 +102,6 @@ class ProgressListener(Protocol):
 
 
 @dataclass
-class RunPlan:
-    """Everything checked and built before the first call."""
-
-    config: RunConfig
-    task: LoadedTask
-    dataset_path: Path
-    dataset_report: DatasetReport
-    template: PromptTemplate
-    scoring: ScoringPipeline
-    pass_threshold: float
-    provider: Provider
-    judge: Gateway | None
-    generation: GenerateConfig
-    examples: list[Sample]
-    excluded_ids: frozenset[str]
-    manifest: RunManifest
-    run_dir: Path
-    dataset_stamp: tuple[int, int] | None = None
-    """The dataset file's size and modification time before it was checked (see ``_file_stamp``)."""
-    prompt_inputs_sha256: str | None = None
-    """What the prompts are rendered from besides the template and the sample (see ``_prompt_inputs_sha256``)."""
-    resuming: bool = False
-    retry_errors: bool = False
-    forced: list[str] = field(default_factory=list)
-
-
-@dataclass
 class RunResult:
     """What a finished (or interrupted) session produced."""
 
@@ -201,452 +125,6 @@ class RunResult:
         return f"eval-harness resume {self.run_dir}"
 
 
-@dataclass
-class DryRun:
-    """Rendered prompts and an estimate of what the run would spend."""
-
-    count: int
-    first_prompts: list[list[ChatMessage]]
-    prompt_tokens: int
-    max_output_tokens: int | None
-    estimated_cost_usd: float | None
-
-
-@dataclass(frozen=True)
-class ScoringSetup:
-    """The scorers a run applies and where they came from (the task, another task, or named explicitly)."""
-
-    specs: list[ScorerSpec]
-    pass_threshold: float
-    source: LoadedTask | None
-
-    @property
-    def where(self) -> str:
-        return str(self.source.path) if self.source else "--scorer"
-
-    @property
-    def lines(self) -> tuple[int | None, ...]:
-        """The line of each scorer in the task spec it came from (none for ``--scorer``)."""
-        return self.source.scorer_lines if self.source else ()
-
-
-def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
-    if config.scorers is not None:
-        return ScoringSetup(list(config.scorers), task.spec.pass_threshold, None)
-    source = find_task(config.scorer_task) if config.scorer_task else task
-    return ScoringSetup(list(source.spec.scorers), source.spec.pass_threshold, source)
-
-
-def _fingerprint_parts(
-    dataset_sha256: str,
-    template: PromptTemplate,
-    task: LoadedTask,
-    setup: ScoringSetup,
-    scoring: ScoringPipeline,
-    model: ModelInfo,
-    judge: ModelInfo | None,
-    seed: int,
-) -> dict[str, Any]:
-    return {
-        "judge": judge.model_dump(mode="json") if judge else None,
-        "scorer_fingerprints": scoring.fingerprints(),
-        "dataset_sha256": dataset_sha256,
-        "template_sha256": template.sha256,
-        "system_prompt": task.spec.system_prompt,
-        "scorers": [s.model_dump(mode="json") for s in setup.specs],
-        "pass_threshold": setup.pass_threshold,
-        "model": model.model_dump(mode="json"),
-        "seed": seed,
-    }
-
-
-def _fingerprint(parts: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
-    """What every prompt is rendered from besides the template file and the sample: the few-shot examples
-    chosen (their content, wherever they came from), the few-shot spec and the template's variables."""
-    return _fingerprint(
-        {
-            "examples": [example.model_dump(mode="json") for example in examples],
-            "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
-            "template_vars": task.spec.template_vars,
-        }
-    )
-
-
-def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
-    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
-    if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
-        return report
-    if report.duplicate_ids:
-        hint = "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
-    elif skip_invalid:
-        hint = "no valid line is left to run; fix them"
-    else:
-        hint = "fix them, or pass --skip-invalid to run the valid lines only"
-    raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
-
-
-def _resumed_dataset(task: LoadedTask, path: Path, manifest: RunManifest) -> DatasetReport:
-    """The dataset of a resumed run: when its bytes still hash to the manifest's sha256 it was validated
-    when the run started, so the hash is all that is checked (a second per-line validation of a million
-    samples would dominate the resume)."""
-    sha256 = file_sha256(path)
-    if sha256 == manifest.dataset.sha256:
-        return DatasetReport(
-            path=str(path), sha256=sha256, lines=manifest.dataset.sample_count, valid=manifest.dataset.sample_count
-        )
-    return _validated_dataset(task, path, skip_invalid=manifest.dataset.invalid_lines > 0)
-
-
-def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sample], frozenset[str]]:
-    """Few-shot examples and the sample ids they take away from evaluation."""
-    spec = task.spec.few_shot
-    if spec is None or spec.k == 0:
-        return [], frozenset()
-    if spec.holdout_fraction is not None:
-        everything = list(iter_samples(dataset_path, task.spec.dataset))
-        parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
-        pool = parts["shots"]
-        return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
-    if spec.path_from_dataset is not None:
-        pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
-        # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
-        # a directory before test/, as the same file given as ../test/x_test.csv does
-        absolute = str(dataset_path.resolve())
-        derived = re.sub(pattern, replacement, absolute)
-        if derived == absolute:
-            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
-        pool_path = Path(derived)
-    else:
-        assert spec.path is not None, "FewShotSpec requires one source when k > 0"
-        pool_path = task.resolve(spec.path)
-    if pool_path.resolve() == dataset_path.resolve():
-        raise ConfigError(
-            f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
-        )
-    report = validate_dataset(pool_path, task.spec.dataset, task=task.spec.name)
-    if not report.ok:
-        raise DatasetError(f"{pool_path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
-    return sample_subset(iter_samples(pool_path, task.spec.dataset), spec.k, spec.seed), frozenset()
-
-
-def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
-    if config.judge_model is None:
-        return None
-    provider = create_provider(
-        config.judge_model, config.judge_args, _provider_context(config, settings), flag="--judge-arg"
-    )
-    return Gateway.from_config(provider, config)
-
-
-def _provider(config: RunConfig, settings: Settings, axes: frozenset[str] | None) -> Provider:
-    """The model under evaluation, or, for a rescore, a replay of the source run's outputs."""
-    context = _provider_context(config, settings, axes)
-    if config.source_run is not None:
-        return ReplayProvider(config.model, config.source_run, context)
-    return create_provider(config.model, config.model_args, context)
-
-
-def _model_info(config: RunConfig, provider: Provider) -> ModelInfo:
-    if isinstance(provider, ReplayProvider):  # the model that produced the replayed outputs, as recorded
-        return ModelInfo(id=config.model, args=dict(config.model_args))
-    return ModelInfo(id=config.model, args=provider.options.public())
-
-
-def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
-    merged = {**task.spec.generation.model_dump(exclude_none=True), **overrides}
-    try:
-        return GenerateConfig.model_validate(merged)
-    except ValueError as exc:
-        raise ConfigError(f"generation options: {exc}") from None
-
-
-def judge_info(judge: Gateway | None) -> ModelInfo | None:
-    """What the manifest records of the judge model (never secrets)."""
-    if judge is None:
-        return None
-    provider = judge.provider
-    return ModelInfo(id=provider.model_id, args=provider.options.public())
-
-
-def _provider_context(config: RunConfig, settings: Settings, axes: frozenset[str] | None = None) -> ProviderContext:
-    return ProviderContext(
-        settings=settings,
-        concurrency=config.concurrency,
-        read_timeout_s=config.timeout_s,
-        offline=config.dry_run,
-        axes=axes,
-    )
-
-
-def _counted_samples(
-    task: LoadedTask, path: Path, report: DatasetReport, excluded: frozenset[str], limit: int | None
-) -> int:
-    available = report.valid - len(excluded)
-    return min(available, limit) if limit is not None else available
-
-
-@dataclass
-class _Parts:
-    """What a plan is built from, the same for a new run and a resumed one."""
-
-    template: PromptTemplate
-    provider: Provider
-    judge: Gateway | None
-    setup: ScoringSetup
-    scoring: ScoringPipeline
-    model: ModelInfo
-    examples: list[Sample]
-    excluded: frozenset[str]
-    fingerprint: str
-    prompt_inputs_sha256: str
-
-
-def _parts(
-    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, settings: Settings
-) -> _Parts:
-    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
-    # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
-    provider = _provider(config, settings, frozenset(report.axis_counts) or None)
-    judge = _judge(config, settings)
-    setup = _scoring_setup(task, config)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where, lines=setup.lines)
-    model = _model_info(config, provider)
-    examples, excluded = _few_shot(task, dataset_path, config.seed)
-    prompt_inputs = _prompt_inputs_sha256(task, examples)
-    fingerprint = _fingerprint(
-        _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
-    )
-    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint, prompt_inputs)
-
-
-def _plan(
-    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
-    manifest: RunManifest, run_dir: Path, generation: GenerateConfig, dataset_stamp: tuple[int, int] | None,
-) -> RunPlan:  # fmt: skip
-    parts.provider.check_generation(generation)
-    return RunPlan(
-        config=config,
-        task=task,
-        dataset_path=dataset_path,
-        dataset_report=report,
-        template=parts.template,
-        scoring=parts.scoring,
-        pass_threshold=parts.setup.pass_threshold,
-        provider=parts.provider,
-        judge=parts.judge,
-        generation=generation,
-        examples=parts.examples,
-        excluded_ids=parts.excluded,
-        manifest=manifest,
-        run_dir=run_dir,
-        dataset_stamp=dataset_stamp,
-        prompt_inputs_sha256=parts.prompt_inputs_sha256,
-    )
-
-
-def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
-    """Check a new run completely; raises before anything is written."""
-    settings = settings or Settings.load()
-    task = find_task(config.task)
-    dataset_path = task.dataset_path(config.dataset)
-    stamp = _file_stamp(dataset_path)
-    report = _validated_dataset(task, dataset_path, config.skip_invalid)
-    parts = _parts(config, task, dataset_path, report, settings)
-    generation = _generation(task, config.generation)
-    run_id = config.run_id or new_run_id()
-    if not _RUN_ID.match(run_id):
-        raise ConfigError(
-            f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-', starting with a letter or a digit "
-            "(at most 128 characters)"
-        )
-    run_dir = config.output_dir / run_id
-    if (run_dir / "manifest.json").exists() or (run_dir / "samples.jsonl").exists():
-        raise ArtifactError(
-            f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
-        )
-    count = _counted_samples(task, dataset_path, report, parts.excluded, config.limit)
-    if count <= 0:
-        raise ConfigError(
-            f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
-            f"(it holds out {len(parts.excluded)} of the {report.valid} in {dataset_path})"
-        )
-    setup = parts.setup
-    now = _now()
-    manifest = RunManifest(
-        run_id=run_id,
-        status="running",
-        created_at=now,
-        updated_at=now,
-        harness_version=__version__,
-        task=TaskInfo(
-            name=task.spec.name,
-            source=str(task.path),
-            template=task.spec.template,
-            template_sha256=parts.template.sha256,
-            system_prompt=task.spec.system_prompt,
-            scorers=setup.specs,
-            pass_threshold=setup.pass_threshold,
-            scorers_source=str(setup.source.path) if setup.source else None,
-            generation=generation,
-            few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
-            prompt_inputs_sha256=parts.prompt_inputs_sha256,
-        ),
-        model=parts.model,
-        dataset=DatasetInfo(
-            path=str(dataset_path.resolve()),
-            sha256=report.sha256,
-            sample_count=report.valid,
-            format=task.spec.dataset.format,
-            invalid_lines=report.problem_count,
-            # a compressed file's byte positions are not its lines': a resume of it reads every record
-            seekable=task.spec.dataset.format == "jsonl" and not report.warnings and not is_compressed(dataset_path),
-        ),
-        seed=config.seed,
-        epochs=config.epochs,
-        limit=config.limit,
-        fingerprint=parts.fingerprint,
-        **_session_settings(config),
-        expected_records=count * config.epochs,
-        sessions=0,
-        source_run=str(config.source_run.resolve()) if config.source_run else None,
-        judge=judge_info(parts.judge),
-    )
-    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
-    _render_first_prompt(plan)
-    return plan
-
-
-def _session_settings(config: RunConfig) -> dict[str, Any]:
-    """The pacing and retry settings a manifest records (the last session's), so a resume keeps them."""
-    return {
-        "concurrency": config.concurrency,
-        "timeout_s": config.timeout_s,
-        "rpm": config.rpm,
-        "tpm": config.tpm,
-        "max_retries": config.max_retries,
-        "cache": config.cache,
-    }
-
-
-def _render_first_prompt(plan: RunPlan) -> None:
-    """Render the first prompt now: a template that fails on every sample (an empty prompt, a name no
-    sample has) is refused before the run directory exists, not found by the first call."""
-    for _position, sample, _epoch in _work_items(plan):
-        plan.template.render(sample, plan.examples)
-        return
-
-
-def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:
-    """The configuration the run started with, from its manifest, with the operational overrides given now."""
-    overrides = dict(overrides)
-    explicit_scorers = manifest.task.scorers_source is None
-    try:
-        return RunConfig(
-            task=task_ref,
-            scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
-            scorers=list(manifest.task.scorers) if explicit_scorers else None,
-            source_run=Path(manifest.source_run) if manifest.source_run else None,
-            judge_model=manifest.judge.id if manifest.judge else None,
-            judge_args=dict(manifest.judge.args) if manifest.judge else {},
-            model=manifest.model.id,
-            model_args=dict(manifest.model.args),
-            dataset=Path(manifest.dataset.path),
-            output_dir=run_dir.parent,
-            run_id=manifest.run_id,
-            concurrency=_kept(overrides, "concurrency", manifest.concurrency),
-            epochs=manifest.epochs,
-            limit=manifest.limit,
-            seed=manifest.seed,
-            timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
-            rpm=_kept(overrides, "rpm", manifest.rpm),
-            tpm=_kept(overrides, "tpm", manifest.tpm),
-            max_retries=_kept(overrides, "max_retries", manifest.max_retries),
-            cache=_kept(overrides, "cache", manifest.cache),
-            generation=manifest.task.generation.model_dump(exclude_none=True),
-            **{k: v for k, v in overrides.items() if v is not None},
-        )
-    except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
-        raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
-
-
-def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
-    """The override given now (None: not given), else the value the manifest recorded."""
-    given = overrides.pop(name, None)
-    return recorded if given is None else given
-
-
-def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
-    """The recorded pacing and retry settings this resume replaces: field -> (recorded, now)."""
-    recorded = plan.manifest.model_dump()
-    return {
-        name: (recorded[name], value)
-        for name, value in _session_settings(plan.config).items()
-        if value != recorded[name]
-    }
-
-
-def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Parts) -> list[str]:
-    """What the run's fingerprint covers and is no longer as it was, each named for the user."""
-    changed = []
-    if report.sha256 != manifest.dataset.sha256:
-        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
-    old_template, new_template = manifest.task.template_sha256, parts.template.sha256
-    if new_template != old_template:
-        changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
-    old_inputs, new_inputs = manifest.task.prompt_inputs_sha256, parts.prompt_inputs_sha256
-    if old_inputs is not None and new_inputs != old_inputs:  # None: a run started before this was recorded
-        changed.append(
-            f"few-shot examples or template variables of task {task.spec.name} "
-            f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
-        )
-    setup = parts.setup
-    if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
-        changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
-    if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
-        changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    if parts.model != manifest.model:
-        changed.append(f"model ({manifest.model.id} → {parts.model.id})")
-    if parts.fingerprint != manifest.fingerprint and not changed:
-        changed.append("a judge rubric or the judge model")
-    return changed
-
-
-def plan_resume(
-    run_dir: Path,
-    overrides: dict[str, Any] | None = None,
-    *,
-    retry_errors: bool = False,
-    force: bool = False,
-    settings: Settings | None = None,
-) -> RunPlan:
-    """Check that an existing run can continue: the fingerprint's parts must still match."""
-    settings = settings or Settings.load()
-    manifest = read_manifest(run_dir)
-    task_ref = (
-        manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
-    )
-    task = find_task(task_ref)
-    config = _resume_config(manifest, run_dir, task_ref, overrides or {})
-    dataset_path = Path(manifest.dataset.path)
-    stamp = _file_stamp(dataset_path)
-    report = _resumed_dataset(task, dataset_path, manifest)
-    parts = _parts(config, task, dataset_path, report, settings)
-    changed = _changes(manifest, task, report, parts)
-    if changed and not force:
-        raise ResumeMismatchError(
-            f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
-            "Use --force to resume anyway (the mix is recorded in the manifest), or start a new run"
-        )
-    generation = GenerateConfig.model_validate(config.generation)
-    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
-    plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
-    return plan
-
-
 def _starts_a_line(path: Path, offset: int) -> bool:
     """Whether ``offset`` is the first byte of a line of ``path`` (a resume point's frontier must be)."""
     if offset == 0:
@@ -657,69 +135,6 @@ def _starts_a_line(path: Path, offset: int) -> bool:
             return handle.read(1) == b"\n"
     except (OSError, ValueError):
         return False
-
-
-def _file_stamp(path: Path) -> tuple[int, int] | None:
-    """Size and modification time (ns): cheap evidence that a file was not rewritten (None: unreadable).
-
-    The runner reads the dataset twice, to check it and then to run it; comparing this stamp taken before
-    the check with one taken after the run catches a file edited in between (hashing it again would cost a
-    second full read)."""
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return status.st_size, status.st_mtime_ns
-
-
-def _work_items(
-    plan: RunPlan,
-    finished: Callable[[str, Position], bool] | None = None,
-    start: Position | None = None,
-    taken_before: int = 0,
-) -> Iterator[tuple[Position, Sample, int]]:
-    """(position, sample, epoch) in dataset order, after hold-out and --limit.
-
-    ``finished(sample_id, position)`` lets a resume pass over samples whose every epoch is recorded without
-    building them; they still count toward --limit. ``start`` (a resume frontier) begins there, with
-    ``taken_before`` samples already counted.
-    """
-    taken = taken_before
-    limit = plan.config.limit
-
-    def pass_over(sample_id: str, position: Position) -> bool:
-        nonlocal taken
-        if sample_id in plan.excluded_ids:
-            return True
-        if limit is not None and taken >= limit:
-            return False  # let the loop below see it and stop
-        if finished is not None and finished(sample_id, position):
-            taken += 1
-            return True
-        return False
-
-    for position, sample in iter_positioned(plan.dataset_path, plan.task.spec.dataset, pass_over, start):
-        if limit is not None and taken >= limit:
-            return
-        taken += 1
-        for epoch in range(plan.config.epochs):
-            yield position, sample, epoch
-
-
-def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
-    """Render every prompt and estimate tokens and cost; calls nothing and writes nothing."""
-    first: list[list[ChatMessage]] = []
-    count = 0
-    prompt_tokens = 0
-    for _position, sample, _epoch in _work_items(plan):
-        messages = plan.template.render(sample, plan.examples)
-        if len(first) < show:
-            first.append(messages)
-        count += 1
-        prompt_tokens += estimate_tokens(messages)
-    max_out = plan.generation.max_tokens
-    cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
-    return DryRun(count, first, prompt_tokens, max_out * count if max_out else None, cost)
 
 
 @dataclass
@@ -773,9 +188,9 @@ class Runner:
                 update={
                     "task": task_info,
                     "status": "running",
-                    "updated_at": _now(),
+                    "updated_at": utc_now(),
                     "sessions": plan.manifest.sessions + 1,
-                    **_session_settings(plan.config),  # as this session runs: what the next resume keeps
+                    **session_settings(plan.config),  # as this session runs: what the next resume keeps
                     "forced_changes": [*plan.manifest.forced_changes, *forced],
                 }
             )
@@ -816,7 +231,7 @@ class Runner:
                 return False
 
             def todo() -> Iterator[tuple[Sample, int, dict[str, Any] | None]]:
-                items = _work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
+                items = work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
                 for position, sample, epoch in items:
                     if epoch == 0:
                         done = [e for e in epochs if recorded(record_key(sample.id, e))] if scan.done else []
@@ -844,7 +259,7 @@ class Runner:
             manifest = manifest.model_copy(
                 update={
                     "status": status,
-                    "updated_at": _now(),
+                    "updated_at": utc_now(),
                     "wall_time_s": round(manifest.wall_time_s + time.monotonic() - started, 3),
                 }
             )
@@ -915,7 +330,7 @@ class Runner:
 
     def _check_dataset_unchanged(self) -> None:
         path = self.plan.dataset_path
-        if _file_stamp(path) != self.plan.dataset_stamp:
+        if file_stamp(path) != self.plan.dataset_stamp:
             self._fatal = DatasetError(
                 f"{path}: the dataset file changed while the run read it, so its records may mix the old lines "
                 "and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
@@ -1255,7 +670,7 @@ def _record(
         "cost_usd": (0.0 if completion.cached else completion.cost_usd) if completion is not None else None,
         "error": None if error is None else {"type": error.type, "message": error.message, "stage": error.stage},
         "attempts": attempts,
-        "finished_at": _now(),
+        "finished_at": utc_now(),
         "explanations": result.explanations if result is not None else {},
         "answers": result.answers if result is not None else {},
         "score_metadata": result.metadata if result is not None else {},
@@ -1271,22 +686,9 @@ def _record(
     }
 
 
-def run_directory_exists(run_dir: Path) -> bool:
-    """True when ``run_dir`` holds a manifest."""
-    return RunPaths(run_dir).manifest.is_file()
-
-
 __all__ = [
-    "DryRun",
     "Progress",
     "ProgressListener",
-    "RunPlan",
     "RunResult",
     "Runner",
-    "dry_run",
-    "new_run_id",
-    "plan_resume",
-    "plan_run",
-    "replaced_settings",
-    "run_directory_exists",
 ]

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from eval_harness.config import RunConfig
+from eval_harness.planning import plan_run
 from eval_harness.providers.base import Provider
-from eval_harness.runner import Runner, RunResult, plan_run
+from eval_harness.runner import Runner, RunResult
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Sample
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,7 +23,8 @@ from eval_harness.aggregate import RunColumns, load_columns
 from eval_harness.artifacts import RunPaths
 from eval_harness.config import RunConfig
 from eval_harness.errors import ArtifactError
-from eval_harness.runner import Runner, plan_run
+from eval_harness.planning import plan_run
+from eval_harness.runner import Runner
 from tests.test_aggregate import assert_same_columns
 
 KEYS = ["exact_match"]

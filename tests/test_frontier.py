@@ -15,7 +15,8 @@ from eval_harness.artifacts import RunPaths, read_manifest, read_resume_point
 from eval_harness.config import RunConfig
 from eval_harness.datasets import Position
 from eval_harness.frontier import FrontierTracker
-from eval_harness.runner import Runner, RunResult, plan_resume, plan_run
+from eval_harness.planning import plan_resume, plan_run
+from eval_harness.runner import Runner, RunResult
 
 
 def pos(line: int) -> Position:

@@ -13,9 +13,9 @@ from pydantic import SecretStr
 
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
+from eval_harness.planning import plan_run
 from eval_harness.providers.anthropic import DEFAULT_MAX_TOKENS, parse_reset_time
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
-from eval_harness.runner import plan_run
 from eval_harness.types import GenerateConfig
 
 KEY = "sk-ant-test-0123456789"

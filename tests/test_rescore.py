@@ -13,8 +13,9 @@ from conftest import CliResult, TaskRoot, arithmetic_records, read_records
 
 from eval_harness.config import RunConfig
 from eval_harness.errors import ConfigError, ResumeMismatchError
+from eval_harness.planning import plan_resume, plan_run
 from eval_harness.rescore import parse_scorer, plan_rescore
-from eval_harness.runner import Runner, plan_resume, plan_run
+from eval_harness.runner import Runner
 
 Cli = Callable[..., CliResult]
 

@@ -20,9 +20,10 @@ from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, rate_limited
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
+from eval_harness.planning import plan_resume
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import CallTally, Gateway, RateLimiter, RetryPolicy
-from eval_harness.runner import Runner, plan_resume
+from eval_harness.runner import Runner
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
 

@@ -14,7 +14,8 @@ from conftest import TaskRoot, adder_run_config, arithmetic_records, read_record
 
 from eval_harness.artifacts import read_manifest, read_summary
 from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
-from eval_harness.runner import Runner, RunResult, dry_run, plan_resume, plan_run
+from eval_harness.planning import dry_run, plan_resume, plan_run
+from eval_harness.runner import Runner, RunResult
 from eval_harness.types import SampleRecord
 
 

@@ -18,7 +18,8 @@ import pytest
 from eval_harness.aggregate import COLUMNS_CACHE, load_columns, summarize, summarize_columns, summarize_tally
 from eval_harness.artifacts import RunPaths, SampleWriter, read_manifest
 from eval_harness.config import RunConfig
-from eval_harness.runner import Runner, plan_run
+from eval_harness.planning import plan_run
+from eval_harness.runner import Runner
 from eval_harness.tally import SessionTally, linear_percentile
 from eval_harness.types import ErrorInfo, RunSummary, SampleRecord, Usage
 from tests.conftest import TaskRoot

@@ -110,7 +110,7 @@ def test_chat_input_keeps_history_and_templates_the_last_turn(tmp_path: Path) ->
 
 
 def test_builtin_templates_render_the_builtin_tasks() -> None:
-    from eval_harness.runner import plan_run  # noqa: F401  (import check: templates load through the runner)
+    from eval_harness.planning import plan_run  # noqa: F401  (import check: templates load through planning)
     from eval_harness.tasks import find_task
 
     for name in ("capability_profile", "math_cot"):

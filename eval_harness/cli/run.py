@@ -15,7 +15,8 @@ from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
     from eval_harness.gates import GateSpec
-    from eval_harness.runner import Progress, RunPlan, RunResult
+    from eval_harness.planning import RunPlan
+    from eval_harness.runner import Progress, RunResult
 
 EXIT_INTERRUPTED = 130
 
@@ -251,7 +252,7 @@ def run_command(
     from pydantic import ValidationError
 
     from eval_harness.config import RunConfig, invalid_config, parse_key_values
-    from eval_harness.runner import dry_run, plan_run
+    from eval_harness.planning import dry_run, plan_run
 
     if task is None:
         raise ConfigError("--task is required (or --resume RUN_DIR); see 'eval-harness tasks'")
@@ -313,7 +314,7 @@ def _setting(value: Any) -> str:
 def _resume(
     run_dir: Path, overrides: dict[str, Any], retry_errors: bool, force: bool, gates: GateSpec, quiet: bool
 ) -> None:
-    from eval_harness.runner import plan_resume, replaced_settings
+    from eval_harness.planning import plan_resume, replaced_settings
 
     plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
     for name, (recorded, now) in replaced_settings(plan).items():

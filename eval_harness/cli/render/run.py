@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from eval_harness.cli.render import money, pct, stderr, stdout
 from eval_harness.cli.render.profile import print_profile
-from eval_harness.runner import DryRun, RunResult
+from eval_harness.planning import DryRun
 from eval_harness.runner import Progress as RunProgress
+from eval_harness.runner import RunResult
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
