@@ -462,8 +462,8 @@ def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, override
             limit=manifest.limit,
             seed=manifest.seed,
             timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
-            rpm=_kept(overrides, "rpm", manifest.rpm),
-            tpm=_kept(overrides, "tpm", manifest.tpm),
+            rpm=_kept(overrides, "rpm", manifest.rpm) or None,  # 0 given now: no limit from here on
+            tpm=_kept(overrides, "tpm", manifest.tpm) or None,
             max_retries=_kept(overrides, "max_retries", manifest.max_retries),
             cache=_kept(overrides, "cache", manifest.cache),
             generation=manifest.task.generation.model_dump(exclude_none=True),

@@ -515,9 +515,8 @@ def test_a_pipe_as_dataset_is_refused_before_anything_is_written(cli: Cli, tmp_p
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--rpm", "0", "must be a positive number, got 0"),
-        ("--rpm", "nan", "must be a positive number, got nan"),
-        ("--tpm", "-1", "must be a positive number, got -1"),
+        ("--rpm", "nan", "must be 0 (no limit) or a positive number, got nan"),
+        ("--tpm", "-1", "must be 0 (no limit) or a positive number, got -1"),
         ("--seed", str(2**80), "less than or equal to 9223372036854775807"),  # no 64-bit integer holds it
         ("--concurrency", str(10**20), "less than or equal to 100000"),
         ("--temperature", "nan", "must be between 0 and 2, got nan"),

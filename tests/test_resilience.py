@@ -195,6 +195,23 @@ def test_resume_says_on_stderr_which_recorded_setting_it_replaces(
     assert read_manifest(run_dir).rpm == 9000
 
 
+def test_resume_switches_off_a_recorded_rpm_tpm_and_cache_with_zero_and_no_cache(
+    task_root: TaskRoot, cli: Callable[..., CliResult]
+) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
+                  run_id="r1", rpm=6000, tpm=90000, cache=True, limit=2))  # fmt: skip
+    result = cli("resume", run_dir, "--rpm", "0", "--tpm", "0", "--no-cache", "-q")
+    assert result.code == 0, result.err
+    assert "--rpm 0 (no limit) replaces the run's recorded 6000" in result.err
+    assert "--cache off replaces the run's recorded on" in result.err
+    manifest = read_manifest(run_dir)
+    assert (manifest.rpm, manifest.tpm, manifest.cache) == (None, None, False)
+    again = cli("resume", run_dir, "-q")  # and later resumes keep them off
+    assert again.code == 0 and "replaces" not in again.err
+    assert (read_manifest(run_dir).rpm, read_manifest(run_dir).cache) == (None, False)
+
+
 def test_run_resume_keeps_the_recorded_concurrency_and_timeout_when_not_given(
     task_root: TaskRoot, cli: Callable[..., CliResult]
 ) -> None:

@@ -32,6 +32,12 @@ def _positive(value: float | None) -> float | None:
     return value
 
 
+def _budget(value: float | None) -> float | None:
+    if value is not None and not (value >= 0 and math.isfinite(value)):  # NaN fails both comparisons
+        raise typer.BadParameter(f"must be 0 (no limit) or a positive number, got {value:g}")
+    return value
+
+
 def _temperature(value: float | None) -> float | None:
     if value is not None and not 0 <= value <= 2:  # the widest range an API takes (OpenAI's); NaN fails it
         raise typer.BadParameter(f"must be between 0 and 2, got {value:g}")
@@ -40,9 +46,16 @@ def _temperature(value: float | None) -> float | None:
 
 MAX_CONCURRENCY = 100_000  # config.MAX_CONCURRENCY, written out: the CLI module is imported without pydantic
 MAX_EPOCHS = 1_000  # config.MAX_EPOCHS, likewise
-Rpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: requests per minute.")]
-Tpm = Annotated[float | None, typer.Option(callback=_positive, help="Client-side limit: tokens per minute.")]
-Cache = Annotated[bool, typer.Option("--cache", help="Serve repeated requests from the on-disk cache.")]
+# 0 is "no limit" and --no-cache "no cache", so that a resume can switch off what the run recorded.
+Rpm = Annotated[
+    float | None, typer.Option(callback=_budget, help="Client-side limit: requests per minute (0: no limit).")
+]
+Tpm = Annotated[
+    float | None, typer.Option(callback=_budget, help="Client-side limit: tokens per minute (0: no limit).")
+]
+Cache = Annotated[
+    bool | None, typer.Option("--cache/--no-cache", help="Serve repeated requests from the on-disk cache.")
+]
 MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transient provider error (default 5).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
 
@@ -225,7 +238,7 @@ def run_command(
     force: Force = False,
     rpm: Rpm = None,
     tpm: Tpm = None,
-    cache: Cache = False,
+    cache: Cache = None,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
     quiet: Quiet = False,
@@ -246,7 +259,7 @@ def run_command(
         # concurrency and timeout have defaults here (a new run's): only values given replace the recorded ones
         overrides = {"concurrency": concurrency if _given(ctx, "concurrency") else None,
                      "timeout_s": timeout if _given(ctx, "timeout") else None, "max_retries": max_retries,
-                     "rpm": rpm, "tpm": tpm, "cache": cache or None}  # fmt: skip
+                     "rpm": rpm, "tpm": tpm, "cache": cache}  # fmt: skip
         _resume(resume, overrides, retry_errors, force, gates, quiet)
         return
     from pydantic import ValidationError
@@ -272,9 +285,9 @@ def run_command(
             timeout_s=timeout,
             max_retries=5 if max_retries is None else max_retries,
             generation=_generation_overrides(temperature, max_tokens),
-            rpm=rpm,
-            tpm=tpm,
-            cache=cache,
+            rpm=rpm or None,
+            tpm=tpm or None,
+            cache=bool(cache),
             judge_model=judge_model,
             judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
             dry_run=dry_run_,
@@ -304,8 +317,8 @@ def run_command(
 
 
 def _setting(value: Any) -> str:
-    if value is None:
-        return "none"
+    if value is None:  # only rpm and tpm may be None
+        return "0 (no limit)"
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"{value:g}"
@@ -339,7 +352,7 @@ def resume_command(
     max_retries: MaxRetries = None,
     rpm: Rpm = None,
     tpm: Tpm = None,
-    cache: Cache = False,
+    cache: Cache = None,
     fail_below: FailBelow = None,
     fail_below_axis: FailBelowAxis = None,
     gate_on: GateOn = "mean",
@@ -351,7 +364,7 @@ def resume_command(
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
     overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
-                 "tpm": tpm, "cache": cache or None}  # fmt: skip
+                 "tpm": tpm, "cache": cache}  # fmt: skip
     _resume(run_dir, overrides, retry_errors, force, gates, quiet)
 
 
