@@ -607,6 +607,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         raise ValueError(f"c must be in [0, n]; got c={c}, n={n}")
     if n - c < k:
         return 1.0
+    if c == 0:
+        return 0.0  # the product below is 1 exactly, and -expm1(0) is -0.0
     # C(n-c, k)/C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i): the binomials themselves overflow floats for
     # large n. Summing logs and using expm1 keeps full relative precision when pass@k is tiny.
     i = np.arange(n - c + 1, n + 1, dtype=np.float64)

@@ -104,6 +104,22 @@ def test_repeatable_options_are_not_taken_for_repeats(cli: Cli, task_root: TaskR
     assert result.code == 0, result.err
 
 
+def test_two_key_values_after_one_model_arg_are_refused_with_the_spelling_that_works(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", "skill=1", "format_ok=1",
+                 "--dry-run")  # fmt: skip
+    assert (result.code, result.err) == (
+        2,
+        "error: format_ok=1: each KEY=VALUE needs its own --model-arg: --model-arg skill=1 --model-arg format_ok=1\n",
+    )
+
+
+def test_an_option_given_under_both_its_spellings_names_both(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "-t", "adder", "--task", "adder", "--dry-run")
+    assert (result.code, result.err) == (2, "error: -t/--task given 2 times; it takes one value (give it once)\n")
+
+
 def test_an_option_of_a_subcommand_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
     result = cli("cache", "clear", "--cache-dir", tmp_path / "a", "--cache-dir", tmp_path / "b")
     assert (result.code, result.err) == (2, "error: --cache-dir given 2 times; it takes one value (give it once)\n")

@@ -266,6 +266,11 @@ def test_pass_at_k_matches_exact_fractions(args: tuple[int, int, int], expected:
     assert pass_at_k(*args) == pytest.approx(expected, rel=1e-12, abs=0.0)
 
 
+def test_pass_at_k_with_no_pass_is_positive_zero() -> None:
+    value = pass_at_k(10, 0, 1)
+    assert value == 0.0 and math.copysign(1.0, value) == 1.0  # not -0.0, which JSON writes as "-0.0"
+
+
 def test_pass_at_k_huge_n_does_not_overflow() -> None:
     # C(10**6, 500) has ~2,000 digits: the direct formula would overflow a float.
     value = pass_at_k(1_000_000, 1000, 500)

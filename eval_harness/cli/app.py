@@ -7,6 +7,7 @@ import functools
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +91,9 @@ def _no_options() -> None:
     pass
 
 
+_KEY_VALUE = re.compile(r"[A-Za-z_][\w.]*=")
+
+
 def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     """An option that takes one value, given twice, is refused: click keeps the last one, so a second
     ``--dataset`` (two MMLU subjects, say) would silently replace the first."""
@@ -105,20 +109,29 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     }
     given: dict[str, list[str]] = {}
     index = 0
+    repeatable: tuple[str, str] | None = None  # the repeatable KEY=VALUE option just read, and its value
     while index < len(args) and args[index] != "--":
         token = args[index]
         name, equals, _ = token.partition("=") if token.startswith("--") else (token, "", "")
         option = options.get(name)
         index += 1
         if option is None:
+            if repeatable is not None and _KEY_VALUE.match(token):  # "--model-arg a=1 b=2": click says only
+                flag, value = repeatable  # "unexpected extra argument", which does not say what to do
+                raise ConfigError(f"{token}: each KEY=VALUE needs its own {flag}: {flag} {value} {flag} {token}")
+            repeatable = None
             continue
+        repeatable = None
         if not option.is_flag and not equals:
+            if option.multiple and index < len(args):
+                repeatable = (name, args[index])
             index += 1  # its value, whatever it looks like
         if not (option.is_flag or option.multiple or option.count):
             given.setdefault(option.name, []).append(name)
     for names in given.values():
         if len(names) > 1:
-            raise ConfigError(f"{names[0]} given {len(names)} times; it takes one value (give it once)")
+            spelt = "/".join(dict.fromkeys(names))  # "-t/--task" when both spellings were used
+            raise ConfigError(f"{spelt} given {len(names)} times; it takes one value (give it once)")
 
 
 def main(argv: list[str] | None = None) -> None:
