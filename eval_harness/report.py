@@ -33,7 +33,14 @@ from eval_harness.artifacts import RunPaths, judged_records, observed_status, re
 from eval_harness.errors import ConfigError
 from eval_harness.gates import GateResult, GateSpec, evaluate_gates
 from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
-from eval_harness.stats import NO_INTERVAL, NORMAL_CI_MIN_ITEMS, is_binary, mean_ci, sample_size
+from eval_harness.stats import (
+    NO_INTERVAL,
+    NORMAL_CI_MIN_ITEMS,
+    is_binary,
+    mean_ci,
+    sample_size,
+    wilson_sample_size,
+)
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
 __all__ = [
@@ -263,14 +270,17 @@ def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
         return None
     if axis.ci is not None and axis.ci[1] - axis.ci[0] <= 2 * PRECISION_WARNING:
         return None
-    worst = sample_size(PRECISION_TARGET, p=0.5)
     units = _units(rows)
+    binary = is_binary(units)
+    # 0/1 scores get Wilson's interval, so their sizes are Wilson's, as `plan` gives them (1,064 at 50%); other
+    # scores' intervals are Student-t, sized by the normal approximation (1,068 at the largest spread)
+    worst = wilson_sample_size(PRECISION_TARGET, p=0.5) if binary else sample_size(PRECISION_TARGET, p=0.5)
     needed, basis = worst, "the worst case: no spread to estimate from"
-    if axis.ci is not None and is_binary(units):
+    if axis.ci is not None and binary:
         low, high = axis.ci
         p = 0.5 if low <= 0.5 <= high else (high if high < 0.5 else low)
         basis = f"p = {100 * p:.1f}%, the interval's end nearest 50%" if p != 0.5 else "p = 50%, inside the interval"
-        needed = sample_size(PRECISION_TARGET, p=p)
+        needed = wilson_sample_size(PRECISION_TARGET, p=p)
     elif axis.ci is not None:
         from scipy.special import chdtri
 

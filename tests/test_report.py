@@ -20,6 +20,7 @@ from eval_harness.artifacts import read_manifest
 from eval_harness.errors import ArtifactError, ConfigError
 from eval_harness.gates import GateSpec
 from eval_harness.report import build_report
+from eval_harness.stats import wilson_sample_size
 
 Cli = Callable[..., CliResult]
 
@@ -115,9 +116,11 @@ def test_precision_lines_for_axes_wider_than_five_points(cli: Cli, tmp_path: Pat
             # 0/1 scores: p at the interval's end nearest 50% (0.5 when inside it), never the observed mean
             low, high = axis.ci
             p = 0.5 if low <= 0.5 <= high else (high if high < 0.5 else low)
-            # ceil(z^2 p (1 - p) / 0.03^2) with z = scipy.stats.norm.ppf(0.975) = 1.959963984540054
-            assert notes[axis.axis].needed == math.ceil(1.959963984540054**2 * p * (1 - p) / 0.03**2)
-            assert notes[axis.axis].needed_worst_case == 1068  # statsmodels: ceil(1.96^2 * .25 / .0009)
+            # the size `plan` gives (Wilson's, as the interval is; wilson_sample_size is held to statsmodels in
+            # test_stats), so the report and `plan --p P` never give two answers to one question
+            assert notes[axis.axis].needed == wilson_sample_size(0.03, p=p)
+            # statsmodels proportion_confint(k, n, method="wilson"), first n where k = 0.5n fits ±3: 1,064
+            assert notes[axis.axis].needed_worst_case == 1064
             assert notes[axis.axis].width == pytest.approx(high - low)
 
 
