@@ -16,7 +16,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     │   ├── SchemaVersionError           an artifact of a version this build cannot read
     │   └── ResumeMismatchError          resume refused: dataset/template/scorers/model changed
     ├── AuthenticationError              401/403 from a provider: the run stops early
-    │   └── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
+    │   ├── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
+    │   └── ModelNotFoundError           404: no such model or endpoint (a typo, a wrong base_url): it stops too
     ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
     ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
     │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
@@ -87,6 +88,11 @@ class AuthenticationError(EvalHarnessError):
 class QuotaExhaustedError(AuthenticationError):
     """The account's quota, billing limit or spend cap is used up (a 429 that waiting does not clear: OpenAI's
     ``insufficient_quota`` / ``billing_hard_limit_reached``, Anthropic's ``enforced_spend_limit_reached``)."""
+
+
+class ModelNotFoundError(AuthenticationError):
+    """HTTP 404 from a generation endpoint: the model name or the base URL is wrong. No sample's content can
+    cause it, so every call would fail the same way; the run stops like a refused key (fix it, then resume)."""
 
 
 class GateFailedError(EvalHarnessError):

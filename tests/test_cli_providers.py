@@ -215,6 +215,22 @@ def test_authentication_failure_stops_the_run_early_with_one_line(server: FakeLL
     assert manifest["status"] == "failed"
 
 
+def test_a_model_name_the_server_does_not_know_stops_the_run_with_one_line(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    not_found = Reply(
+        kind="error", status=404, message="The model `typo` does not exist.", error_code="model_not_found"
+    )
+    server.script(*[not_found] * 4)
+    result = cli(tmp_path, *run_args(server, "openai-compatible/typo", "--concurrency", "4", "-q"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HTTP 404:" in lines[0] and "The model `typo` does not exist." in lines[0], lines
+    assert "check the model name and the base URL" in lines[0]
+    assert len(server.generation_requests()) <= 4  # it used to send all 240 and exit 0 with a warning
+    assert json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())["status"] == "failed"
+
+
 def test_after_an_auth_failure_resume_with_the_right_key_completes(server: FakeLLMServer, tmp_path: Path) -> None:
     server.api_key = "sk-the-right-key-000000"
     args = run_args(server, "openai-compatible/fake", "--limit", "6", "--model-arg", "api_key_env=LOCAL_KEY", "-q")

@@ -12,7 +12,7 @@ from fake_llm_server import FakeLLMServer, Reply, answer, overloaded, rate_limit
 from pydantic import SecretStr
 
 from eval_harness.config import RunConfig, Settings
-from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
+from eval_harness.errors import AuthenticationError, ConfigError, ModelNotFoundError, ProviderHTTPError
 from eval_harness.planning import plan_run
 from eval_harness.providers.anthropic import DEFAULT_MAX_TOKENS, parse_reset_time
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
@@ -150,6 +150,13 @@ async def test_401_stops_with_an_authentication_error(server: FakeLLMServer) -> 
     server.script(unauthorized("invalid x-api-key"))
     error = await failure(make(server))
     assert isinstance(error, AuthenticationError) and "ANTHROPIC_API_KEY" in str(error)
+
+
+async def test_404_not_found_error_for_an_unknown_model_stops_the_run(server: FakeLLMServer) -> None:
+    # Anthropic's body for an unknown model: {"type": "error", "error": {"type": "not_found_error", ...}}
+    server.script(Reply(kind="error", status=404, message="model: claude-typo"))
+    error = await failure(make(server))
+    assert isinstance(error, ModelNotFoundError) and "model: claude-typo" in str(error)
 
 
 def test_anthropic_without_a_key_is_a_config_error() -> None:

@@ -35,6 +35,7 @@ from eval_harness.config import Settings
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
+    ModelNotFoundError,
     ProviderConnectionError,
     ProviderHTTPError,
     ProviderResponseError,
@@ -293,6 +294,16 @@ async def test_401_is_an_authentication_error_on_one_line(server: FakeLLMServer)
     error = await failure(make("openai/gpt-4o", server))
     assert isinstance(error, AuthenticationError)
     assert "\n" not in str(error) and "OPENAI_API_KEY" in str(error)
+
+
+async def test_404_for_an_unknown_model_stops_the_run_naming_what_to_check(server: FakeLLMServer) -> None:
+    # the body OpenAI sends for a model name that does not exist (its error reference: code model_not_found)
+    message = "The model `gpt-4o-typo` does not exist or you do not have access to it."
+    server.script(Reply(kind="error", status=404, message=message, error_code="model_not_found"))
+    error = await failure(make("openai/gpt-4o-typo", server))
+    assert isinstance(error, ModelNotFoundError) and isinstance(error, AuthenticationError)
+    assert message in str(error) and "check the model name and the base URL" in str(error)
+    assert len(server.generation_requests()) == 1  # not retried
 
 
 async def test_wrong_key_is_rejected_and_never_echoed(server: FakeLLMServer) -> None:

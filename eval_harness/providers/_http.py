@@ -32,6 +32,7 @@ from eval_harness.config import redact
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
+    ModelNotFoundError,
     ProviderError,
     ProviderHTTPError,
     ProviderResponseError,
@@ -447,6 +448,13 @@ class HTTPProvider(Provider):
         if status in (401, 403):
             raise AuthenticationError(
                 self._clean(f"{self.label}: authentication failed (HTTP {status}: {detail}); check {self.key_hint}")
+            )
+        if status == 404:
+            raise ModelNotFoundError(
+                self._clean(
+                    f"{self.label}: HTTP 404: {detail} (no such model or endpoint, so every request would fail: "
+                    "check the model name and the base URL)"
+                )
             )
         if self.quota_exhausted(status, body):
             raise QuotaExhaustedError(
