@@ -1,0 +1,281 @@
+"""Aggregation: the statistics of an axis and the run's summary, from columns or from a session's tally."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from eval_harness.aggregate._arrays import F64, U64
+from eval_harness.aggregate._cache import load_columns_cached, save_columns_cache
+from eval_harness.aggregate._columns import RunColumns
+from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
+from eval_harness.stats import NO_INTERVAL, mean_ci
+from eval_harness.tally import (
+    AxisFigures,
+    AxisTally,
+    SessionTally,
+    axis_stats_of,
+    judge_cost_total,
+    run_summary_of,
+)
+from eval_harness.types import AxisStats, RunManifest, RunSummary
+
+
+def _fsum(values: F64) -> float:
+    """The exactly rounded sum of the known (non-NaN) values: independent of their order."""
+    return math.fsum(values[~np.isnan(values)].tolist())
+
+
+def _percentiles(known: F64) -> tuple[float | None, float | None]:
+    if not known.size:
+        return None, None
+    p50, p95 = np.percentile(known, [50, 95]).tolist()
+    return float(p50), float(p95)
+
+
+@dataclass(frozen=True)
+class _AxisInputs:
+    """What the statistics of a set of records are computed from; built from columns or from a tally."""
+
+    final: F64
+    """Final scores, errors as 0, in any order."""
+    latency_ms: F64
+    """Known latencies."""
+    cost_usd: F64
+    """Known costs."""
+    errors: int
+    passed: int
+    """Records that passed and hold no error."""
+    cost_known: bool
+    prompt_tokens: int
+    completion_tokens: int
+    units: F64 | None = None
+    """With several epochs, each sample's mean final score: the units of the interval (None: one epoch, the
+    records are the units)."""
+    clean_units: F64 | None = None
+    """The units' means over their records without an error (a unit with only errors drops out); built from
+    columns only (a tally is never used with several epochs)."""
+
+    @classmethod
+    def of_columns(cls, columns: RunColumns) -> _AxisInputs:
+        latency, cost = columns.latency_ms, columns.cost_usd
+        units = per_sample_means(columns, columns.final)
+        clean_units = columns.final[~columns.error]
+        if units is not None:
+            clean = columns.take(~columns.error)
+            clean_units = _or_records(per_sample_means(clean, clean.final), clean.final)
+        return cls(
+            units=units,
+            clean_units=clean_units,
+            final=columns.final,
+            latency_ms=latency[~np.isnan(latency)],
+            cost_usd=cost[~np.isnan(cost)],
+            errors=int(np.count_nonzero(columns.error)),
+            passed=int(np.count_nonzero(columns.passed & ~columns.error)),
+            # An errored record has no completion to price; only a completed record with no price is unknown.
+            cost_known=not bool(np.any(np.isnan(cost) & ~columns.error)),
+            prompt_tokens=int(columns.prompt_tokens.sum()),
+            completion_tokens=int(columns.completion_tokens.sum()),
+        )
+
+    @classmethod
+    def of_tally(cls, tally: AxisTally) -> _AxisInputs:
+        return cls(
+            final=np.frombuffer(tally.final, dtype=np.float64),
+            latency_ms=np.frombuffer(tally.latency_ms, dtype=np.float64),
+            cost_usd=np.frombuffer(tally.cost_usd, dtype=np.float64),
+            errors=tally.errors,
+            passed=tally.passed,
+            cost_known=not tally.cost_unknown,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+        )
+
+    @classmethod
+    def joined(cls, parts: Sequence[_AxisInputs]) -> _AxisInputs:
+        if len(parts) == 1:
+            return parts[0]
+        # a sample is on one axis: the axes' units together are the run's
+        units = clean_units = None
+        if any(p.units is not None for p in parts):
+            units = np.concatenate([_or_records(p.units, p.final) for p in parts])
+            clean_units = np.concatenate([_clean_units(p) for p in parts])
+        return cls(
+            units=units,
+            clean_units=clean_units,
+            final=np.concatenate([p.final for p in parts]) if parts else np.empty(0),
+            latency_ms=np.concatenate([p.latency_ms for p in parts]) if parts else np.empty(0),
+            cost_usd=np.concatenate([p.cost_usd for p in parts]) if parts else np.empty(0),
+            errors=sum(p.errors for p in parts),
+            passed=sum(p.passed for p in parts),
+            cost_known=all(p.cost_known for p in parts),
+            prompt_tokens=sum(p.prompt_tokens for p in parts),
+            completion_tokens=sum(p.completion_tokens for p in parts),
+        )
+
+
+def _clean_units(inputs: _AxisInputs) -> F64:
+    assert inputs.clean_units is not None, "units come from columns, which give clean units too"
+    return inputs.clean_units
+
+
+def _or_records(units: F64 | None, records: F64) -> F64:
+    return records if units is None else units
+
+
+def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
+    """Each sample's mean of ``values`` (one per row of ``columns``), when some sample has several rows
+    (epochs); None when every row is a sample of its own.
+
+    Several epochs of one sample are not independent evidence (a temperature-0 model repeats itself), so
+    with epochs the intervals and tests take one unit per sample, the mean of its epochs."""
+    if values.size == 0 or not np.any(columns.epoch != 0):
+        return None
+    sample = sample_index(columns.sample_hash[:, 0])
+    return None if sample is None else group_means(values, sample)
+
+
+def sample_index(sample_ids: U64) -> NDArray[np.intp] | None:
+    """Each row's sample as 0..k-1 (``sample_ids``: a 64-bit identity of each row's sample), or None when no
+    sample has two rows (then the rows are the units)."""
+    samples, index = np.unique(sample_ids, return_inverse=True)
+    return None if samples.size == sample_ids.size else index.astype(np.intp)
+
+
+def group_means(values: F64, group: NDArray[np.intp]) -> F64:
+    """The mean of ``values`` in each group (0..k-1), summed in value order within each group: the means must
+    not depend on the order of the records."""
+    order = np.lexsort((values, group))
+    means: F64 = np.bincount(group[order], weights=values[order]) / np.bincount(group)
+    return means
+
+
+BY_SAMPLE = "-by-sample"
+"""Appended to an interval method computed over per-sample means (several epochs)."""
+
+
+def axis_stats(columns: RunColumns, name: str, ci_method: str = "auto", seed: int = 0) -> AxisStats:
+    """Aggregates of all rows of ``columns`` (select rows first with ``take``) under the label ``name``."""
+    return _axis_stats(_AxisInputs.of_columns(columns), name, ci_method, seed)
+
+
+def _axis_stats(inputs: _AxisInputs, name: str, ci_method: str, seed: int) -> AxisStats:
+    # Sorted, and summed exactly (fsum): the statistics must not depend on the order of the records,
+    # which a crash and resume changes, down to the last bit.
+    final = np.sort(inputs.final)
+    if final.size and inputs.units is not None:
+        # the mean over samples, as its interval (equal to the records' mean when every sample has all its
+        # epochs; an interrupted run's samples each count once, whatever their number of epochs)
+        mean, low, high, method = mean_ci(np.sort(inputs.units), method=ci_method, seed=seed)
+        if method != NO_INTERVAL:
+            method += BY_SAMPLE
+    elif final.size:
+        mean, low, high, method = mean_ci(final, method=ci_method, seed=seed)
+    else:
+        mean, low, high, method = None, None, None, "none"
+    p50, p95 = _percentiles(inputs.latency_ms)
+    figures = AxisFigures(
+        n=int(final.size),
+        errors=inputs.errors,
+        passed=inputs.passed,
+        mean=mean,
+        ci=_interval_or_none(low, high),
+        ci_method=method,
+        final_sum=math.fsum(final),
+        cost_total=math.fsum(inputs.cost_usd) if inputs.cost_known else None,
+        cost_known=inputs.cost_known,
+        latency_p50_ms=p50,
+        latency_p95_ms=p95,
+        prompt_tokens=inputs.prompt_tokens,
+        completion_tokens=inputs.completion_tokens,
+        samples=None if inputs.units is None else int(inputs.units.size),
+        mean_excluding_errors_by_sample=_clean_mean(inputs),
+    )
+    return axis_stats_of(figures, name)
+
+
+def _interval_or_none(low: float | None, high: float | None) -> tuple[float, float] | None:
+    """The interval, or None when there is none (no records; or NaN: one unit, or units all equal)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return None
+    return low, high
+
+
+def _clean_mean(inputs: _AxisInputs) -> float | None:
+    """With several epochs, the mean over samples of their records without an error (as the report's interval
+    excluding errors); None otherwise, or when every record is an error."""
+    if inputs.units is None or inputs.clean_units is None or not inputs.clean_units.size:
+        return None
+    return math.fsum(np.sort(inputs.clean_units)) / inputs.clean_units.size
+
+
+def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
+    """The rows of each axis, axes sorted by name."""
+    order = sorted(range(len(columns.axes)), key=lambda code: columns.axes[code])
+    out = []
+    for code in order:
+        rows = np.flatnonzero(columns.axis == code)
+        if rows.size:
+            out.append((columns.axes[code], columns.take(rows)))
+    return out
+
+
+def judge_cost(columns: RunColumns) -> float | None:
+    """Total judge cost; None when no judge was used or a judged record has no price."""
+    known = ~np.isnan(columns.judge_cost_usd)
+    return judge_cost_total(columns.judge_cost_usd[known], bool(np.any(columns.judge_used & ~known)))
+
+
+def errors_by_type(columns: RunColumns) -> dict[str, int]:
+    """Error records by error type."""
+    codes = columns.error_type[columns.error_type >= 0]
+    counts = np.bincount(codes, minlength=len(columns.error_types))
+    return {columns.error_types[i]: int(c) for i, c in enumerate(counts) if c}
+
+
+def summarize_columns(columns: RunColumns, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of already-loaded columns, with the manifest's status."""
+    seed = manifest.seed
+    parts = [(name, _AxisInputs.of_columns(rows)) for name, rows in per_axis(columns)]
+    return run_summary_of(
+        manifest,
+        [_axis_stats(inputs, name, ci_method, seed) for name, inputs in parts],
+        _axis_stats(_AxisInputs.joined([inputs for _, inputs in parts]), "overall", ci_method, seed),
+        judge_cost_usd=judge_cost(columns),
+        errors_by_type=errors_by_type(columns),
+        retries=dict(columns.retries),
+        backoff_s=_fsum(columns.backoff_s),
+        cached=int(np.count_nonzero(columns.cached)),
+    )
+
+
+def summarize_tally(tally: SessionTally, manifest: RunManifest, ci_method: str = "auto") -> RunSummary:
+    """The summary of a run whose every record went through ``tally`` (a session that began on an empty
+    artifact): equal to ``summarize`` of its samples.jsonl, without reading it."""
+
+    def stats(name: str, parts: list[AxisTally]) -> AxisStats:
+        inputs = _AxisInputs.joined([_AxisInputs.of_tally(part) for part in parts])
+        return _axis_stats(inputs, name, ci_method, manifest.seed)
+
+    return tally.summary(manifest, stats)
+
+
+def summarize(
+    samples_path: Path, manifest: RunManifest, ci_method: str = "auto", *, keep_cache: bool = False
+) -> RunSummary:
+    """The summary of the whole artifact (every session), with the manifest's status.
+
+    With ``keep_cache`` (the runner, which holds the run's lock) the columns are read through the columns
+    cache and the cache is brought up to date, so the next session reads only what it appends.
+    """
+    keys = scorer_keys(manifest)
+    if not keep_cache:
+        return summarize_columns(load_columns(samples_path, keys), manifest, ci_method)
+    columns = load_columns_cached(samples_path, keys, block_bytes=SMALL_BLOCK_BYTES)
+    save_columns_cache(samples_path, columns, keys)
+    return summarize_columns(columns, manifest, ci_method)
