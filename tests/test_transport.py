@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from eval_harness.providers._transport import (
+    ConnectionDropped,
     ConnectionPool,
     MalformedResponse,
     RawResponse,
     ReadTimedOut,
     ResponseHead,
+    StaleConnection,
     _Connection,
 )
 
@@ -308,3 +310,112 @@ async def test_bytes_beyond_a_tls_answer_never_replace_its_body(
         bodies = [(await pool.exchange(("https", "127.0.0.1", port), b"GET / HTTP/1.1\r\n\r\n")).body for _ in range(5)]
         await pool.aclose()
     assert bodies == [body] * 5
+
+
+class _ClosingServer:
+    """A loopback server that answers each connection's first request with a chunked body and then closes it,
+    without a ``Connection: close`` header: what llama.cpp's server does after a streamed answer."""
+
+    async def __aenter__(self) -> int:
+        self.connections = 0
+        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
+            writer.write(b"5\r\nhello\r\n0\r\n\r\n")
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_a_pooled_connection_the_server_closed_after_its_answer_is_not_reused() -> None:
+    # the server's FIN is in the kernel before the next request, but the loop has not read it yet: reusing the
+    # connection sent the request into a closed socket (StaleConnection: 24 of 40 llama.cpp streamed samples
+    # retried, 19 of 40 failed under --max-retries 0)
+    pool = ConnectionPool(1, connect_timeout=1.0, read_timeout=5.0)
+    async with _ClosingServer() as port:
+        origin = ("http", "127.0.0.1", port)
+        for _ in range(20):
+            response = await pool.exchange(origin, b"POST / HTTP/1.1\r\n\r\n")
+            assert response.body == b"hello"
+        await pool.aclose()
+
+
+class _HangUpOnSecondRequestServer:
+    """Answers the first request of each connection and keeps it alive, then closes it on the second request
+    without a byte of answer: a keep-alive connection that died while the request was on its way."""
+
+    async def __aenter__(self) -> int:
+        self.requests = 0
+        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_a_request_a_kept_alive_connection_dropped_unanswered_goes_once_more_on_a_fresh_one() -> None:
+    pool = ConnectionPool(1, connect_timeout=1.0, read_timeout=5.0)
+    server = _HangUpOnSecondRequestServer()
+    async with server as port:
+        origin = ("http", "127.0.0.1", port)
+        first = await pool.exchange(origin, b"POST / HTTP/1.1\r\n\r\n")
+        second = await pool.exchange(origin, b"POST / HTTP/1.1\r\n\r\n")  # reused, dropped, sent again fresh
+        await pool.aclose()
+    assert (first.body, second.body) == (b"ok", b"ok")
+    assert server.requests == 3  # the dropped one, then the same request on a new connection
+
+
+class _HangUpServer:
+    """Reads each request and closes the connection without answering."""
+
+    async def __aenter__(self) -> int:
+        self.requests = 0
+        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+        finally:
+            writer.close()
+
+
+async def test_a_fresh_connection_dropped_unanswered_is_not_sent_again() -> None:
+    pool = ConnectionPool(1, connect_timeout=1.0, read_timeout=5.0)
+    server = _HangUpServer()
+    async with server as port:
+        with pytest.raises(ConnectionDropped) as raised:
+            await pool.exchange(("http", "127.0.0.1", port), b"POST / HTTP/1.1\r\n\r\n")
+        await pool.aclose()
+    assert not isinstance(raised.value, StaleConnection)  # the gateway's retries decide, counted
+    assert server.requests == 1
