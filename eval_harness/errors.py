@@ -17,7 +17,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     │   └── ResumeMismatchError          resume refused: dataset/template/scorers/model changed
     ├── AuthenticationError              401/403 from a provider: the run stops early
     │   ├── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
-    │   └── ModelNotFoundError           404: no such model or endpoint (a typo, a wrong base_url): it stops too
+    │   ├── ModelNotFoundError           404: no such model or endpoint (a typo, a wrong base_url): it stops too
+    │   └── ServerUnreachableError       no connection to the server could be made, nor ever was: it stops too
     ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
     ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
     │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
@@ -29,7 +30,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 
 from __future__ import annotations
 
-from typing import Literal
+import copy
+from typing import Any, Literal, Self
 
 RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
 
@@ -95,6 +97,12 @@ class ModelNotFoundError(AuthenticationError):
     cause it, so every call would fail the same way; the run stops like a refused key (fix it, then resume)."""
 
 
+class ServerUnreachableError(AuthenticationError):
+    """A sample ran out of retries without a connection to the server (refused, no such host) and no request of
+    the session ever reached it: a server not started or a wrong port fails every sample the same way, each
+    after its backoff (a 1,319-sample run took 24 minutes to record nothing but errors), so the run stops."""
+
+
 class GateFailedError(EvalHarnessError):
     """A quality gate (--fail-below, --max-error-rate, --fail-on-regression) failed."""
 
@@ -122,6 +130,12 @@ class ProviderError(EvalHarnessError):
         self.status_code = status_code
         self.request_id = request_id
 
+    def with_message(self, message: str) -> Self:
+        """A copy of this error with another message and every other attribute kept (a subclass's too)."""
+        copied = copy.copy(self)
+        copied.args = (message,)
+        return copied
+
 
 class ReplayedError(ProviderError):
     """A source run's generation error, replayed by ``rescore``: recorded again with its own type and
@@ -146,7 +160,12 @@ class ProviderTimeoutError(ProviderError):
 
 
 class ProviderConnectionError(ProviderError):
-    """The connection could not be made or was dropped."""
+    """The connection could not be made or was dropped; ``unreachable`` when it could not be made at all (the
+    server refused it, or the host name does not resolve)."""
+
+    def __init__(self, message: str, *, unreachable: bool = False, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.unreachable = unreachable
 
 
 class ScoringError(EvalHarnessError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -229,6 +230,22 @@ def test_a_model_name_the_server_does_not_know_stops_the_run_with_one_line(
     assert "check the model name and the base URL" in lines[0]
     assert len(server.generation_requests()) <= 4  # it used to send all 240 and exit 0 with a warning
     assert json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_a_server_that_is_not_running_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once closed
+    args = ["run", "--task", "capability_profile", "--model", "openai-compatible/local", "--model-arg",
+            f"base_url=http://127.0.0.1:{port}/v1", "--run-id", "r1", "--max-retries", "0", "-q"]  # fmt: skip
+    result = cli(tmp_path, *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot connect to 127.0.0.1:{port}" in lines[0], lines
+    assert "is it running, and is the base URL right?" in lines[0]
+    assert json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())["status"] == "failed"
+    # 240 samples used to be recorded as errors, each after its backoff, with exit 0
+    assert len((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()) == 0
 
 
 def test_after_an_auth_failure_resume_with_the_right_key_completes(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from eval_harness.errors import (
     ProviderHTTPError,
     ProviderResponseError,
     ProviderTimeoutError,
+    ServerUnreachableError,
 )
 from eval_harness.providers._http import HTTPProvider
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
@@ -373,7 +374,7 @@ async def test_connection_pool_keeps_in_flight_requests_within_concurrency(serve
     assert server.max_in_flight == 3
 
 
-async def test_keep_alive_connection_closed_by_the_server_is_replaced_by_a_counted_retry(
+async def test_a_keep_alive_connection_the_server_closed_is_not_reused_and_costs_no_retry(
     server: FakeLLMServer,
 ) -> None:
     from eval_harness.providers.gateway import Gateway, RetryPolicy
@@ -388,11 +389,11 @@ async def test_keep_alive_connection_closed_by_the_server_is_replaced_by_a_count
         await gateway.aclose()
     assert first.completion is not None and second.completion is not None
     assert first.completion.text == second.completion.text == "4"
-    # the server may have seen the request on the dropped connection: the new try is counted, and at once
-    assert (second.attempts, second.retries, second.backoff_s) == (2, {"connection": 1}, 0.0)
+    # the closed socket is seen before it is used (it was a counted retry, and under --max-retries 0 a failure)
+    assert (second.attempts, second.retries, second.backoff_s) == (1, {}, 0.0)
 
 
-async def test_with_no_retries_allowed_a_dropped_kept_alive_connection_is_not_tried_again(
+async def test_with_no_retries_allowed_a_closed_kept_alive_connection_still_gets_its_answer(
     server: FakeLLMServer,
 ) -> None:
     from eval_harness.providers.gateway import Gateway, RetryPolicy
@@ -405,8 +406,50 @@ async def test_with_no_retries_allowed_a_dropped_kept_alive_connection_is_not_tr
         second = await gateway.generate(request())
     finally:
         await gateway.aclose()
-    assert second.completion is None and isinstance(second.error, ProviderConnectionError)
-    assert second.attempts == 1 and len(server.generation_requests()) == 1  # the restarted server saw nothing
+    assert second.completion is not None and second.attempts == 1
+    assert len(server.generation_requests()) == 2  # one before the restart, and the second request once
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # nothing listens there once the socket is closed
+
+
+def _unreachable(concurrency: int = 1) -> Provider:
+    context = ProviderContext(settings=settings(), concurrency=concurrency)
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    return create_provider("openai-compatible/local", {"base_url": base_url}, context)
+
+
+@pytest.mark.parametrize("http_transport", ["pooled", "httpx"])
+async def test_a_server_never_reached_stops_the_run_once_a_sample_is_out_of_retries(http_transport: str) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    context = ProviderContext(settings=settings(), concurrency=1)
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    provider = create_provider(
+        "openai-compatible/local", {"base_url": base_url, "http_transport": http_transport}, context
+    )
+    gateway = Gateway(provider, RetryPolicy(max_retries=1, initial_wait_s=0.01))
+    try:
+        with pytest.raises(ServerUnreachableError, match=r"2 attempts .* is it running, and is the base URL right"):
+            await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+
+
+async def test_after_one_answer_a_refused_connection_is_that_sample_s_error(server: FakeLLMServer) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=0))
+    try:
+        assert (await gateway.generate(request())).completion is not None
+        server.stop()  # the server goes away mid-run: samples fail one by one, the run goes on
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    assert isinstance(outcome.error, ProviderConnectionError) and outcome.error.unreachable
 
 
 # openai-compatible ---------------------------------------------------------------------------------------

@@ -519,13 +519,9 @@ class HTTPProvider(Provider):
 
         A try/except at each call site rather than a context manager: this runs once per request, and
         entering and leaving a generator-based context manager costs more than the rest of the check."""
-        return type(exc)(
-            self._clean(f"{self.label}: {exc}"),
-            retry_cause=exc.retry_cause,
-            retry_after=exc.retry_after,
-            status_code=exc.status_code,
-            request_id=exc.request_id or request_id,
-        )
+        labelled = exc.with_message(self._clean(f"{self.label}: {exc}"))
+        labelled.request_id = exc.request_id or request_id
+        return labelled
 
     def header_request_id(self, headers: Mapping[str, str]) -> str | None:
         """The provider's request id from the response headers, when it sent one."""

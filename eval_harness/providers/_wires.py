@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 from eval_harness.errors import ConfigError, ProviderConnectionError, ProviderResponseError, ProviderTimeoutError
 from eval_harness.providers._transport import (
+    ConnectFailed,
     ConnectionPool,
     ConnectTimedOut,
     ReadTimedOut,
-    StaleConnection,
     TransportError,
     origin_of,
 )
@@ -111,12 +111,10 @@ class PooledWire:
             status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
-        except StaleConnection as exc:  # retried at once, on a fresh connection, counted like any retry
-            raise ProviderConnectionError(
-                f"{type(exc).__name__}: {exc}", retry_cause="connection", retry_after=0.0
-            ) from None
         except TransportError as exc:
-            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
+            raise ProviderConnectionError(
+                f"{type(exc).__name__}: {exc}", retry_cause="connection", unreachable=isinstance(exc, ConnectFailed)
+            ) from None
         return status, headers, _decoded(body, headers.get("content-encoding"))
 
     async def aclose(self) -> None:
@@ -156,7 +154,11 @@ class HttpxWire:
         except httpx.TimeoutException as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}", retry_cause="connection") from None
+            raise ProviderConnectionError(
+                f"{type(exc).__name__}: {exc}",
+                retry_cause="connection",
+                unreachable=isinstance(exc, httpx.ConnectError),
+            ) from None
         except httpx.DecodingError as exc:
             raise ProviderResponseError(f"the body cannot be decoded: {exc}") from None
         except httpx.HTTPError as exc:

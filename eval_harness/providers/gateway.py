@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval_harness.cache import Origin, ResponseCache, cache_key, default_cache_dir
 from eval_harness.config import RunConfig, redact
-from eval_harness.errors import AuthenticationError, ProviderError
+from eval_harness.errors import AuthenticationError, ProviderConnectionError, ProviderError, ServerUnreachableError
 from eval_harness.providers.base import Provider, estimate_tokens
 from eval_harness.types import Completion, GenerateRequest
 
@@ -305,6 +305,7 @@ class Gateway:
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
         self._exponential: Any = None  # tenacity is imported on the first retry, not at start-up
+        self._reached = False  # whether any call of this session got through to the server
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
@@ -380,6 +381,12 @@ class Gateway:
     def _outcome(
         self, completion: Completion | None, error: ProviderError | None, tally: CallTally
     ) -> GenerationOutcome:
+        if isinstance(error, ProviderConnectionError) and error.unreachable and not self._reached:
+            tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
+            raise ServerUnreachableError(
+                f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
+                "base URL right? The run stops; resume it once the server answers)"
+            )
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
@@ -403,11 +410,14 @@ class Gateway:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
             completion = await self.provider.generate(request)
         except ProviderError as exc:
+            if not (isinstance(exc, ProviderConnectionError) and exc.unreachable):
+                self._reached = True  # an answer, even an error status: the server is there
             if exc.retry_cause == "rate_limit":
                 concurrency.on_rate_limit(exc.retry_after)
             raise
         finally:
             concurrency.release()
+        self._reached = True
         usage = completion.usage
         spent = usage.prompt_tokens + usage.completion_tokens
         if booking is not None and spent > 0:  # no usage reported: the estimate stays spent
@@ -502,24 +512,15 @@ class Gateway:
         if not self._too_long(error):
             return error
         wait, cap = error.retry_after, self.policy.max_wait_s
-        return type(error)(
-            f"rate limited: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})",
-            retry_cause=error.retry_cause,
-            retry_after=error.retry_after,
-            status_code=error.status_code,
-            request_id=error.request_id,
+        return error.with_message(
+            f"rate limited: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
         )
 
     def _wait(self, state: RetryCallState) -> float:
         """The server's Retry-After / reset time (plus up to 10% jitter) when it named a positive wait, else
         exponential backoff (as the official SDKs do: a wait of 0 would spend every retry at once)."""
         error = state.outcome.exception() if state.outcome is not None else None
-        # 0 from the wire itself means at once (a stale kept-alive connection: no server asked anything)
-        if (
-            isinstance(error, ProviderError)
-            and error.retry_after is not None
-            and (error.retry_after > 0 or error.retry_cause == "connection")
-        ):
+        if isinstance(error, ProviderError) and error.retry_after is not None and error.retry_after > 0:
             wait = error.retry_after
             return min(wait + random.uniform(0, 0.1 * wait), self.policy.max_wait_s)
         return float(self._exponential(state))
