@@ -9,16 +9,21 @@ the two intervals overlap (the conservative screen), and a verdict. The per-axis
 not adjusted for the number of axes; when an interval and its verdict still disagree (the interval
 excludes 0 beside "no detectable difference", or the reverse) a note says so and which one decides.
 Latency, cost and error-rate deltas sit beside the scores, so the trade-off a single headline number
-hides stays visible. Errors count as wrong (score 0), as in the report's headline.
+hides stays visible. Errors count as wrong (score 0), as in the report's headline; a pair that is an error in
+both runs is a difference of 0 whatever the models can do, and a note counts such pairs. ``differs`` lists the
+settings of the evaluation that are not the same in the two manifests: what tells the runs apart when the
+model is the same (temperature 0 against 0.8, another endpoint, an edited template).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +42,7 @@ from eval_harness.errors import ConfigError
 from eval_harness.stats import holm, mean_ci, paired_comparison
 from eval_harness.types import RunManifest, ScorerSpec
 
-__all__ = ["ALPHA", "CompareAxis", "Comparison", "Verdict", "compare_runs"]
+__all__ = ["ALPHA", "CompareAxis", "Comparison", "SettingChange", "Verdict", "compare_runs"]
 
 COMPARE_SCHEMA_VERSION = 1
 ALPHA = 0.05
@@ -95,6 +100,10 @@ class CompareAxis(BaseModel):
     error_rate_a: float | None
     error_rate_b: float | None
     error_rate_diff: float | None
+    errors_both: int = Field(
+        description="Paired records that are errors in both runs: each a difference of 0 (both counted as wrong), "
+        "whatever the models can do, so they carry no evidence of a difference although n counts them."
+    )
     latency_p50_ms_a: float | None
     latency_p50_ms_b: float | None
     latency_p50_diff_ms: float | None
@@ -125,6 +134,18 @@ class CompareHeadline(BaseModel):
     axes_b_better: list[str]
 
 
+class SettingChange(BaseModel):
+    """One setting of the evaluation that is not the same in the two runs' manifests."""
+
+    setting: str = Field(
+        description="Where it is in manifest.json: model.id, model.args.endpoint, task.generation.temperature, "
+        "task.template_sha256, seed..."
+    )
+    a: Any = Field(description="A's value (null: not set, the provider's or the harness's default).")
+    b: Any = Field(description="B's value (null: not set).")
+    text: str = Field(description="As printed: the setting, A's value → B's (generation.temperature 0.0 → 0.8).")
+
+
 class Comparison(BaseModel):
     """``eval-harness compare --format json``."""
 
@@ -140,6 +161,12 @@ class Comparison(BaseModel):
     alpha: float = ALPHA
     forced: list[str] = Field(description="Differences that would have refused the comparison, overridden by --force.")
     notes: list[str]
+    differs: list[SettingChange] = Field(
+        default_factory=list,
+        description="The settings of the evaluation that differ between the runs (empty: none does), from their "
+        "manifests; pacing (concurrency, timeout, rpm, tpm, retries, cache) and bookkeeping (run id, times, "
+        "status, sessions) are left out.",
+    )
 
     @property
     def regressions(self) -> list[CompareAxis]:
@@ -173,6 +200,121 @@ def incomparable(a: RunManifest, b: RunManifest) -> list[str]:
     if not _same_scorers(a, b):
         problems.append(f"different scorers (A: {_scorers_text(a.task.scorers)}, B: {_scorers_text(b.task.scorers)})")
     return problems
+
+
+# What tells two runs apart, from their manifests. Left out as not settings of the evaluation: the run id,
+# times, status, sessions and wall time (bookkeeping), and concurrency, timeout, rpm, tpm, max_retries and
+# cache: they set the pace and the patience of the calls, not what is asked, of which model, or how it is
+# scored (a short timeout can turn slow answers into errors, but then the error rates beside the scores show
+# it). A dataset's path is left out when its content (sha256) is the same. Manifests hold no secrets (the
+# providers drop them from the recorded arguments), so neither does this list.
+_SHOWN_CHARS = 40
+_LABELS = {"model.id": "model", "judge.id": "judge", "task.name": "task"}
+# what the fingerprint covers (see planning._fingerprint_parts) that a manifest also records on its own
+_FINGERPRINTED = ("model.", "judge", "dataset.sha256", "task.template_sha256", "task.system_prompt", "task.scorers",
+                  "task.pass_threshold", "seed")  # fmt: skip
+
+
+def differing_settings(a: RunManifest, b: RunManifest) -> list[SettingChange]:
+    """The settings of the evaluation that are not the same in manifests ``a`` and ``b``, in the order a reader
+    looks for them: model and its arguments, generation, prompt, dataset, scoring, judge, seed, epochs, limit."""
+    ta, tb = a.task, b.task
+    changes = _leaf_changes("model", a.model.model_dump(mode="json"), b.model.model_dump(mode="json"))
+    generation = [t.generation.model_dump(mode="json") for t in (ta, tb)]
+    changes += _leaf_changes("task.generation", *generation)
+    changes += _leaf_changes("task.name", ta.name, tb.name)
+    template = ta.template if ta.template == tb.template else f"{ta.template} → {tb.template}"
+    changes += _digest_change("task.template_sha256", f"template {template}", ta.template_sha256, tb.template_sha256)
+    changes += _leaf_changes("task.system_prompt", ta.system_prompt, tb.system_prompt)
+    changes += _leaf_changes("task.few_shot", ta.few_shot, tb.few_shot)
+    # the few-shot spec being the same, the examples' content or the template's variables changed (with the
+    # spec changed, its entries say why); None: a run made before this was recorded
+    if ta.few_shot == tb.few_shot and ta.prompt_inputs_sha256 is not None and tb.prompt_inputs_sha256 is not None:
+        what = "few-shot examples or template variables"
+        changes += _digest_change("task.prompt_inputs_sha256", what, ta.prompt_inputs_sha256, tb.prompt_inputs_sha256)
+    names = [Path(m.dataset.path).name for m in (a, b)]
+    dataset = names[0] if names[0] == names[1] else " → ".join(names)
+    changes += _digest_change("dataset.sha256", f"dataset {dataset}", a.dataset.sha256, b.dataset.sha256)
+    if not _same_scorers(a, b):
+        keys_a, keys_b = (" + ".join(spec.key for spec in t.scorers) for t in (ta, tb))
+        # the keys when they tell the scorers apart: the whole specs (in the refusal, or the rescore note) are long
+        if keys_a == keys_b:
+            keys_a, keys_b = _scorers_text(ta.scorers), _scorers_text(tb.scorers)
+        specs_a, specs_b = ([s.model_dump(mode="json") for s in t.scorers] for t in (ta, tb))
+        changes.append(SettingChange(setting="task.scorers", a=specs_a, b=specs_b, text=f"scorers {keys_a} → {keys_b}"))
+    changes += _leaf_changes("task.pass_threshold", ta.pass_threshold, tb.pass_threshold)
+    judges = [m.judge.model_dump(mode="json") if m.judge else None for m in (a, b)]
+    changes += _leaf_changes("judge", *judges)
+    for name in ("seed", "epochs", "limit"):
+        changes += _leaf_changes(name, getattr(a, name), getattr(b, name))
+    if a.source_run != b.source_run:  # a rescore's outputs, named by the source run's directory
+        ids = " → ".join(Path(run).name if run else "unset" for run in (a.source_run, b.source_run))
+        changes.append(SettingChange(setting="source_run", a=a.source_run, b=b.source_run, text=f"source_run {ids}"))
+    # not a flag, but another version of the harness may render prompts or score answers differently
+    changes += _leaf_changes("harness_version", a.harness_version, b.harness_version)
+    if not any(c.setting.startswith(_FINGERPRINTED) for c in changes):
+        what = "a judge's rubric or another file a scorer reads"
+        changes += _digest_change("fingerprint", what, a.fingerprint, b.fingerprint, "fingerprint")
+    return changes
+
+
+def _digest_change(setting: str, what: str, a: str, b: str, digest: str = "sha256") -> list[SettingChange]:
+    """A change of content known by its digest, as ``what (sha256 1a2b3c… → 4d5e6f…)``; none when they match."""
+    return [] if a == b else [SettingChange(setting=setting, a=a, b=b, text=f"{what} ({digest} {a[:12]} → {b[:12]})")]
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    """``value`` flattened: each non-dict value under its dotted path (an empty dict holds none)."""
+    if not isinstance(value, dict):
+        return {path: value}
+    leaves: dict[str, Any] = {}
+    for key, item in value.items():
+        leaves.update(_leaves(item, f"{path}.{key}"))
+    return leaves
+
+
+def _leaf_changes(path: str, a: Any, b: Any) -> list[SettingChange]:
+    """One change per dotted path under ``path`` whose value differs (a path missing on one side: unset)."""
+    leaves_a, leaves_b = _leaves(a, path), _leaves(b, path)
+    changes = []
+    for key in dict.fromkeys([*leaves_a, *leaves_b]):
+        value_a, value_b = leaves_a.get(key), leaves_b.get(key)
+        if value_a == value_b:
+            continue
+        label = _LABELS.get(key) or key.removeprefix("task.")
+        shown_a, shown_b = _shown(value_a), _shown(value_b)
+        if shown_a == shown_b:  # two long values cut to the same text: their digests tell them apart
+            text = f"{label} (sha256 {_digest(value_a)} → {_digest(value_b)})"
+        else:
+            text = f"{label} {shown_a} → {shown_b}"
+        changes.append(SettingChange(setting=key, a=value_a, b=value_b, text=text))
+    return changes
+
+
+def _shown(value: Any) -> str:
+    """A setting's value as printed: a plain word bare, other text quoted, the rest as JSON; cut to a line."""
+    if value is None:
+        return "unset"
+    if isinstance(value, str) and value and value != "unset" and not any(c.isspace() or c == '"' for c in value):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+
+
+def _forced_notes(a: RunManifest, b: RunManifest) -> list[str]:
+    """A run resumed with --force across a change holds records made under two settings, while its manifest
+    (which ``differs`` reads) keeps the first session's."""
+    return [
+        f"{side} was resumed with --force across changes ({'; '.join(m.forced_changes)}): its records may mix the "
+        "settings before and after them, while its manifest, which differs compares, holds the first session's"
+        for side, m in (("A", a), ("B", b))
+        if m.forced_changes
+    ]
 
 
 def join_keys(keys_a: NDArray[np.uint64], keys_b: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -305,6 +447,7 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
         error_rate_a=error_a,
         error_rate_b=error_b,
         error_rate_diff=_delta(error_a, error_b),
+        errors_both=int(np.count_nonzero(a.error & b.error)),
         latency_p50_ms_a=p50_a,
         latency_p50_ms_b=p50_b,
         latency_p50_diff_ms=_delta(p50_a, p50_b),
@@ -461,6 +604,8 @@ def _compare(
         notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
     notes += _interval_notes(axes, overall)
     notes += _error_notes(axes, overall, a, b, axis_a, columns_a.axes)
+    notes += _both_error_notes(axes, overall, a, b, axis_a, columns_a.axes, sample)
+    notes += _forced_notes(manifest_a, manifest_b)
     macro_a = _mean_of([axis.mean_a for axis in axes])
     macro_b = _mean_of([axis.mean_b for axis in axes])
     headline = CompareHeadline(
@@ -490,6 +635,7 @@ def _compare(
         only_b=only_b,
         forced=list(forced),
         notes=notes,
+        differs=differing_settings(manifest_a, manifest_b),
     )
 
 
@@ -558,6 +704,43 @@ def _error_notes(
                 f"{axis.axis}: {errors:,} of the {total:,} records where {winner} scored higher are errors in "
                 f"{loser} (counted as wrong): check {loser}'s errors before reading this as a difference in quality"
             )
+    return notes
+
+
+def _both_error_notes(
+    axes: Sequence[CompareAxis],
+    overall: CompareAxis,
+    a: _Side,
+    b: _Side,
+    axis_a: NDArray[np.int32],
+    names: list[str],
+    sample: NDArray[np.intp] | None,
+) -> list[str]:
+    """Pairs that are errors in both runs are each a difference of 0 (both counted as wrong) whatever the models
+    can do: n counts them, the evidence of a difference lies in the other pairs (the same over-context error
+    in both runs, 30 pairs of 40, once made n read 40 for a test that rested on 10)."""
+    notes = []
+    both = a.error & b.error
+    for axis in [*axes, overall] if len(axes) > 1 else axes:
+        if not axis.errors_both:
+            continue
+        rows = np.arange(axis_a.size) if axis is overall else np.flatnonzero(axis_a == names.index(axis.axis))
+        errors = f"{axis.errors_both:,} of {axis.n:,}"
+        if sample is None:
+            rest = axis.n - axis.errors_both
+            left = f"the test rests on the other {rest:,}" if rest else "no pair is left to tell the runs apart"
+            notes.append(f"{axis.axis}: {errors} pairs are errors in both runs (a difference of 0 each); {left}")
+            continue
+        # the units of the test are samples: one whose every paired epoch is an error in both runs is a 0
+        rest = int(np.unique(sample[rows][~both[rows]]).size)
+        gone, every = axis.samples - rest, "errors in both runs in every epoch"
+        if not gone:
+            left = f"every sample has an epoch that is not, so the test rests on all {rest:,}"
+        elif rest:
+            left = f"{gone:,} of the {axis.samples:,} samples are {every}, so the test rests on the other {rest:,}"
+        else:
+            left = f"all {gone:,} samples are {every}: no sample is left to tell the runs apart"
+        notes.append(f"{axis.axis}: {errors} paired records are errors in both runs (a difference of 0 each); {left}")
     return notes
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import CliResult, TaskRoot, as_three_identical_epochs, read_records
+from fake_llm_server import FakeLLMServer
 
 from eval_harness.aggregate import load_columns
 from eval_harness.compare import compare_runs, join_keys
@@ -164,3 +167,245 @@ def test_epochs_of_one_sample_are_one_unit_of_the_paired_test(cli: Cli, task_roo
         assert three.diff == pytest.approx(one.diff)
     assert any("each sample is one unit of the paired tests" in note for note in thrice.notes)
     assert not any("each sample is one unit" in note for note in once.notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# differs: the settings that tell the two runs apart, from their manifests
+# --------------------------------------------------------------------------------------------------
+
+
+def differs(a: Path, b: Path, **kwargs: bool) -> list[str]:
+    return [change.text for change in compare_runs(a, b, **kwargs).differs]
+
+
+def test_differs_names_the_generation_settings_of_two_runs_of_one_model(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--temperature", "0")
+    b = make_run(cli, task_root, "b", "--model", "mock/x", "--temperature", "0.8", "--max-tokens", "32")
+    changes = compare_runs(a, b).differs
+    # the adder task sets no [generation]: max_tokens is the provider's default in A
+    assert [c.text for c in changes] == ["generation.temperature 0.0 → 0.8", "generation.max_tokens unset → 32"]
+    assert [(c.setting, c.a, c.b) for c in changes] == [
+        ("task.generation.temperature", 0.0, 0.8),
+        ("task.generation.max_tokens", None, 32),
+    ]
+
+
+def test_differs_names_the_model_and_each_model_argument_that_differs(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=0.5")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=0.5", "--model-arg", "skill.alpha=1",
+                 "--model-arg", "latency_ms=2")  # fmt: skip
+    assert differs(a, b) == [
+        "model mock/x → mock/y",
+        "model.args.latency_ms 0.0 → 2.0",
+        "model.args.skill_by_axis.alpha unset → 1.0",  # A's arguments in their order, then those only B sets
+    ]
+
+
+def test_differs_leaves_out_pacing_and_bookkeeping(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    b = make_run(cli, task_root, "b", "--model", "mock/x", "--concurrency", "3", "--timeout", "9", "--max-retries", "1",
+                 "--rpm", "100000", "--tpm", "9000000", "--cache")  # fmt: skip
+    # run ids, times, concurrency, timeout, retries, rate limits and the cache all differ: none is a setting
+    assert differs(a, b) == []
+
+
+def test_differs_names_seed_epochs_and_limit(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    b = make_run(cli, task_root, "b", "--model", "mock/x", "--seed", "7", "--epochs", "2", "--limit", "30")
+    assert differs(a, b) == ["seed 0 → 7", "epochs 1 → 2", "limit unset → 30"]
+
+
+def test_differs_shows_an_edited_template_by_the_sha256_of_its_two_texts(cli: Cli, task_root: TaskRoot) -> None:
+    before, after = "{{ input }}\nAnswer only.\n", "{{ input }}\nAnswer with the number only.\n"
+    task_root.template("plain.jinja2", before)
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    task_root.template("plain.jinja2", after)
+    b = make_run(cli, task_root, "b", "--model", "mock/x")
+    sha_a, sha_b = (hashlib.sha256(text.encode()).hexdigest() for text in (before, after))
+    assert differs(a, b) == [f"template plain.jinja2 (sha256 {sha_a[:12]} → {sha_b[:12]})"]
+
+
+FEW_SHOT_TASK = (
+    'name = "adder"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+    '[few_shot]\nk = {k}\npath = "data/shots.jsonl"\n'
+    '[[scorers]]\nname = "exact_match"\nargs = {{ mode = "numeric" }}\n'
+)
+
+
+def few_shot_root(task_root: TaskRoot, k: int, shots: list[str]) -> None:
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    task_root.data("shots.jsonl", [{"input": f"{s}+1", "target": str(int(s) + 1)} for s in shots])
+    task_root.task("adder", FEW_SHOT_TASK.format(k=k))
+
+
+def test_differs_names_a_changed_few_shot_spec(cli: Cli, task_root: TaskRoot) -> None:
+    few_shot_root(task_root, 1, ["5", "6"])
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    few_shot_root(task_root, 2, ["5", "6"])
+    b = make_run(cli, task_root, "b", "--model", "mock/x")
+    assert differs(a, b) == ["few_shot.k 1 → 2"]
+
+
+def test_differs_names_edited_few_shot_examples_by_the_digests_the_manifests_record(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    few_shot_root(task_root, 1, ["5"])
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    few_shot_root(task_root, 1, ["7"])
+    b = make_run(cli, task_root, "b", "--model", "mock/x")
+    sha_a, sha_b = (json.loads((run / "manifest.json").read_text())["task"]["prompt_inputs_sha256"] for run in (a, b))
+    assert sha_a != sha_b
+    assert differs(a, b) == [f"few-shot examples or template variables (sha256 {sha_a[:12]} → {sha_b[:12]})"]
+
+
+def test_differs_names_the_dataset_and_scorers_a_forced_comparison_overrode(cli: Cli, task_root: TaskRoot) -> None:
+    task_root.task("adder2", TWO_SCORERS.replace("data/adder.jsonl", "data/other.jsonl"))
+    other = task_root.data("other.jsonl", [{"id": "q0000", "input": "0+1", "target": "1", "axis": "alpha"}])
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    b = make_run(cli, task_root, "b", "--model", "mock/x", task="adder2")
+    sha_a, sha_b = (
+        hashlib.sha256(path.read_bytes()).hexdigest()[:12] for path in (task_root.root / "data" / "adder.jsonl", other)
+    )
+    assert differs(a, b, force=True) == [  # both specs name their task "adder"
+        f"dataset adder.jsonl → other.jsonl (sha256 {sha_a} → {sha_b})",
+        "scorers exact_match → exact_match + strict",
+    ]
+
+
+def test_differs_never_holds_a_key_given_as_a_model_argument(cli: Cli, task_root: TaskRoot) -> None:
+    with FakeLLMServer() as server:
+        served = ("--model", "openai-compatible/m", "--model-arg", f"base_url={server.base_url}", "--limit", "2")
+        a = make_run(cli, task_root, "a", *served, "--model-arg", "api_key=sk-canary-aaaa")
+        b = make_run(cli, task_root, "b", *served, "--model-arg", "api_key=sk-canary-bbbb")
+    assert differs(a, b) == []  # the keys differ, but a manifest never records one
+    shown = cli("compare", "--run-a", a, "--run-b", b, "--format", "json")
+    assert shown.code == 0, shown.err
+    assert "sk-canary" not in shown.out and json.loads(shown.out)["differs"] == []
+
+
+# --------------------------------------------------------------------------------------------------
+# pairs that are errors in both runs: a difference of 0 each, whatever the models can do
+# --------------------------------------------------------------------------------------------------
+
+# The mock's draws hash (seed, model name, sample id, epoch): two runs of one mock model fail on the same
+# samples, as one over-long prompt overflows a model's context in both runs.
+SAME_ERRORS = ("--model", "mock/x", "--model-arg", "error_rate=0.6", "--max-retries", "0")
+
+
+def errored(run: Path, axis: str) -> set[str]:
+    return {r["sample_id"] for r in read_records(run) if r["error"] is not None and r["axis"] == axis}
+
+
+def test_pairs_that_are_errors_in_both_runs_are_counted_in_a_note_per_axis(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", *SAME_ERRORS, "--model-arg", "skill=0.2")
+    b = make_run(cli, task_root, "b", *SAME_ERRORS, "--model-arg", "skill=0.9")
+    comparison = compare_runs(a, b)
+    both = {axis: errored(a, axis) & errored(b, axis) for axis in ("alpha", "beta")}
+    assert both["alpha"] == errored(a, "alpha") and 0 < len(both["alpha"]) < 20  # the premise: the same errors
+    counts = {"alpha": (len(both["alpha"]), 20), "beta": (len(both["beta"]), 20)}
+    counts["overall"] = (len(both["alpha"]) + len(both["beta"]), 40)
+    for axis in [*comparison.axes, comparison.overall]:
+        k, n = counts[axis.axis]
+        assert axis.errors_both == k
+        assert (
+            f"{axis.axis}: {k} of {n} pairs are errors in both runs (a difference of 0 each); the test rests on the "
+            f"other {n - k}"
+        ) in comparison.notes
+
+
+def test_errors_in_one_run_only_are_not_counted_as_errors_in_both(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    b = make_run(cli, task_root, "b", *SAME_ERRORS)
+    comparison = compare_runs(a, b)
+    assert errored(b, "alpha") and all(axis.errors_both == 0 for axis in [*comparison.axes, comparison.overall])
+    assert not any("errors in both runs" in note for note in comparison.notes)
+
+
+def test_when_every_pair_is_an_error_in_both_runs_the_note_says_nothing_is_left(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(
+        cli, task_root, "a", "--model", "mock/x", "--model-arg", "error_rate=1", "--max-retries", "0", "--limit", "4"
+    )
+    b = make_run(
+        cli, task_root, "b", "--model", "mock/y", "--model-arg", "error_rate=1", "--max-retries", "0", "--limit", "4"
+    )
+    assert (
+        "alpha: 2 of 2 pairs are errors in both runs (a difference of 0 each); no pair is left to tell the runs apart"
+        in compare_runs(a, b).notes
+    )
+
+
+def test_with_epochs_the_note_counts_the_samples_that_are_errors_in_both_runs_in_every_epoch(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    a = make_run(cli, task_root, "a", *SAME_ERRORS, "--model-arg", "skill=0.2", "--epochs", "2")
+    b = make_run(cli, task_root, "b", *SAME_ERRORS, "--model-arg", "skill=0.9", "--epochs", "2")
+    failed = [
+        {(r["sample_id"], r["epoch"]) for r in read_records(run) if r["error"] is not None and r["axis"] == "alpha"}
+        for run in (a, b)
+    ]
+    both = failed[0] & failed[1]
+    # the mock draws per epoch: some samples fail in both epochs, some in one only (their other epoch counts)
+    every = {sample for sample, _ in both if (sample, 0) in both and (sample, 1) in both}
+    assert 0 < len(every) < len({sample for sample, _ in both})
+    assert (
+        f"alpha: {len(both)} of 40 paired records are errors in both runs (a difference of 0 each); {len(every)} of "
+        f"the 20 samples are errors in both runs in every epoch, so the test rests on the other {20 - len(every)}"
+    ) in compare_runs(a, b).notes
+
+
+def test_a_run_resumed_with_force_across_a_change_gets_a_note(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--limit", "10")
+    task_root.template("plain.jinja2", "Q: {{ input }}\n")
+    resumed = cli("run", "--resume", a, "--force", "--quiet")
+    assert resumed.code == 0, resumed.err
+    b = make_run(cli, task_root, "b", "--model", "mock/x", "--limit", "10")
+    (change,) = json.loads((a / "manifest.json").read_text())["forced_changes"]
+    assert (
+        f"A was resumed with --force across changes ({change}): its records may mix the settings before and after "
+        "them, while its manifest, which differs compares, holds the first session's"
+    ) in compare_runs(a, b).notes
+
+
+def test_differs_names_a_rescore_by_its_scorers_and_source_run(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    rescored = cli("rescore", "--run", a, "--scorer", "exact_match", "--run-id", "a-strict", "-q")
+    assert rescored.code == 0, rescored.err
+    # the scorer keys are the same, so the whole specs tell them apart
+    assert differs(a, a.parent / "a-strict") == [
+        "scorers exact_match(mode='numeric') → exact_match",
+        "source_run unset → a",
+    ]
+
+
+JUDGED_TASK = (
+    'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+    '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+    '[[scorers]]\nname = "rubric_judge"\nalias = "judge"\nweight = 0.0\n'
+    'args = { rubric = "rubric.jinja2", criteria = { right = "the answer is right" } }\n'
+)
+
+
+@pytest.fixture
+def judged(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
+    """The task root with a `judged` task whose rubric is in its templates/."""
+    task_root.task("judged", JUDGED_TASK)
+    task_root.template("rubric.jinja2", "Grade: {{ output }}\n")
+    # run from the task root: find_rubric misses the spec's own templates/ when the place it is given carries
+    # the scorer's line ("tasks/judged.toml:8"), so the rubric is found through the working directory
+    monkeypatch.chdir(task_root.root)
+    return task_root
+
+
+def test_differs_names_the_judge_model_and_its_arguments(cli: Cli, judged: TaskRoot) -> None:
+    a = make_run(cli, judged, "a", "--limit", "4", "--judge-model", "mock/j", task="judged")
+    b = make_run(cli, judged, "b", "--limit", "4", "--judge-model", "mock/k", "--judge-arg", "skill=0.3", task="judged")
+    assert differs(a, b) == ["judge mock/j → mock/k", "judge.args.skill 0.8 → 0.3"]
+
+
+def test_differs_names_an_edited_judge_rubric_by_the_runs_fingerprints(cli: Cli, judged: TaskRoot) -> None:
+    a = make_run(cli, judged, "a", "--limit", "4", "--judge-model", "mock/j", task="judged")
+    judged.template("rubric.jinja2", "Grade this answer: {{ output }}\n")
+    b = make_run(cli, judged, "b", "--limit", "4", "--judge-model", "mock/j", task="judged")
+    # the manifest records no rubric file, only the fingerprint that covers it
+    prints = [json.loads((run / "manifest.json").read_text())["fingerprint"][:12] for run in (a, b)]
+    assert differs(a, b) == [f"a judge's rubric or another file a scorer reads (fingerprint {prints[0]} → {prints[1]})"]

@@ -19,7 +19,7 @@ def compare_command(
 ) -> None:
     """Join two runs on (sample_id, epoch) and test each axis: McNemar with Newcombe's interval for 0/1 scores,
     otherwise the paired t-test with a t interval (sign-flip test below 30 pairs), Holm across axes; with
-    latency, cost and error-rate deltas and the headline gap."""
+    latency, cost and error-rate deltas, the headline gap, and the settings that differ between the runs."""
     from eval_harness.cli.render import emit, p_value, signed_points, stderr
     from eval_harness.cli.render.compare import comparison_json, comparison_markdown, print_comparison
     from eval_harness.compare import compare_runs

@@ -97,6 +97,23 @@ def _title(c: Comparison) -> str:
     return f"A = {c.run_a.model} ({c.run_a.run_id})  vs  B = {c.run_b.model} ({c.run_b.run_id}) on {c.run_a.task}"
 
 
+_SAME_SETTINGS = (
+    "no setting (the same model and arguments, generation, prompt, dataset, scorers, seed, epochs and limit)"
+)
+
+
+def _differs_line(c: Comparison, code: bool = False) -> str:
+    """The settings that tell the runs apart: the one clue beyond the run ids when the model is the same."""
+    if not c.differs:
+        return f"differs: {_SAME_SETTINGS}"
+    return "differs: " + " · ".join(_code(change.text) if code else change.text for change in c.differs)
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span: a setting's value printed as it is, not read as Markdown."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
 def _summary_lines(c: Comparison) -> list[str]:
     h = c.headline
     lines = [
@@ -145,7 +162,11 @@ def _methods_line(c: Comparison) -> str:
 def print_comparison(c: Comparison, console: Console | None = None) -> None:
     """The comparison on a terminal."""
     out = console or stdout
-    scores = FittedTable(_SCORE_COLUMNS, title=_title(c), title_justify="left")
+    # the header is printed above the table, not as its title: a title wraps at the table's width, and the
+    # settings line under it is as long as the differences are many
+    out.print(_title(c), style="table.title", markup=False, soft_wrap=True)
+    out.print(_differs_line(c), markup=False, soft_wrap=True)
+    scores = FittedTable(_SCORE_COLUMNS)
     for axis in c.axes:
         style = "green" if axis.verdict == "b_better" else "red" if axis.verdict == "a_better" else None
         scores.add_row(*_score_cells(axis), style=style)
@@ -170,7 +191,7 @@ def comparison_markdown(c: Comparison) -> str:
     """The comparison as GitHub-flavoured Markdown."""
     score_rows = [_score_cells(a) for a in c.axes] + [_score_cells(c.overall, overall=True)]
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
-    lines = [f"## {_title(c)}", "", *markdown_table(_SCORE_COLUMNS, score_rows), ""]
+    lines = [f"## {_title(c)}", "", _differs_line(c, code=True), "", *markdown_table(_SCORE_COLUMNS, score_rows), ""]
     lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
     lines += [f"- {line}" for line in _summary_lines(c)]
     lines += [f"- **FORCED**: compared although the runs have {item}" for item in c.forced]
