@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from eval_harness.aggregate import iter_records_at, load_columns_cached, read_records_at, scorer_keys
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
+from eval_harness.tally import LENGTH_STOPS
 
 __all__ = [
     "ErrorGroup",
@@ -97,6 +98,10 @@ class InspectedSample(BaseModel):
     latency_ms: float | None
     cost_usd: float | None
     error: SampleError | None = Field(default=None, description="The record's error; None when it was scored.")
+    finish_reason: str | None = Field(default=None, description="Why generation stopped, as the provider reported.")
+    cut_off: bool = Field(
+        default=False, description="The answer stopped at the output-token limit: its end may be missing."
+    )
 
 
 class ErrorGroup(BaseModel):
@@ -134,6 +139,7 @@ class Inspection(BaseModel):
         description="Error records in scope (the axis; with a scorer, those without its value): counted as wrong."
     )
     torn_bytes: int = Field(description="Bytes of a torn last line that was ignored (0 when none).")
+    max_tokens: int | None = Field(default=None, description="The run's max_tokens; None when it set none.")
     worst: list[InspectedSample] | None = Field(description="Lowest first, ties broken by sample id and epoch.")
     errors: list[ErrorGroup] | None = Field(description="Most frequent first.")
 
@@ -307,6 +313,7 @@ def inspect_run(
         candidates=int(np.count_nonzero(eligible)),
         error_records=int(np.count_nonzero(scoped_errors)),
         torn_bytes=columns.torn_bytes,
+        max_tokens=manifest.task.generation.max_tokens,
         worst=worst,
         errors=errors,
     )
@@ -332,6 +339,8 @@ def _record_error(record: dict[str, Any]) -> SampleError | None:
 def _sample(record: dict[str, Any], value: float) -> InspectedSample:
     text = _input_text(record.get("input", ""))
     output = record.get("output")
+    finish = record.get("finish_reason")
+    finish = None if finish is None else str(finish)
     return InspectedSample(
         sample_id=str(record["sample_id"]),
         epoch=int(record["epoch"]),
@@ -351,6 +360,8 @@ def _sample(record: dict[str, Any], value: float) -> InspectedSample:
         latency_ms=record.get("latency_ms"),
         cost_usd=record.get("cost_usd"),
         error=_record_error(record),
+        finish_reason=finish,
+        cut_off=finish in LENGTH_STOPS,
     )
 
 

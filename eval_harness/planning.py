@@ -110,6 +110,12 @@ class DryRun:
     prompt_tokens: int
     max_output_tokens: int | None
     estimated_cost_usd: float | None
+    longest_prompt_tokens: int = 0
+    """The estimate for the longest prompt: with max_tokens, what the model's context must hold."""
+    longest_prompt_sample: str | None = None
+    """The sample id of that prompt."""
+    max_tokens: int | None = None
+    """Each answer's max_tokens; None when the run sets none."""
 
 
 @dataclass(frozen=True)
@@ -599,15 +605,28 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     first: list[list[ChatMessage]] = []
     count = 0
     prompt_tokens = 0
+    longest, longest_sample = 0, None
     for _position, sample, _epoch in work_items(plan):
         messages = plan.template.render(sample, plan.examples)
         if len(first) < show:
             first.append(messages)
         count += 1
-        prompt_tokens += estimate_tokens(messages)
+        tokens = estimate_tokens(messages)
+        prompt_tokens += tokens
+        if tokens > longest:
+            longest, longest_sample = tokens, sample.id
     max_out = plan.generation.max_tokens
     cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
-    return DryRun(count, first, prompt_tokens, max_out * count if max_out else None, cost)
+    return DryRun(
+        count,
+        first,
+        prompt_tokens,
+        max_out * count if max_out else None,
+        cost,
+        longest_prompt_tokens=longest,
+        longest_prompt_sample=longest_sample,
+        max_tokens=max_out,
+    )
 
 
 def run_directory_exists(run_dir: Path) -> bool:

@@ -8,13 +8,15 @@ running or were interrupted: the document says how many records are missing.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from eval_harness.aggregate import (
     BY_SAMPLE,
@@ -30,8 +32,9 @@ from eval_harness.aggregate import (
     summarize_columns,
 )
 from eval_harness.artifacts import RunPaths, judged_records, observed_status, read_manifest
-from eval_harness.errors import ConfigError
+from eval_harness.errors import ConfigError, EvalHarnessError
 from eval_harness.gates import GateResult, GateSpec, evaluate_gates
+from eval_harness.scorers.base import SCORERS
 from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
 from eval_harness.stats import (
     NO_INTERVAL,
@@ -41,7 +44,8 @@ from eval_harness.stats import (
     sample_size,
     wilson_sample_size,
 )
-from eval_harness.types import AxisStats, RunManifest, RunSummary
+from eval_harness.tally import nothing_billed
+from eval_harness.types import AxisStats, RunManifest, RunSummary, ScorerSpec
 
 __all__ = [
     "CI_CHOICES",
@@ -343,6 +347,50 @@ def _no_interval(axis: ReportAxis) -> str:
     return f"no interval: all {units:,} values equal ({100 * (axis.mean or 0.0):.1f}%), no spread to estimate one from"
 
 
+def _unpriced_note(unpriced: int, overall: ReportAxis) -> str:
+    """How many records have no price (an error has none, and needs none: its call was not billed)."""
+    if unpriced < overall.n - overall.errors:
+        return f"{unpriced:,} of {overall.n:,} records have no price: the cost is unknown, not zero"
+    if overall.errors:
+        return (
+            f"no answer has a price (the {overall.errors:,} error records were not billed): the cost is unknown, "
+            "not zero"
+        )
+    return "no record has a price: the cost is unknown, not zero"
+
+
+def _takes_a_judge(spec: ScorerSpec) -> bool:
+    """Whether the scorer ``spec`` names uses the run's judge model: a judge, or a composite with one among
+    its parts (a composite is handed the judge for them)."""
+    try:
+        factory = SCORERS.get(spec.name)
+    except EvalHarnessError:  # a plugin scorer no longer installed: the report does not need it
+        return False
+    if "judge" not in inspect.signature(factory).parameters:
+        return False
+    parts = spec.args.get("scorers")
+    if not isinstance(parts, list):
+        return True
+    specs = []
+    for part in parts:
+        with contextlib.suppress(ValidationError):
+            specs.append(ScorerSpec.model_validate(part))
+    return any(_takes_a_judge(part) for part in specs)
+
+
+def _skipped_judge_notes(manifest: RunManifest, scorers: list[ScorerDistribution], records: int) -> list[str]:
+    """A judge scorer with no value because the run had no judge model: the table's empty row says nothing of
+    why (each record's explanation does)."""
+    if manifest.judge is not None or not records:
+        return []
+    specs = {spec.key: spec for spec in manifest.task.scorers}
+    return [
+        f"{s.name}: skipped on every sample: no --judge-model was given (pass one to score with this judge)"
+        for s in scorers
+        if s.n == 0 and s.name in specs and _takes_a_judge(specs[s.name])
+    ]
+
+
 def _notes(
     report_axes: list[ReportAxis],
     overall: ReportAxis,
@@ -350,6 +398,7 @@ def _notes(
     ci: str,
     summary: RunSummary,
     run_dir: Path | None,
+    unpriced: int,
 ) -> list[str]:
     notes: list[str] = []
     if not run.complete and run.status == "running":
@@ -402,8 +451,13 @@ def _notes(
     if normal:
         names = ", ".join(normal)
         notes.append(f"normal (CLT) intervals for {names}: {_CI_LABELS['normal']}")
-    if any(not a.cost_known for a in report_axes):
-        notes.append("some records have no price: their cost is unknown, not zero")
+    if unpriced:
+        notes.append(_unpriced_note(unpriced, overall))
+    if nothing_billed(overall.n, overall.errors, summary.cached_records, overall.cost_total):
+        notes.append(
+            "nothing was billed: every record is an error or a cache hit, so the cost shows – rather than $0, which "
+            "would read as the model's price"
+        )
     if summary.cached_records:
         notes.append(f"{summary.cached_records:,} records were served from the response cache")
     return notes
@@ -514,17 +568,21 @@ def report_from_columns(
         cached_records=summary.cached_records,
     )
     spec = gates or GateSpec()
+    scorers = scorer_distributions(columns)
+    unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
+    notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
+    notes += _skipped_judge_notes(manifest, scorers, summary.records)
     return ProfileReport(
         run=run,
         headline=headline,
         axes=report_axes,
         overall=overall,
         epochs=_epochs(columns, manifest.epochs),
-        scorers=scorer_distributions(columns),
+        scorers=scorers,
         totals=totals,
         precision=[note for a in report_axes if (note := _precision(a, by_axis[a.axis])) is not None],
         gates=evaluate_gates(summary, spec),
         gate_on=spec.gate_on,
-        notes=_notes(report_axes, overall, run, ci, summary, run_dir),
+        notes=notes,
         judge_reliability=reliability or [],
     )

@@ -47,7 +47,7 @@ from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, file_stamp, session_settings, utc_now, work_items
 from eval_harness.providers.gateway import CallTally, Gateway
 from eval_harness.scorers.base import ScoringResult
-from eval_harness.tally import SessionTally
+from eval_harness.tally import LENGTH_STOPS, SessionTally
 from eval_harness.types import (
     ChatMessage,
     Completion,
@@ -88,6 +88,12 @@ class Progress:
     session_errors: int = 0
     first_error: str | None = None
     """This session's first error record, as ``sample_id: type: message``."""
+    session_unanswered: int = 0
+    """This session's records without an answer (the call failed)."""
+    session_length_stops: int = 0
+    """This session's answers that stopped at the output-token limit (``tally.LENGTH_STOPS``)."""
+    length_stop_reason: str | None = None
+    """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
 
     @property
     def mean(self) -> float | None:
@@ -118,6 +124,12 @@ class RunResult:
     """Records of this session that hold an error."""
     first_error: str | None = None
     """The first of them, as ``sample_id: type: message``."""
+    answers: int = 0
+    """Records of this session that hold an answer (its call did not fail)."""
+    length_stops: int = 0
+    """Answers of this session that stopped at the output-token limit: perhaps cut short."""
+    length_stop_reason: str | None = None
+    """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
 
     @property
     def resume_command(self) -> str:
@@ -302,6 +314,8 @@ class Runner:
         return RunResult(
             plan.run_dir, manifest, summary, self._writer.written, already, status, fatal, resumed_at,
             progress.session_errors, progress.first_error,
+            answers=progress.session_done - progress.session_unanswered,
+            length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
         )  # fmt: skip
 
     def _close_writer(self) -> None:
@@ -491,6 +505,13 @@ class Runner:
             progress.session_errors += 1
             if progress.first_error is None:
                 progress.first_error = f"{record['sample_id']}: {error['type']}: {error['message']}"
+            if record["output"] is None:
+                progress.session_unanswered += 1
+        finish = record["finish_reason"]
+        if finish in LENGTH_STOPS:  # the one test every record pays: the rest is for the few cut short
+            progress.session_length_stops += 1
+            if progress.length_stop_reason is None:
+                progress.length_stop_reason = finish
         score = record["score"]
         if score is not None:
             progress.scored += 1

@@ -27,6 +27,17 @@ from typing import Any
 from eval_harness.proportions import wilson_interval
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
+LENGTH_STOPS = frozenset({"length", "max_tokens"})
+"""Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
+Anthropic's ``max_tokens``): the answer may be cut short of its last line."""
+
+
+def nothing_billed(records: int, errors: int, cached: int, cost_total: float | None) -> bool:
+    """Whether records whose known costs sum to 0 were never priced calls: every one is an error or a cache
+    hit, so the 0 says what was spent, not what the model costs. From a summary's counts: a record that is
+    both an error and a cache hit counts twice, which can only say True for records that cost 0 anyway."""
+    return records > 0 and cost_total == 0 and errors + cached >= records
+
 
 def _values() -> array[float]:
     return array("d")
@@ -285,11 +296,13 @@ def run_summary_of(
 
 
 __all__ = [
+    "LENGTH_STOPS",
     "AxisFigures",
     "AxisTally",
     "SessionTally",
     "axis_stats_of",
     "judge_cost_total",
     "linear_percentile",
+    "nothing_billed",
     "run_summary_of",
 ]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -417,3 +420,125 @@ def test_rescore_output_dir_inside_the_run_it_reads_is_refused(cli: Cli, reporte
     )
     assert run_bytes(reported_run) == before
     assert not inside.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# compare: what differs between the runs, and pairs that are errors in both
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def warm_run(cli: Cli, runs: tuple[Path, Path]) -> Path:
+    """Run A of ``runs`` again at temperature 0.8: the same model, one setting apart."""
+    out = runs[0].parent
+    result = cli("run", "--task", out.parent / "tasks" / "adder.toml", "--model", "mock/a", "--model-arg",
+                 "skill.alpha=1", "--model-arg", "skill=0.8", "--temperature", "0.8", "--output-dir", out,
+                 "--run-id", "a-warm", "--quiet")  # fmt: skip
+    assert result.code == 0, result.err
+    return out / "a-warm"
+
+
+def test_compare_table_says_what_differs_on_the_line_under_its_header(
+    cli: Cli, runs: tuple[Path, Path], warm_run: Path
+) -> None:
+    lines = cli("compare", "--run-a", runs[0], "--run-b", warm_run).out.splitlines()
+    assert lines[:2] == [
+        "A = mock/a (a)  vs  B = mock/a (a-warm) on adder",
+        "differs: generation.temperature unset → 0.8",
+    ]
+
+
+def test_compare_markdown_says_what_differs_under_its_header(cli: Cli, runs: tuple[Path, Path]) -> None:
+    lines = cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--format", "markdown").out.splitlines()
+    assert lines[:3] == [
+        "## A = mock/a (a)  vs  B = mock/b (b) on adder",
+        "",
+        "differs: `model mock/a → mock/b` · `model.args.skill_by_axis.alpha 1.0 → 0.0`",
+    ]
+
+
+def test_compare_of_runs_with_the_same_settings_says_so(cli: Cli, runs: tuple[Path, Path]) -> None:
+    lines = cli("compare", "--run-a", runs[0], "--run-b", runs[0]).out.splitlines()
+    assert lines[1] == (
+        "differs: no setting (the same model and arguments, generation, prompt, dataset, scorers, seed, epochs and "
+        "limit)"
+    )
+
+
+def test_compare_json_adds_differs_beside_the_pinned_shape(cli: Cli, runs: tuple[Path, Path]) -> None:
+    document = json.loads(cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--format", "json").out)
+    assert {"run_a", "run_b", "headline", "axes", "differs"} <= set(document)
+    assert all(set(axis) >= COMPARE_AXIS_KEYS | {"errors_both"} for axis in document["axes"])
+    assert document["differs"] == [
+        {"setting": "model.id", "a": "mock/a", "b": "mock/b", "text": "model mock/a → mock/b"},
+        {
+            "setting": "model.args.skill_by_axis.alpha",
+            "a": 1.0,
+            "b": 0.0,
+            "text": "model.args.skill_by_axis.alpha 1.0 → 0.0",
+        },
+    ]
+
+
+def test_compare_table_notes_the_pairs_that_are_errors_in_both_runs(cli: Cli, task_root: TaskRoot) -> None:
+    out = task_root.root / "results"
+    for run_id in ("x", "y"):  # every call fails, in both runs: 2 samples on each axis
+        result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "mock/e", "--model-arg",
+                     "error_rate=1", "--max-retries", "0", "--limit", "4", "--output-dir", out, "--run-id", run_id,
+                     "--quiet")  # fmt: skip
+        assert result.code == 0, result.err
+    table = cli("compare", "--run-a", out / "x", "--run-b", out / "y")
+    assert table.code == 0, table.err
+    note = "no pair is left to tell the runs apart"
+    for axis in ("alpha: 2 of 2", "beta: 2 of 2", "overall: 4 of 4"):
+        assert f"note: {axis} pairs are errors in both runs (a difference of 0 each); {note}" in table.out
+
+
+def test_report_of_a_run_served_wholly_from_the_cache_shows_no_cost_rather_than_zero(
+    cli: Cli, task_root: TaskRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: "$0" in the table and totals for a model with no price, whose other runs say "unknown"
+    from fake_llm_server import FakeLLMServer
+
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    out = task_root.root / "results"
+    with FakeLLMServer() as server:
+        for run_id in ("first", "again"):
+            result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
+                         "--model-arg", f"base_url={server.base_url}", "--output-dir", out, "--run-id", run_id,
+                         "--limit", "4", "--cache", "-q")  # fmt: skip
+            assert result.code == 0, result.err
+    shown = cli("report", "--run", out / "again")
+    assert shown.code == 0, shown.err
+    rows = [line for line in shown.out.splitlines() if line.startswith(("│ alpha", "│ beta", "│ overall"))]
+    assert len(rows) == 3 and all("│           – │" in row for row in rows)
+    assert "cost – (nothing billed: every record is an error or a cache hit)" in shown.out
+    assert not [line for line in shown.out.splitlines() if "$0" in line and not line.startswith("note: ")]
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_an_output_that_cannot_encode_the_tables_characters_still_gets_the_report(
+    runs: tuple[Path, Path], encoding: str
+) -> None:
+    # cp1252 is a Windows runner's redirected stdout: "–" and "≤" in notes, "·" in titles crashed with a traceback
+    # and exit 1, the code of a failed gate, after a run had completed
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    utf8 = subprocess.run([sys.executable, "-m", "eval_harness", "report", "--run", str(runs[0]), "--format", "json"],
+                          capture_output=True, check=True)  # fmt: skip
+    narrow = subprocess.run([sys.executable, "-m", "eval_harness", "report", "--run", str(runs[0]), "--format", "json"],
+                            capture_output=True, env=env)  # fmt: skip
+    assert narrow.returncode == 0, narrow.stderr
+    assert narrow.stdout.isascii() and json.loads(narrow.stdout) == json.loads(utf8.stdout)  # the same document
+    table = subprocess.run([sys.executable, "-m", "eval_harness", "report", "--run", str(runs[0])],
+                           capture_output=True, env=env)  # fmt: skip
+    assert table.returncode == 0 and b"Traceback" not in table.stderr
+    assert b"overall" in table.stdout
+
+
+def test_ascii_json_escapes_every_non_ascii_character_as_json_reads_it() -> None:
+    from eval_harness.cli.render import ascii_json
+
+    text = json.dumps({"note": "0–100 ≤ ±3 · 😀 naïve"}, ensure_ascii=False)
+    escaped = ascii_json(text)
+    assert escaped.isascii() and json.loads(escaped) == {"note": "0–100 ≤ ±3 · 😀 naïve"}
+    assert escaped == json.dumps({"note": "0–100 ≤ ±3 · 😀 naïve"})  # as Python's ensure_ascii writes it

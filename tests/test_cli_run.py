@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, CliResult, TaskRoot, arithmetic_records, read_records, run_subprocess, write_jsonl
+from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, answer, bad_request
 
 Cli = Callable[..., CliResult]
 
@@ -753,3 +754,108 @@ def test_the_cli_bounds_written_out_equal_the_configs() -> None:
     from eval_harness.cli import run as run_command
 
     assert (run_command.MAX_CONCURRENCY, run_command.MAX_EPOCHS) == (config.MAX_CONCURRENCY, config.MAX_EPOCHS)
+
+
+# --------------------------------------------------------------------------------------------------
+# a local server's answers: cut at the length limit, unpriced, slow (audit of a llama.cpp server)
+# --------------------------------------------------------------------------------------------------
+
+
+def served_run(cli: Cli, task_root: TaskRoot, server: FakeLLMServer, run_id: str, *args: str) -> CliResult:
+    """``run`` of the adder task's first 4 samples against ``server`` as an unpriced local model."""
+    return cli(
+        "run", "--task", adder(task_root), "--model", "openai-compatible/local", "--model-arg",
+        f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", run_id,
+        "--limit", "4", *args,
+    )  # fmt: skip
+
+
+def cut_but_the_first(request: RecordedRequest) -> Reply | None:
+    """Every answer but the first sample's stops at the length limit, as a too-small max_tokens does."""
+    return None if "What is 0 + 1?" in request.prompt else answer("Let me add these", finish_reason="length")
+
+
+def test_a_session_whose_answers_stopped_at_the_length_limit_says_how_many(cli: Cli, task_root: TaskRoot) -> None:
+    # before: nothing said so, and a 0% score looked like a wrong model
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first
+        result = served_run(cli, task_root, server, "r", "--max-tokens", "8", "-q")
+    assert result.code == 0, result.err
+    assert result.err == (
+        "warning: 3 of 4 answers stopped at the length limit (finish_reason length, max_tokens 8); raise "
+        "--max-tokens if they were cut short\n"
+    )
+
+
+def test_the_length_warning_of_a_run_without_max_tokens_names_the_servers_limit(cli: Cli, task_root: TaskRoot) -> None:
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first
+        result = served_run(cli, task_root, server, "r", "-q")
+    assert result.code == 0, result.err
+    assert result.err == (
+        "warning: 3 of 4 answers stopped at the length limit (finish_reason length; no max_tokens was set: the "
+        "server's own limit or its context size); they may be cut short\n"
+    )
+
+
+def test_an_axis_of_errors_only_shows_no_cost_beside_the_unknown_ones(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "$0" for beta (its calls failed, billing nothing) next to "unknown" for alpha: it read as a price
+    def refuse_beta(request: RecordedRequest) -> Reply | None:  # the odd numbers are the beta axis
+        return (
+            bad_request("exceed_context_size_error")
+            if any(f"What is {i} +" in request.prompt for i in (1, 3))
+            else None
+        )
+
+    with FakeLLMServer() as server:
+        server.rule = refuse_beta
+        result = served_run(cli, task_root, server, "r", "--max-retries", "0")
+    assert result.code == 0, result.err
+    rows = {line.split("│")[1].strip(): line for line in result.out.splitlines() if line.startswith("│")}
+    assert "│     unknown │" in rows["alpha"] and "│     unknown │" in rows["overall"]
+    assert "│           – │" in rows["beta"] and "$0" not in result.out
+
+
+def test_a_session_of_errors_only_shows_that_nothing_was_billed_not_zero_dollars(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "4", "--model-arg",
+                 "error_rate=1", "--run-id", "f")  # fmt: skip
+    assert result.code == 0, result.err
+    assert "cost – (nothing billed: every record is an error or a cache hit)" in result.out
+    assert "$0" not in result.out
+
+
+def test_dry_run_prints_the_longest_prompts_estimated_tokens_and_how_they_are_estimated(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # the rendered prompt is "x" * 400 + "\nAnswer only.": 413 characters, ceil(413 / 4) + 4 per message = 108
+    task_root.data("adder.jsonl", [{"id": "short", "input": "1 + 1", "target": "2"},
+                                   {"id": "long", "input": "x" * 400, "target": "y"}])  # fmt: skip
+    result = cli("run", "--task", adder(task_root), "--dry-run", "--max-tokens", "20")
+    assert result.code == 0, result.err
+    assert (
+        "Longest prompt ≈ 108 tokens (sample long), ≈ 128 with max_tokens 20: the model's context must hold it. "
+        "Estimated at about 4 characters a token; a server's tokenizer may differ"
+    ) in result.out
+
+
+def plain_progress_line(capsys: pytest.CaptureFixture[str], done: int, total: int, elapsed_s: float) -> str:
+    """The line a run whose output is not a terminal prints after ``done`` of ``total`` in ``elapsed_s``."""
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import Progress
+
+    display = ProgressDisplay(total=total, label="m · t", plain_interval_s=0.0)
+    capsys.readouterr()
+    display.update(Progress(done=done, total=total, errors=0, score_sum=0.0, scored=done, cost_usd=0.0,
+                            cost_known=True, elapsed_s=elapsed_s, session_done=done))  # fmt: skip
+    return capsys.readouterr().err
+
+
+def test_the_plain_progress_line_gives_a_slow_rate_two_significant_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "0/s" for a local model doing 37 samples in 78.7 s (0.470 a second)
+    assert "37/40 done · 0.47/s ·" in plain_progress_line(capsys, 37, 40, 78.7)
+
+
+def test_the_plain_progress_line_gives_the_time_left(capsys: pytest.CaptureFixture[str]) -> None:
+    # 100 done in 100 s: 9,900 left at 1 a second is 2 h 45 min
+    assert "100/10,000 done · 1.0/s · eta 2:45:00 ·" in plain_progress_line(capsys, 100, 10_000, 100.0)

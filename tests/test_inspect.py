@@ -303,3 +303,45 @@ def test_a_torn_last_line_is_noted(cli: Cli, task_root: TaskRoot) -> None:
     assert "1 record ·" in shown.out or shown.out.splitlines()[0].endswith("1 record")
     assert "note: a torn last line (16 bytes) was ignored" in shown.out
     assert json.loads(cli("inspect", "--run", run, "--format", "json").out)["torn_bytes"] == 16
+
+
+# --------------------------------------------------------------------------------------------------
+# answers cut off at the length limit (audit of a llama.cpp server)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cut_run(cli: Cli, task_root: TaskRoot) -> Path:
+    """A run of 4 samples against a local server whose answers to all but the first stopped at max_tokens 8."""
+    from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, answer
+
+    def cut_but_the_first(request: RecordedRequest) -> Reply | None:
+        return None if "What is 0 + 1?" in request.prompt else answer("Let me add these", finish_reason="length")
+
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first
+        result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
+                     "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results",
+                     "--run-id", "r", "--limit", "4", "--max-tokens", "8", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    return task_root.root / "results" / "r"
+
+
+def test_a_listed_answer_cut_off_at_max_tokens_says_so(cli: Cli, cut_run: Path) -> None:
+    # before: nothing told an answer cut short from a wrong one
+    shown = cli("inspect", "--run", cut_run, "--show-failures", "--n", "4")
+    assert shown.code == 0, shown.err
+    assert shown.out.count("finish: length (cut off at max_tokens 8)") == 3
+    assert shown.out.count("finish:") == 3  # the first sample's answer stopped normally: nothing to say
+
+
+def test_inspect_json_carries_each_listed_answers_finish_reason(cli: Cli, cut_run: Path) -> None:
+    shown = cli("inspect", "--run", cut_run, "--show-failures", "--n", "4", "--format", "json")
+    assert shown.code == 0, shown.err
+    listed = json.loads(shown.out)["worst"]
+    assert [(s["sample_id"], s["finish_reason"], s["cut_off"]) for s in listed] == [
+        ("q0000", "stop", False),
+        ("q0001", "length", True),
+        ("q0002", "length", True),
+        ("q0003", "length", True),
+    ]

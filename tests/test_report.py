@@ -320,3 +320,60 @@ def test_with_epochs_the_headline_and_precision_notes_count_samples(cli: Cli, ta
     assert shown.code == 0, shown.err
     assert "micro mean (over 40 samples, 120 records)" in shown.out
     assert "from 20 samples" in shown.out
+
+
+# --------------------------------------------------------------------------------------------------
+# what the notes say of cost and of a judge (audit of a llama.cpp server)
+# --------------------------------------------------------------------------------------------------
+
+
+def served_run(cli: Cli, task_root: TaskRoot, base_url: str, run_id: str, *args: str) -> Path:
+    """A run of the adder task against the fake server at ``base_url`` as an unpriced local model."""
+    return make_run(cli, task_root, run_id, "--model", "openai-compatible/local", "--model-arg",
+                    f"base_url={base_url}", *args)  # fmt: skip
+
+
+def test_a_model_without_any_price_is_noted_as_having_none(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "some records have no price" when not one had
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        run = served_run(cli, task_root, server.base_url, "r", "--limit", "4")
+    notes = build_report(run).notes
+    assert "no record has a price: the cost is unknown, not zero" in notes
+
+
+def test_the_price_note_counts_the_records_that_have_none(
+    cli: Cli, task_root: TaskRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_llm_server import FakeLLMServer
+
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeLLMServer() as server:
+        served_run(cli, task_root, server.base_url, "first", "--limit", "2", "--cache")
+        run = served_run(cli, task_root, server.base_url, "r", "--limit", "5", "--cache")
+    # the 2 cache hits cost nothing, a known 0; the 3 answers the server gave have no price
+    assert sorted((r["sample_id"], r["cached"]) for r in read_records(run)) == [
+        ("q0000", True), ("q0001", True), ("q0002", False), ("q0003", False), ("q0004", False)
+    ]  # fmt: skip
+    assert "3 of 5 records have no price: the cost is unknown, not zero" in build_report(run).notes
+
+
+def test_a_run_of_errors_only_is_noted_as_having_billed_nothing(cli: Cli, task_root: TaskRoot) -> None:
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "error_rate=1", "--limit", "4")
+    report = build_report(run)
+    assert report.totals.cost_usd == 0.0  # the figure is kept: a failed call costs nothing
+    assert (
+        "nothing was billed: every record is an error or a cache hit, so the cost shows – rather than $0, which "
+        "would read as the model's price"
+    ) in report.notes
+
+
+def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp_path: Path) -> None:
+    # before: the scorer table's "judge | 0 | –" row, and no word why
+    result = cli("run", "--task", "summarization", "--model", "mock/m", "--limit", "3", "--output-dir", tmp_path,
+                 "--run-id", "r", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    notes = build_report(tmp_path / "r").notes
+    skipped = [note for note in notes if "skipped on every sample" in note]
+    assert skipped == ["judge: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import importlib
+import io
 import os
 import pkgutil
 import re
@@ -134,9 +136,19 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             raise ConfigError(f"{spelt} given {len(names)} times; it takes one value (give it once)")
 
 
+def _tolerate_narrow_encodings() -> None:
+    """A standard output that cannot encode "·", "–" or "±" (cp1252 on a Windows runner, PYTHONIOENCODING=ascii)
+    writes "?" in their place instead of ending a finished run with a traceback and exit 1, the code of a failed
+    gate; JSON goes out as escaped ASCII instead (``render.emit_text``), and stderr already escapes."""
+    stdout = sys.stdout
+    if isinstance(stdout, io.TextIOWrapper) and codecs.lookup(stdout.encoding).name != "utf-8":
+        stdout.reconfigure(errors="replace")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
+    _tolerate_narrow_encodings()
     try:
         args = sys.argv[1:] if argv is None else argv
         command = typer.main.get_command(_app_for(args))

@@ -129,6 +129,8 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
             f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
             file=sys.stderr,
         )
+    if result.length_stops:
+        print(_length_warning(result), file=sys.stderr)
     if result.fatal is not None:
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":
@@ -137,6 +139,22 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
     failure = gate_failure(evaluate_gates(result.summary, gates))
     if failure is not None:
         raise failure
+
+
+def _length_warning(result: RunResult) -> str:
+    """A score of 0 from a wrong answer and from one cut off before its last line look alike: say how many
+    answers of this session stopped at the length limit, and what set it."""
+    limit = result.manifest.task.generation.max_tokens
+    stopped = f"{result.length_stops:,} of {result.answers:,} answers stopped at the length limit"
+    if limit is None:
+        return (
+            f"warning: {stopped} (finish_reason {result.length_stop_reason}; no max_tokens was set: the server's "
+            "own limit or its context size); they may be cut short"
+        )
+    return (
+        f"warning: {stopped} (finish_reason {result.length_stop_reason}, max_tokens {limit:,}); raise --max-tokens "
+        "if they were cut short"
+    )
 
 
 def start_run(plan: RunPlan, quiet: bool) -> RunResult:

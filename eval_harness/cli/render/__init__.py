@@ -4,6 +4,7 @@ This module holds the two consoles and the small formatters every view shares.""
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 import re
@@ -162,10 +163,32 @@ def sparkline(counts: list[int]) -> str:
     return "".join(" " if c == 0 else blocks[min(7, (c * 8 - 1) // top)] for c in counts)
 
 
-def emit_text(text: str, output: Path | None) -> None:
-    """Write ``text`` (JSON, Markdown) to ``output``, or to standard output when None."""
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: a UTF-16 surrogate pair, as JSON writes it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def ascii_json(text: str) -> str:
+    """JSON text with every non-ASCII character written as its ``\\uXXXX`` escape: the same document, for an
+    output that cannot encode the characters themselves (a Windows runner's cp1252, PYTHONIOENCODING=ascii)."""
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _stdout_is_utf8() -> bool:
+    return codecs.lookup(sys.stdout.encoding or "ascii").name == "utf-8"
+
+
+def emit_text(text: str, output: Path | None, *, is_json: bool = False) -> None:
+    """Write ``text`` (JSON, Markdown) to ``output``, or to standard output when None (JSON as escaped ASCII when
+    standard output is not UTF-8: a script's parser then reads the same document)."""
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(ascii_json(text) if is_json and not _stdout_is_utf8() else text)
         sys.stdout.flush()
     else:
         output.write_text(text, encoding="utf-8")
@@ -190,7 +213,7 @@ def emit(
 ) -> None:
     """Show a document as ``json``, ``markdown`` or a terminal ``table``, on standard output or into ``output``."""
     if format_ == "json":
-        emit_text(json_text(), output)
+        emit_text(json_text(), output, is_json=True)
     elif format_ == "markdown" and markdown_text is not None:
         emit_text(markdown_text(), output)
     else:

@@ -23,7 +23,26 @@ def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
-def _print_sample(out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool) -> None:
+NORMAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence"})
+"""Finish reasons of an answer that the model ended itself, or a stop sequence ended: nothing to point out."""
+
+
+def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
+    """Why ``sample``'s generation stopped when it was not a normal stop, e.g. 'length (cut off at max_tokens
+    32)' or 'content_filter'; None for a normal stop or a record without an answer."""
+    reason = sample.finish_reason
+    if reason is None or reason in NORMAL_STOPS:
+        return None
+    if not sample.cut_off:
+        return reason
+    if max_tokens is None:
+        return f"{reason} (cut off at the server's length limit: the run set no max_tokens)"
+    return f"{reason} (cut off at max_tokens {max_tokens:,})"
+
+
+def _print_sample(
+    out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool, max_tokens: int | None
+) -> None:
     def cut(text: str) -> str:
         return text if full else shorten(text, INPUT_CHARS, head=HEAD_CHARS)
 
@@ -42,6 +61,9 @@ def _print_sample(out: Console, rank: int, s: InspectedSample, ranked_by: str, f
         out.print(f"        {option}", markup=False, soft_wrap=True)
     out.print(f"target: {_target(s.target)}", markup=False, soft_wrap=True)
     out.print(f"output: {cut(s.output) if s.output is not None else '–'}", markup=False, soft_wrap=True)
+    finish = finish_note(s, max_tokens)
+    if finish is not None:
+        out.print(f"finish: {finish}", markup=False, soft_wrap=True)
     if s.error is not None:
         out.print(f"error:  {s.error.message}", markup=False, soft_wrap=True)
     for name, value in s.scores.items():
@@ -79,7 +101,7 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         if not ins.worst:
             out.print("  none", markup=False)
         for rank, sample in enumerate(ins.worst, 1):
-            _print_sample(out, rank, sample, ins.ranked_by, full)
+            _print_sample(out, rank, sample, ins.ranked_by, full, ins.max_tokens)
         if ins.failures_only and ins.errors is None and ins.error_records:
             out.print(
                 f"{_plural(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "

@@ -24,6 +24,7 @@ from eval_harness.cli.render import (
     stdout,
 )
 from eval_harness.cli.render.tables import LEFT_OUT_HINT, Column, FittedTable, markdown_table
+from eval_harness.tally import nothing_billed
 from eval_harness.types import AxisStats, RunSummary
 
 if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
@@ -56,10 +57,14 @@ class _Row:
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     error_rate: float
+    unbilled: bool
+    """No record of the row was a priced call (errors and cache hits only): its 0 is not a price."""
 
     @classmethod
-    def of(cls, stats: AxisStats | ReportAxis) -> _Row:
+    def of(cls, stats: AxisStats | ReportAxis, run_unbilled: bool = False) -> _Row:
+        """The row of ``stats``; ``run_unbilled``: no record of the whole run was a priced call."""
         cost = stats.cost_mean_usd if isinstance(stats, AxisStats) else stats.cost_mean
+        total = stats.cost_total_usd if isinstance(stats, AxisStats) else stats.cost_total
         excluding = None if isinstance(stats, AxisStats) else stats.ci_excluding_errors
         return cls(
             axis=stats.axis,
@@ -76,6 +81,7 @@ class _Row:
             latency_p50_ms=stats.latency_p50_ms,
             latency_p95_ms=stats.latency_p95_ms,
             error_rate=stats.error_rate,
+            unbilled=run_unbilled or nothing_billed(stats.n, stats.errors, 0, total),
         )
 
     def cells(self, with_excluding: bool, with_method: bool = False) -> list[str]:
@@ -89,7 +95,7 @@ class _Row:
             cells.append(excluding)
         cells += [
             pct(self.pass_rate),
-            money(self.cost_mean),
+            "–" if self.unbilled else money(self.cost_mean),
             per_dollar(self.accuracy_per_dollar),
             millis(self.latency_p50_ms),
             millis(self.latency_p95_ms),
@@ -136,11 +142,21 @@ def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool
     return table
 
 
+def _unbilled(summary: RunSummary) -> bool:
+    overall = summary.overall
+    return nothing_billed(summary.records, overall.errors, summary.cached_records, overall.cost_total_usd)
+
+
+UNBILLED_COST = "– (nothing billed: every record is an error or a cache hit)"
+"""The cost of a run without a priced call: '$0' would read as the model's price, which it says nothing of."""
+
+
 def profile_table(summary: RunSummary, title: str | None = None) -> FittedTable:
     """The capability profile of a run summary: one row per axis, then the overall row."""
+    unbilled = _unbilled(summary)
     return _table(
-        [_Row.of(a) for a in summary.axes],
-        _Row.of(summary.overall),
+        [_Row.of(a, unbilled) for a in summary.axes],
+        _Row.of(summary.overall, unbilled),
         title or f"{summary.model} on {summary.task}",
         with_excluding=summary.overall.errors > 0,
         hint="`eval-harness report --format markdown` shows every column",
@@ -173,7 +189,7 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
     stdout.print(profile_table(summary, title))
     stdout.print(headline(summary), markup=False)
     totals = summary.overall
-    cost = money(totals.cost_total_usd)
+    cost = UNBILLED_COST if _unbilled(summary) else money(totals.cost_total_usd)
     extra = f" · judge cost {money(summary.judge_cost_usd)}" if summary.judge_cost_usd is not None else ""
     retries = sum(summary.retries_by_cause.values())
     stdout.print(
@@ -201,6 +217,17 @@ def _title(report: ProfileReport) -> str:
     else:
         state = f"INCOMPLETE ({run.status}): {missing}"
     return f"{run.model} on {run.task} · run {run.run_id} · {state}"
+
+
+def _report_unbilled(report: ProfileReport) -> bool:
+    overall = report.overall
+    return nothing_billed(overall.n, overall.errors, report.totals.cached_records, overall.cost_total)
+
+
+def _report_rows(report: ProfileReport) -> list[_Row]:
+    """The report's rows, the axes then overall."""
+    unbilled = _report_unbilled(report)
+    return [_Row.of(a, unbilled) for a in [*report.axes, report.overall]]
 
 
 def _with_excluding(report: ProfileReport) -> bool:
@@ -284,7 +311,7 @@ def _totals_line(report: ProfileReport) -> str:
     parts = [f"tokens {t.prompt_tokens:,} in / {t.completion_tokens:,} out"]
     if t.judge_used:
         parts.append(f"judge tokens {t.judge_prompt_tokens:,} in / {t.judge_completion_tokens:,} out")
-    parts.append(f"cost {money(t.cost_usd)}")
+    parts.append(f"cost {UNBILLED_COST if _report_unbilled(report) else money(t.cost_usd)}")
     if t.judge_used or t.judge_cost_usd is not None:
         parts.append(f"judge cost {money(t.judge_cost_usd)} (apart)")
     parts.append(f"wall {t.wall_time_s:,.1f}s" if t.wall_time_s is not None else "wall –")
@@ -348,8 +375,8 @@ def _gate_lines(report: ProfileReport) -> list[str]:
 def print_report(report: ProfileReport, console: Console | None = None) -> None:
     """The full report on a terminal (or a file console for ``--output``)."""
     out = console or stdout
-    rows = [_Row.of(a) for a in report.axes]
-    out.print(_table(rows, _Row.of(report.overall), _title(report), _with_excluding(report), LEFT_OUT_HINT))
+    *rows, overall = _report_rows(report)
+    out.print(_table(rows, overall, _title(report), _with_excluding(report), LEFT_OUT_HINT))
     for line in _headline_lines(report):
         out.print(line, markup=False, soft_wrap=True)
     if report.epochs:
@@ -391,7 +418,7 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
 def report_markdown(report: ProfileReport) -> str:
     """The full report as GitHub-flavoured Markdown."""
     with_excluding = _with_excluding(report)
-    profile_rows = [_Row.of(a) for a in [*report.axes, report.overall]]
+    profile_rows = _report_rows(report)
     with_method = _with_method(profile_rows)
     rows = [row.cells(with_excluding, with_method) for row in profile_rows]
     rows[-1] = [f"**{c}**" if c not in ("", "–") else c for c in rows[-1]]

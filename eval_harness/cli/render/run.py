@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from eval_harness.cli.render.profile import print_profile
 from eval_harness.planning import DryRun
 from eval_harness.runner import Progress as RunProgress
 from eval_harness.runner import RunResult
+from eval_harness.tally import nothing_billed
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -43,6 +45,45 @@ def print_dry_run(dry: DryRun) -> None:
         f"{dry.prompt_tokens:,}, output tokens {outputs}, {cost}",
         soft_wrap=True,
     )
+    if dry.longest_prompt_sample is not None:
+        stdout.print(longest_prompt_line(dry), soft_wrap=True)
+
+
+def longest_prompt_line(dry: DryRun) -> str:
+    """The longest prompt's estimated size, and with max_tokens what the model's context must hold: the
+    first question of a local model's user is whether the prompts fit."""
+    line = f"Longest prompt ≈ {dry.longest_prompt_tokens:,} tokens (sample {dry.longest_prompt_sample})"
+    if dry.max_tokens is not None:
+        line += f", ≈ {dry.longest_prompt_tokens + dry.max_tokens:,} with max_tokens {dry.max_tokens:,}"
+    return (
+        f"{line}: the model's context must hold it. Estimated at about 4 characters a token; a server's "
+        "tokenizer may differ (a small model's vocabulary can need 2-3 times as many)"
+    )
+
+
+def rate_text(per_s: float) -> str:
+    """Samples a second: whole numbers from 10 up, two significant digits below (a local model doing 0.47 a
+    second is not '0/s'), at most 8 characters."""
+    if per_s >= 9.95:
+        return f"{per_s:,.0f}/s"
+    if per_s == 0:
+        return "0/s"
+    if per_s < 0.001:
+        return "<0.001/s"
+    decimals = 1 - math.floor(math.log10(per_s))
+    return f"{per_s:.{decimals}f}/s"
+
+
+def time_left(progress: RunProgress, per_s: float) -> str:
+    """The time left at this session's rate, as h:mm:ss (rich's bar shows the same); -:--:-- before a rate."""
+    left = progress.total - progress.done
+    if left <= 0:
+        return "0:00:00"
+    if per_s <= 0:
+        return "-:--:--"
+    minutes, seconds = divmod(math.ceil(left / per_s), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}"
 
 
 _STATS_WIDTH = len("scored mean 100.0% · errors 10,000 · cost $1,000.0000")
@@ -98,17 +139,23 @@ class ProgressDisplay:
 
     def update(self, progress: RunProgress) -> None:
         rate = progress.session_done / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
-        cost = f"${progress.cost_usd:.4f}" if progress.cost_known else "unknown"
+        if not progress.cost_known:
+            cost = "unknown"
+        elif nothing_billed(progress.session_done, progress.session_errors, 0, progress.cost_usd):
+            cost = "–"  # as the summary at the end shows it: no call was billed yet, and $0 would read as a price
+        else:
+            cost = f"${progress.cost_usd:.4f}"
         # the mean of the answers scored so far, errors left out: the headline, which counts errors as 0, is lower
         stats = f"scored mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=progress.done, rate=f"{rate:,.0f}/s", stats=stats)
+            self._progress.update(self._task, completed=progress.done, rate=rate_text(rate), stats=stats)
             return
         now = time.monotonic()
         if now - self._last_plain >= self._interval or progress.done == progress.total:
             self._last_plain = now
             print(
-                f"{self._label}: {progress.done:,}/{progress.total:,} done · {rate:,.0f}/s · {stats}",
+                f"{self._label}: {progress.done:,}/{progress.total:,} done · {rate_text(rate)} · "
+                f"eta {time_left(progress, rate)} · {stats}",
                 file=sys.stderr,
                 flush=True,
             )
