@@ -202,6 +202,19 @@ def test_a_required_judge_without_a_judge_model_is_a_config_error(where: str) ->
         build_scorer(rubric(), None, where)
 
 
+async def test_a_tasks_own_rubric_is_found_whatever_the_working_directory(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the rubric is only in the spec's own templates/
+    judge = ScriptedJudge([verdict(faithfulness=5, coverage=3)])
+    # the pipeline names each scorer by its spec line, "tasks/t.toml:4", which hid the spec's templates/
+    pipeline = ScoringPipeline([rubric()], judge, where, lines=[4])
+    result = await pipeline.score("Council spent 40.", SAMPLE)
+    assert result.error is None and result.final == pytest.approx(0.75)
+
+
 def test_a_missing_rubric_is_a_config_error_naming_where_it_looked(where: str) -> None:
     judge = ScriptedJudge([])
     spec = ScorerSpec(name="rubric_judge", args={"rubric": "nope.jinja2", "criteria": ["x"]})

@@ -180,11 +180,13 @@ class _Spend:
 
 
 def find_rubric(name: str, where: str) -> PromptTemplate:
-    """Load rubric ``name`` from the task's own templates/ (when ``where`` is a spec path), else from the
-    templates/ of the task search path."""
+    """Load rubric ``name`` from the task's own templates/ (when ``where`` is a spec path, with or without the
+    scorer's line: ``tasks/x.toml:8``), else from the templates/ of the task search path."""
     directories: list[Path] = []
-    if where.endswith(".toml") and Path(where).is_file():
-        directories.append(find_task(where).templates_dir)
+    spec, _, line = where.rpartition(":")
+    spec = spec if line.isdigit() else where
+    if spec.endswith(".toml") and Path(spec).is_file():
+        directories.append(find_task(spec).templates_dir)
     directories.extend(root / "templates" for root in search_roots())
     for directory in directories:
         if (directory / name).is_file():
