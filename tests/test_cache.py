@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from eval_harness.cache import CACHE_SCHEMA_VERSION, ResponseCache, cache_key
 from eval_harness.types import Completion, Usage
@@ -132,3 +133,19 @@ def test_clear_leaves_folders_it_could_not_have_written(tmp_path: Path) -> None:
 
 def test_clear_of_a_missing_directory_deletes_nothing(tmp_path: Path) -> None:
     assert ResponseCache(tmp_path / "absent").clear() == 0
+
+
+def test_cache_with_the_mock_makes_no_cache_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the mock is deterministic and free, so --cache leaves it alone; it still made (and, on a read-only HOME,
+    # required) the cache directory, refusing the run
+    from conftest import adder_task_root, run_subprocess
+
+    root = adder_task_root(tmp_path / "project")
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(cache_dir))
+    task = root.root / "tasks" / "adder.toml"
+    result = run_subprocess(
+        "run", "--task", task, "--model", "mock/m", "--cache", "-q", "--output-dir", root.root / "r"
+    )
+    assert result.code == 0, result.err
+    assert not cache_dir.exists()

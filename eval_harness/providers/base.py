@@ -85,6 +85,12 @@ class Provider(ABC):
         """The exact wire body for ``request`` (used as the response-cache key); None if not cacheable."""
         return None
 
+    @property
+    def cacheable(self) -> bool:
+        """Whether ``--cache`` can serve this provider's answers: it gives request bodies to key them by (the
+        mock, deterministic and free, does not)."""
+        return type(self).request_body is not Provider.request_body
+
     def check_generation(self, config: GenerateConfig) -> None:
         """Raise ``ConfigError`` for generation options this model's API refuses (checked before the run, not
         met as the same error on every sample); the default accepts every option."""

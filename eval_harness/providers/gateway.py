@@ -311,7 +311,7 @@ class Gateway:
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
         """The gateway a run uses, from its flags."""
         cache = None
-        if config.cache:
+        if config.cache and provider.cacheable:  # no cache directory is made (or required) for the mock
             directory = config.cache_dir or provider.context.settings.cache_dir or default_cache_dir()
             cache = ResponseCache(directory)
             cache.check_writable()
