@@ -211,17 +211,14 @@ async def test_closing_the_pool_keeps_the_read_timeout_of_answers_in_flight() ->
             await asyncio.wait_for(pending, 2)
 
 
-class _BulkServer:
-    """A loopback server (TLS when given a context) answering every request on a connection with the same
-    large chunked body, in pieces smaller and larger than the client's read buffer; with ``overrun``, one
-    ``Content-Length`` answer followed by that many bytes the response did not declare."""
+class _LoopbackServer:
+    """A server on 127.0.0.1 for the length of an ``async with`` (its port), answering each connection with
+    ``_answer``; ``requests`` counts what the subclass counts."""
 
-    def __init__(self, body: bytes, ssl_context: ssl.SSLContext | None = None, overrun: int = 0) -> None:
-        self.body = body
-        self.ssl_context = ssl_context
-        self.overrun = overrun
+    ssl_context: ssl.SSLContext | None = None
 
     async def __aenter__(self) -> int:
+        self.requests = 0
         self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0, ssl=self.ssl_context)
         return int(self.server.sockets[0].getsockname()[1])
 
@@ -231,25 +228,42 @@ class _BulkServer:
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            if self.overrun:
-                await reader.readuntil(b"\r\n\r\n")
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(self.body), self.body))
-                writer.write(b"J" * self.overrun)
-                await writer.drain()
-                return
-            while True:
-                await reader.readuntil(b"\r\n\r\n")
-                writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-                for start, size in ((0, 7), (7, 100_000), (100_007, len(self.body))):
-                    piece = self.body[start : start + size]
-                    writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    await writer.drain()
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
+            await self._serve(reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            pass  # the client closed first
         finally:
             writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class _BulkServer(_LoopbackServer):
+    """A loopback server (TLS when given a context) answering every request on a connection with the same
+    large chunked body, in pieces smaller and larger than the client's read buffer; with ``overrun``, one
+    ``Content-Length`` answer followed by that many bytes the response did not declare."""
+
+    def __init__(self, body: bytes, ssl_context: ssl.SSLContext | None = None, overrun: int = 0) -> None:
+        self.body = body
+        self.ssl_context = ssl_context
+        self.overrun = overrun
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.overrun:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(self.body), self.body))
+            writer.write(b"J" * self.overrun)
+            await writer.drain()
+            return
+        while True:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for start, size in ((0, 7), (7, 100_000), (100_007, len(self.body))):
+                piece = self.body[start : start + size]
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
 
 
 def _big_body() -> bytes:
@@ -312,30 +326,16 @@ async def test_bytes_beyond_a_tls_answer_never_replace_its_body(
     assert bodies == [body] * 5
 
 
-class _ClosingServer:
+class _ClosingServer(_LoopbackServer):
     """A loopback server that answers each connection's first request with a chunked body and then closes it,
     without a ``Connection: close`` header: what llama.cpp's server does after a streamed answer."""
 
-    async def __aenter__(self) -> int:
-        self.connections = 0
-        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.server.close()
-        await self.server.wait_closed()
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
-            writer.write(b"5\r\nhello\r\n0\r\n\r\n")
-            await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.requests += 1
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(b"5\r\nhello\r\n0\r\n\r\n")
+        await writer.drain()
 
 
 async def test_a_pooled_connection_the_server_closed_after_its_answer_is_not_reused() -> None:
@@ -351,31 +351,17 @@ async def test_a_pooled_connection_the_server_closed_after_its_answer_is_not_reu
         await pool.aclose()
 
 
-class _HangUpOnSecondRequestServer:
+class _HangUpOnSecondRequestServer(_LoopbackServer):
     """Answers the first request of each connection and keeps it alive, then closes it on the second request
     without a byte of answer: a keep-alive connection that died while the request was on its way."""
 
-    async def __aenter__(self) -> int:
-        self.requests = 0
-        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.server.close()
-        await self.server.wait_closed()
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            self.requests += 1
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-            await reader.readuntil(b"\r\n\r\n")
-            self.requests += 1
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
 
 
 async def test_a_request_a_kept_alive_connection_dropped_unanswered_goes_once_more_on_a_fresh_one() -> None:
@@ -390,24 +376,12 @@ async def test_a_request_a_kept_alive_connection_dropped_unanswered_goes_once_mo
     assert server.requests == 3  # the dropped one, then the same request on a new connection
 
 
-class _HangUpServer:
+class _HangUpServer(_LoopbackServer):
     """Reads each request and closes the connection without answering."""
 
-    async def __aenter__(self) -> int:
-        self.requests = 0
-        self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.server.close()
-        await self.server.wait_closed()
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            self.requests += 1
-        finally:
-            writer.close()
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
 
 
 async def test_a_fresh_connection_dropped_unanswered_is_not_sent_again() -> None:
