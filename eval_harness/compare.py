@@ -63,6 +63,9 @@ class CompareRun(BaseModel):
     dataset_sha256: str
     records: int
     missing: int
+    complete: bool = Field(
+        default=True, description="All expected records are present (a regression gate fails on a run that is not)."
+    )
 
 
 class CompareAxis(BaseModel):
@@ -92,6 +95,12 @@ class CompareAxis(BaseModel):
         default=None,
         description="The smallest p a Monte Carlo test can give (sign-flip with more sign patterns than resamples): "
         "p_value equal to it means this or less. None for an exact test.",
+    )
+    p_attainable: float | None = Field(
+        default=None,
+        description="The smallest p the exact test can give with this many pairs (2·0.5^n: every pair differing "
+        "the same way); at 0.05 or above, no difference can be found here. None for the paired t-test and a "
+        "Monte Carlo sign-flip test (see p_floor).",
     )
     p_adjusted: float = Field(description="Holm-adjusted across axes (overall: not adjusted).")
     separable: bool = Field(description="p_adjusted < 0.05: the difference is detectable.")
@@ -170,8 +179,15 @@ class Comparison(BaseModel):
 
     @property
     def regressions(self) -> list[CompareAxis]:
-        """Axes significantly worse in B (Holm-adjusted, 5%)."""
-        return [a for a in self.axes if a.verdict == "a_better"]
+        """The rows significantly worse in B: axes (Holm-adjusted, 5%), then the overall row (its own test at 5%;
+        with one axis it is that axis)."""
+        rows = [*self.axes, self.overall] if len(self.axes) > 1 else self.axes
+        return [a for a in rows if a.verdict == "a_better"]
+
+    @property
+    def incomplete(self) -> list[tuple[str, CompareRun]]:
+        """The runs with records missing, as ('A' or 'B', run): a regression gate on them judges part of a run."""
+        return [(side, run) for side, run in (("A", self.run_a), ("B", self.run_b)) if not run.complete]
 
 
 def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
@@ -308,13 +324,20 @@ def _digest(value: Any) -> str:
 
 def _forced_notes(a: RunManifest, b: RunManifest) -> list[str]:
     """A run resumed with --force across a change holds records made under two settings, while its manifest
-    (which ``differs`` reads) keeps the first session's."""
-    return [
-        f"{side} was resumed with --force across changes ({'; '.join(m.forced_changes)}): its records may mix the "
-        "settings before and after them, while its manifest, which differs compares, holds the first session's"
-        for side, m in (("A", a), ("B", b))
-        if m.forced_changes
-    ]
+    (which ``differs`` reads) keeps the first session's; but for the model's arguments, which it records as a
+    forced session changed them (later resumes call the model so)."""
+    notes = []
+    for side, m in (("A", a), ("B", b)):
+        if not m.forced_changes:
+            continue
+        moved = any(": model args of " in change for change in m.forced_changes)
+        held = " (its model arguments: the last forced session's)" if moved else ""
+        notes.append(
+            f"{side} was resumed with --force across changes ({'; '.join(m.forced_changes)}): its records may mix "
+            f"the settings before and after them, while its manifest, which differs compares, holds the first "
+            f"session's{held}"
+        )
+    return notes
 
 
 def join_keys(keys_a: NDArray[np.uint64], keys_b: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -440,6 +463,7 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
         test=paired.test,
         p_value=paired.p_value,
         p_floor=paired.p_floor,
+        p_attainable=_p_attainable(paired.test, paired.p_floor, int(units_a.size)),
         p_adjusted=paired.p_value,
         separable=False,
         intervals_overlap=overlap,
@@ -460,6 +484,15 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
     )
 
 
+def _p_attainable(test: str, p_floor: float | None, units: int) -> float | None:
+    """The smallest two-sided p an exact test of ``units`` pairs can give: McNemar's with every pair discordant
+    the same way, and the sign-flip test with every difference of one sign, where only 2 of the 2^n sign
+    patterns (all plus, all minus) reach the observed mean: both 2·0.5^n."""
+    if test not in _EXACT_TESTS or p_floor is not None:
+        return None
+    return min(1.0, 2.0 * 0.5**units)
+
+
 def _decide(axis: CompareAxis, p_adjusted: float) -> CompareAxis:
     separable = p_adjusted < ALPHA and axis.diff is not None and axis.diff != 0
     verdict: Verdict = "no_difference"
@@ -469,6 +502,7 @@ def _decide(axis: CompareAxis, p_adjusted: float) -> CompareAxis:
 
 
 def _run_info(run_dir: Path, manifest: RunManifest, records: int) -> CompareRun:
+    missing = max(0, manifest.expected_records - records)
     return CompareRun(
         run_id=manifest.run_id,
         run_dir=str(run_dir),
@@ -478,7 +512,8 @@ def _run_info(run_dir: Path, manifest: RunManifest, records: int) -> CompareRun:
         dataset=manifest.dataset.path,
         dataset_sha256=manifest.dataset.sha256,
         records=records,
-        missing=max(0, manifest.expected_records - records),
+        missing=missing,
+        complete=missing == 0,
     )
 
 
@@ -602,6 +637,7 @@ def _compare(
         notes.append(f"{only_a:,} records only in A and {only_b:,} only in B are left out of the paired statistics")
     if manifest_a.task.pass_threshold != manifest_b.task.pass_threshold:
         notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
+    notes += _unattainable_notes(axes, overall)
     notes += _interval_notes(axes, overall)
     notes += _error_notes(axes, overall, a, b, axis_a, columns_a.axes)
     notes += _both_error_notes(axes, overall, a, b, axis_a, columns_a.axes, sample)
@@ -640,6 +676,8 @@ def _compare(
 
 
 _TESTS = {"mcnemar": "exact McNemar", "sign-flip": "sign-flip", "paired-t": "paired t"}
+_EXACT_TESTS = {"mcnemar": "McNemar", "sign-flip": "sign-flip"}
+"""The tests of which ``p_attainable`` is known."""
 _INTERVALS = {"newcombe": "Newcombe's score interval", "t": "the Student-t interval"}
 
 
@@ -680,6 +718,32 @@ def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[s
                 f"{_TESTS.get(axis.test, axis.test)} test {found}: two procedures that can disagree near the "
                 f"edge; the {exact}test decides"
             )
+    return notes
+
+
+def _unattainable_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[str]:
+    """Rows whose pairs are too few for any difference to reach p < 5%: there "no detectable difference" (and a
+    regression gate that passes) means the comparison cannot tell, not that the runs are alike. Rows alike in
+    their units and test share one note."""
+    needed = math.ceil(math.log2(2 / ALPHA))  # the fewest pairs whose 2·0.5^n is below ALPHA: 6 at 5%
+    groups: dict[tuple[int, bool, str, float, bool], list[str]] = {}
+    for axis in [*axes, overall] if len(axes) > 1 else axes:
+        if axis.p_attainable is not None and axis.p_attainable >= ALPHA:
+            adjusted = axis is not overall and len(axes) > 1
+            key = (axis.samples, axis.samples != axis.n, axis.test, axis.p_attainable, adjusted)
+            groups.setdefault(key, []).append(axis.axis)
+    notes = []
+    for (units, by_sample, test, p_min, adjusted), names in groups.items():
+        what = ("sample" if units == 1 else "samples") if by_sample else ("pair" if units == 1 else "pairs")
+        each = " each" if len(names) > 1 else ""
+        unit_note = " (the units, with epochs)" if by_sample else ""
+        holm = " (Holm's adjustment can only raise it)" if adjusted else ""
+        notes.append(
+            f"{', '.join(names)}: {units:,} {what}{each}{unit_note}: the smallest p the exact "
+            f"{_EXACT_TESTS[test]} test can give is {p_min:.3g}{holm}, not below {100 * ALPHA:g}% (that takes "
+            f"{needed} at least), so no difference can be found there: 'no detectable difference' means the "
+            "comparison cannot tell"
+        )
     return notes
 
 

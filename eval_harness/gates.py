@@ -7,6 +7,10 @@ only when the interval's lower end clears the threshold, that is when the run ha
 A small or noisy sample therefore fails even when its mean is well above the threshold, and so does a row
 with no interval at all (one sample; continuous scores that are all equal). Gates use the headline's error
 policy: errors counted as wrong.
+
+A gate judges a whole run: on a run with records missing (interrupted, still running, or records lost) every
+gate set fails as well, naming why, since a few percent of the data can clear any bar. A run records its gates
+in its manifest (``GateSettings``), so that ``resume``, whose printed command names none, applies them again.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field
 
 from eval_harness.errors import ConfigError, GateFailedError
-from eval_harness.types import AxisStats, RunSummary
+from eval_harness.types import AxisStats, GateSettings, RunSummary
 
-__all__ = ["GateBasis", "GateResult", "GateSpec", "evaluate_gates", "gate_failure"]
+__all__ = ["GateBasis", "GateResult", "GateSpec", "evaluate_gates", "gate_failure", "gate_flags"]
 
 GateBasis = Literal["mean", "ci-low"]
 
@@ -77,12 +81,39 @@ class GateSpec:
         """True when at least one gate is set."""
         return self.fail_below is not None or bool(self.fail_below_axis) or self.max_error_rate is not None
 
+    def record(self) -> GateSettings | None:
+        """The gates as a manifest records them; None when no gate is set (``--gate-on`` alone gates nothing)."""
+        if not self.active:
+            return None
+        return GateSettings(
+            fail_below=self.fail_below,
+            fail_below_axis=list(self.fail_below_axis),
+            gate_on=self.gate_on,
+            max_error_rate=self.max_error_rate,
+        )
+
+    @classmethod
+    def recorded(cls, settings: GateSettings | None) -> GateSpec:
+        """The gates a manifest records (none: ``None``)."""
+        if settings is None:
+            return cls()
+        axes = tuple((axis, threshold) for axis, threshold in settings.fail_below_axis)
+        return cls(settings.fail_below, axes, settings.gate_on, settings.max_error_rate)
+
+    @property
+    def flags(self) -> str:
+        """The gates as the flags that set them, e.g. '--fail-below 0.95 --gate-on ci-low' ('' when none)."""
+        return " ".join(gate_flags(self.record()))
+
 
 class GateResult(BaseModel):
     """One gate's outcome."""
 
     target: str = Field(description="'overall' or the axis name.")
-    measure: Literal["mean", "ci-low", "error-rate"] = Field(description="The number compared.")
+    measure: Literal["mean", "ci-low", "error-rate", "complete"] = Field(
+        description="The number compared; 'complete': the share of the expected records present (every gate of a "
+        "run with records missing fails on it)."
+    )
     threshold: float = Field(description="The bound from the flag.")
     value: float | None = Field(
         description="The run's number; None when the run has no records there, or no interval (see reason)."
@@ -96,6 +127,8 @@ class GateResult(BaseModel):
     def text(self) -> str:
         """One line, e.g. 'arithmetic ci-low 61.3% is below 80%', 'error rate 5.0% is above 2%' or
         'overall ci-low: no interval from 1 sample'."""
+        if self.measure == "complete":
+            return f"run incomplete: {self.reason}"
         if self.value is None and self.reason is not None:
             return f"{self.target} {self.measure}: {self.reason}"
         shown = "–" if self.value is None else f"{100 * self.value:.1f}%"
@@ -124,14 +157,41 @@ def _score_gate(target: str, stats: AxisStats, basis: GateBasis, threshold: floa
     return GateResult(target=target, measure=basis, threshold=threshold, value=value, passed=passed, reason=reason)
 
 
+def _completeness(summary: RunSummary) -> GateResult | None:
+    """A failed result when the run has records missing: its gates would judge part of it (None: complete).
+    ``summary.status`` is the run's as a reader states it (``artifacts.observed_status``)."""
+    if summary.missing <= 0:
+        return None
+    expected = summary.expected_records
+    if summary.status == "running":
+        reason = f"still running, {summary.missing:,} of {expected:,} records not written yet; wait for it to end"
+    else:
+        reason = f"{summary.missing:,} of {expected:,} records missing; resume it first"
+    present = summary.records / expected if expected else 0.0
+    return GateResult(target="overall", measure="complete", threshold=1.0, value=present, passed=False, reason=reason)
+
+
 def evaluate_gates(summary: RunSummary, spec: GateSpec) -> list[GateResult]:
-    """Every gate of ``spec`` against ``summary``; an axis the run does not have is a ``ConfigError``."""
-    results: list[GateResult] = []
+    """Every gate of ``spec`` against ``summary``, after a failed ``complete`` result first when records are
+    missing. An axis a complete run does not have is a ``ConfigError``; in an incomplete run it may only have
+    no records yet, and its gate fails saying so."""
+    if not spec.active:
+        return []
+    incomplete = _completeness(summary)
+    results: list[GateResult] = [] if incomplete is None else [incomplete]
     if spec.fail_below is not None:
         results.append(_score_gate("overall", summary.overall, spec.gate_on, spec.fail_below))
     by_name = {a.axis: a for a in summary.axes}
     for axis, threshold in spec.fail_below_axis:
         stats = by_name.get(axis)
+        if stats is None and incomplete is not None:
+            results.append(
+                GateResult(
+                    target=axis, measure=spec.gate_on, threshold=threshold, value=None, passed=False,
+                    reason="no records yet",
+                )
+            )  # fmt: skip
+            continue
         if stats is None:
             known = ", ".join(sorted(by_name)) or "none yet"
             raise ConfigError(f"--fail-below-axis: the run has no axis {axis!r} (its axes: {known})")
@@ -156,3 +216,15 @@ def gate_failure(results: Sequence[GateResult]) -> GateFailedError | None:
     if not failed:
         return None
     return GateFailedError(f"gate failed: {'; '.join(failed)}")
+
+
+def gate_flags(settings: GateSettings | None) -> list[str]:
+    """Each recorded gate as the flag that sets it: ['--fail-below 0.95', '--fail-below-axis alpha=0.8', ...];
+    ``--gate-on`` only when it is not the default (the mean)."""
+    if settings is None:
+        return []
+    flags = [] if settings.fail_below is None else [f"--fail-below {settings.fail_below:.15g}"]
+    flags += [f"--fail-below-axis {axis}={threshold:.15g}" for axis, threshold in settings.fail_below_axis]
+    flags += [] if settings.gate_on == "mean" else [f"--gate-on {settings.gate_on}"]
+    flags += [] if settings.max_error_rate is None else [f"--max-error-rate {settings.max_error_rate:.15g}"]
+    return flags

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from eval_harness import __version__
 from eval_harness.artifacts import RunPaths, read_manifest
-from eval_harness.config import RunConfig, Settings, invalid_config
+from eval_harness.config import RunConfig, Settings, invalid_config, redact
 from eval_harness.datasets import (
     DatasetReport,
     Position,
@@ -45,6 +45,7 @@ from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
     ChatMessage,
     DatasetInfo,
+    GateSettings,
     GenerateConfig,
     ModelInfo,
     RunManifest,
@@ -99,6 +100,20 @@ class RunPlan:
     resuming: bool = False
     retry_errors: bool = False
     forced: list[str] = field(default_factory=list)
+    gates: GateSettings | None = None
+    """The gates of this session, which the manifest records for the next resume (None: no gate)."""
+    model_update: ModelUpdate | None = None
+    """A resume forced across changed model arguments: the model and fingerprint recorded from this session on,
+    so that the next resume calls the model as this one does (None: as the manifest has them)."""
+
+
+@dataclass(frozen=True)
+class ModelUpdate:
+    """What a manifest records of the model once a forced resume changed its arguments."""
+
+    model: ModelInfo
+    fingerprint: str
+    """The fingerprint the run would have recorded had it started with these arguments."""
 
 
 @dataclass
@@ -307,8 +322,13 @@ class _Parts:
     model: ModelInfo
     examples: list[Sample]
     excluded: frozenset[str]
-    fingerprint: str
+    fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
+
+    @property
+    def fingerprint(self) -> str:
+        """The run's fingerprint as it would be now."""
+        return _fingerprint(self.fingerprint_parts)
 
 
 def _parts(
@@ -323,10 +343,10 @@ def _parts(
     model = _model_info(config, provider)
     examples, excluded = _few_shot(task, dataset_path, config.seed)
     prompt_inputs = _prompt_inputs_sha256(task, examples)
-    fingerprint = _fingerprint(
-        _fingerprint_parts(report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed)
+    fingerprinted = _fingerprint_parts(
+        report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed
     )
-    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprint, prompt_inputs)
+    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprinted, prompt_inputs)
 
 
 def _plan(
@@ -354,8 +374,9 @@ def _plan(
     )
 
 
-def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
-    """Check a new run completely; raises before anything is written."""
+def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: GateSettings | None = None) -> RunPlan:
+    """Check a new run completely; raises before anything is written. ``gates`` are recorded in the manifest
+    (a resume applies them), and a gate on an axis the run will not have is refused now."""
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
@@ -420,10 +441,44 @@ def plan_run(config: RunConfig, settings: Settings | None = None) -> RunPlan:
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
+        gates=gates,
     )
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
+    plan.gates = gates
+    _check_gate_axes(plan)
     _render_first_prompt(plan)
     return plan
+
+
+def _check_gate_axes(plan: RunPlan) -> None:
+    """A ``--fail-below-axis`` for an axis the run will not have is refused now, not after the whole run has
+    been paid for: one the dataset lacks, or one that ``--limit`` (or a few-shot hold-out) leaves out."""
+    wanted = [axis for axis, _ in plan.gates.fail_below_axis] if plan.gates is not None else []
+    if not wanted:
+        return
+    dataset_axes = set(plan.dataset_report.axis_counts)
+    for axis in wanted:
+        if axis not in dataset_axes:
+            raise ConfigError(
+                f"--fail-below-axis {axis}: the dataset has no such axis (its axes: {', '.join(sorted(dataset_axes))})"
+            )
+    limit = plan.config.limit
+    if not plan.excluded_ids and (limit is None or limit >= plan.dataset_report.valid):
+        return  # every sample of the dataset runs
+    # the samples the run takes: read only as far as --limit, a fraction of the validation's full read
+    counts: dict[str, int] = {}
+    for _position, sample, epoch in work_items(plan):
+        if epoch == 0:
+            counts[sample.axis] = counts.get(sample.axis, 0) + 1
+    missing = [axis for axis in wanted if axis not in counts]
+    if missing:
+        reasons = [f"--limit {limit}"] if limit is not None else []
+        why = " and ".join(reasons + (["the few-shot hold-out"] if plan.excluded_ids else []))
+        taken = sum(counts.values())
+        raise ConfigError(
+            f"--fail-below-axis {missing[0]}: the run takes {taken:,} sample{'s' if taken != 1 else ''} ({why}), none "
+            f"of that axis (their axes: {', '.join(sorted(counts))})"
+        )
 
 
 def session_settings(config: RunConfig) -> dict[str, Any]:
@@ -446,8 +501,11 @@ def _render_first_prompt(plan: RunPlan) -> None:
         return
 
 
-def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any]) -> RunConfig:
-    """The configuration the run started with, from its manifest, with the operational overrides given now."""
+def _resume_config(
+    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], model_args: dict[str, Any]
+) -> RunConfig:
+    """The configuration the run started with, from its manifest, with the operational overrides and the model
+    arguments given now (each replacing the recorded one)."""
     overrides = dict(overrides)
     explicit_scorers = manifest.task.scorers_source is None
     try:
@@ -459,7 +517,7 @@ def _resume_config(manifest: RunManifest, run_dir: Path, task_ref: str, override
             judge_model=manifest.judge.id if manifest.judge else None,
             judge_args=dict(manifest.judge.args) if manifest.judge else {},
             model=manifest.model.id,
-            model_args=dict(manifest.model.args),
+            model_args={**manifest.model.args, **model_args},
             dataset=Path(manifest.dataset.path),
             output_dir=run_dir.parent,
             run_id=manifest.run_id,
@@ -483,6 +541,25 @@ def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
     """The override given now (None: not given), else the value the manifest recorded."""
     given = overrides.pop(name, None)
     return recorded if given is None else given
+
+
+def resumed_gates(
+    recorded: GateSettings | None, given: dict[str, Any] | None = None, *, keep: bool = True
+) -> GateSettings | None:
+    """The gates of a resumed session: the recorded ones (none when not ``keep``: ``--no-gates``), each field of
+    ``given`` (a ``GateSettings`` field: the value given now) replacing its recorded value; None when no gate is
+    left (``--gate-on`` alone gates nothing)."""
+    base = recorded.model_dump() if recorded is not None and keep else {}
+    merged = GateSettings.model_validate({**base, **(given or {})})
+    active = merged.fail_below is not None or merged.fail_below_axis or merged.max_error_rate is not None
+    return merged if active else None
+
+
+def gate_changes(before: GateSettings | None, now: GateSettings | None) -> dict[str, tuple[Any, Any]]:
+    """The gate settings that differ between ``before`` and ``now``: field -> (before, now), None for a gate not
+    set (``gate_on`` is 'mean' when no gate is)."""
+    old, new = (settings.model_dump() if settings else GateSettings().model_dump() for settings in (before, now))
+    return {name: (old[name], new[name]) for name in old if old[name] != new[name]}
 
 
 def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
@@ -514,11 +591,63 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
     if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    if parts.model != manifest.model:
+    if parts.model.id != manifest.model.id:
         changed.append(f"model ({manifest.model.id} → {parts.model.id})")
-    if parts.fingerprint != manifest.fingerprint and not changed:
+    elif parts.model != manifest.model:
+        changed.append(_model_args_change(manifest.model, parts.model))
+    if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
         changed.append("a judge rubric or the judge model")
     return changed
+
+
+def _as_recorded(manifest: RunManifest, parts: _Parts) -> dict[str, Any]:
+    """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model
+    ...) as recorded: what is left as it is now is what only the fingerprint holds."""
+    return {
+        **parts.fingerprint_parts,
+        "dataset_sha256": manifest.dataset.sha256,
+        "template_sha256": manifest.task.template_sha256,
+        "system_prompt": manifest.task.system_prompt,
+        "scorers": [spec.model_dump(mode="json") for spec in manifest.task.scorers],
+        "pass_threshold": manifest.task.pass_threshold,
+        "model": manifest.model.model_dump(mode="json"),
+        "seed": manifest.seed,
+    }
+
+
+def _unrecorded_parts_kept(manifest: RunManifest, parts: _Parts) -> bool:
+    """Whether what only the fingerprint holds is unchanged: with the rest as recorded, it is the manifest's
+    (the changes of the rest are named on their own, and do not hide a change here or pass for one)."""
+    return _fingerprint(_as_recorded(manifest, parts)) == manifest.fingerprint
+
+
+def _model_update(manifest: RunManifest, parts: _Parts) -> ModelUpdate | None:
+    """What a forced resume records when the model's arguments changed: the new arguments, and the fingerprint
+    the run would have had with them, so that the next resume calls the model as this session does. None when
+    they did not change, or when what only the fingerprint holds changed too (its old value is not known, so
+    the fingerprint could not be made again: the arguments then hold for this session only)."""
+    if parts.model == manifest.model or not _unrecorded_parts_kept(manifest, parts):
+        return None
+    recorded = _as_recorded(manifest, parts)
+    return ModelUpdate(parts.model, _fingerprint({**recorded, "model": parts.model.model_dump(mode="json")}))
+
+
+def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
+    """The model arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key
+    given as an argument is dropped from both, see ``ProviderOptions.public``)."""
+    names = dict.fromkeys([*recorded.args, *now.args])
+    shown = [
+        f"{name} {_arg_text(recorded.args.get(name))} → {_arg_text(now.args.get(name))}"
+        for name in names
+        if recorded.args.get(name) != now.args.get(name)
+    ]
+    return f"model args of {now.id}: {', '.join(shown)}"
+
+
+def _arg_text(value: Any) -> str:
+    if value is None:
+        return "unset"
+    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def plan_resume(
@@ -528,20 +657,29 @@ def plan_resume(
     retry_errors: bool = False,
     force: bool = False,
     settings: Settings | None = None,
+    model_args: dict[str, Any] | None = None,
+    gates: dict[str, Any] | None = None,
+    keep_gates: bool = True,
 ) -> RunPlan:
-    """Check that an existing run can continue: the fingerprint's parts must still match."""
+    """Check that an existing run can continue: the fingerprint's parts must still match.
+
+    ``model_args`` (``--model-arg`` given now) replace the recorded ones; the model's arguments are part of the
+    fingerprint, so a changed one is refused unless ``force``, and a forced change is recorded for later resumes
+    (see ``ModelUpdate``). ``gates`` (``GateSettings`` fields given now) replace the recorded gates one by one,
+    after every recorded gate was dropped when not ``keep_gates`` (``--no-gates``)."""
     settings = settings or Settings.load()
     manifest = read_manifest(run_dir)
     task_ref = (
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
     task = find_task(task_ref)
-    config = _resume_config(manifest, run_dir, task_ref, overrides or {})
+    config = _resume_config(manifest, run_dir, task_ref, overrides or {}, model_args or {})
     dataset_path = Path(manifest.dataset.path)
     stamp = file_stamp(dataset_path)
     report = _resumed_dataset(task, dataset_path, manifest)
     parts = _parts(config, task, dataset_path, report, settings)
-    changed = _changes(manifest, task, report, parts)
+    # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
+    changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
     if changed and not force:
         raise ResumeMismatchError(
             f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
@@ -550,6 +688,8 @@ def plan_resume(
     generation = GenerateConfig.model_validate(config.generation)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
+    plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
+    plan.model_update = _model_update(manifest, parts)
     return plan
 
 
@@ -636,15 +776,18 @@ def run_directory_exists(run_dir: Path) -> bool:
 
 __all__ = [
     "DryRun",
+    "ModelUpdate",
     "RunPlan",
     "ScoringSetup",
     "dry_run",
     "file_stamp",
+    "gate_changes",
     "judge_info",
     "new_run_id",
     "plan_resume",
     "plan_run",
     "replaced_settings",
+    "resumed_gates",
     "run_directory_exists",
     "session_settings",
     "utc_now",

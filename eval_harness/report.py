@@ -581,7 +581,8 @@ def report_from_columns(
         scorers=scorers,
         totals=totals,
         precision=[note for a in report_axes if (note := _precision(a, by_axis[a.axis])) is not None],
-        gates=evaluate_gates(summary, spec),
+        # as the run is seen now: a killed run's manifest still says running
+        gates=evaluate_gates(summary.model_copy(update={"status": run.status}), spec),
         gate_on=spec.gate_on,
         notes=notes,
         judge_reliability=reliability or [],

@@ -196,6 +196,9 @@ class Runner:
             task_info = plan.manifest.task
             if task_info.prompt_inputs_sha256 is None:  # a run started before it was recorded: from now on
                 task_info = task_info.model_copy(update={"prompt_inputs_sha256": plan.prompt_inputs_sha256})
+            update = plan.model_update
+            # a forced change of the model's arguments holds for later resumes, which call the model as recorded
+            model = {} if update is None else {"model": update.model, "fingerprint": update.fingerprint}
             manifest = plan.manifest.model_copy(
                 update={
                     "task": task_info,
@@ -203,6 +206,8 @@ class Runner:
                     "updated_at": utc_now(),
                     "sessions": plan.manifest.sessions + 1,
                     **session_settings(plan.config),  # as this session runs: what the next resume keeps
+                    "gates": plan.gates,
+                    **model,
                     "forced_changes": [*plan.manifest.forced_changes, *forced],
                 }
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -249,6 +249,20 @@ class ModelInfo(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class GateSettings(BaseModel):
+    """The quality gates of a run as its manifest records them (``--fail-below`` ...), so that a resume, whose
+    printed command names none of them, applies them again."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    fail_below: float | None = Field(default=None, ge=0, le=1, description="--fail-below: the overall minimum.")
+    fail_below_axis: list[tuple[str, Annotated[float, Field(ge=0, le=1)]]] = Field(
+        default_factory=list, description="--fail-below-axis: (axis, minimum) pairs, in the order given."
+    )
+    gate_on: Literal["mean", "ci-low"] = Field(default="mean", description="--gate-on: what the score gates compare.")
+    max_error_rate: float | None = Field(default=None, ge=0, le=1, description="--max-error-rate: the maximum.")
+
+
 class RunManifest(BaseModel):
     """manifest.json: everything needed to resume or reproduce a run."""
 
@@ -270,6 +284,11 @@ class RunManifest(BaseModel):
     tpm: float | None = Field(default=None, description="--tpm of the last session (a resume keeps it).")
     max_retries: int = Field(default=5, description="--max-retries of the last session (a resume keeps it).")
     cache: bool = Field(default=False, description="--cache of the last session (a resume keeps it).")
+    gates: GateSettings | None = Field(
+        default=None,
+        description="The gates of the last session (a resume applies them unless given anew); None: no gate, or a "
+        "run made before gates were recorded.",
+    )
     fingerprint: str
     expected_records: int = Field(description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")

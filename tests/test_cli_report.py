@@ -542,3 +542,66 @@ def test_ascii_json_escapes_every_non_ascii_character_as_json_reads_it() -> None
     escaped = ascii_json(text)
     assert escaped.isascii() and json.loads(escaped) == {"note": "0–100 ≤ ±3 · 😀 naïve"}
     assert escaped == json.dumps({"note": "0–100 ≤ ±3 · 😀 naïve"})  # as Python's ensure_ascii writes it
+
+
+# --------------------------------------------------------------------------------------------------
+# gates on an incomplete run (audit of eval-harness as a CI release gate)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_a_report_gate_on_a_killed_run_fails_naming_the_records_missing(cli: Cli, runs: tuple[Path, Path]) -> None:
+    # before: exit 0, "gate PASS overall mean ... meets 50%" on a quarter of the run missing
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)  # SIGKILL's leftovers: the manifest says running, no lock is held
+    result = cli("report", "--run", run, "--fail-below", "0.5")
+    assert result.code == 1
+    assert result.err.strip() == "error: gate failed: run incomplete: 10 of 40 records missing; resume it first"
+    assert "gate FAIL run incomplete: 10 of 40 records missing; resume it first" in result.out
+
+
+def test_a_report_gate_on_a_run_still_being_written_fails_saying_to_wait(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)
+    with RunLock(run):
+        result = cli("report", "--run", run, "--max-error-rate", "0.5", "--format", "json")
+    assert result.code == 1
+    (complete, error_rate) = json.loads(result.out)["gates"]
+    assert (complete["measure"], complete["passed"], error_rate["passed"]) == ("complete", False, True)
+    assert "still running, 10 of 40 records not written yet; wait for it to end" in result.err
+
+
+def test_compare_fail_on_regression_fails_when_run_b_was_cut_off(cli: Cli, runs: tuple[Path, Path]) -> None:
+    # B better than A where paired, but B stopped at 30 of 40: before, exit 0 on what was there
+    a, b = runs[1], runs[0]
+    _cut_to_30_lines_still_running(b)
+    result = cli("compare", "--run-a", a, "--run-b", b, "--fail-on-regression", "--format", "json")
+    assert result.code == 1
+    assert result.err.strip() == (
+        f"error: regression gate failed: run B incomplete (a): 10 of 40 records missing, resume it first: "
+        f"eval-harness resume {b}"
+    )
+    assert json.loads(result.out)["run_b"]["complete"] is False
+
+
+def test_compare_table_says_which_run_is_incomplete(cli: Cli, runs: tuple[Path, Path]) -> None:
+    _cut_to_30_lines_still_running(runs[1])
+    result = cli("compare", "--run-a", runs[0], "--run-b", runs[1])
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[2] == (
+        "INCOMPLETE (interrupted): B (b) has 10 of 40 records missing; the comparison pairs the rest (continue it "
+        f"with: eval-harness resume {runs[1]})"
+    )
+
+
+def test_compare_fail_on_regression_fails_when_only_the_overall_row_is_significantly_worse(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # before: exit 0, the headline and overall row saying "A better" (20 pairs) while no axis of 5 pairs could
+    for run_id, skill in (("hi", "1"), ("lo", "0.2")):
+        made = cli("run", "--task", "summarization", "--model", f"mock/{run_id}", "--model-arg", f"skill={skill}",
+                   "--output-dir", tmp_path, "--run-id", run_id, "-q")  # fmt: skip
+        assert made.code == 0, made.err
+    result = cli("compare", "--run-a", tmp_path / "hi", "--run-b", tmp_path / "lo", "--fail-on-regression")
+    assert result.code == 1
+    assert result.err.startswith("error: regression: B is significantly worse on overall (−")
+    assert "no axis differs detectably" in result.out

@@ -742,8 +742,9 @@ def test_cache_that_cannot_store_anything_is_refused_before_the_run(
     not_a_folder = task_root.root / "cache-file"
     not_a_folder.write_text("")
     monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(not_a_folder))
-    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--cache", "--output-dir",
-                 task_root.root / "results")  # fmt: skip
+    with FakeLLMServer() as server:  # the mock is never cached, so it needs no cache directory
+        result = served_run(cli, task_root, server, "c", "--cache")
+        assert server.generation_requests() == []
     assert result.code == 2 and f"--cache: cannot write the cache directory {not_a_folder}" in result.err
     assert not (task_root.root / "results").exists()
 
@@ -859,3 +860,160 @@ def test_the_plain_progress_line_gives_a_slow_rate_two_significant_digits(capsys
 def test_the_plain_progress_line_gives_the_time_left(capsys: pytest.CaptureFixture[str]) -> None:
     # 100 done in 100 s: 9,900 left at 1 a second is 2 h 45 min
     assert "100/10,000 done · 1.0/s · eta 2:45:00 ·" in plain_progress_line(capsys, 100, 10_000, 100.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# gates across a resume (audit of eval-harness as a CI release gate)
+# --------------------------------------------------------------------------------------------------
+
+
+def cut_back(run_dir: Path, kept: int) -> Path:
+    """A run cut back to its first ``kept`` records, as an interruption leaves it."""
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_bytes(b"".join(lines[:kept]))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    return run_dir
+
+
+def gated_run(cli: Cli, task_root: TaskRoot, *gates: str) -> Path:
+    """The adder task's first 10 samples (mock skill 0.5) run with ``gates``, then cut back to 3 records."""
+    out_dir = task_root.root / "results"
+    cli("run", "--task", adder(task_root), "--model-arg", "skill=0.5", "--output-dir", out_dir, "--run-id", "g",
+        "--limit", "10", "-q", *gates)  # fmt: skip
+    return cut_back(out_dir / "g", 3)
+
+
+def test_a_gated_run_stopped_by_sigterm_and_resumed_with_the_printed_command_still_fails_its_gate(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # before: the gates were not recorded, and the printed `eval-harness resume RUN_DIR` exited 0 at any score
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--model", "mock/slow",
+         "--model-arg", "latency_ms=50", "--concurrency", "4", "--output-dir", str(tmp_path), "--run-id", "ci",
+         "--fail-below", "0.95", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    wait_for_records(tmp_path / "ci" / "samples.jsonl", 8)
+    process.send_signal(signal.SIGTERM)  # what a CI job's timeout sends
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    printed = err.strip().splitlines()[-1].removeprefix("interrupted; resume with: eval-harness ")
+    resumed = cli(*printed.split(), "-q")
+    assert resumed.code == 1, resumed.err
+    assert resumed.err.splitlines()[0] == "resume: the run's recorded gates apply: --fail-below 0.95"
+    assert resumed.err.splitlines()[-1].startswith("error: gate failed: overall mean ")
+    assert len(read_records(tmp_path / "ci")) == 240
+
+
+def test_a_gate_given_to_resume_replaces_the_recorded_one_for_later_resumes_too(cli: Cli, task_root: TaskRoot) -> None:
+    run_dir = gated_run(cli, task_root, "--fail-below", "0.95", "--max-error-rate", "0.1")
+    resumed = cli("resume", run_dir, "--fail-below", "0.1", "-q")
+    assert resumed.code == 0, resumed.err
+    assert resumed.err.splitlines() == [
+        "resume: --fail-below 0.1 replaces the run's recorded 0.95 (kept for later resumes)",
+        "resume: the run's recorded gates apply: --max-error-rate 0.1",
+    ]
+    recorded = json.loads((run_dir / "manifest.json").read_text())["gates"]
+    assert (recorded["fail_below"], recorded["max_error_rate"]) == (0.1, 0.1)
+
+
+def test_no_gates_drops_the_recorded_gates_for_later_resumes(cli: Cli, task_root: TaskRoot) -> None:
+    run_dir = gated_run(cli, task_root, "--fail-below", "0.95")
+    dropped = cli("run", "--resume", run_dir, "--no-gates", "-q")
+    assert dropped.code == 0, dropped.err
+    assert dropped.err == (
+        "resume: --no-gates drops the run's recorded gates (--fail-below 0.95) for this session and later resumes\n"
+    )
+    assert json.loads((run_dir / "manifest.json").read_text())["gates"] is None
+    assert cli("resume", run_dir, "-q").code == 0  # complete: the gate is gone
+
+
+def test_no_gates_with_new_gates_replaces_the_recorded_ones_as_a_whole(cli: Cli, task_root: TaskRoot) -> None:
+    run_dir = gated_run(cli, task_root, "--fail-below", "0.95", "--fail-below-axis", "alpha=0.9")
+    resumed = cli("resume", run_dir, "--no-gates", "--max-error-rate", "0.5", "-q")
+    assert resumed.code == 0, resumed.err
+    assert resumed.err.splitlines()[1:] == ["resume: --max-error-rate 0.5 is added to the run's gates (kept for "
+                                            "later resumes)"]  # fmt: skip
+    assert json.loads((run_dir / "manifest.json").read_text())["gates"] == {
+        "fail_below": None, "fail_below_axis": [], "gate_on": "mean", "max_error_rate": 0.5,
+    }  # fmt: skip
+
+
+def test_gate_on_given_to_resume_applies_to_the_recorded_gates(cli: Cli, task_root: TaskRoot) -> None:
+    # 10 samples at skill 0.5: 5 right, a mean of 50%, Wilson's interval 23.7%-76.3%
+    run_dir = gated_run(cli, task_root, "--fail-below", "0.3")
+    resumed = cli("resume", run_dir, "--gate-on", "ci-low", "-q")
+    assert resumed.code == 1 and "error: gate failed: overall ci-low " in resumed.err
+    assert "resume: --gate-on ci-low replaces the run's recorded mean (kept for later resumes)" in resumed.err
+
+
+def test_no_gates_on_a_new_run_is_refused(cli: Cli, task_root: TaskRoot) -> None:
+    result = cli("run", "--task", adder(task_root), "--output-dir", task_root.root / "results", "--no-gates", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        "error: --no-gates drops the gates a run recorded, for --resume; a new run has none to drop",
+    )
+
+
+def test_a_gate_on_an_axis_that_limit_leaves_out_is_refused_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
+    # before: refused only after the whole run, which left a run directory that blocked the rerun
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "1",
+                 "--fail-below-axis", "beta=0.5", "-q")  # fmt: skip
+    assert (result.code, result.err.strip()) == (
+        2,
+        "error: --fail-below-axis beta: the run takes 1 sample (--limit 1), none of that axis (their axes: alpha)",
+    )
+    assert not out_dir.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# model arguments given to a resume (audit of a llama.cpp server: restarted on another port)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_resume_refuses_a_changed_model_arg_naming_its_old_and_new_value(cli: Cli, task_root: TaskRoot) -> None:
+    with FakeLLMServer() as first, FakeLLMServer() as second:
+        assert served_run(cli, task_root, first, "moved", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "moved", 1)
+        refused = cli("resume", run_dir, "--model-arg", f"base_url={second.base_url}", "-q")
+        assert second.generation_requests() == []
+    assert (refused.code, refused.err.strip()) == (
+        2,
+        f"error: cannot resume {run_dir}: changed since the run started: model args of openai-compatible/local: "
+        f"base_url {first.base_url} → {second.base_url}. Use --force to resume anyway (the mix is recorded in the "
+        "manifest), or start a new run",
+    )
+
+
+def test_a_forced_change_of_a_model_arg_is_recorded_so_a_later_resume_calls_the_new_server(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    with FakeLLMServer() as first, FakeLLMServer() as second:
+        assert served_run(cli, task_root, first, "moved", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "moved", 1)
+        forced = cli("run", "--resume", run_dir, "--model-arg", f"base_url={second.base_url}", "--force", "-q")
+        assert forced.code == 0, forced.err
+        assert len(second.generation_requests()) == 3
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["model"]["args"]["base_url"] == second.base_url
+        assert manifest["forced_changes"] == [
+            f"session 2: model args of openai-compatible/local: base_url {first.base_url} → {second.base_url}"
+        ]
+        later = cli("resume", cut_back(run_dir, 2), "-q")  # the printed command: no argument, no --force
+        assert later.code == 0, later.err
+        assert (len(first.generation_requests()), len(second.generation_requests())) == (4, 5)
+
+
+def test_a_key_given_to_resume_as_a_model_arg_is_used_and_never_recorded(cli: Cli, task_root: TaskRoot) -> None:
+    key = "sk-CANARY-resume-7f3a"
+    with FakeLLMServer(api_key=key) as server:
+        assert served_run(cli, task_root, server, "keyed", "--model-arg", f"api_key={key}", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "keyed", 1)
+        resumed = cli("resume", run_dir, "--model-arg", f"api_key={key}", "-q")
+    assert resumed.code == 0, resumed.err  # not a change: the key is not part of the recorded arguments
+    assert len(read_records(run_dir)) == 4 and resumed.err == ""
+    assert all(
+        "CANARY" not in path.read_text() for path in run_dir.iterdir() if path.is_file() and path.suffix != ".npz"
+    )

@@ -45,7 +45,7 @@ def test_paired_statistics_and_verdicts(cli: Cli, task_root: TaskRoot) -> None:
     assert alpha.p_value == pytest.approx(2 * 0.5**20)
     assert alpha.p_adjusted <= 2 * alpha.p_value
     assert alpha.separable and alpha.verdict == "a_better" and not alpha.intervals_overlap
-    assert comparison.regressions == [alpha]
+    assert comparison.regressions == [alpha, comparison.overall]  # overall: B is worse there too
     assert beta.n == 20 and beta.verdict in ("no_difference", "a_better", "b_better")
     assert comparison.paired == 40 and comparison.only_a == comparison.only_b == 0
     assert comparison.headline.axes_a_better[0] == "alpha"
@@ -409,3 +409,31 @@ def test_differs_names_an_edited_judge_rubric_by_the_runs_fingerprints(cli: Cli,
     # the manifest records no rubric file, only the fingerprint that covers it
     prints = [json.loads((run / "manifest.json").read_text())["fingerprint"][:12] for run in (a, b)]
     assert differs(a, b) == [f"a judge's rubric or another file a scorer reads (fingerprint {prints[0]} → {prints[1]})"]
+
+
+# axes too small to show any difference (audit of eval-harness as a CI release gate) --------------------------------
+# scipy.stats.binomtest(n, n, 0.5).pvalue, the exact two-sided p of n discordant pairs all one way: 0.0625 at 5,
+# 0.03125 at 6
+P_MIN_5_PAIRS = 0.0625
+P_MIN_6_PAIRS = 0.03125
+
+
+def test_an_axis_of_five_pairs_is_noted_as_unable_to_show_any_difference(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--limit", "10")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--limit", "10")
+    comparison = compare_runs(a, b)
+    assert [(axis.axis, axis.p_attainable) for axis in comparison.axes] == [("alpha", P_MIN_5_PAIRS),
+                                                                            ("beta", P_MIN_5_PAIRS)]  # fmt: skip
+    assert comparison.notes[0] == (
+        "alpha, beta: 5 pairs each: the smallest p the exact McNemar test can give is 0.0625 (Holm's "
+        "adjustment can only raise it), not below 5% (that takes 6 at least), so no difference can be found there: "
+        "'no detectable difference' means the comparison cannot tell"
+    )
+
+
+def test_an_axis_of_six_pairs_can_show_a_difference_and_gets_no_such_note(cli: Cli, task_root: TaskRoot) -> None:
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--limit", "12")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--limit", "12")
+    comparison = compare_runs(a, b)
+    assert [axis.p_attainable for axis in comparison.axes] == [P_MIN_6_PAIRS, P_MIN_6_PAIRS]
+    assert not any("the smallest p" in note for note in comparison.notes)

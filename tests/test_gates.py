@@ -7,7 +7,7 @@ import pytest
 
 from eval_harness.errors import ConfigError, GateFailedError
 from eval_harness.gates import GateSpec, evaluate_gates, gate_failure
-from eval_harness.types import AxisStats, RunSummary
+from eval_harness.types import AxisStats, GateSettings, RunSummary
 
 
 def stats(axis: str, mean: float, ci: tuple[float, float], error_rate: float = 0.0) -> AxisStats:
@@ -149,3 +149,53 @@ def test_no_failure_when_all_gates_pass_or_none_are_set() -> None:
 def test_error_rate_gate_text_matches_the_run_command() -> None:
     error = gate_failure(evaluate_gates(SUMMARY, GateSpec.from_flags(max_error_rate=0.02)))
     assert str(error) == "gate failed: error rate 3.0% is above 2%"
+
+
+# a run with records missing: its gates would judge a few percent of it ---------------------------------------------
+def incomplete(status: str, records: int = 157) -> RunSummary:
+    """SUMMARY as a run cut off after ``records`` of 2,000 would read, in ``status``."""
+    return SUMMARY.model_copy(update={"status": status, "expected_records": 2000, "records": records,
+                                      "missing": 2000 - records})  # fmt: skip
+
+
+def test_a_gate_on_an_interrupted_run_fails_naming_the_records_missing() -> None:
+    # before: `report --fail-below 0.5` on 157 of 2,000 records passed, exit 0
+    results = evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(fail_below=0.5))
+    assert [(r.measure, r.passed) for r in results] == [("complete", False), ("mean", True)]
+    assert str(gate_failure(results)) == "gate failed: run incomplete: 1,843 of 2,000 records missing; resume it first"
+
+
+def test_a_gate_on_a_run_still_running_fails_saying_to_wait_for_it() -> None:
+    error = gate_failure(evaluate_gates(incomplete("running"), GateSpec.from_flags(max_error_rate=0.5)))
+    assert str(error) == (
+        "gate failed: run incomplete: still running, 1,843 of 2,000 records not written yet; wait for it to end"
+    )
+
+
+def test_an_axis_an_incomplete_run_has_no_record_of_yet_fails_its_gate_instead_of_being_refused() -> None:
+    # complete, an axis the run lacks is a typo (exit 2); cut off, its samples may just not have run yet
+    (_, gamma) = evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(fail_below_axis=["gamma=0.5"]))
+    assert (gamma.target, gamma.passed, gamma.reason, gamma.text) == (
+        "gamma",
+        False,
+        "no records yet",
+        "gamma mean: no records yet",
+    )
+
+
+def test_an_incomplete_run_without_a_gate_has_no_gate_result() -> None:
+    assert evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(gate_on="ci-low")) == []
+
+
+def test_gates_recorded_in_a_manifest_come_back_as_they_were_given() -> None:
+    spec = GateSpec.from_flags(0.9, ["alpha=0.8", "beta=0.7"], "ci-low", 0.05)
+    record = spec.record()
+    assert record is not None and GateSpec.recorded(GateSettings.model_validate_json(record.model_dump_json())) == spec
+    assert (
+        spec.flags == "--fail-below 0.9 --fail-below-axis alpha=0.8 --fail-below-axis beta=0.7 --gate-on ci-low "
+        "--max-error-rate 0.05"
+    )
+
+
+def test_gate_on_alone_records_no_gate() -> None:
+    assert GateSpec.from_flags(gate_on="ci-low").record() is None and GateSpec.recorded(None) == GateSpec()

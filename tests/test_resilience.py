@@ -20,7 +20,8 @@ from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, rate_limited
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
-from eval_harness.planning import plan_resume
+from eval_harness.gates import GateSpec
+from eval_harness.planning import plan_resume, plan_run
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import CallTally, Gateway, RateLimiter, RetryPolicy
 from eval_harness.runner import Runner
@@ -307,3 +308,22 @@ async def test_a_retry_cut_off_by_the_timeout_before_it_was_sent_is_not_counted(
     await gw.aclose()
     assert len(server.requests) == 1
     assert outcome.attempts == 1 and outcome.retries == {} and gw.retries_by_cause == {}
+
+
+# 9. a resume keeps the run's gates (audit of eval-harness as a CI release gate) ----------------------------
+def test_the_gates_of_a_run_are_recorded_and_a_resume_keeps_them(task_root: TaskRoot) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    gates = GateSpec.from_flags(0.9, ["alpha=0.5"], "ci-low", 0.1).record()
+    asyncio.run(Runner(plan_run(adder_run_config(task_root, limit=2), gates=gates)).run())
+    assert read_manifest(run_dir).gates == gates
+    asyncio.run(Runner(plan_resume(run_dir, {"rpm": 9000.0})).run())  # a session that gives no gate
+    assert plan_resume(run_dir).gates == gates
+
+
+def test_a_manifest_written_before_the_gates_were_recorded_resumes_without_gates(task_root: TaskRoot) -> None:
+    run_dir = task_root.root / "results" / "r1"
+    run(adder_run_config(task_root, limit=2))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    del manifest["gates"]
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert plan_resume(run_dir).gates is None

@@ -479,3 +479,71 @@ def test_a_wait_cut_short_by_the_timeout_counts_only_the_time_it_lasted(task_roo
     assert record["error"]["type"] == "ProviderTimeoutError" and record["retries"] == {}  # the retry was never sent
     # the watchdog ends a sample at most a quarter of its timeout late; before, the whole 30+ s wait was counted
     assert 0.3 <= record["backoff_s"] <= 0.5 * 1.25 + 0.05
+
+
+# model arguments given to a resume -----------------------------------------------------------------------------
+JUDGED_TASK = (
+    'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+    '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+    '[[scorers]]\nname = "rubric_judge"\nalias = "judge"\nweight = 0.0\n'
+    'args = { rubric = "rubric.jinja2", criteria = { right = "the answer is right" } }\n'
+)
+
+
+def judged_run_cut_back(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run of a task with a judge (rubric in the task root's templates/), cut back to 2 of its 4 records."""
+    task_root.task("judged", JUDGED_TASK)
+    task_root.template("rubric.jinja2", "Grade: {{ output }}\n")
+    monkeypatch.chdir(task_root.root)  # the rubric is found through the working directory (see test_compare)
+    run(config(task_root, task=str(task_root.root / "tasks" / "judged.toml"), judge_model="mock/j", limit=4))
+    run_dir = task_root.root / "results" / "r1"
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_bytes(b"".join(lines[:2]))
+    return run_dir
+
+
+def test_a_changed_rubric_is_named_beside_a_changed_model_argument(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the fingerprint alone tells a rubric changed: a changed model argument must neither hide it nor pass for it
+    run_dir = judged_run_cut_back(task_root, monkeypatch)
+    task_root.template("rubric.jinja2", "Grade this answer: {{ output }}\n")
+    with pytest.raises(ResumeMismatchError) as refused:
+        plan_resume(run_dir, model_args={"skill": "0.3"})
+    assert (
+        "changed since the run started: model args of mock/m: skill 0.8 → 0.3; a judge rubric or the judge model."
+        in str(refused.value)
+    )
+
+
+def test_a_model_argument_changed_alone_is_refused_naming_only_it(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = judged_run_cut_back(task_root, monkeypatch)
+    with pytest.raises(ResumeMismatchError, match=r"started: model args of mock/m: skill 0\.8 → 0\.3\. Use --force"):
+        plan_resume(run_dir, model_args={"skill": "0.3"})
+
+
+def test_a_model_argument_forced_with_a_changed_rubric_holds_for_that_session_only(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the rubric's old digest is not recorded, so the fingerprint could not be remade with the new argument
+    run_dir = judged_run_cut_back(task_root, monkeypatch)
+    task_root.template("rubric.jinja2", "Grade this answer: {{ output }}\n")
+    before = read_manifest(run_dir)
+    asyncio.run(Runner(plan_resume(run_dir, model_args={"skill": "0.3"}, force=True)).run())
+    after = read_manifest(run_dir)
+    assert (after.model, after.fingerprint) == (before.model, before.fingerprint)
+
+
+def test_a_model_argument_forced_alone_is_recorded_with_the_fingerprint_it_gives(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = judged_run_cut_back(task_root, monkeypatch)
+    asyncio.run(Runner(plan_resume(run_dir, model_args={"skill": "0.3"}, force=True)).run())
+    # the fingerprint a run started with the new argument records: the next resume has nothing to refuse
+    fresh = plan_run(config(task_root, task=str(task_root.root / "tasks" / "judged.toml"), judge_model="mock/j",
+                            limit=4, run_id="fresh", model_args={"skill": "0.3"}))  # fmt: skip
+    after = read_manifest(run_dir)
+    assert (after.model, after.fingerprint) == (fresh.manifest.model, fresh.manifest.fingerprint)
+    assert plan_resume(run_dir).forced == []

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+
+if TYPE_CHECKING:
+    from eval_harness.compare import CompareRun
 
 
 def compare_command(
@@ -13,7 +16,11 @@ def compare_command(
     run_b: Annotated[Path, typer.Option("--run-b", help="Run directory of B (the candidate).")],
     format_: Annotated[Literal["table", "markdown", "json"], typer.Option("--format", help="Output format.")] = "table",
     fail_on_regression: Annotated[
-        bool, typer.Option(help="Exit 1 when any axis is significantly worse in B (Holm-adjusted, 5%).")
+        bool,
+        typer.Option(
+            help="Exit 1 when B is significantly worse on any axis (Holm-adjusted, 5%) or overall (5%), or when "
+            "either run has records missing."
+        ),
     ] = False,
     force: Annotated[bool, typer.Option(help="Compare even though the datasets or scorers differ.")] = False,
 ) -> None:
@@ -35,11 +42,28 @@ def compare_command(
         markdown_text=lambda: comparison_markdown(comparison),
         draw=lambda console: print_comparison(comparison, console),
     )
-    if fail_on_regression and comparison.regressions:
+    if not fail_on_regression:
+        return
+    failed = [f"run {side} incomplete ({run.run_id}): {_missing(run)}" for side, run in comparison.incomplete]
+    if failed:  # paired on part of the data, the verdicts could pass anything
+        failed[0] = f"regression gate failed: {failed[0]}"
+    if comparison.regressions:
         worse = ", ".join(
-            f"{a.axis} ({signed_points(a.diff)} points, p_adj {p_value(a.p_adjusted)})" for a in comparison.regressions
+            f"{a.axis} ({signed_points(a.diff)} points, "
+            + (f"p {p_value(a.p_value, a.p_floor)})" if a is comparison.overall else f"p_adj {p_value(a.p_adjusted)})")
+            for a in comparison.regressions
         )
-        raise GateFailedError(f"regression: B is significantly worse on {worse}")
+        failed.append(f"regression: B is significantly worse on {worse}")
+    if failed:
+        raise GateFailedError("; ".join(failed))
+
+
+def _missing(run: CompareRun) -> str:
+    """How much of an incomplete run is missing, and what to do about it."""
+    expected = run.records + run.missing
+    if run.status == "running":
+        return f"still running, {run.missing:,} of {expected:,} records not written yet, wait for it to end"
+    return f"{run.missing:,} of {expected:,} records missing, resume it first: eval-harness resume {run.run_dir}"
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,7 @@
-"""The gate options, declared once for every command that gates (``run``, ``resume``, ``report``)."""
+"""The gate options, declared once for every command that gates (``run``, ``resume``, ``report``).
+
+Every gate also fails on a run with records missing (interrupted, still running), and ``run`` records its gates
+so that ``resume`` applies them again unless they are given anew."""
 
 from __future__ import annotations
 
@@ -6,7 +9,10 @@ from typing import Annotated, Literal
 
 import typer
 
-FailBelow = Annotated[float | None, typer.Option(help="Exit 1 when the overall mean is below X (0-1).")]
+FailBelow = Annotated[
+    float | None,
+    typer.Option(help="Exit 1 when the overall mean is below X (0-1), or when the run has records missing."),
+]
 FailBelowAxis = Annotated[
     list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
 ]
@@ -17,4 +23,7 @@ GateOn = Annotated[
         "small or noisy sample fails)."
     ),
 ]
-MaxErrorRate = Annotated[float | None, typer.Option(help="Exit 1 when the error rate is above X (0-1).")]
+MaxErrorRate = Annotated[
+    float | None,
+    typer.Option(help="Exit 1 when the error rate is above X (0-1), or when the run has records missing."),
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -58,6 +59,13 @@ Cache = Annotated[
 ]
 MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transient provider error (default 5).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
+NoGates = Annotated[
+    bool,
+    typer.Option(
+        "--no-gates",
+        help="Resume: drop the gates the run recorded (for later resumes too); gates given with it apply instead.",
+    ),
+]
 
 
 class _Display(Protocol):
@@ -190,7 +198,7 @@ _FLAGS = {
 
 
 _FIXED_BY_THE_RUN = {
-    "task": "--task", "model": "--model", "model_arg": "--model-arg", "dataset": "--dataset",
+    "task": "--task", "model": "--model", "dataset": "--dataset",
     "skip_invalid": "--skip-invalid", "run_id": "--run-id", "output_dir": "--output-dir", "epochs": "--epochs",
     "limit": "--limit", "seed": "--seed", "temperature": "--temperature", "max_tokens": "--max-tokens",
     "dry_run_": "--dry-run", "judge_model": "--judge-model", "judge_arg": "--judge-arg",
@@ -251,6 +259,7 @@ def run_command(
     fail_below_axis: FailBelowAxis = None,
     gate_on: GateOn = "mean",
     max_error_rate: MaxErrorRate = None,
+    no_gates: NoGates = False,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
     retry_errors: RetryErrors = False,
     force: Force = False,
@@ -265,6 +274,8 @@ def run_command(
     from eval_harness.gates import GateSpec
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
+    if no_gates and resume is None:
+        raise ConfigError("--no-gates drops the gates a run recorded, for --resume; a new run has none to drop")
     if resume is not None:
         # an option given at all is refused, even at its default value: "--epochs 1" on a run of 3 epochs
         # would otherwise be ignored without a word
@@ -278,7 +289,8 @@ def run_command(
         overrides = {"concurrency": concurrency if _given(ctx, "concurrency") else None,
                      "timeout_s": timeout if _given(ctx, "timeout") else None, "max_retries": max_retries,
                      "rpm": rpm, "tpm": tpm, "cache": cache}  # fmt: skip
-        _resume(resume, overrides, retry_errors, force, gates, quiet)
+        given_gates = _gates_given(gates, _given(ctx, "gate_on"))
+        _resume(resume, overrides, model_arg, retry_errors, force, _Gates(given_gates, not no_gates), quiet)
         return
     from pydantic import ValidationError
 
@@ -312,13 +324,7 @@ def run_command(
         )
     except ValidationError as exc:
         raise invalid_config(exc, _FLAGS, "run") from None
-    plan = plan_run(config)
-    axes = plan.dataset_report.axis_counts
-    unknown = [axis for axis, _ in gates.fail_below_axis if axis not in axes]
-    if unknown:  # found now, not after the whole run has been paid for
-        raise ConfigError(
-            f"--fail-below-axis {unknown[0]}: the dataset has no such axis (its axes: {', '.join(sorted(axes))})"
-        )
+    plan = plan_run(config, gates=gates.record())  # recorded, so that a resume applies them; axes checked now
     if not plan.dataset_report.ok:
         from eval_harness.cli import render
 
@@ -342,24 +348,113 @@ def _setting(value: Any) -> str:
     return f"{value:g}"
 
 
+_GATE_FLAGS = {
+    "fail_below": "--fail-below", "fail_below_axis": "--fail-below-axis", "gate_on": "--gate-on",
+    "max_error_rate": "--max-error-rate",
+}  # fmt: skip
+"""The flag of each GateSettings field."""
+
+
+@dataclass(frozen=True)
+class _Gates:
+    """The gates of a resume as given: settings given now (GateSettings field: value), and whether the run's
+    recorded gates stay (not with ``--no-gates``)."""
+
+    given: dict[str, Any]
+    keep: bool
+
+
+def _gates_given(spec: GateSpec, gate_on_given: bool) -> dict[str, Any]:
+    """The gate settings given on the command line, each to replace the run's recorded one."""
+    given: dict[str, Any] = {}
+    if spec.fail_below is not None:
+        given["fail_below"] = spec.fail_below
+    if spec.fail_below_axis:
+        given["fail_below_axis"] = list(spec.fail_below_axis)
+    if gate_on_given:
+        given["gate_on"] = spec.gate_on
+    if spec.max_error_rate is not None:
+        given["max_error_rate"] = spec.max_error_rate
+    return given
+
+
+def _gate_setting(value: Any) -> str:
+    if value is None or value == []:
+        return "none"
+    if isinstance(value, list):
+        return " ".join(f"{axis}={threshold:.15g}" for axis, threshold in value)
+    return value if isinstance(value, str) else f"{value:.15g}"
+
+
+def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
+    """What a resume says of its gates: the recorded ones it drops (--no-gates), each one given anew that
+    replaces (or adds to) them, and the recorded ones that still apply, which its printed command leaves out."""
+    from eval_harness.gates import gate_flags
+    from eval_harness.planning import gate_changes
+    from eval_harness.types import GateSettings
+
+    recorded = plan.manifest.gates
+    notes = []
+    if recorded is not None and not gates.keep:
+        notes.append(
+            f"resume: --no-gates drops the run's recorded gates ({' '.join(gate_flags(recorded))}) for this session "
+            "and later resumes"
+        )
+    base = recorded if gates.keep else None
+    for name, (before, now) in gate_changes(base, plan.gates).items():
+        shown = f"{_GATE_FLAGS[name]} {_gate_setting(now)}"
+        if base is None or before is None or before == []:
+            notes.append(f"resume: {shown} is added to the run's gates (kept for later resumes)")
+        else:
+            recorded_value = _gate_setting(before)
+            notes.append(f"resume: {shown} replaces the run's recorded {recorded_value} (kept for later resumes)")
+    if base is not None and plan.gates is not None:
+        kept = GateSettings.model_validate({k: v for k, v in base.model_dump().items() if k not in gates.given})
+        if gate_flags(kept):
+            notes.append(f"resume: the run's recorded gates apply: {' '.join(gate_flags(kept))}")
+    return notes
+
+
 def _resume(
-    run_dir: Path, overrides: dict[str, Any], retry_errors: bool, force: bool, gates: GateSpec, quiet: bool
+    run_dir: Path,
+    overrides: dict[str, Any],
+    model_arg: list[str] | None,
+    retry_errors: bool,
+    force: bool,
+    gates: _Gates,
+    quiet: bool,
 ) -> None:
+    from eval_harness.config import parse_key_values
+    from eval_harness.gates import GateSpec
     from eval_harness.planning import plan_resume, replaced_settings
 
-    plan = plan_resume(run_dir, overrides, retry_errors=retry_errors, force=force)
+    plan = plan_resume(
+        run_dir, overrides, retry_errors=retry_errors, force=force,
+        model_args=parse_key_values(model_arg or [], "--model-arg"), gates=gates.given, keep_gates=gates.keep,
+    )  # fmt: skip
     for name, (recorded, now) in replaced_settings(plan).items():
         print(
             f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} "
             "(kept for later resumes)",
             file=sys.stderr,
         )
+    for note in _gate_notes(plan, gates):
+        print(note, file=sys.stderr)
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
-    finish_run(start_run(plan, quiet), gates, quiet)
+    if plan.model_update is not None:
+        print("resume: the model's new arguments are recorded: later resumes keep them", file=sys.stderr)
+    elif any(change.startswith("model args of ") for change in plan.forced):
+        print(
+            "resume: the model's new arguments hold for this session only (a scorer's file or the judge changed as "
+            "well, so the run's fingerprint cannot be remade with them): give them again to a later resume",
+            file=sys.stderr,
+        )
+    finish_run(start_run(plan, quiet), GateSpec.recorded(plan.gates), quiet)
 
 
 def resume_command(
+    ctx: typer.Context,
     run_dir: Annotated[Path, typer.Argument(help="The run directory, e.g. results/<run_id>.")],
     concurrency: Annotated[
         int | None, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight (default: as before).")
@@ -371,19 +466,30 @@ def resume_command(
     rpm: Rpm = None,
     tpm: Tpm = None,
     cache: Cache = None,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-arg",
+            help="Provider option KEY=VALUE replacing the recorded one (repeatable), e.g. a new base_url; a changed "
+            "one needs --force, and holds for later resumes.",
+        ),
+    ] = None,
     fail_below: FailBelow = None,
     fail_below_axis: FailBelowAxis = None,
     gate_on: GateOn = "mean",
     max_error_rate: MaxErrorRate = None,
+    no_gates: NoGates = False,
     quiet: Quiet = False,
 ) -> None:
-    """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append."""
+    """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append. The run's
+    recorded gates apply unless given anew."""
     from eval_harness.gates import GateSpec
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
     overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
                  "tpm": tpm, "cache": cache}  # fmt: skip
-    _resume(run_dir, overrides, retry_errors, force, gates, quiet)
+    given = _Gates(_gates_given(gates, _given(ctx, "gate_on")), not no_gates)
+    _resume(run_dir, overrides, model_arg, retry_errors, force, given, quiet)
 
 
 def register(app: typer.Typer) -> None:

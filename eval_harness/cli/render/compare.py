@@ -109,6 +109,25 @@ def _differs_line(c: Comparison, code: bool = False) -> str:
     return "differs: " + " · ".join(_code(change.text) if code else change.text for change in c.differs)
 
 
+def _incomplete_lines(c: Comparison) -> list[str]:
+    """A line for each run with records missing: its records only in the other run are left out of the pairs."""
+    lines = []
+    for side, run in c.incomplete:
+        expected = run.records + run.missing
+        if run.status == "running":
+            lines.append(
+                f"RUNNING: {side} ({run.run_id}) is still being written: {run.records:,} of {expected:,} records so "
+                "far; the comparison pairs those"
+            )
+            continue
+        state = "records lost" if run.status == "complete" else run.status
+        lines.append(
+            f"INCOMPLETE ({state}): {side} ({run.run_id}) has {run.missing:,} of {expected:,} records missing; the "
+            f"comparison pairs the rest (continue it with: eval-harness resume {run.run_dir})"
+        )
+    return lines
+
+
 def _code(text: str) -> str:
     """``text`` as a Markdown code span: a setting's value printed as it is, not read as Markdown."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
@@ -166,6 +185,8 @@ def print_comparison(c: Comparison, console: Console | None = None) -> None:
     # settings line under it is as long as the differences are many
     out.print(_title(c), style="table.title", markup=False, soft_wrap=True)
     out.print(_differs_line(c), markup=False, soft_wrap=True)
+    for line in _incomplete_lines(c):
+        out.print(line, style="bold yellow", markup=False, soft_wrap=True)
     scores = FittedTable(_SCORE_COLUMNS)
     for axis in c.axes:
         style = "green" if axis.verdict == "b_better" else "red" if axis.verdict == "a_better" else None
@@ -191,7 +212,9 @@ def comparison_markdown(c: Comparison) -> str:
     """The comparison as GitHub-flavoured Markdown."""
     score_rows = [_score_cells(a) for a in c.axes] + [_score_cells(c.overall, overall=True)]
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
-    lines = [f"## {_title(c)}", "", _differs_line(c, code=True), "", *markdown_table(_SCORE_COLUMNS, score_rows), ""]
+    lines = [f"## {_title(c)}", "", _differs_line(c, code=True), ""]
+    lines += [f"**{line}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
+    lines += [*markdown_table(_SCORE_COLUMNS, score_rows), ""]
     lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
     lines += [f"- {line}" for line in _summary_lines(c)]
     lines += [f"- **FORCED**: compared although the runs have {item}" for item in c.forced]
