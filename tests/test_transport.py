@@ -393,3 +393,30 @@ async def test_a_fresh_connection_dropped_unanswered_is_not_sent_again() -> None
         await pool.aclose()
     assert not isinstance(raised.value, StaleConnection)  # the gateway's retries decide, counted
     assert server.requests == 1
+
+
+class _CrashesOnSecondRequestServer(_LoopbackServer):
+    """Answers the first request of a connection, then works on the second for 0.5 s and closes without an
+    answer: a worker that crashed mid-generation. The server saw the request: sending it again could bill twice."""
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
+        await asyncio.sleep(0.5)
+
+
+async def test_a_request_dropped_after_the_server_worked_on_it_is_left_to_the_counted_retries() -> None:
+    pool = ConnectionPool(1, connect_timeout=1.0, read_timeout=5.0)
+    server = _CrashesOnSecondRequestServer()
+    async with server as port:
+        origin = ("http", "127.0.0.1", port)
+        await pool.exchange(origin, b"POST / HTTP/1.1\r\n\r\n")
+        with pytest.raises(StaleConnection) as raised:
+            await pool.exchange(origin, b"POST / HTTP/1.1\r\n\r\n")
+        await pool.aclose()
+    assert raised.value.after_s >= 0.4
+    assert server.requests == 2  # not sent again unasked

@@ -15,11 +15,11 @@ after the timeout. A pooled connection is checked before it is reused: one whose
 is readable while idle holds the server's FIN (or bytes nobody asked for) and is closed instead. A request on a
 keep-alive connection that still closes before any byte of the response came back (the server closed it
 while the request was on its way: llama.cpp's server closes a connection a moment after a streamed answer,
-and 4 of 40 such requests met it after the check) is sent once more on a fresh connection, as curl and
-browsers do, and not counted as a retry: a server that closes a kept-alive connection without a byte of
-answer almost always closed it before it read the request (the server log of that audit showed each such
-request reaching it exactly once). A fresh connection that
-fails the same way raises ``ConnectionDropped``, which the gateway retries, counted (``--max-retries``).
+and 4 of 40 such requests met it after the check) within 0.25 s of the request is sent once more on a fresh
+connection, as curl and browsers do, and not counted as a retry: a close that soon crossed the request on
+the wire (the server log of that audit showed each such request reaching it exactly once). A later close
+(the server may have worked on the request) raises ``StaleConnection``, and a fresh connection that fails
+the same way ``ConnectionDropped``: the gateway retries either, counted (``--max-retries``).
 """
 
 from __future__ import annotations
@@ -58,9 +58,19 @@ class ConnectionDropped(TransportError):
 
 
 class StaleConnection(ConnectionDropped):
-    """A kept-alive connection closed before any byte of the response came back: most often the server had
-    just closed it as idle and never saw the request, so trying again at once is worth it; but it may have
-    processed it, so the retry is the caller's to count and to bound (``--max-retries``)."""
+    """A kept-alive connection closed before any byte of the response came back, ``after_s`` seconds after
+    the request was written: at once, the server had just closed it as idle and never saw the request; later,
+    it may have processed it, so a retry is the caller's to count and to bound (``--max-retries``)."""
+
+    def __init__(self, message: str, after_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.after_s = after_s
+
+
+# A close this soon after the request was written crossed it on the wire (a server closing an idle
+# connection); later, the server may have worked on the request (a worker that crashed mid-generation, a proxy
+# timeout), and sending it again unasked could bill it twice.
+_CROSSED_S = 0.25
 
 
 class MalformedResponse(TransportError):
@@ -417,8 +427,8 @@ class ConnectionPool:
             connection, reused = self._idle_connection(origin)
             try:
                 return await self._round_trip(origin, connection, data)
-            except StaleConnection:
-                if not reused:
+            except StaleConnection as exc:
+                if not reused or exc.after_s > _CROSSED_S:
                     raise
                 return await self._round_trip(origin, None, data)  # once more, on a fresh connection
         finally:
@@ -430,12 +440,16 @@ class ConnectionPool:
         if connection is None:
             connection = await self._connect(origin)
         self._watch(connection)
+        sent = asyncio.get_running_loop().time()
         try:
             response = await connection.round_trip(data)
         except ConnectionDropped as exc:
             connection.close()
             if reused and not connection.received_any:
-                raise StaleConnection(f"a kept-alive connection closed before the response began ({exc})") from None
+                after = asyncio.get_running_loop().time() - sent
+                raise StaleConnection(
+                    f"a kept-alive connection closed before the response began ({exc})", after_s=after
+                ) from None
             raise
         except BaseException:
             connection.close()
