@@ -30,7 +30,6 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal, Self
 
 RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
@@ -132,7 +131,8 @@ class ProviderError(EvalHarnessError):
 
     def with_message(self, message: str) -> Self:
         """A copy of this error with another message and every other attribute kept (a subclass's too)."""
-        copied = copy.copy(self)
+        copied = type(self).__new__(type(self))  # not copy.copy: a subclass's __init__ may take other arguments
+        copied.__dict__.update(self.__dict__)
         copied.args = (message,)
         return copied
 

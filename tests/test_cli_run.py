@@ -1017,3 +1017,14 @@ def test_a_key_given_to_resume_as_a_model_arg_is_used_and_never_recorded(cli: Cl
     assert all(
         "CANARY" not in path.read_text() for path in run_dir.iterdir() if path.is_file() and path.suffix != ".npz"
     )
+
+
+def test_a_run_directory_that_looks_like_key_value_still_resumes(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # resume takes a positional RUN_DIR, which may follow a repeatable KEY=VALUE option and contain "="
+    monkeypatch.chdir(task_root.root)
+    made = cli("run", "--task", "tasks/adder.toml", "--output-dir", "temp=0.7", "--run-id", "r1", "-q")
+    assert made.code == 0, made.err
+    result = cli("resume", "--fail-below-axis", "alpha=0.0", "temp=0.7/r1", "-q")
+    assert result.code == 0, result.err

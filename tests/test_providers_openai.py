@@ -656,3 +656,23 @@ def test_the_fake_server_also_speaks_models_and_embeddings(server: FakeLLMServer
         data = json.loads(response.read())
     assert [item["index"] for item in data["data"]] == [0, 1]
     assert len(data["data"][0]["embedding"]) == 8 and data["usage"]["prompt_tokens"] > 0
+
+
+def test_with_message_keeps_every_attribute_of_any_provider_error() -> None:
+    from eval_harness.errors import ReplayedError
+
+    refused = ProviderConnectionError("cannot connect", retry_cause="connection", unreachable=True)
+    relabelled = refused.with_message("openai/x: cannot connect")
+    assert (str(relabelled), relabelled.unreachable, relabelled.retry_cause) == (
+        "openai/x: cannot connect",
+        True,
+        "connection",
+    )
+    replayed = ReplayedError("ProviderHTTPError", "HTTP 500", request_id="req_1")  # an __init__ of other arguments
+    copied = replayed.with_message("again: HTTP 500")
+    assert (type(copied), str(copied), copied.recorded_type, copied.request_id) == (
+        ReplayedError,
+        "again: HTTP 500",
+        "ProviderHTTPError",
+        "req_1",
+    )

@@ -111,6 +111,8 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     }
     given: dict[str, list[str]] = {}
     index = 0
+    # a command with a positional argument (resume RUN_DIR) may take a path that looks like KEY=VALUE
+    positional = any(param.param_type_name == "argument" for param in command.params)
     repeatable: tuple[str, str] | None = None  # the repeatable KEY=VALUE option just read, and its value
     while index < len(args) and args[index] != "--":
         token = args[index]
@@ -118,8 +120,9 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
         option = options.get(name)
         index += 1
         if option is None:
-            if repeatable is not None and _KEY_VALUE.match(token):  # "--model-arg a=1 b=2": click says only
-                flag, value = repeatable  # "unexpected extra argument", which does not say what to do
+            # "--model-arg a=1 b=2": click says only "unexpected extra argument", which does not say what to do
+            if repeatable is not None and not positional and _KEY_VALUE.match(token):
+                flag, value = repeatable
                 raise ConfigError(f"{token}: each KEY=VALUE needs its own {flag}: {flag} {value} {flag} {token}")
             repeatable = None
             continue
