@@ -171,6 +171,8 @@ async def test_several_references_are_chosen_by_f_measure_whatever_the_measure(m
         ("猫坐在垫子上", ["猫", "坐", "在", "垫", "子", "上"]),
         ("GPT-4 的答案", ["gpt", "4", "的", "答", "案"]),
         ("Straße ＡＢＣ naïve", ["strasse", "abc", "naïve"]),  # case-folded, full-width letters by NFKC
+        ("नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),  # vowel signs are marks inside a word, not separators
+        ("สวัสดี ครับ", ["สวัสดี", "ครับ"]),
     ],
 )
 def test_unicode_tokenizer_keeps_letters_of_every_script(text: str, tokens: list[str]) -> None:
@@ -212,3 +214,9 @@ async def test_accented_latin_text_stays_with_rouge_score_tokens() -> None:
 def test_an_unknown_tokenizer_is_refused_when_the_task_loads() -> None:
     with pytest.raises(ConfigError, match="unknown tokenizer 'spacy'"):
         build_scorer(ScorerSpec(name="rouge", args={"tokenizer": "spacy"}))
+
+
+async def test_one_latin_reference_among_others_keeps_rouge_score_tokens() -> None:
+    scorer = build_scorer(ScorerSpec(name="rouge", args={"variant": "rouge1"}))
+    score = await scorer.score("Moscow", Sample(id="s", input="?", target=["Moscow", "Москва"]))
+    assert score.value == 1.0

@@ -102,11 +102,35 @@ async def test_the_unicode_tokenizer_scores_other_scripts(
     assert score.value == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", ["token_f1", "squad_em"])
-async def test_a_chinese_reference_under_squad_tokens_is_an_error_naming_the_fix(name: str) -> None:
-    scorer = build_scorer(ScorerSpec(name=name))
+async def test_a_chinese_reference_under_squad_tokens_is_an_f1_error_naming_the_fix() -> None:
+    scorer = build_scorer(ScorerSpec(name="token_f1"))
     with pytest.raises(ValueError, match='set tokenizer = "unicode"'):
-        await scorer.score("猫在垫子上", Sample(id="q", input="?", target=["cat", "猫在垫子上"]))
+        await scorer.score("猫在垫子上", Sample(id="q", input="?", target=["猫在垫子上", "猫坐在垫子上"]))
+
+
+@pytest.mark.parametrize(
+    ("name", "prediction", "target", "expected"),
+    [
+        # mostly English with a few characters: the official script scores it (tokens yuan, dynasty, (元朝) -> 元朝)
+        ("token_f1", "the Yuan dynasty", "Yuan dynasty (元朝)", 0.8),
+        # one reference a whitespace tokenizer can read is enough
+        ("token_f1", "cat", ["cat", "猫在垫子上"], 1.0),
+        # exact match compares whole strings, whatever the script
+        ("squad_em", "東京", "東京", 1.0),
+    ],
+)
+async def test_references_a_whitespace_tokenizer_can_use_are_scored_as_the_official_script_does(
+    name: str, prediction: str, target: str | list[str], expected: float
+) -> None:
+    # by hand: yuan dynasty vs yuan dynasty 元朝 (punctuation dropped): P 2/2, R 2/3, F1 0.8
+    score = await build_scorer(ScorerSpec(name=name)).score(prediction, Sample(id="q", input="?", target=target))
+    assert score.value == pytest.approx(expected, abs=1e-12)
+
+
+async def test_unicode_exact_match_drops_ascii_symbols_as_mlqa_does() -> None:
+    # MLQA's normalize_answer removes string.punctuation ($ + < = > ^ ` | ~ among it) besides Unicode punctuation
+    scorer = build_scorer(ScorerSpec(name="squad_em", args={"tokenizer": "unicode"}))
+    assert (await scorer.score("$100", Sample(id="q", input="?", target="100"))).value == 1.0
 
 
 def test_an_unknown_tokenizer_is_refused_when_the_task_loads() -> None:

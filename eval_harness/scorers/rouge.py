@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
-from eval_harness.scorers.scripts import IDEOGRAPHS, mostly_non_latin
+from eval_harness.scorers.scripts import mostly_non_latin, word_tokens
 from eval_harness.types import Sample, Score
 
 VARIANTS = ("rouge1", "rouge2", "rougeL")
@@ -31,7 +31,6 @@ MEASURES = ("precision", "recall", "fmeasure")
 _NON_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 TOKENIZERS = ("rouge-score", "unicode")
-_UNICODE_TOKEN = re.compile(rf"[{IDEOGRAPHS}]|[^\W_{IDEOGRAPHS}]+")  # an ideograph or kana alone, or a word
 _STEMS: dict[str, str] = {}
 _stemmer: Any = None
 
@@ -65,7 +64,7 @@ def tokenize(text: str, use_stemmer: bool = False) -> list[str]:
 def unicode_tokenize(text: str, use_stemmer: bool = False) -> list[str]:
     """Tokens of any script: NFKC and case-folded, runs of letters and digits, each CJK ideograph or kana
     alone; with ``use_stemmer`` the Porter stemmer (an English one) applies to a-z tokens longer than three."""
-    tokens = _UNICODE_TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    tokens = word_tokens(unicodedata.normalize("NFKC", text).casefold())
     if use_stemmer:
         tokens = [porter_stem(t) if len(t) > 3 and _VALID_TOKEN.match(t) else t for t in tokens]
     return tokens
@@ -157,7 +156,7 @@ def rouge_scorer(
     split = unicode_tokenize if tokenizer == "unicode" else tokenize
 
     def score(output: str, sample: Sample) -> Score:
-        if tokenizer == "rouge-score" and any(mostly_non_latin(reference) for reference in sample.targets):
+        if tokenizer == "rouge-score" and all(mostly_non_latin(reference) for reference in sample.targets):
             raise ValueError(
                 "the reference is mostly in a non-Latin script, which rouge-score's tokenisation (a-z, 0-9) "
                 'drops, so every answer would score 0; set tokenizer = "unicode" in the scorer\'s args'

@@ -10,6 +10,7 @@ a word segmenter, as MLQA's evaluation does for Chinese).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Han ideographs (with extension A and the compatibility block), hiragana and katakana.
 IDEOGRAPHS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -17,9 +18,33 @@ _IDEOGRAPH = re.compile(f"[{IDEOGRAPHS}]")
 _IDEOGRAPH_OR_RUN = re.compile(f"[{IDEOGRAPHS}]|[^{IDEOGRAPHS}]+")
 
 
-def has_ideographs(text: str) -> bool:
-    """Whether ``text`` holds a Chinese/Japanese ideograph or kana."""
-    return _IDEOGRAPH.search(text) is not None
+def mostly_ideographs(text: str) -> bool:
+    """Whether more than half of the letters of ``text`` are Chinese/Japanese ideographs or kana ("Yuan dynasty
+    (元朝)" is not: its reference tokens still mean something to a whitespace tokenizer)."""
+    letters = [c for c in text if c.isalpha()]
+    return len(_IDEOGRAPH.findall(text)) * 2 > len(letters) > 0
+
+
+def word_tokens(text: str) -> list[str]:
+    """Runs of letters, combining marks and digits of any script (a Devanagari or Thai vowel sign is a mark,
+    not a separator: "नमस्ते" is one word), each ideograph or kana a token of its own; the rest separates.
+    A loop over Unicode categories: ``re`` has no class for marks."""
+    tokens: list[str] = []
+    word: list[str] = []
+    for char in text:
+        if _IDEOGRAPH.match(char):
+            if word:
+                tokens.append("".join(word))
+                word = []
+            tokens.append(char)
+        elif unicodedata.category(char)[0] in "LMN":
+            word.append(char)
+        elif word:
+            tokens.append("".join(word))
+            word = []
+    if word:
+        tokens.append("".join(word))
+    return tokens
 
 
 def mostly_non_latin(text: str) -> bool:
