@@ -681,16 +681,32 @@ def plan_resume(
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
     changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
     if changed and not force:
+        since = "was last resumed with --force" if manifest.forced_changes else "started"
         raise ResumeMismatchError(
-            f"cannot resume {run_dir}: changed since the run started: {'; '.join(changed)}. "
+            f"cannot resume {run_dir}: changed since the run {since}: {'; '.join(changed)}. "
             "Use --force to resume anyway (the mix is recorded in the manifest), or start a new run"
         )
     generation = GenerateConfig.model_validate(config.generation)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
+    _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
     return plan
+
+
+def _check_new_gate_axes(plan: RunPlan, axes: list[str]) -> None:
+    """A ``--fail-below-axis`` given anew to a resume, for an axis the run has no sample of, is refused before
+    the session runs (and before it is recorded: every later resume would fail on it). A resume does not
+    validate the dataset again, so its axes are read here, only when such a gate is given."""
+    if not axes:
+        return
+    present = {sample.axis for _position, sample, epoch in work_items(plan) if epoch == 0}
+    for axis in axes:
+        if axis not in present:
+            raise ConfigError(
+                f"--fail-below-axis {axis}: the run has no sample of that axis (its axes: {', '.join(sorted(present))})"
+            )
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:

@@ -794,8 +794,8 @@ def test_the_length_warning_of_a_run_without_max_tokens_names_the_servers_limit(
         result = served_run(cli, task_root, server, "r", "-q")
     assert result.code == 0, result.err
     assert result.err == (
-        "warning: 3 of 4 answers stopped at the length limit (finish_reason length; no max_tokens was set: the "
-        "server's own limit or its context size); they may be cut short\n"
+        "warning: 3 of 4 answers stopped at the length limit (finish_reason length; the task sets no max_tokens: "
+        "the provider's default, e.g. Anthropic's 1,024, or the server's own limit); they may be cut short\n"
     )
 
 
@@ -1028,3 +1028,16 @@ def test_a_run_directory_that_looks_like_key_value_still_resumes(
     assert made.code == 0, made.err
     result = cli("resume", "--fail-below-axis", "alpha=0.0", "temp=0.7/r1", "-q")
     assert result.code == 0, result.err
+
+
+def test_a_gate_on_an_unknown_axis_given_to_resume_is_refused_before_the_session_and_not_recorded(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    run_dir = gated_run(cli, task_root, "--fail-below", "0.0")
+    before = (run_dir / "samples.jsonl").read_bytes()
+    refused = cli("resume", run_dir, "--retry-errors", "--fail-below-axis", "nonexistent=0.5", "-q")
+    assert refused.code == 2
+    assert "--fail-below-axis nonexistent: the run has no sample of that axis (its axes: alpha, beta)" in refused.err
+    assert (run_dir / "samples.jsonl").read_bytes() == before  # nothing ran
+    assert json.loads((run_dir / "manifest.json").read_text())["gates"]["fail_below_axis"] == []
+    assert cli("resume", run_dir, "-q").code == 0  # the printed command still works

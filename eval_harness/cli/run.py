@@ -156,8 +156,8 @@ def _length_warning(result: RunResult) -> str:
     stopped = f"{result.length_stops:,} of {result.answers:,} answers stopped at the length limit"
     if limit is None:
         return (
-            f"warning: {stopped} (finish_reason {result.length_stop_reason}; no max_tokens was set: the server's "
-            "own limit or its context size); they may be cut short"
+            f"warning: {stopped} (finish_reason {result.length_stop_reason}; the task sets no max_tokens: the "
+            "provider's default, e.g. Anthropic's 1,024, or the server's own limit); they may be cut short"
         )
     return (
         f"warning: {stopped} (finish_reason {result.length_stop_reason}, max_tokens {limit:,}); raise --max-tokens "

@@ -36,7 +36,7 @@ def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
     if not sample.cut_off:
         return reason
     if max_tokens is None:
-        return f"{reason} (cut off at the server's length limit: the run set no max_tokens)"
+        return f"{reason} (cut off at the provider's default or the server's limit: the run set no max_tokens)"
     return f"{reason} (cut off at max_tokens {max_tokens:,})"
 
 
