@@ -123,6 +123,7 @@ class Inspection(BaseModel):
     """``eval-harness inspect --format json``."""
 
     run_id: str
+    run_dir: str = Field(default="", description="The run directory inspected, as given.")
     model: str
     task: str
     status: str
@@ -302,6 +303,7 @@ def inspect_run(
     errors = _errors(path, columns.offset[scoped_errors].tolist()) if show_errors else None
     return Inspection(
         run_id=manifest.run_id,
+        run_dir=str(run_dir),
         model=manifest.model.id,
         task=manifest.task.name,
         status=observed_status(run_dir, manifest),

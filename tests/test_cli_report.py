@@ -158,6 +158,23 @@ def test_report_on_a_run_still_being_written_gives_no_resume_advice(cli: Cli, ru
     assert as_json["run"]["status"] == "running"
 
 
+def test_inspect_of_a_killed_run_says_interrupted_and_how_to_resume(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)
+    result = cli("inspect", "--run", run)
+    assert result.code == 0, result.err
+    assert "INCOMPLETE (interrupted): 10 of 40 records missing" in result.out
+    assert f"continue it with: eval-harness resume {run}" in result.out
+
+
+def test_inspect_of_a_run_still_being_written_says_running(cli: Cli, runs: tuple[Path, Path]) -> None:
+    run = runs[0]
+    _cut_to_30_lines_still_running(run)
+    with RunLock(run):
+        result = cli("inspect", "--run", run)
+    assert "RUNNING: 30 of 40 records so far" in result.out and "eval-harness resume" not in result.out
+
+
 def test_report_on_a_complete_run_that_lost_records_says_so(cli: Cli, runs: tuple[Path, Path]) -> None:
     run = runs[0]
     lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)

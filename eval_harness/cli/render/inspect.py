@@ -75,16 +75,20 @@ def _print_sample(
 def print_inspection(ins: Inspection, console: Console | None = None, *, full: bool = False) -> None:
     """The inspection on a terminal; ``full`` prints long inputs and outputs whole."""
     out = console or stdout
-    incomplete = (
-        f" · INCOMPLETE: {ins.expected_records - ins.records:,} of {ins.expected_records:,} records missing"
-        if ins.records < ins.expected_records
-        else ""
-    )
+    missing = ins.expected_records - ins.records
+    state = ""
+    if ins.status == "running":  # read while its process is still writing it
+        state = f" · RUNNING: {ins.records:,} of {ins.expected_records:,} records so far"
+    elif missing > 0:
+        known = "" if ins.status == "complete" else f" ({ins.status})"
+        state = f" · INCOMPLETE{known}: {missing:,} of {ins.expected_records:,} records missing"
     out.print(
-        f"{ins.model} on {ins.task} · run {ins.run_id} · {_plural(ins.records, 'record')}{incomplete}",
+        f"{ins.model} on {ins.task} · run {ins.run_id} · {_plural(ins.records, 'record')}{state}",
         markup=False,
         soft_wrap=True,
     )
+    if ins.status in ("interrupted", "failed") and ins.run_dir:
+        out.print(f"continue it with: eval-harness resume {ins.run_dir}", markup=False, soft_wrap=True)
     if ins.torn_bytes:
         out.print(f"note: a torn last line ({ins.torn_bytes:,} bytes) was ignored", markup=False, soft_wrap=True)
     scope = f" in axis {ins.axis}" if ins.axis else ""
