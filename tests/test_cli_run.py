@@ -349,6 +349,7 @@ def test_ctrl_c_stops_cleanly_prints_the_resume_command_and_exits_130(tmp_path: 
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
+    assert "(Ctrl-C again to quit at once; what is written stays valid)" in err
     assert f"resume with: eval-harness resume {tmp_path / 'sig'}" in err
     manifest = json.loads((tmp_path / "sig" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
@@ -898,6 +899,7 @@ def test_a_gated_run_stopped_by_sigterm_and_resumed_with_the_printed_command_sti
     process.send_signal(signal.SIGTERM)  # what a CI job's timeout sends
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
+    assert "(SIGTERM again to quit at once; what is written stays valid)" in err  # not "Ctrl-C": no key was pressed
     printed = err.strip().splitlines()[-1].removeprefix("interrupted; resume with: eval-harness ")
     resumed = cli(*printed.split(), "-q")
     assert resumed.code == 1, resumed.err

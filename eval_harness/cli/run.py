@@ -94,20 +94,21 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
     loop = asyncio.get_running_loop()
     interrupts = 0
 
-    def on_interrupt() -> None:
+    def on_interrupt(again: str) -> None:
         nonlocal interrupts
         interrupts += 1
         if interrupts == 1:
             display.note(
                 f"stopping: no new samples; in-flight ones get {plan.config.grace_s:g}s to finish "
-                "(Ctrl-C again to quit at once; what is written stays valid)"
+                f"({again} again to quit at once; what is written stays valid)"
             )
             runner.request_stop()
         else:
             os._exit(EXIT_INTERRUPTED)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_interrupt)
+    # a CI runner's timeout sends SIGTERM, where "Ctrl-C" would name a key nobody pressed
+    loop.add_signal_handler(signal.SIGINT, on_interrupt, "Ctrl-C")
+    loop.add_signal_handler(signal.SIGTERM, on_interrupt, "SIGTERM")
     try:
         return await runner.run()
     finally:
