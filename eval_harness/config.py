@@ -68,6 +68,36 @@ class RunConfig(BaseModel):
     grace_s: float = Field(default=5.0, ge=0, description="On interrupt, how long in-flight samples may finish.")
 
 
+def _read_env_file(env_file: Path) -> dict[str, str | None]:
+    """The variables of ``env_file``; a line python-dotenv cannot parse is an error naming it (dotenv itself only
+    logs "could not parse statement starting at line N", unnamed and even under --quiet, and drops the line,
+    so a key on it would be missing without a word)."""
+    import logging
+
+    from dotenv import dotenv_values
+
+    unparsed: list[object] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            unparsed.append(record.args[0] if isinstance(record.args, tuple) and record.args else "?")
+
+    logger = logging.getLogger("dotenv.main")
+    handler, propagate = _Collect(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        values = dotenv_values(env_file)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{env_file}: not UTF-8 text (byte {exc.start}); fix or remove the file") from None
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    if unparsed:
+        raise ConfigError(f"{env_file}:{unparsed[0]}: python-dotenv cannot parse this line; fix or remove it")
+    return values
+
+
 class Settings(BaseModel):
     """Provider settings from the environment and ``.env``. Secrets are ``SecretStr``."""
 
@@ -86,12 +116,7 @@ class Settings(BaseModel):
         """Read ``.env`` (if present) under the real environment, which wins."""
         values: dict[str, str | None] = {}
         if env_file is not None and env_file.is_file():
-            from dotenv import dotenv_values
-
-            try:
-                values.update(dotenv_values(env_file))
-            except UnicodeDecodeError as exc:
-                raise ConfigError(f"{env_file}: not UTF-8 text (byte {exc.start}); fix or remove the file") from None
+            values.update(_read_env_file(env_file))
         values.update(os.environ)
 
         def pick(*names: str) -> str | None:

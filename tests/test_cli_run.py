@@ -585,6 +585,21 @@ def test_run_resume_refuses_a_run_option_given_even_at_its_default(cli: Cli, tas
     assert cli("run", "--resume", out_dir / "r", "--concurrency", "3", "-q").code == 0  # a session option
 
 
+def test_an_env_line_dotenv_cannot_parse_is_named_by_file_and_line(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # python-dotenv logged "could not parse statement starting at line 2" unnamed, even with -q, and dropped it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text('A=b\nOPENAI_API_KEY="sk-unterminated\nC=d\n')
+    result = cli("run", "--task", "capability_profile", "--limit", "2", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        "error: .env:2: python-dotenv cannot parse this line; fix or remove it",
+    )
+    assert "sk-unterminated" not in result.err
+    assert not (tmp_path / "results").exists()
+
+
 def test_an_env_file_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".env").write_bytes(b"A=b\n\xff\n")
