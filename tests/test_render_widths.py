@@ -234,3 +234,21 @@ def test_the_plain_progress_line_says_its_mean_is_of_the_scored_answers(capsys: 
     display.update(Progress(done=4, total=4, errors=1, score_sum=2.0, scored=3, cost_usd=0.0, cost_known=True,
                             elapsed_s=1.0, session_done=4))  # fmt: skip
     assert "scored mean 66.7% · errors 1" in capsys.readouterr().err
+
+
+def test_the_progress_cost_is_written_as_the_tables_write_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # the progress line said "$0.0000" beside a table's "$0" (and rounded a $0.00002 run to "$0.0000")
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import Progress
+
+    display = ProgressDisplay(total=4, label="m · t", plain_interval_s=0.0)
+    for cost, shown in ((0.0, "cost $0"), (0.0147, "cost $0.0147"), (2.1e-05, "cost $2.1e-05")):
+        display.update(Progress(done=4, total=4, errors=0, score_sum=2.0, scored=4, cost_usd=cost, cost_known=True,
+                                elapsed_s=1.0, session_done=4))  # fmt: skip
+        assert capsys.readouterr().err.rstrip().endswith(shown)
+
+
+def test_compare_latency_deltas_name_their_unit() -> None:
+    from eval_harness.cli.render.compare import _TRADE_COLUMNS
+
+    assert {"Δ p50 ms", "Δ p95 ms"} <= {column.header for column in _TRADE_COLUMNS}

@@ -144,7 +144,7 @@ class ProgressDisplay:
         elif nothing_billed(progress.session_done, progress.session_errors, 0, progress.cost_usd):
             cost = "–"  # as the summary at the end shows it: no call was billed yet, and $0 would read as a price
         else:
-            cost = f"${progress.cost_usd:.4f}"
+            cost = money(progress.cost_usd)  # as the tables write it: "$0", "$0.0147", "$2.1e-05"
         # the mean of the answers scored so far, errors left out: the headline, which counts errors as 0, is lower
         stats = f"scored mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
         if self._progress is not None and self._task is not None:
