@@ -440,13 +440,13 @@ class ConnectionPool:
         if connection is None:
             connection = await self._connect(origin)
         self._watch(connection)
-        sent = asyncio.get_running_loop().time()
         try:
             response = await connection.round_trip(data)
         except ConnectionDropped as exc:
             connection.close()
             if reused and not connection.received_any:
-                after = asyncio.get_running_loop().time() - sent
+                # no byte came back, so its last activity is the request's write
+                after = asyncio.get_running_loop().time() - connection.last_activity
                 raise StaleConnection(
                     f"a kept-alive connection closed before the response began ({exc})", after_s=after
                 ) from None
