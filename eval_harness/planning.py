@@ -465,11 +465,7 @@ def _check_gate_axes(plan: RunPlan) -> None:
     limit = plan.config.limit
     if not plan.excluded_ids and (limit is None or limit >= plan.dataset_report.valid):
         return  # every sample of the dataset runs
-    # the samples the run takes: read only as far as --limit, a fraction of the validation's full read
-    counts: dict[str, int] = {}
-    for _position, sample, epoch in work_items(plan):
-        if epoch == 0:
-            counts[sample.axis] = counts.get(sample.axis, 0) + 1
+    counts = _run_axes(plan)  # read only as far as --limit, a fraction of the validation's full read
     missing = [axis for axis in wanted if axis not in counts]
     if missing:
         reasons = [f"--limit {limit}"] if limit is not None else []
@@ -479,6 +475,15 @@ def _check_gate_axes(plan: RunPlan) -> None:
             f"--fail-below-axis {missing[0]}: the run takes {taken:,} sample{'s' if taken != 1 else ''} ({why}), none "
             f"of that axis (their axes: {', '.join(sorted(counts))})"
         )
+
+
+def _run_axes(plan: RunPlan) -> dict[str, int]:
+    """The samples the run takes (after hold-out and --limit), counted by axis."""
+    counts: dict[str, int] = {}
+    for _position, sample, epoch in work_items(plan):
+        if epoch == 0:
+            counts[sample.axis] = counts.get(sample.axis, 0) + 1
+    return counts
 
 
 def session_settings(config: RunConfig) -> dict[str, Any]:
@@ -701,7 +706,7 @@ def _check_new_gate_axes(plan: RunPlan, axes: list[str]) -> None:
     validate the dataset again, so its axes are read here, only when such a gate is given."""
     if not axes:
         return
-    present = {sample.axis for _position, sample, epoch in work_items(plan) if epoch == 0}
+    present = _run_axes(plan)
     for axis in axes:
         if axis not in present:
             raise ConfigError(
