@@ -79,18 +79,17 @@ class GateSpec:
     @property
     def active(self) -> bool:
         """True when at least one gate is set."""
-        return self.fail_below is not None or bool(self.fail_below_axis) or self.max_error_rate is not None
+        return self.record() is not None
 
     def record(self) -> GateSettings | None:
         """The gates as a manifest records them; None when no gate is set (``--gate-on`` alone gates nothing)."""
-        if not self.active:
-            return None
-        return GateSettings(
+        settings = GateSettings(
             fail_below=self.fail_below,
             fail_below_axis=list(self.fail_below_axis),
             gate_on=self.gate_on,
             max_error_rate=self.max_error_rate,
         )
+        return settings if settings.active else None
 
     @classmethod
     def recorded(cls, settings: GateSettings | None) -> GateSpec:
@@ -99,11 +98,6 @@ class GateSpec:
             return cls()
         axes = tuple((axis, threshold) for axis, threshold in settings.fail_below_axis)
         return cls(settings.fail_below, axes, settings.gate_on, settings.max_error_rate)
-
-    @property
-    def flags(self) -> str:
-        """The gates as the flags that set them, e.g. '--fail-below 0.95 --gate-on ci-low' ('' when none)."""
-        return " ".join(gate_flags(self.record()))
 
 
 class GateResult(BaseModel):

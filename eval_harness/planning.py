@@ -556,8 +556,7 @@ def resumed_gates(
     left (``--gate-on`` alone gates nothing)."""
     base = recorded.model_dump() if recorded is not None and keep else {}
     merged = GateSettings.model_validate({**base, **(given or {})})
-    active = merged.fail_below is not None or merged.fail_below_axis or merged.max_error_rate is not None
-    return merged if active else None
+    return merged if merged.active else None
 
 
 def gate_changes(before: GateSettings | None, now: GateSettings | None) -> dict[str, tuple[Any, Any]]:

@@ -262,6 +262,11 @@ class GateSettings(BaseModel):
     gate_on: Literal["mean", "ci-low"] = Field(default="mean", description="--gate-on: what the score gates compare.")
     max_error_rate: float | None = Field(default=None, ge=0, le=1, description="--max-error-rate: the maximum.")
 
+    @property
+    def active(self) -> bool:
+        """True when at least one gate is set (``gate_on`` alone gates nothing)."""
+        return self.fail_below is not None or bool(self.fail_below_axis) or self.max_error_rate is not None
+
 
 class RunManifest(BaseModel):
     """manifest.json: everything needed to resume or reproduce a run."""
