@@ -665,6 +665,14 @@ def expected_calibration_error(confidences: ArrayLike, labels: ArrayLike, bins: 
     return float(np.sum(np.abs(acc_sum - conf_sum)) / conf.size)
 
 
+def _check_size_arguments(margin: float, p: float, confidence: float) -> None:
+    check_confidence(confidence)
+    if not (0.0 < margin <= 1.0):
+        raise ValueError(f"margin must be in (0, 1], got {margin!r}")
+    if not (0.0 <= p <= 1.0):
+        raise ValueError(f"p must be in [0, 1], got {p!r}")
+
+
 def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
     """The fewest items at which a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson interval at
     most ``2 * margin`` wide.
@@ -675,11 +683,7 @@ def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) 
     as n grows, so bisection finds where it first fits; from there the whole counts are checked upward.
     Raises ``ValueError`` as ``sample_size`` does.
     """
-    check_confidence(confidence)
-    if not (0.0 < margin <= 1.0):
-        raise ValueError(f"margin must be in (0, 1], got {margin!r}")
-    if not (0.0 <= p <= 1.0):
-        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    _check_size_arguments(margin, p, confidence)
     z = z_value(confidence)
     low, high = 1, 1
     while wilson_half_width(p, high, z) > margin:
@@ -710,11 +714,7 @@ def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95, *, sd: 
     interval's end nearer 0.5 is the honest figure). Raises ``ValueError`` for ``margin`` outside (0, 1],
     ``p`` outside [0, 1], a negative ``sd`` or a bad ``confidence``.
     """
-    check_confidence(confidence)
-    if not (0.0 < margin <= 1.0):
-        raise ValueError(f"margin must be in (0, 1], got {margin!r}")
-    if not (0.0 <= p <= 1.0):
-        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    _check_size_arguments(margin, p, confidence)
     if sd is not None and not (sd >= 0.0 and math.isfinite(sd)):
         raise ValueError(f"sd must be a non-negative number, got {sd!r}")
     variance = p * (1.0 - p) if sd is None else sd * sd
