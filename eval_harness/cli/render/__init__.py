@@ -5,6 +5,7 @@ This module holds the two consoles and the small formatters every view shares.""
 from __future__ import annotations
 
 import codecs
+import json
 import math
 import os
 import re
@@ -144,6 +145,17 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
+def run_state(status: str, records: int, expected: int) -> str:
+    """How far a run is, for a title: 'RUNNING: 30 of 40 records so far' while its process writes it,
+    'INCOMPLETE (interrupted): 10 of 40 records missing' when records are missing, '' when none is."""
+    if status == "running":
+        return f"RUNNING: {records:,} of {expected:,} records so far"
+    if records >= expected:
+        return ""
+    known = "" if status == "complete" else f" ({status})"
+    return f"INCOMPLETE{known}: {expected - records:,} of {expected:,} records missing"
+
+
 def counted_n(n: int, samples: int | None) -> str:
     """A row's record count, with the samples its interval is over when they differ (epochs): '15 (5 samples)'."""
     return f"{n:,}" if samples is None or samples == n else f"{n:,} ({samples:,} samples)"
@@ -163,18 +175,10 @@ def sparkline(counts: list[int]) -> str:
     return "".join(" " if c == 0 else blocks[min(7, (c * 8 - 1) // top)] for c in counts)
 
 
-def _json_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # outside the BMP: a UTF-16 surrogate pair, as JSON writes it
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
 def ascii_json(text: str) -> str:
     """JSON text with every non-ASCII character written as its ``\\uXXXX`` escape: the same document, for an
     output that cannot encode the characters themselves (a Windows runner's cp1252, PYTHONIOENCODING=ascii)."""
-    return _NON_ASCII.sub(_json_escape, text)
+    return _NON_ASCII.sub(lambda match: json.dumps(match.group())[1:-1], text)  # json's own \\uXXXX (pairs)
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")

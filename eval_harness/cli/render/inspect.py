@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from eval_harness.cli.render import millis, money, stdout
+from eval_harness.cli.render import counted, millis, money, run_state, stdout
 from eval_harness.inspect import HEAD_CHARS, INPUT_CHARS, shorten
 
 if TYPE_CHECKING:
@@ -17,10 +17,6 @@ if TYPE_CHECKING:
 
 def _target(value: str | list[str]) -> str:
     return value if isinstance(value, str) else " | ".join(value)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 NORMAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence"})
@@ -75,15 +71,10 @@ def _print_sample(
 def print_inspection(ins: Inspection, console: Console | None = None, *, full: bool = False) -> None:
     """The inspection on a terminal; ``full`` prints long inputs and outputs whole."""
     out = console or stdout
-    missing = ins.expected_records - ins.records
-    state = ""
-    if ins.status == "running":  # read while its process is still writing it
-        state = f" · RUNNING: {ins.records:,} of {ins.expected_records:,} records so far"
-    elif missing > 0:
-        known = "" if ins.status == "complete" else f" ({ins.status})"
-        state = f" · INCOMPLETE{known}: {missing:,} of {ins.expected_records:,} records missing"
+    state = run_state(ins.status, ins.records, ins.expected_records)
     out.print(
-        f"{ins.model} on {ins.task} · run {ins.run_id} · {_plural(ins.records, 'record')}{state}",
+        f"{ins.model} on {ins.task} · run {ins.run_id} · {counted(ins.records, 'record')}"
+        + (f" · {state}" if state else ""),
         markup=False,
         soft_wrap=True,
     )
@@ -96,7 +87,7 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         kind = "failed sample" if ins.failures_only else "sample"
         errors = "; error records count as wrong, at 0 unless they have a value" if ins.failures_only else ""
         out.print(
-            f"worst {_plural(len(ins.worst), kind)}{scope} by {ins.ranked_by} "
+            f"worst {counted(len(ins.worst), kind)}{scope} by {ins.ranked_by} "
             f"(of {ins.candidates:,}; ties by id{errors}):",
             style="bold",
             markup=False,
@@ -108,7 +99,7 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
             _print_sample(out, rank, sample, ins.ranked_by, full, ins.max_tokens)
         if ins.failures_only and ins.errors is None and ins.error_records:
             out.print(
-                f"{_plural(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
+                f"{counted(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
                 "--errors groups them by cause",
                 markup=False,
                 soft_wrap=True,

@@ -20,6 +20,7 @@ from eval_harness.cli.render import (
     money,
     pct,
     per_dollar,
+    run_state,
     sparkline,
     stdout,
 )
@@ -207,15 +208,13 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
 
 def _title(report: ProfileReport) -> str:
     run = report.run
-    missing = f"{run.missing:,} of {run.expected_records:,} records missing"
     if run.complete:
-        state = f"complete ({run.records:,} record{'s' if run.records != 1 else ''})"
+        state = f"complete ({counted(run.records, 'record')})"
     elif run.status == "complete":  # the run finished, then lines were taken out of its samples.jsonl
+        missing = f"{run.missing:,} of {run.expected_records:,} records missing"
         state = f"INCOMPLETE: the manifest says complete, but samples.jsonl has {missing}"
-    elif run.status == "running":  # read while its process is still writing it
-        state = f"RUNNING: {run.records:,} of {run.expected_records:,} records so far"
     else:
-        state = f"INCOMPLETE ({run.status}): {missing}"
+        state = run_state(run.status, run.records, run.expected_records)
     return f"{run.model} on {run.task} · run {run.run_id} · {state}"
 
 
