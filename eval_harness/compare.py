@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +49,7 @@ ALPHA = 0.05
 """Family-wise error rate of the verdicts (Holm across axes)."""
 
 Verdict = Literal["a_better", "b_better", "no_difference"]
+_Row = TypeVar("_Row")
 
 
 class CompareRun(BaseModel):
@@ -181,13 +182,18 @@ class Comparison(BaseModel):
     def regressions(self) -> list[CompareAxis]:
         """The rows significantly worse in B: axes (Holm-adjusted, 5%), then the overall row (its own test at 5%;
         with one axis it is that axis)."""
-        rows = [*self.axes, self.overall] if len(self.axes) > 1 else self.axes
-        return [a for a in rows if a.verdict == "a_better"]
+        return [a for a in judged_rows(self.axes, self.overall) if a.verdict == "a_better"]
 
     @property
     def incomplete(self) -> list[tuple[str, CompareRun]]:
         """The runs with records missing, as ('A' or 'B', run): a regression gate on them judges part of a run."""
         return [(side, run) for side, run in (("A", self.run_a), ("B", self.run_b)) if not run.complete]
+
+
+def judged_rows(axes: Sequence[_Row], overall: _Row) -> list[_Row]:
+    """The rows with a verdict of their own: the axes, then overall when there are several (with one axis,
+    overall is that axis again); also what goes with each row, given in the axes' order."""
+    return [*axes, overall] if len(axes) > 1 else list(axes)
 
 
 def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
@@ -614,6 +620,7 @@ def _compare(
     if moved:
         notes.append(f"{moved:,} paired records have another axis in B; they are counted under A's axis")
     axes: list[CompareAxis] = []
+    axis_rows: list[NDArray[np.intp]] = []
     several_epochs = max(manifest_a.epochs, manifest_b.epochs) > 1  # else no sample has two rows: skip the sort
     sample = sample_index(columns_a.sample[ia]) if several_epochs else None
     if sample is not None:
@@ -627,6 +634,7 @@ def _compare(
         if rows.size:
             in_axis = None if sample is None else np.unique(sample[rows], return_inverse=True)[1]
             axes.append(_axis(columns_a.axes[code], a.take(rows), b.take(rows), seed, in_axis))
+            axis_rows.append(rows)
     adjusted = holm([axis.p_value for axis in axes]) if axes else []
     axes = [_decide(axis, p) for axis, p in zip(axes, adjusted, strict=True)]
     overall = _axis("overall", a, b, seed, sample)
@@ -639,8 +647,9 @@ def _compare(
         notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
     notes += _unattainable_notes(axes, overall)
     notes += _interval_notes(axes, overall)
-    notes += _error_notes(axes, overall, a, b, axis_a, columns_a.axes)
-    notes += _both_error_notes(axes, overall, a, b, axis_a, columns_a.axes, sample)
+    judged = list(zip(judged_rows(axes, overall), judged_rows(axis_rows, np.arange(paired)), strict=True))
+    notes += _error_notes(judged, a, b)
+    notes += _both_error_notes(judged, a, b, sample)
     notes += _forced_notes(manifest_a, manifest_b)
     macro_a = _mean_of([axis.mean_a for axis in axes])
     macro_b = _mean_of([axis.mean_b for axis in axes])
@@ -691,7 +700,7 @@ def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[s
             "axes), while its verdict reads the Holm-adjusted p: an interval may exclude 0 beside "
             '"no detectable difference"'
         )
-    for axis in [*axes, overall] if len(axes) > 1 else axes:
+    for axis in judged_rows(axes, overall):
         if axis.diff_ci is None and axis.diff is not None:
             units = axis.samples
             what = "one pair" if units == 1 else f"all {units:,} differences equal ({100 * axis.diff:+.1f} points)"
@@ -727,7 +736,7 @@ def _unattainable_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> li
     their units and test share one note."""
     needed = math.ceil(math.log2(2 / ALPHA))  # the fewest pairs whose 2·0.5^n is below ALPHA: 6 at 5%
     groups: dict[tuple[int, bool, str, float, bool], list[str]] = {}
-    for axis in [*axes, overall] if len(axes) > 1 else axes:
+    for axis in judged_rows(axes, overall):
         if axis.p_attainable is not None and axis.p_attainable >= ALPHA:
             adjusted = axis is not overall and len(axes) > 1
             key = (axis.samples, axis.samples != axis.n, axis.test, axis.p_attainable, adjusted)
@@ -747,15 +756,13 @@ def _unattainable_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> li
     return notes
 
 
-def _error_notes(
-    axes: Sequence[CompareAxis], overall: CompareAxis, a: _Side, b: _Side, axis_a: NDArray[np.int32], names: list[str]
-) -> list[str]:
-    """A verdict that comes mostly from one run's errors (counted as wrong) may be an outage, not quality."""
+def _error_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]], a: _Side, b: _Side) -> list[str]:
+    """A verdict that comes mostly from one run's errors (counted as wrong) may be an outage, not quality.
+    ``judged``: each row with a verdict and its paired records."""
     notes = []
-    for axis in [*axes, overall] if len(axes) > 1 else axes:
+    for axis, rows in judged:
         if axis.verdict == "no_difference":
             continue
-        rows = np.arange(axis_a.size) if axis is overall else np.flatnonzero(axis_a == names.index(axis.axis))
         b_won = axis.verdict == "b_better"
         winner, loser = ("B", "A") if b_won else ("A", "B")
         diff = b.final[rows] - a.final[rows]
@@ -772,23 +779,16 @@ def _error_notes(
 
 
 def _both_error_notes(
-    axes: Sequence[CompareAxis],
-    overall: CompareAxis,
-    a: _Side,
-    b: _Side,
-    axis_a: NDArray[np.int32],
-    names: list[str],
-    sample: NDArray[np.intp] | None,
+    judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]], a: _Side, b: _Side, sample: NDArray[np.intp] | None
 ) -> list[str]:
     """Pairs that are errors in both runs are each a difference of 0 (both counted as wrong) whatever the models
     can do: n counts them, the evidence of a difference lies in the other pairs (the same over-context error
     in both runs, 30 pairs of 40, once made n read 40 for a test that rested on 10)."""
     notes = []
     both = a.error & b.error
-    for axis in [*axes, overall] if len(axes) > 1 else axes:
+    for axis, rows in judged:
         if not axis.errors_both:
             continue
-        rows = np.arange(axis_a.size) if axis is overall else np.flatnonzero(axis_a == names.index(axis.axis))
         errors = f"{axis.errors_both:,} of {axis.n:,}"
         if sample is None:
             rest = axis.n - axis.errors_both
