@@ -97,7 +97,9 @@ def harness(args: list[str], env: dict[str, str]) -> tuple[float, float, float, 
     """Run the CLI; return its start and end (epoch seconds), wall time and its own resource usage."""
     started_at = time.time()
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "eval_harness", *args], env=env, cwd=REPO)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], env=env, cwd=REPO, stdout=subprocess.DEVNULL
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)

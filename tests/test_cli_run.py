@@ -296,8 +296,21 @@ def test_a_forced_quiet_resume_names_what_changed_on_stderr(cli: Cli, task_root:
     refused = cli("resume", out_dir / "f", "-q")
     assert refused.code == 2 and "plain.jinja2" in refused.err
     forced = cli("resume", out_dir / "f", "-q", "--force")
-    assert forced.code == 0 and forced.out == ""
+    assert forced.code == 0 and forced.out == f"{out_dir / 'f'}\n"
     assert forced.err.startswith("--force: resuming although template plain.jinja2 (sha256 ")
+
+
+def test_a_quiet_run_writes_its_directory_and_nothing_else_to_stdout(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    done = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "-q", "--limit", "3")
+    run_dirs = list(out_dir.iterdir())
+    # the default run id is a time and a random suffix: stdout is the only way a script learns it
+    assert done.code == 0 and len(run_dirs) == 1
+    assert done.out == f"{run_dirs[0]}\n"
+    failing = ("--model", "mock/m", "--model-arg", "skill=0", "--fail-below", "0.5")
+    gated = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "-q", "--limit", "3", *failing)
+    assert gated.code == 1 and gated.out.count("\n") == 1
+    assert Path(gated.out.strip()).parent == out_dir and Path(gated.out.strip()) != run_dirs[0]
 
 
 def test_python_dash_m_runs_the_cli() -> None:

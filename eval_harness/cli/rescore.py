@@ -19,7 +19,10 @@ def rescore_command(
     concurrency: Annotated[int, typer.Option(min=1, help="Samples scored at once (judges call models).")] = 16,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress and no profile table: stdout gets the run directory only."),
+    ] = False,
 ) -> None:
     """Write a new run whose records reuse RUN's outputs with other scorers; no generation call is made."""
     from eval_harness.cli.output import refuse_inside_runs

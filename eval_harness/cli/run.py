@@ -58,7 +58,9 @@ Cache = Annotated[
     bool | None, typer.Option("--cache/--no-cache", help="Serve repeated requests from the on-disk cache.")
 ]
 MaxRetries = Annotated[int | None, typer.Option(min=0, help="Retries of a transient provider error (default 5).")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no profile table.")]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress and no profile table: stdout gets the run directory only.")
+]
 NoGates = Annotated[
     bool,
     typer.Option(
@@ -120,7 +122,11 @@ def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.gates import evaluate_gates, gate_failure
 
-    if not quiet:
+    if quiet:
+        # the one line a quiet run writes to stdout, whatever follows (interrupted, failed gate): the directory a
+        # script's next step reads, which a default run id (time and random suffix) leaves it no way to guess
+        print(result.run_dir, flush=True)
+    else:
         from eval_harness.cli.render import run as run_views
 
         run_views.print_result(result)
