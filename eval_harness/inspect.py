@@ -19,12 +19,20 @@ import orjson
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
-from eval_harness.aggregate import iter_records_at, load_columns_cached, read_records_at, scorer_keys
+from eval_harness.aggregate import (
+    RunColumns,
+    group_means,
+    iter_records_at,
+    load_columns_cached,
+    read_records_at,
+    scorer_keys,
+)
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.tally import LENGTH_STOPS
 
 __all__ = [
+    "EpochOutcome",
     "ErrorGroup",
     "InspectedSample",
     "Inspection",
@@ -72,8 +80,17 @@ class SampleError(BaseModel):
     message: str
 
 
+class EpochOutcome(BaseModel):
+    """How one epoch of a sample came out (``inspect --by-sample``)."""
+
+    epoch: int
+    value: float | None = Field(description="The ranked value (final score or the scorer's); None without one.")
+    passed: bool | None
+    error_type: str | None = Field(description="The record's error class; None when it was scored.")
+
+
 class InspectedSample(BaseModel):
-    """One record as shown by ``inspect``."""
+    """One record as shown by ``inspect``; with ``--by-sample``, the worst epoch of a sample, with every epoch."""
 
     sample_id: str
     epoch: int
@@ -101,6 +118,14 @@ class InspectedSample(BaseModel):
     finish_reason: str | None = Field(default=None, description="Why generation stopped, as the provider reported.")
     cut_off: bool = Field(
         default=False, description="The answer stopped at the output-token limit: its end may be missing."
+    )
+    sample_mean: float | None = Field(
+        default=None,
+        description="With --by-sample: the sample's mean over its epochs (an error without a value counts 0), "
+        "what it is ranked by; None otherwise.",
+    )
+    epochs: list[EpochOutcome] | None = Field(
+        default=None, description="With --by-sample: every epoch of the sample in scope, by epoch; None otherwise."
     )
 
 
@@ -132,9 +157,14 @@ class Inspection(BaseModel):
     ranked_by: str = Field(description="'score' (the final score) or a scorer's name.")
     axis: str | None = Field(description="The axis the listing and the errors were limited to.")
     failures_only: bool
+    by_sample: bool = Field(
+        default=False,
+        description="Samples ranked by their mean over epochs, each shown by its worst epoch (candidates then "
+        "counts samples).",
+    )
     candidates: int = Field(
         description="Records eligible for the listing: with a value, in the axis; with failures_only, the "
-        "failed ones and the error records."
+        "failed ones and the error records. With by_sample, the samples that have such a record."
     )
     error_records: int = Field(
         description="Error records in scope (the axis; with a scorer, those without its value): counted as wrong."
@@ -281,6 +311,7 @@ def inspect_run(
     failures_only: bool = False,
     show_worst: bool = True,
     show_errors: bool = True,
+    by_sample: bool = False,
 ) -> Inspection:
     """The worst ``n`` samples of a run (by final score, or by ``scorer``'s value) and its errors by cause.
 
@@ -289,7 +320,10 @@ def inspect_run(
     the errors are those of records without its value. ``failures_only`` limits the listing to records
     that did not pass and adds the error records, which the report counts as wrong: ranked at their
     value, or at 0 without one, among the others. Without it, error records with no value appear only
-    under the errors. Raises ``ConfigError`` for an axis or scorer the run does not have.
+    under the errors. ``by_sample`` ranks samples instead of records, by their mean over their epochs in
+    scope (an error record without a value counts 0, as in the report's headline): each listed sample is
+    its lowest epoch among the eligible ones, with every epoch's outcome; a sample is listed when one of its
+    records is eligible. Raises ``ConfigError`` for an axis or scorer the run does not have.
     """
     if n < 1:
         raise ConfigError(f"--n: {n} must be at least 1")
@@ -316,8 +350,24 @@ def inspect_run(
         values = np.where(has_value, values, 0.0)
     else:
         eligible = in_scope & has_value
+    candidates = int(np.count_nonzero(eligible))
     worst: list[InspectedSample] | None = None
-    if show_worst:
+    if by_sample:
+        # what a sample's epochs count: a value, or an error without one (wrong: 0)
+        counted = in_scope & (has_value | (columns.error & ~has_value))
+        # nan where a record has no value, also under failures_only (which ranks such error records at 0)
+        units = _SampleUnits.of(columns, np.where(has_value, values, np.nan), eligible, counted)
+        candidates = int(np.count_nonzero(units.shown))
+        if show_worst:
+            rows = _worst_rows(path, units.mean_of_row, units.shown, columns.offset, columns.epoch, n)
+            records = read_records_at(path, columns.offset[rows].tolist())
+            worst = [
+                _sample(record, float(units.mean_of_row[row])).model_copy(
+                    update={"sample_mean": float(units.mean_of_row[row]), "epochs": units.outcomes(row, in_scope)}
+                )
+                for record, row in zip(records, rows, strict=True)
+            ]
+    elif show_worst:
         rows = _worst_rows(path, values, eligible, columns.offset, columns.epoch, n)
         records = read_records_at(path, columns.offset[rows].tolist())
         worst = [_sample(record, float(values[row])) for record, row in zip(records, rows, strict=True)]
@@ -333,13 +383,68 @@ def inspect_run(
         ranked_by=scorer or "score",
         axis=axis,
         failures_only=failures_only,
-        candidates=int(np.count_nonzero(eligible)),
+        by_sample=by_sample,
+        candidates=candidates,
         error_records=int(np.count_nonzero(scoped_errors)),
         torn_bytes=columns.torn_bytes,
         max_tokens=manifest.task.generation.max_tokens,
         worst=worst,
         errors=errors,
     )
+
+
+class _SampleUnits:
+    """A run's records grouped by sample, for ranking samples by their mean over epochs."""
+
+    def __init__(
+        self,
+        columns: RunColumns,
+        index: NDArray[np.intp],
+        values: NDArray[np.float64],
+        mean_of_row: NDArray[np.float64],
+        shown: NDArray[np.bool_],
+    ) -> None:
+        self.columns, self.index = columns, index
+        self.values = values
+        """Each row's ranked value; nan without one."""
+        self.mean_of_row = mean_of_row
+        """Each row's sample mean (nan for a sample with no counted record)."""
+        self.shown = shown
+        """One row per listable sample: its lowest eligible epoch (lowest value, then lowest epoch)."""
+
+    @classmethod
+    def of(
+        cls, columns: RunColumns, values: NDArray[np.float64], eligible: NDArray[np.bool_], counted: NDArray[np.bool_]
+    ) -> _SampleUnits:
+        index = np.unique(columns.sample_hash[:, 0], return_inverse=True)[1].astype(np.intp)
+        filled = np.where(np.isnan(values), 0.0, values)
+        means = np.full(int(index.max()) + 1 if index.size else 0, np.nan)
+        if np.any(counted):
+            present, dense = np.unique(index[counted], return_inverse=True)
+            # summed in value order (group_means): a mean must not depend on the order the epochs were written
+            means[present] = group_means(filled[counted], dense.astype(np.intp))
+        rows = np.flatnonzero(eligible)
+        first_rows = rows[np.lexsort((columns.epoch[rows], filled[rows], index[rows]))]
+        _, first = np.unique(index[first_rows], return_index=True)
+        shown = np.zeros(columns.n, dtype=np.bool_)
+        shown[first_rows[first]] = True
+        return cls(columns, index, values, means[index], shown)
+
+    def outcomes(self, row: int, in_scope: NDArray[np.bool_]) -> list[EpochOutcome]:
+        """Every epoch in scope of ``row``'s sample, by epoch."""
+        c = self.columns
+        rows = np.flatnonzero((self.index == self.index[row]) & in_scope)
+        rows = rows[np.argsort(c.epoch[rows], kind="stable")]
+        names = c.error_types
+        return [
+            EpochOutcome(
+                epoch=int(c.epoch[r]),
+                value=None if np.isnan(self.values[r]) else float(self.values[r]),
+                passed=None if c.error[r] else bool(c.passed[r]),
+                error_type=names[int(c.error_type[r])] if c.error_type[r] >= 0 else None,
+            )
+            for r in rows.tolist()
+        ]
 
 
 def _error_fields(record: dict[str, Any]) -> tuple[str, str, str] | None:

@@ -345,3 +345,62 @@ def test_inspect_json_carries_each_listed_answers_finish_reason(cli: Cli, cut_ru
         ("q0002", "length", True),
         ("q0003", "length", True),
     ]
+
+
+def epochs_run(cli: Cli, root: TaskRoot) -> Path:
+    args = ("--model-arg", "skill=0.5", "--model-arg", "error_rate=0.2", "--max-retries", "0", "--epochs", "3")
+    return make_run(cli, root, *args)
+
+
+def by_sample_means(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Each sample's mean over its epochs, an error counted 0: worked out from the records, apart from numpy."""
+    values: dict[str, list[float]] = {}
+    for record in records:
+        values.setdefault(record["sample_id"], []).append(0.0 if record["error"] else record["score"])
+    return {sample: sum(scores) / len(scores) for sample, scores in values.items()}
+
+
+def test_by_sample_ranks_samples_by_their_mean_over_epochs(cli: Cli, task_root: TaskRoot) -> None:
+    run = epochs_run(cli, task_root)
+    records = read_records(run)
+    means = by_sample_means(records)
+    assert len(set(means.values())) > 2  # the run mixes samples always wrong, sometimes right and always right
+    inspection = inspect_run(run, n=6, by_sample=True)
+    assert inspection.by_sample and inspection.candidates == len(means) and inspection.worst is not None
+    expected = sorted((mean, sample) for sample, mean in means.items())[:6]
+    assert [(s.sample_mean, s.sample_id) for s in inspection.worst] == [
+        (pytest.approx(mean), sample) for mean, sample in expected
+    ]
+    for shown in inspection.worst:
+        own = sorted((r for r in records if r["sample_id"] == shown.sample_id), key=lambda r: r["epoch"])
+        assert shown.epochs is not None and [e.epoch for e in shown.epochs] == [0, 1, 2]
+        assert [e.error_type for e in shown.epochs] == [r["error"]["type"] if r["error"] else None for r in own]
+        assert [e.value for e in shown.epochs] == [r["score"] for r in own]
+        # the record shown is the sample's lowest scored epoch, the earliest among equals (without
+        # --show-failures an error record is listed under the errors, not here)
+        lowest = min((r for r in own if r["score"] is not None), key=lambda r: (r["score"], r["epoch"]))
+        assert (shown.epoch, shown.output) == (lowest["epoch"], lowest["output"])
+
+
+def test_by_sample_with_show_failures_lists_the_samples_with_a_failed_epoch(cli: Cli, task_root: TaskRoot) -> None:
+    run = epochs_run(cli, task_root)
+    records = read_records(run)
+    failing = {r["sample_id"] for r in records if r["error"] or not r["passed"]}
+    inspection = inspect_run(run, n=1000, by_sample=True, failures_only=True)
+    assert inspection.worst is not None and inspection.candidates == len(failing)
+    assert {s.sample_id for s in inspection.worst} == failing
+    # each is shown by an epoch that failed, although its mean counts the epochs that passed too
+    assert all(s.error is not None or not s.passed for s in inspection.worst)
+    means = by_sample_means(records)
+    assert all(s.sample_mean == pytest.approx(means[s.sample_id]) for s in inspection.worst)
+
+
+def test_by_sample_table_lists_every_epoch_under_the_sample(cli: Cli, task_root: TaskRoot) -> None:
+    run = epochs_run(cli, task_root)
+    result = cli("inspect", "--run", run, "--by-sample", "--n", "1", "--show-failures")
+    assert result.code == 0, result.err
+    assert "worst 1 sample with a failed epoch by mean score over their epochs" in result.out
+    title = next(line for line in result.out.splitlines() if line.startswith("1. "))
+    assert " over 3 epochs, " in title
+    epochs_line = next(line for line in result.out.splitlines() if line.startswith("epochs: "))
+    assert epochs_line.count(" · ") == 2 and epochs_line.startswith("epochs: 0 ")

@@ -35,6 +35,15 @@ def inspect_command(
             "and one example each (the smallest sample id); JSON lists each group's sample ids and epochs.",
         ),
     ] = False,
+    by_sample: Annotated[
+        bool,
+        typer.Option(
+            "--by-sample",
+            help="Rank samples, not records: by their mean over the epochs (an error counts 0, as in the report), "
+            "each shown by its worst epoch with every epoch's score, so a sample wrong in every epoch and one "
+            "right in some are told apart.",
+        ),
+    ] = False,
     full: Annotated[
         bool, typer.Option("--full", help="Print long inputs and outputs whole (the table shortens them).")
     ] = False,
@@ -57,6 +66,7 @@ def inspect_command(
         failures_only=show_failures,
         show_worst=show_failures or both,
         show_errors=errors or both,
+        by_sample=by_sample,
     )
     emit(
         format_,

@@ -12,7 +12,7 @@ from eval_harness.cli.render import counted, millis, money, run_state, stdout
 from eval_harness.inspect import HEAD_CHARS, INPUT_CHARS, shorten
 
 if TYPE_CHECKING:
-    from eval_harness.inspect import InspectedSample, Inspection
+    from eval_harness.inspect import EpochOutcome, InspectedSample, Inspection
 
 
 def _target(value: str | list[str]) -> str:
@@ -46,12 +46,21 @@ def _print_sample(
         verdict = f" · ERROR {s.error.type} ({s.error.stage}), counted as wrong"
     else:
         verdict = "" if s.passed is None else (" · passed" if s.passed else " · failed")
-    out.rule(
-        f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{verdict} · "
-        f"{millis(s.latency_ms)} ms · {money(s.cost_usd)}",
-        align="left",
-        style="dim",
-    )
+    spent = f"{millis(s.latency_ms)} ms · {money(s.cost_usd)}"
+    if s.epochs is None:
+        title = (
+            f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{verdict} · {spent}"
+        )
+        out.rule(title, align="left", style="dim")
+    else:
+        passed = sum(1 for e in s.epochs if e.passed)
+        title = (
+            f"{rank}. {s.sample_id} · axis {s.axis} · mean {ranked_by} {s.value:.3f} over "
+            f"{counted(len(s.epochs), 'epoch')}, {passed} passed"
+        )
+        out.rule(title, align="left", style="dim")
+        out.print(f"epochs: {' · '.join(_outcome(e) for e in s.epochs)}", markup=False, soft_wrap=True)
+        out.print(f"shown:  epoch {s.epoch}{verdict} · {spent}", markup=False, soft_wrap=True)
     out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
@@ -66,6 +75,16 @@ def _print_sample(
         answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
         explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
         out.print(f"  {name} {value:.3f}{answer}{explanation}", markup=False, soft_wrap=True)
+
+
+def _outcome(e: EpochOutcome) -> str:
+    """One epoch as the by-sample view lists it: '2 0.000 failed', '3 ERROR ProviderError'."""
+    if e.error_type is not None and e.value is None:
+        return f"{e.epoch} ERROR {e.error_type}"
+    value = "–" if e.value is None else f"{e.value:.3f}"
+    verdict = "" if e.passed is None else (" passed" if e.passed else " failed")
+    error = f" ERROR {e.error_type}" if e.error_type is not None else ""
+    return f"{e.epoch} {value}{verdict}{error}"
 
 
 def print_inspection(ins: Inspection, console: Console | None = None, *, full: bool = False) -> None:
@@ -86,9 +105,14 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
     if ins.worst is not None:
         kind = "failed sample" if ins.failures_only else "sample"
         errors = "; error records count as wrong, at 0 unless they have a value" if ins.failures_only else ""
+        if ins.by_sample:
+            kind = "sample"
+            errors = "; an error counts 0"
+        ranked = f"mean {ins.ranked_by} over their epochs" if ins.by_sample else ins.ranked_by
+        failed = " with a failed epoch" if ins.by_sample and ins.failures_only else ""
         out.print(
-            f"worst {counted(len(ins.worst), kind)}{scope} by {ins.ranked_by} "
-            f"(of {ins.candidates:,}; ties by id{errors}):",
+            f"worst {counted(len(ins.worst), kind)}{failed}{scope} by {ranked} (of {ins.candidates:,}; ties by id"
+            f"{errors}):",
             style="bold",
             markup=False,
             soft_wrap=True,
