@@ -157,6 +157,7 @@ class Inspection(BaseModel):
     ranked_by: str = Field(description="'score' (the final score) or a scorer's name.")
     axis: str | None = Field(description="The axis the listing and the errors were limited to.")
     failures_only: bool
+    epochs: int = Field(default=1, description="The run's epochs: above 1, the listing ranks records (epochs).")
     by_sample: bool = Field(
         default=False,
         description="Samples ranked by their mean over epochs, each shown by its worst epoch (candidates then "
@@ -383,6 +384,7 @@ def inspect_run(
         ranked_by=scorer or "score",
         axis=axis,
         failures_only=failures_only,
+        epochs=manifest.epochs,
         by_sample=by_sample,
         candidates=candidates,
         error_records=int(np.count_nonzero(scoped_errors)),

@@ -404,3 +404,15 @@ def test_by_sample_table_lists_every_epoch_under_the_sample(cli: Cli, task_root:
     assert " over 3 epochs, " in title
     epochs_line = next(line for line in result.out.splitlines() if line.startswith("epochs: "))
     assert epochs_line.count(" · ") == 2 and epochs_line.startswith("epochs: 0 ")
+
+
+def test_an_epoch_run_listing_says_it_ranks_records_and_points_to_by_sample(cli: Cli, task_root: TaskRoot) -> None:
+    run = epochs_run(cli, task_root)
+    result = cli("inspect", "--run", run, "--n", "2")
+    assert result.code == 0, result.err
+    assert "worst 2 records by score (of " in result.out
+    assert "--by-sample ranks samples over their epochs" in result.out
+    out = task_root.root / "results"
+    assert cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", out, "--run-id", "one",
+               "-q").code == 0  # fmt: skip
+    assert "worst 2 samples by score" in cli("inspect", "--run", out / "one", "--n", "2").out  # one epoch each

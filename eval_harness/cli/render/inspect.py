@@ -108,6 +108,9 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         if ins.by_sample:
             kind = "sample"
             errors = "; an error counts 0"
+        elif ins.epochs > 1:  # each sample has several records: the listing may hold one sample's epochs
+            kind = "failed record" if ins.failures_only else "record"
+            errors += "; --by-sample ranks samples over their epochs"
         ranked = f"mean {ins.ranked_by} over their epochs" if ins.by_sample else ins.ranked_by
         failed = " with a failed epoch" if ins.by_sample and ins.failures_only else ""
         out.print(
