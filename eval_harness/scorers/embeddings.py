@@ -32,6 +32,7 @@ from eval_harness.cache import default_cache_dir
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
 from eval_harness.providers.embeddings import DEFAULT_API_MODEL, EmbeddingsClient, OpenAIEmbeddingsClient
+from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import Scorer, register_scorer
 from eval_harness.types import Completion, Sample, Score
 
@@ -170,7 +171,8 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class EmbeddingSimilarity(Scorer):
-    """max over references of max(0, cosine(answer, reference))."""
+    """max over references of max(0, cosine(answer, reference)); the answer is the output's last non-empty
+    ``<answer>`` tag, else the whole output: a reference embeds an answer, not reasoning and markup around it."""
 
     def __init__(self, client: EmbeddingsClient) -> None:
         self.client = client
@@ -178,13 +180,16 @@ class EmbeddingSimilarity(Scorer):
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
         if not output.strip():
             return Score(value=0.0, explanation="empty output")
-        vectors = await self.client.embed([output, *sample.targets])
+        answer = read_answer(output)
+        vectors = await self.client.embed([answer.text, *sample.targets])
         similarities = [cosine(vectors[0], v) for v in vectors[1:]]
         best = max(range(len(similarities)), key=lambda i: similarities[i])
         value = max(0.0, min(1.0, similarities[best]))
         return Score(
             value=value,
-            explanation=f"cosine {similarities[best]:.3f} with {sample.targets[best]!r} ({self.client.name})",
+            answer=answer.extracted,
+            explanation=f"cosine {similarities[best]:.3f} with {sample.targets[best]!r} ({self.client.name})"
+            + answer.note,
             metadata={"cosines": similarities},
         )
 

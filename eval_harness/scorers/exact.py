@@ -16,6 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 
+from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.types import Sample, Score
 
@@ -255,6 +256,9 @@ def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
     and "3.5" reads "3 5". For numbers use numeric mode.
 
     numeric: the number read from the prediction (see ``extract_number``) equals the reference's by value.
+
+    The strings are compared as given: it is the registered ``exact_match`` scorer that reads an output's
+    ``<answer>`` tag first (``scorers.answers.read_answer``).
     """
     if mode == "strict":
         return float(prediction.strip() == reference.strip())
@@ -268,20 +272,10 @@ def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
     raise ValueError(f"unknown exact_match mode {mode!r}; use one of {', '.join(MODES)}")
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-
-
-def answer_tag(output: str) -> str | None:
-    """The text of the last non-empty ``<answer>...</answer>`` in ``output`` (what an XML-output template asks
-    the model to put there), else None. Without it, "the answer is 40" in the reasoning beat
-    ``<answer>42</answer>`` and ``<answer>Paris</answer>`` never matched "Paris"."""
-    found = [text.strip() for text in _ANSWER_TAG.findall(output) if text.strip()]
-    return found[-1] if found else None
-
-
 @register_scorer("exact_match")
 def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
-    """Exact match against any of the sample's targets; ``tolerance`` is the absolute slack of numeric mode."""
+    """Exact match of the output's answer (its last non-empty ``<answer>`` tag, else the whole output) against any
+    of the sample's targets; ``tolerance`` is the absolute slack of numeric mode."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if tolerance < 0:
@@ -290,24 +284,25 @@ def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
     def score(output: str, sample: Sample) -> Score:
         targets = sample.targets
         expected = " or ".join(map(repr, targets))
-        tagged = answer_tag(output)
-        if tagged is not None:
-            output = tagged
+        answer = read_answer(output)
         if mode == "numeric":
-            predicted = extract_number(output)
+            predicted = extract_number(answer.text)
             if predicted is None:
-                return Score(value=0.0, explanation=f"no number found in the output; expected {expected}")
+                where = "the <answer> tag" if answer.tagged else "the output"
+                return Score(
+                    value=0.0, answer=answer.extracted, explanation=f"no number found in {where}; expected {expected}"
+                )
             references = [n for t in targets if (n := extract_number(t)) is not None]
             if not references:
                 return Score(value=0.0, answer=str(predicted), explanation=f"no number in the reference {expected}")
             hit = any(same_number(predicted, reference, tolerance) for reference in references)
             verdict = "equals" if hit else "differs from"
-            source = " in the <answer> tag" if tagged is not None else ""
+            source = " in the <answer> tag" if answer.tagged else ""
             explanation = f"read {predicted}{source}; {verdict} {expected}"
             return Score(value=float(hit), answer=str(predicted), explanation=explanation)
-        best = max([exact_match(output, target, mode) for target in targets])
+        best = max([exact_match(answer.text, target, mode) for target in targets])
         verdict = "matches" if best else "does not match"
-        what = "the <answer> tag" if tagged is not None else "output"
-        return Score(value=best, explanation=f"{mode}: {what} {verdict} {expected}")
+        what = "the <answer> tag" if answer.tagged else "output"
+        return Score(value=best, answer=answer.extracted, explanation=f"{mode}: {what} {verdict} {expected}")
 
     return FunctionScorer(score)

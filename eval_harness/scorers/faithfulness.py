@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.scorers.exact import numbers_in
 from eval_harness.types import Sample, Score
@@ -108,7 +109,9 @@ def faithfulness(summary: str, source: str) -> tuple[float, list[str]]:
 
 @register_scorer("faithfulness")
 def faithfulness_scorer(source: str = "input") -> Scorer:
-    """Faithfulness heuristic against the sample's ``input`` or ``metadata.<key>`` (``source`` names which)."""
+    """Faithfulness heuristic of the output's answer (its last non-empty ``<answer>`` tag, else the whole output:
+    the reasoning is not the summary, and the tags' own word "answer" is rarely in the source) against the
+    sample's ``input`` or ``metadata.<key>`` (``source`` names which)."""
     if source != "input" and not source.startswith("metadata."):
         raise ValueError(f"source must be 'input' or 'metadata.<key>', got {source!r}")
 
@@ -120,13 +123,20 @@ def faithfulness_scorer(source: str = "input") -> Scorer:
             if not isinstance(value, str):
                 raise ValueError(f"sample {sample.id} has no text in {source}")
             document = value
-        value, missing = faithfulness(output, document)
         if not output.strip():
             return Score(value=0.0, explanation="empty output: nothing to verify")
+        answer = read_answer(output)
+        value, missing = faithfulness(answer.text, document)
         if not missing and value == 0.0:  # a unit is either supported (value > 0) or missing: there were none
-            return Score(value=0.0, explanation="no number, name or content word to check against the source")
+            explanation = "no number, name or content word to check against the source" + answer.note
+            return Score(value=0.0, answer=answer.extracted, explanation=explanation)
         shown = ", ".join(repr(m) for m in missing[:8]) + (" ..." if len(missing) > 8 else "")
         detail = f"not in the source: {shown}" if missing else "every number, name and content word is in the source"
-        return Score(value=value, explanation=f"{value:.0%} supported; {detail}", metadata={"unsupported": missing})
+        return Score(
+            value=value,
+            answer=answer.extracted,
+            explanation=f"{value:.0%} supported; {detail}{answer.note}",
+            metadata={"unsupported": missing},
+        )
 
     return FunctionScorer(score)

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.scorers.scripts import mostly_non_latin, word_tokens
 from eval_harness.types import Sample, Score
@@ -131,7 +132,8 @@ def rouge(prediction: str, reference: str, use_stemmer: bool = False) -> dict[st
     """ROUGE-1, ROUGE-2 and ROUGE-L of ``prediction`` against ``reference``.
 
     Returns ``{"rouge1"|"rouge2"|"rougeL": {"precision": p, "recall": r, "fmeasure": f}}``, the values
-    rouge-score's ``RougeScorer(..., use_stemmer).score(reference, prediction)`` gives.
+    rouge-score's ``RougeScorer(..., use_stemmer).score(reference, prediction)`` gives. The strings are
+    compared as given: it is the registered ``rouge`` scorer that reads an output's ``<answer>`` tag first.
     """
     return rouge_tokens(tokenize(prediction, use_stemmer), tokenize(reference, use_stemmer))
 
@@ -140,7 +142,8 @@ def rouge(prediction: str, reference: str, use_stemmer: bool = False) -> dict[st
 def rouge_scorer(
     variant: str = "rougeL", measure: str = "fmeasure", use_stemmer: bool = False, tokenizer: str = "rouge-score"
 ) -> Scorer:
-    """One ROUGE variant and measure against the sample's best reference.
+    """One ROUGE variant and measure of the output's answer (its last non-empty ``<answer>`` tag, else the whole
+    output) against the sample's best reference.
 
     As rouge-score's ``score_multi``, the best reference is the one with the highest F-measure (the first on
     ties), whatever ``measure`` reports: the best recall over references would let a two-word reference give
@@ -161,7 +164,8 @@ def rouge_scorer(
                 "the reference is mostly in a non-Latin script, which rouge-score's tokenisation (a-z, 0-9) "
                 'drops, so every answer would score 0; set tokenizer = "unicode" in the scorer\'s args'
             )
-        predicted = split(output, use_stemmer)
+        answer = read_answer(output)
+        predicted = split(answer.text, use_stemmer)
         best: dict[str, float] | None = None
         for reference in sample.targets:
             scores = rouge_tokens(predicted, split(reference, use_stemmer), (variant,))[variant]
@@ -171,7 +175,9 @@ def rouge_scorer(
         detail = f"P {best['precision']:.3f} R {best['recall']:.3f} F {best['fmeasure']:.3f}"
         return Score(
             value=best[measure],
-            explanation=f"{variant} {measure} {best[measure]:.3f} ({detail}; best of {len(sample.targets)})",
+            answer=answer.extracted,
+            explanation=f"{variant} {measure} {best[measure]:.3f} ({detail}; best of {len(sample.targets)})"
+            + answer.note,
             metadata={"precision": best["precision"], "recall": best["recall"], "fmeasure": best["fmeasure"]},
         )
 

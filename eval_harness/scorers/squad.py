@@ -2,7 +2,9 @@
 
 Normalisation: lower-case, drop ASCII punctuation, drop the articles a/an/the, fold whitespace. As in the
 v1.1 script, F1 is 0 when either side has no tokens left (even when both are empty), while exact match
-compares the normalised strings, so two empty answers match.
+compares the normalised strings, so two empty answers match. The registered scorers read the output's last
+non-empty ``<answer>`` tag when it has one (``answers.read_answer``); ``token_f1`` and ``squad_exact_match``
+compare the strings they are given, as the script does.
 
 Whitespace tokens leave a Chinese or Japanese answer one token, scored all or nothing, so the scorers refuse a
 reference holding ideographs or kana (a scoring error naming the fix) and offer ``tokenizer = "unicode"``, the
@@ -18,6 +20,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable
 
+from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import FunctionScorer, Scorer, best_reference, register_scorer
 from eval_harness.scorers.scripts import mostly_ideographs, split_ideographs
 from eval_harness.types import Sample, Score
@@ -82,17 +85,19 @@ def _refuse_unsplit_scripts(tokenizer: str, sample: Sample) -> None:
 
 @register_scorer("token_f1")
 def token_f1_scorer(tokenizer: str = "squad") -> Scorer:
-    """SQuAD token F1, the maximum over the sample's references; ``tokenizer`` "squad" (the v1.1 script's) or
-    "unicode" (MLQA's, see the module's docstring)."""
+    """SQuAD token F1 of the output's answer (its last non-empty ``<answer>`` tag, else the whole output), the
+    maximum over the sample's references; ``tokenizer`` "squad" (the v1.1 script's) or "unicode" (MLQA's, see
+    the module's docstring)."""
     normalize = _normalizer(tokenizer)
 
     def score(output: str, sample: Sample) -> Score:
         _refuse_unsplit_scripts(tokenizer, sample)
-        value, reference = best_reference(sample.targets, lambda r: normalized_f1(output, r, normalize))
+        answer = read_answer(output)
+        value, reference = best_reference(sample.targets, lambda r: normalized_f1(answer.text, r, normalize))
         return Score(
             value=value,
-            answer=normalize(output),
-            explanation=f"token F1 {value:.3f} against {reference!r} (best of {len(sample.targets)})",
+            answer=normalize(answer.text),
+            explanation=f"token F1 {value:.3f} against {reference!r} (best of {len(sample.targets)}){answer.note}",
         )
 
     return FunctionScorer(score)
@@ -100,13 +105,16 @@ def token_f1_scorer(tokenizer: str = "squad") -> Scorer:
 
 @register_scorer("squad_em")
 def squad_exact_match_scorer(tokenizer: str = "squad") -> Scorer:
-    """SQuAD exact match after normalisation, the maximum over the sample's references (``tokenizer`` as for
-    ``token_f1``)."""
+    """SQuAD exact match after normalisation of the output's answer (as for ``token_f1``), the maximum over the
+    sample's references (``tokenizer`` as for ``token_f1``)."""
     normalize = _normalizer(tokenizer)
 
     def score(output: str, sample: Sample) -> Score:  # whole strings compared: any script is fine
-        value, reference = best_reference(sample.targets, lambda r: squad_exact_match(output, r, normalize))
+        answer = read_answer(output)
+        value, reference = best_reference(sample.targets, lambda r: squad_exact_match(answer.text, r, normalize))
         verdict = f"matches {reference!r}" if value else f"matches none of {len(sample.targets)} reference(s)"
-        return Score(value=value, answer=normalize(output), explanation=f"normalised answer {verdict}")
+        return Score(
+            value=value, answer=normalize(answer.text), explanation=f"normalised answer {verdict}{answer.note}"
+        )
 
     return FunctionScorer(score)
