@@ -1,13 +1,17 @@
 """Compare two runs of the same items, axis by axis, with paired tests that say which differences are real.
 
 The runs are joined on ``(sample_id, epoch)``; samples present in one run only are counted and left out
-of the paired statistics, and two runs that share no sample are refused. Per axis: both means with
-intervals, the difference B − A with its paired interval and a paired test that agree with each other
-(McNemar's exact test with Newcombe's score interval for 0/1 scores; otherwise a Student-t interval with
-the paired t-test, or below 30 pairs the sign-flip test), the Holm-adjusted p-value across axes, whether
-the two intervals overlap (the conservative screen), and a verdict. The per-axis intervals are each 95%,
-not adjusted for the number of axes; when an interval and its verdict still disagree (the interval
-excludes 0 beside "no detectable difference", or the reverse) a note says so and which one decides.
+of the paired statistics, and two runs that share no sample are refused. What is left out is counted where it
+changes what a figure means: per axis (``only_a``/``only_b``, and a note when an axis's column is over part of
+a run's records on it), per epoch (a run whose epochs are not all paired), and an axis with no pair at all is
+named in ``unpaired_axes`` rather than dropped (a regression gate fails on it: nothing there was judged).
+Per axis: both means with intervals, the difference B − A with its paired interval and a paired test that
+agree with each other (McNemar's exact test with Newcombe's score interval for 0/1 scores; otherwise a
+Student-t interval with the paired t-test, or below 30 pairs the sign-flip test), the Holm-adjusted p-value
+across axes, whether the two intervals overlap (the conservative screen), and a verdict. The per-axis
+intervals are each 95%, not adjusted for the number of axes; when an interval and its verdict still disagree
+(the interval excludes 0 beside "no detectable difference", or the reverse) a note says so and which one
+decides.
 Latency, cost and error-rate deltas sit beside the scores, so the trade-off a single headline number
 hides stays visible. Errors count as wrong (score 0), as in the report's headline; a pair that is an error in
 both runs is a difference of 0 whatever the models can do, and a note counts such pairs. ``differs`` lists the
@@ -20,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -42,7 +46,7 @@ from eval_harness.errors import ConfigError
 from eval_harness.stats import holm, mean_ci, paired_comparison
 from eval_harness.types import RunManifest, ScorerSpec
 
-__all__ = ["ALPHA", "CompareAxis", "Comparison", "SettingChange", "Verdict", "compare_runs"]
+__all__ = ["ALPHA", "CompareAxis", "Comparison", "SettingChange", "UnpairedAxis", "Verdict", "compare_runs"]
 
 COMPARE_SCHEMA_VERSION = 1
 ALPHA = 0.05
@@ -123,6 +127,30 @@ class CompareAxis(BaseModel):
     cost_mean_a: float | None = Field(description="USD per record; None when a price is unknown.")
     cost_mean_b: float | None
     cost_mean_diff: float | None
+    only_a: int = Field(
+        default=0,
+        description="A's records on this axis with no pair in B, left out of the row: its A figures are over n of "
+        "A's n + only_a records on the axis, so when this is not 0 they are not A's own (its report's). Overall: "
+        "the whole run's.",
+    )
+    only_b: int = Field(default=0, description="B's records on this axis with no pair in A, left out (see only_a).")
+
+
+class UnpairedAxis(BaseModel):
+    """An axis with records in one run (or in both, none of them paired): it has no row and no verdict."""
+
+    axis: str
+    only_a: int = Field(description="A's records on the axis, none with a pair in B.")
+    only_b: int = Field(description="B's records on the axis, none with a pair in A.")
+
+    @property
+    def left_out(self) -> str:
+        """What the axis holds, as printed: '20 records only in A, none in B'."""
+        if not self.only_b:
+            return f"{self.only_a:,} records only in A, none in B"
+        if not self.only_a:
+            return f"{self.only_b:,} records only in B, none in A"
+        return f"{self.only_a:,} records in A and {self.only_b:,} in B, none of them paired"
 
 
 class CompareHeadline(BaseModel):
@@ -176,6 +204,11 @@ class Comparison(BaseModel):
         description="The settings of the evaluation that differ between the runs (empty: none does), from their "
         "manifests; pacing (concurrency, timeout, rpm, tpm, retries, cache) and bookkeeping (run id, times, "
         "status, sessions) are left out.",
+    )
+    unpaired_axes: list[UnpairedAxis] = Field(
+        default_factory=list,
+        description="Axes with records but no paired record (in one run only, or disjoint samples): not compared, "
+        "so absent from axes and from the headline's macro; a regression gate fails on them.",
     )
 
     @property
@@ -370,10 +403,11 @@ def join_keys(keys_a: NDArray[np.uint64], keys_b: NDArray[np.uint64]) -> tuple[N
 
 @dataclass(frozen=True)
 class _Run:
-    """What a comparison keeps of one run: six columns, a fraction of ``RunColumns`` (and of its memory)."""
+    """What a comparison keeps of one run: a few columns, a fraction of ``RunColumns`` (and of its memory)."""
 
     axes: list[str]
     axis: NDArray[np.int32]
+    epoch: NDArray[np.int64]
     key_hash: NDArray[np.uint64]
     sample: NDArray[np.uint64]
     """The first 64 bits of each row's sample identity: which rows are epochs of one sample."""
@@ -383,7 +417,7 @@ class _Run:
     def of(cls, columns: RunColumns) -> _Run:
         every = np.arange(columns.n, dtype=np.intp)
         sample = np.ascontiguousarray(columns.sample_hash[:, 0])
-        return cls(columns.axes, columns.axis, columns.key_hash, sample, _Side.of(columns, every))
+        return cls(columns.axes, columns.axis, columns.epoch, columns.key_hash, sample, _Side.of(columns, every))
 
     @property
     def n(self) -> int:
@@ -438,10 +472,13 @@ def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> 
     return final if sample is None else group_means(final, sample)
 
 
-def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None) -> CompareAxis:
+def _axis(
+    name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | None = None, only: tuple[int, int] = (0, 0)
+) -> CompareAxis:
     """The comparison of paired rows ``a`` and ``b`` (same length, at least one, same keys in the same order).
     With several epochs, ``sample`` gives each row's sample (0..k-1): the tests and intervals then take one
-    unit per sample, the mean of its epochs, since the epochs of one sample are not independent evidence."""
+    unit per sample, the mean of its epochs, since the epochs of one sample are not independent evidence.
+    ``only``: the records of A and of B on the axis left out for want of a pair."""
     n = int(a.final.size)
     units_a, units_b = _per_sample(a.final, sample), _per_sample(b.final, sample)
     # means, difference, intervals and test all over the same units (samples, when there are epochs)
@@ -487,6 +524,8 @@ def _axis(name: str, a: _Side, b: _Side, seed: int, sample: NDArray[np.intp] | N
         cost_mean_a=cost_a,
         cost_mean_b=cost_b,
         cost_mean_diff=_delta(cost_a, cost_b),
+        only_a=only[0],
+        only_b=only[1],
     )
 
 
@@ -629,20 +668,31 @@ def _compare(
             f"epochs), since the epochs of one sample are not independent: {int(sample.max()) + 1:,} samples "
             f"in {sample.size:,} paired records"
         )
+    unpaired_a, unpaired_b = _unpaired_by_axis(columns_a, ia), _unpaired_by_axis(columns_b, ib)
     for code in sorted(range(len(columns_a.axes)), key=lambda c: columns_a.axes[c]):
         rows = np.flatnonzero(axis_a == code)
         if rows.size:
+            name = columns_a.axes[code]
             in_axis = None if sample is None else np.unique(sample[rows], return_inverse=True)[1]
-            axes.append(_axis(columns_a.axes[code], a.take(rows), b.take(rows), seed, in_axis))
+            only = (unpaired_a.get(name, 0), unpaired_b.get(name, 0))
+            axes.append(_axis(name, a.take(rows), b.take(rows), seed, in_axis, only))
             axis_rows.append(rows)
     adjusted = holm([axis.p_value for axis in axes]) if axes else []
     axes = [_decide(axis, p) for axis, p in zip(axes, adjusted, strict=True)]
-    overall = _axis("overall", a, b, seed, sample)
-    overall = _decide(overall, overall.p_value)
     paired = int(ia.size)
     only_a, only_b = columns_a.n - paired, columns_b.n - paired
+    overall = _axis("overall", a, b, seed, sample, (only_a, only_b))
+    overall = _decide(overall, overall.p_value)
+    compared = {axis.axis for axis in axes}
+    unpaired_axes = [
+        UnpairedAxis(axis=name, only_a=unpaired_a.get(name, 0), only_b=unpaired_b.get(name, 0))
+        for name in sorted({*unpaired_a, *unpaired_b} - compared)
+    ]
     if only_a or only_b:
         notes.append(f"{only_a:,} records only in A and {only_b:,} only in B are left out of the paired statistics")
+    notes += [f"{axis.axis}: {axis.left_out}: not compared" for axis in unpaired_axes]
+    epoch_notes, by_epoch = _epoch_notes(columns_a, columns_b, ia, ib)
+    notes += _coverage_notes(axes, skip=by_epoch) + epoch_notes
     if manifest_a.task.pass_threshold != manifest_b.task.pass_threshold:
         notes.append("the runs use different pass thresholds; scores are compared, not pass rates")
     notes += _unattainable_notes(axes, overall)
@@ -681,7 +731,70 @@ def _compare(
         forced=list(forced),
         notes=notes,
         differs=differing_settings(manifest_a, manifest_b),
+        unpaired_axes=unpaired_axes,
     )
+
+
+def _unpaired_by_axis(run: _Run, paired_rows: NDArray[np.intp]) -> dict[str, int]:
+    """The run's records without a pair, by the run's own axis of them (axes with none left out)."""
+    size = len(run.axes)
+    left = np.bincount(run.axis, minlength=size) - np.bincount(run.axis[paired_rows], minlength=size)
+    return {run.axes[code]: int(left[code]) for code in np.flatnonzero(left).tolist()}
+
+
+def _coverage_notes(axes: Sequence[CompareAxis], skip: Collection[str] = ()) -> list[str]:
+    """For each run (but those in ``skip``), the axes whose column is over part of the run's records on them
+    (the rest had no pair): a reader takes "B %" for B's figure, which is the one in B's report only when
+    nothing of B was left out (a --limit 30 run against a full one once showed conversion over 10 of B's 20
+    samples, unmarked)."""
+    notes = []
+    for side, other in (("A", "B"), ("B", "A")):
+        if side in skip:
+            continue
+        partial = [(axis.axis, axis.n, axis.n + (axis.only_a if side == "A" else axis.only_b)) for axis in axes]
+        partial = [(name, n, total) for name, n, total in partial if total > n]
+        rest = f"the rest have no pair in {other} and are left out, so {side} % there is not {side}'s own figure"
+        if len(partial) == 1:
+            ((name, n, total),) = partial
+            notes.append(f"{name}: the {side} column is over {n:,} of {side}'s {total:,} records ({rest})")
+        elif partial:
+            shown = ", ".join(f"{name} {n:,} of {total:,}" for name, n, total in partial)
+            notes.append(f"the {side} columns are over part of {side}'s records on {shown} ({rest})")
+    return notes
+
+
+def _epoch_notes(run_a: _Run, run_b: _Run, ia: NDArray[np.intp], ib: NDArray[np.intp]) -> tuple[list[str], set[str]]:
+    """A run with epochs the other lacks (3 against 5): its columns are over the paired epochs only. Also the
+    sides ('A', 'B') whose every record left out is of such an epoch: the note says all there is about them."""
+    paired = _epochs(run_a.epoch[ia])
+    notes, whole = [], set()
+    for side, run, rows in (("A", run_a, ia), ("B", run_b, ib)):
+        own = _epochs(run.epoch)
+        if own == paired:
+            continue
+        extra = [epoch for epoch in own if epoch not in paired]
+        unpaired = np.ones(run.n, dtype=np.bool_)
+        unpaired[rows] = False
+        if not np.isin(run.epoch[unpaired], paired).any():
+            whole.add(side)
+        notes.append(
+            f"epochs: {side}'s columns are over its {_span(paired)} only, the paired ones: {side}'s records of "
+            f"{_span(extra)} are left out, so {side}'s own report, over all {len(own):,} epochs, can differ"
+        )
+    return notes, whole
+
+
+def _epochs(epoch: NDArray[np.int64]) -> list[int]:
+    return np.flatnonzero(np.bincount(epoch)).tolist() if epoch.size else []
+
+
+def _span(epochs: Sequence[int]) -> str:
+    """Epochs as printed: 'epoch 0', 'epochs 0–2' when they run on, else listed ('epochs 0, 2, 4')."""
+    if len(epochs) == 1:
+        return f"epoch {epochs[0]}"
+    if epochs[-1] - epochs[0] == len(epochs) - 1:
+        return f"epochs {epochs[0]}–{epochs[-1]}"
+    return "epochs " + ", ".join(str(epoch) for epoch in epochs)
 
 
 _TESTS = {"mcnemar": "exact McNemar", "sign-flip": "sign-flip", "paired-t": "paired t"}

@@ -18,8 +18,8 @@ def compare_command(
     fail_on_regression: Annotated[
         bool,
         typer.Option(
-            help="Exit 1 when B is significantly worse on any axis (Holm-adjusted, 5%) or overall (5%), or when "
-            "either run has records missing."
+            help="Exit 1 when B is significantly worse on any axis (Holm-adjusted, 5%) or overall (5%), when "
+            "either run has records missing, or when an axis has records but no pair (not compared)."
         ),
     ] = False,
     force: Annotated[bool, typer.Option(help="Compare even though the datasets or scorers differ.")] = False,
@@ -45,6 +45,9 @@ def compare_command(
     if not fail_on_regression:
         return
     failed = [f"run {side} incomplete ({run.run_id}): {_missing(run)}" for side, run in comparison.incomplete]
+    # an axis of A that B has no pair for (B run with --limit, or on fewer axes) has no verdict at all: passing
+    # would vouch for it unseen. One of B's with no pair in A has no baseline: B's figure there is unjudged too.
+    failed += [f"axis {u.axis} not compared, no pairs ({u.left_out})" for u in comparison.unpaired_axes]
     if failed:  # paired on part of the data, the verdicts could pass anything
         failed[0] = f"regression gate failed: {failed[0]}"
     if comparison.regressions:

@@ -11,7 +11,7 @@ from eval_harness.cli.render import counted_n, interval, millis, money, p_value,
 from eval_harness.cli.render.tables import Column, FittedTable, markdown_table
 
 if TYPE_CHECKING:
-    from eval_harness.compare import CompareAxis, Comparison
+    from eval_harness.compare import CompareAxis, Comparison, UnpairedAxis
 
 _VERDICTS = {"a_better": "A better", "b_better": "B better", "no_difference": "no detectable difference"}
 # When the width is short (see FittedTable), the axis, the difference and the verdict stay. The paired
@@ -76,6 +76,11 @@ def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
     ]
 
 
+def _unpaired_cells(u: UnpairedAxis) -> list[str]:
+    """The row of an axis with no pair: named in the table where a reader looks for it, with nothing to show."""
+    return [u.axis, "0", *["–"] * (len(_SCORE_COLUMNS) - 3), "not compared"]
+
+
 def _trade_cells(a: CompareAxis) -> list[str]:
     return [
         a.axis,
@@ -94,7 +99,16 @@ def _trade_cells(a: CompareAxis) -> list[str]:
 
 
 def _title(c: Comparison) -> str:
-    return f"A = {c.run_a.model} ({c.run_a.run_id})  vs  B = {c.run_b.model} ({c.run_b.run_id}) on {c.run_a.task}"
+    runs = f"A = {c.run_a.model} ({c.run_a.run_id})  vs  B = {c.run_b.model} ({c.run_b.run_id}) on {c.run_a.task}"
+    # with records left out, each column is over the pairs, not its run's own figure (the run's report)
+    return f"{runs}, over their {c.paired:,} paired records only" if c.only_a or c.only_b else runs
+
+
+def _headline_label(c: Comparison) -> str:
+    if not (c.only_a or c.only_b):
+        return "headline gap (B − A)"
+    unpaired = ", ".join(u.axis for u in c.unpaired_axes)
+    return "headline gap (B − A) over the paired records only" + (f" ({unpaired} not compared)" if unpaired else "")
 
 
 _SAME_SETTINGS = (
@@ -136,7 +150,7 @@ def _code(text: str) -> str:
 def _summary_lines(c: Comparison) -> list[str]:
     h = c.headline
     lines = [
-        f"headline gap (B − A): macro {pct(h.macro_a)}% → {pct(h.macro_b)}% ({signed_points(h.macro_diff)} points) · "
+        f"{_headline_label(c)}: macro {pct(h.macro_a)}% → {pct(h.macro_b)}% ({signed_points(h.macro_diff)} points) · "
         f"micro {pct(h.micro_a)}% → {pct(h.micro_b)}% ({signed_points(h.micro_diff)} points, "
         f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value, h.p_floor)}: "
         f"{_VERDICTS[h.verdict]})",
@@ -191,6 +205,8 @@ def print_comparison(c: Comparison, console: Console | None = None) -> None:
     for axis in c.axes:
         style = "green" if axis.verdict == "b_better" else "red" if axis.verdict == "a_better" else None
         scores.add_row(*_score_cells(axis), style=style)
+    for unpaired in c.unpaired_axes:
+        scores.add_row(*_unpaired_cells(unpaired), style="yellow")
     scores.add_section()
     scores.add_row(*_score_cells(c.overall, overall=True), style="bold")
     out.print(scores)
@@ -210,7 +226,8 @@ def print_comparison(c: Comparison, console: Console | None = None) -> None:
 
 def comparison_markdown(c: Comparison) -> str:
     """The comparison as GitHub-flavoured Markdown."""
-    score_rows = [_score_cells(a) for a in c.axes] + [_score_cells(c.overall, overall=True)]
+    score_rows = [_score_cells(a) for a in c.axes] + [_unpaired_cells(u) for u in c.unpaired_axes]
+    score_rows.append(_score_cells(c.overall, overall=True))
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
     lines = [f"## {_title(c)}", "", _differs_line(c, code=True), ""]
     lines += [f"**{line}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
