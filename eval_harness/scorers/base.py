@@ -16,6 +16,14 @@ without one, and is skipped when any condition holds on an earlier scorer's valu
 with ``skip_when = { exact_match = 1.0 }`` is never called on answers exact match already settled. A
 condition is a number (equality) or a string such as ``">= 0.9"``. A skipped scorer has no value; its
 explanation says why, and the final score is the weighted mean of the scorers that ran.
+
+The contract a scorer keeps, checked on every verdict (a few comparisons, no validation): ``score`` is a
+coroutine function (checked once, when the scorer is built, as is that the factory returned a ``Scorer``)
+and returns a ``Score`` whose value, and each part of ``metadata["breakdown"]``, is a number in [0, 1], with
+``usage``/``cost_usd`` non-negative when given. A verdict that breaks it, however it was made (a ``Score``
+changed after it was built, ``Score.model_construct``, a bare float), is that sample's ``ScoringError``
+naming the scorer and what it returned, like a scorer that raises: nothing a reader would refuse reaches
+samples.jsonl.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 import operator
 import re
 import typing
@@ -33,7 +42,7 @@ from typing import Any
 
 from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
-from eval_harness.errors import AuthenticationError, ConfigError, ScoringError, UnknownNameError
+from eval_harness.errors import AuthenticationError, ConfigError, EvalHarnessError, ScoringError, UnknownNameError
 from eval_harness.registry import Registry
 from eval_harness.types import Completion, CompletionClient, ErrorInfo, Sample, Score, ScorerSpec, Usage
 
@@ -45,7 +54,7 @@ STAGE_ARG = "skip_when"
 
 
 class Scorer(ABC):
-    """Scores one output of one sample into ``Score`` with a value in [0, 1]."""
+    """Scores one output of one sample into ``Score`` with a value in [0, 1] (see the module's contract)."""
 
     expensive: bool = False
     """True for scorers that call a model: the pipeline runs them after the cheap ones."""
@@ -55,7 +64,8 @@ class Scorer(ABC):
 
     @abstractmethod
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
-        """Score ``output``; raise ``SkipScore`` to abstain, anything else to record a scoring error."""
+        """Score ``output`` (``async def``, returning a ``Score``); raise ``SkipScore`` to abstain, anything
+        else to record a scoring error."""
 
 
 class FunctionScorer(Scorer):
@@ -124,9 +134,28 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
     except TypeError as exc:
         raise ConfigError(f"{where}: scorer {spec.name!r}: {exc}") from None
     try:
-        return factory(**kwargs)
+        scorer = factory(**kwargs)
+    except EvalHarnessError:
+        raise  # says what is wrong itself: a refused judge key (AuthenticationError), a rubric file's place ...
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: scorer {spec.name!r}: {_problems(exc.title, exc)}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: scorer {spec.name!r}: {exc}") from None
+    except Exception as exc:
+        # a missing lexicon file, a plugin's own bug: one line naming the spec's place and the scorer
+        raise ConfigError(f"{where}: scorer {spec.name!r}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(scorer, Scorer):
+        raise ConfigError(
+            f"{where}: scorer {spec.name!r}: its factory returned {_type_name(scorer)}, expected a Scorer "
+            "(a subclass of eval_harness.scorers.Scorer, or FunctionScorer(function))"
+        )
+    if not inspect.iscoroutinefunction(scorer.score):
+        # caught here, not as a TypeError on every sample ("object Score can't be used in 'await' expression")
+        raise ConfigError(
+            f"{where}: scorer {spec.name!r}: {type(scorer).__name__}.score must be a coroutine function "
+            "('async def score')"
+        )
+    return scorer
 
 
 _ARGUMENTS = ConfigDict(allow_inf_nan=False, arbitrary_types_allowed=True)
@@ -166,7 +195,7 @@ def _problems(name: str, error: ValidationError) -> str:
     """``name[.location]: message (got value)`` for the first problems of a validation error, on one line."""
     problems = []
     for problem in error.errors()[:3]:
-        location = ".".join([name, *map(str, problem["loc"])])
+        location = ".".join([name, *map(str, problem["loc"])] if name else map(str, problem["loc"]))
         value = problem["input"]
         shown = f" (got {shortened(repr(value), 60)})" if isinstance(value, str | int | float) else ""
         problems.append(f"{location}: {problem['msg']}{shown}")
@@ -293,6 +322,110 @@ class _Step:
     key: str
     scorer: Scorer
     conditions: list[Condition]
+    label: str
+    """How errors name the scorer: its key, and its registry name when an alias differs."""
+
+
+class _BrokenContract(ScoringError):
+    """A scorer returned what no record may hold; the message follows ``scorer <label> ``."""
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error message shows it: a number as Python writes it (numpy's too), else its repr."""
+    if type(value) not in (int, float, bool) and isinstance(value, numbers.Real):
+        value = float(value)
+    return shortened(repr(value), 60)
+
+
+def _unit(value: object, part: object = None) -> float:
+    """``value`` (a verdict's value, or its breakdown ``part``) as a float in [0, 1]; ``_BrokenContract``
+    otherwise (NaN fails both comparisons)."""
+    number = float(value) if isinstance(value, numbers.Real) else math.nan
+    if not 0.0 <= number <= 1.0:
+        what = "" if part is None else f" for breakdown part {part!r}"
+        must = "in [0, 1]" if isinstance(value, numbers.Real) else "a number in [0, 1]"
+        raise _BrokenContract(f"returned {_shown(value)}{what}; a score must be {must}")
+    return number
+
+
+def _checked(verdict: object) -> float:
+    """The value of a verdict that keeps the scorer contract (see the module docstring); ``_BrokenContract``
+    naming what breaks it otherwise. Runs on every verdict: a few comparisons for a valid ``Score``."""
+    if verdict.__class__ is not Score and not isinstance(verdict, Score):
+        if inspect.iscoroutine(verdict):  # FunctionScorer(an async function): never awaited, so say it and close it
+            verdict.close()
+            raise _BrokenContract("returned coroutine, expected Score (FunctionScorer takes a plain function)")
+        raise _BrokenContract(f"returned {_type_name(verdict)}, expected Score")
+    value = verdict.value
+    if value.__class__ is not float or not 0.0 <= value <= 1.0:  # changed after it was built, or never validated
+        value = _unit(value)
+    metadata = verdict.metadata
+    if metadata:
+        if metadata.__class__ is not dict and not isinstance(metadata, Mapping):
+            raise _BrokenContract(f"returned metadata of type {_type_name(metadata)}; metadata must be a dict")
+        breakdown = metadata.get("breakdown")
+        if breakdown is not None and (breakdown.__class__ is dict or isinstance(breakdown, Mapping)):
+            for part, part_value in breakdown.items():
+                if part_value.__class__ is not float or not 0.0 <= part_value <= 1.0:
+                    _unit(part_value, part)
+    explanation, answer = verdict.explanation, verdict.answer
+    if (explanation is not None and explanation.__class__ is not str) or (
+        answer is not None and answer.__class__ is not str
+    ):
+        for name, text in (("explanation", explanation), ("answer", answer)):
+            if text is not None and not isinstance(text, str):
+                raise _BrokenContract(f"returned {name} of type {_type_name(text)}; it must be a string or None")
+    if verdict.usage is not None or verdict.cost_usd is not None:
+        _check_spend(verdict.usage, verdict.cost_usd)
+    return value
+
+
+def _check_spend(usage: object, cost: object) -> None:
+    """A model-based scorer's spend as readers take it: token counts and a cost that are not negative."""
+    if usage is not None:
+        counts = [getattr(usage, name, None) for name in Usage.model_fields] if isinstance(usage, Usage) else []
+        if not counts or not all(
+            count is None or (isinstance(count, int) and not isinstance(count, bool) and count >= 0) for count in counts
+        ):
+            raise _BrokenContract(
+                f"returned usage {_shown(usage)}; usage must be a Usage with non-negative token counts"
+            )
+    if cost is not None and not (
+        isinstance(cost, numbers.Real) and not isinstance(cost, bool) and 0.0 <= float(cost) < math.inf
+    ):
+        raise _BrokenContract(f"returned cost_usd {_shown(cost)}; a cost must be a non-negative number or None")
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """A scorer's failure on one sample: the error type recorded, and its message."""
+
+    kind: str
+    message: str
+    """The error's text, which names the scorer when ``named`` (else the record prefixes the scorer's key)."""
+    named: bool = False
+
+
+def _failure(step: _Step, exc: Exception) -> _Failure:
+    """What a scorer's exception records: its class and message, on one line for a pydantic error."""
+    if isinstance(exc, _BrokenContract):
+        return _Failure("ScoringError", f"scorer {step.label} {exc}", named=True)
+    if isinstance(exc, ValidationError):
+        # the multi-line text, with a URL, of Score(value=1.5) or another model the scorer built
+        if exc.title == Score.__name__:
+            problem = exc.errors()[0]
+            if problem["loc"] == ("value",) and isinstance(problem["input"], numbers.Real):
+                with_range = f"returned {_shown(problem['input'])}; a score must be in [0, 1]"
+                return _Failure("ScoringError", f"scorer {step.label} {with_range}", named=True)
+            return _Failure(
+                "ScoringError", f"scorer {step.label} made an invalid Score: {_problems('', exc)}", named=True
+            )
+        return _Failure(type(exc).__name__, f"invalid {exc.title}: {_problems('', exc)}")
+    return _Failure(type(exc).__name__, str(exc))
 
 
 class ScoringPipeline:
@@ -318,7 +451,12 @@ class ScoringPipeline:
             place = places[keys.index(duplicates[0], keys.index(duplicates[0]) + 1)]
             raise ConfigError(f"{place}: scorer key {duplicates[0]!r} is used twice; give one an alias")
         steps = [
-            _Step(spec.key, build_scorer(spec, judge, place), parse_conditions(spec.args.get(STAGE_ARG), place))
+            _Step(
+                spec.key,
+                build_scorer(spec, judge, place),
+                parse_conditions(spec.args.get(STAGE_ARG), place),
+                spec.key if spec.key == spec.name else f"{spec.key} ({spec.name})",
+            )
             for spec, place in zip(self.specs, places, strict=True)
         ]
         unstaged = {step.key for step in steps if not step.conditions}
@@ -360,6 +498,9 @@ class ScoringPipeline:
                 continue
             try:
                 verdict = await step.scorer.score(output, sample, completion)
+                # a value a reader would refuse (1.5, nan, a float instead of a Score) is this sample's error,
+                # not a line that makes the whole run unreadable
+                value = _checked(verdict)
             except SkipScore as skip:
                 result.skipped.append(step.key)
                 result.explanations[step.key] = f"skipped: {skip}"
@@ -373,16 +514,18 @@ class ScoringPipeline:
                     result.judge_usage, result.judge_cost_usd, known = add_spend(
                         result.judge_usage, result.judge_cost_usd, known, exc.usage, exc.cost_usd
                     )
+                failure = _failure(step, exc)
                 if step.key in self._recorded_only:
                     # a weight-0 scorer is recorded beside the score, not part of it: its failure (a judge
                     # outage) must not turn a scored answer into an error counted as wrong
                     result.skipped.append(step.key)
-                    result.explanations[step.key] = f"failed, not counted (weight 0): {type(exc).__name__}: {exc}"
+                    result.explanations[step.key] = f"failed, not counted (weight 0): {failure.kind}: {failure.message}"
                     continue
-                result.error = ErrorInfo(type=type(exc).__name__, message=f"{step.key}: {exc}", stage="score")
+                message = failure.message if failure.named else f"{step.key}: {failure.message}"
+                result.error = ErrorInfo(type=failure.kind, message=message, stage="score")
                 return result
-            values[step.key] = verdict.value
-            self._record(result, step.key, verdict)
+            values[step.key] = value
+            self._record(result, step.key, value, verdict)
             if verdict.usage is not None or verdict.cost_usd is not None:
                 result.judge_usage, result.judge_cost_usd, known = add_spend(
                     result.judge_usage, result.judge_cost_usd, known, verdict.usage, verdict.cost_usd
@@ -392,17 +535,17 @@ class ScoringPipeline:
         return result
 
     @staticmethod
-    def _record(result: ScoringResult, key: str, verdict: Score) -> None:
-        result.scores[key] = verdict.value
-        breakdown = verdict.metadata.get("breakdown")
-        if isinstance(breakdown, Mapping):
-            for part, value in breakdown.items():
-                result.scores[f"{key}.{part}"] = float(value)
+    def _record(result: ScoringResult, key: str, value: float, verdict: Score) -> None:
+        result.scores[key] = value
         if verdict.explanation:
             result.explanations[key] = verdict.explanation
         if verdict.answer is not None:
             result.answers[key] = verdict.answer
-        if verdict.metadata:
+        if verdict.metadata:  # checked by _checked: a mapping, whose breakdown parts are numbers in [0, 1]
+            breakdown = verdict.metadata.get("breakdown")
+            if isinstance(breakdown, Mapping):
+                for part, part_value in breakdown.items():
+                    result.scores[f"{key}.{part}"] = float(part_value)
             result.metadata[key] = dict(verdict.metadata)
 
 
