@@ -26,6 +26,7 @@ from eval_harness.artifacts import RunPaths, read_manifest
 from eval_harness.config import RunConfig, Settings, invalid_config, redact
 from eval_harness.datasets import (
     DatasetReport,
+    PoolOverlap,
     Position,
     file_sha256,
     is_compressed,
@@ -102,6 +103,9 @@ class RunPlan:
     forced: list[str] = field(default_factory=list)
     gates: GateSettings | None = None
     """The gates of this session, which the manifest records for the next resume (None: no gate)."""
+    notes: list[str] = field(default_factory=list)
+    """What the user should read before the run starts (the CLI prints them on stderr): e.g. few-shot examples
+    left out because they are samples under evaluation."""
     model_update: ModelUpdate | None = None
     """A resume forced across changed model arguments: the model and fingerprint recorded from this session on,
     so that the next resume calls the model as this one does (None: as the manifest has them)."""
@@ -197,8 +201,12 @@ def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
     )
 
 
-def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False) -> DatasetReport:
-    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
+def _validated_dataset(
+    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: _Pool | None = None
+) -> DatasetReport:
+    """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
+    the same pass."""
+    report = validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
     if report.duplicate_ids:
@@ -210,28 +218,49 @@ def _validated_dataset(task: LoadedTask, path: Path, skip_invalid: bool = False)
     raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
 
 
-def _resumed_dataset(task: LoadedTask, path: Path, manifest: RunManifest) -> DatasetReport:
-    """The dataset of a resumed run: when its bytes still hash to the manifest's sha256 it was validated
-    when the run started, so the hash is all that is checked (a second per-line validation of a million
-    samples would dominate the resume)."""
+def _resumed_dataset(
+    task: LoadedTask, path: Path, manifest: RunManifest, pool: _Pool | None
+) -> tuple[DatasetReport, bool]:
+    """The dataset of a resumed run, and whether it was read line by line (then ``pool`` was compared with it).
+
+    When its bytes still hash to the manifest's sha256 it was validated when the run started, so the hash is
+    all that is checked (a second per-line validation of a million samples would dominate the resume)."""
     sha256 = file_sha256(path)
     if sha256 == manifest.dataset.sha256:
-        return DatasetReport(
-            path=str(path), sha256=sha256, lines=manifest.dataset.sample_count, valid=manifest.dataset.sample_count
-        )
-    return _validated_dataset(task, path, skip_invalid=manifest.dataset.invalid_lines > 0)
+        count = manifest.dataset.sample_count
+        return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
+    return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool), True
 
 
-def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sample], frozenset[str]]:
-    """Few-shot examples and the sample ids they take away from evaluation."""
+@dataclass(frozen=True)
+class _FewShot:
+    """The few-shot examples of a run, and what choosing them took away."""
+
+    examples: list[Sample] = field(default_factory=list)
+    excluded: frozenset[str] = frozenset()
+    """Dataset samples held out of evaluation as the pool (``holdout_fraction``)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each example is, for a template error it causes: example id -> ``file:line`` (the file alone for a
+    hold-out)."""
+    note: str | None = None
+    """What the run tells its user: the pool's examples left out as samples under evaluation."""
+
+
+@dataclass
+class _Pool:
+    """A file of few-shot examples, loaded whole (it is small), to be compared with the dataset in one pass."""
+
+    path: Path
+    examples: list[Sample]
+    lines: dict[str, int]
+    overlap: PoolOverlap
+
+
+def _pool_path(task: LoadedTask, dataset_path: Path) -> Path | None:
+    """The file the few-shot examples come from; None when they come from no file (none, or a hold-out)."""
     spec = task.spec.few_shot
-    if spec is None or spec.k == 0:
-        return [], frozenset()
-    if spec.holdout_fraction is not None:
-        everything = list(iter_samples(dataset_path, task.spec.dataset))
-        parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
-        pool = parts["shots"]
-        return sample_subset(pool, spec.k, spec.seed), frozenset(s.id for s in pool)
+    if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
+        return None
     if spec.path_from_dataset is not None:
         pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
         # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
@@ -248,10 +277,103 @@ def _few_shot(task: LoadedTask, dataset_path: Path, seed: int) -> tuple[list[Sam
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
         )
-    report = validate_dataset(pool_path, task.spec.dataset, task=task.spec.name)
+    return pool_path
+
+
+def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[[], object]) -> _Pool | None:
+    """``_load_pool``; when the pool cannot be used, the dataset is checked first (``check_dataset``), so that its
+    own problem is told before the pool's, as when the pool was read after it (the pool now comes first so that
+    the dataset's one pass can compare them)."""
+    try:
+        return _load_pool(task, dataset_path)
+    except (ConfigError, DatasetError):
+        check_dataset()
+        raise
+
+
+def _load_pool(task: LoadedTask, dataset_path: Path) -> _Pool | None:
+    """The few-shot file, checked and loaded, before the dataset's pass compares it with the samples. None when
+    the examples come from no file."""
+    path = _pool_path(task, dataset_path)
+    if path is None:
+        return None
+    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     if not report.ok:
-        raise DatasetError(f"{pool_path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
-    return sample_subset(iter_samples(pool_path, task.spec.dataset), spec.k, spec.seed), frozenset()
+        raise DatasetError(f"{path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
+    examples, lines = [], {}
+    for position, example in iter_positioned(path, task.spec.dataset):
+        examples.append(example)
+        lines[example.id] = position.line
+    return _Pool(path, examples, lines, PoolOverlap(examples))
+
+
+def _few_shot(task: LoadedTask, dataset_path: Path, pool: _Pool | None) -> _FewShot:
+    """Few-shot examples: from the pool (once the dataset's pass compared it with the samples), or held out of
+    the dataset."""
+    spec = task.spec.few_shot
+    if spec is None or spec.k == 0:
+        return _FewShot()
+    if spec.holdout_fraction is None:
+        assert pool is not None, "a few-shot file is loaded before the dataset is checked (see _checked_pool)"
+        return _chosen(task, pool, pool.overlap.found)
+    everything = list(iter_samples(dataset_path, task.spec.dataset))
+    parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
+    held_out = parts["shots"]
+    examples = sample_subset(held_out, spec.k, spec.seed)
+    # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
+    sources = {example.id: str(dataset_path) for example in examples}
+    return _FewShot(examples, frozenset(sample.id for sample in held_out), sources)
+
+
+def _chosen(task: LoadedTask, pool: _Pool, found: dict[str, str]) -> _FewShot:
+    """k examples of the pool, drawn from those that are no sample under evaluation (``found``: pool example id
+    -> the dataset sample equal to it, by id or by content). They are left out before the draw rather than the
+    run refused: the rest of the file is still a valid pool, and the draw stays a function of the files."""
+    spec = task.spec.few_shot
+    assert spec is not None
+    kept = [example for example in pool.examples if example.id not in found]
+    if not kept:
+        raise ConfigError(
+            f"{task.path}: few-shot: every one of the {len(pool.examples)} examples in {pool.path} is also a sample "
+            "of the dataset under evaluation (same id, or same input and target); take the examples from another "
+            "file, or use holdout_fraction"
+        )
+    examples = sample_subset(kept, spec.k, spec.seed)
+    sources = {example.id: f"{pool.path}:{pool.lines[example.id]}" for example in examples}
+    return _FewShot(examples, frozenset(), sources, _left_out_note(pool, found, len(kept), spec.k))
+
+
+def _left_out_note(pool: _Pool, found: dict[str, str], kept: int, k: int) -> str | None:
+    if not found:
+        return None
+    named = [
+        pool_id if sample_id == pool_id else f"{pool_id} (= sample {sample_id})" for pool_id, sample_id in found.items()
+    ]
+    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
+    count = len(found)
+    fewer = f"; {kept} left to draw k = {k} from" if kept < k else ""
+    return (
+        f"few-shot: left out {count} example{'s' if count != 1 else ''} of {pool.path} that "
+        f"{'are' if count != 1 else 'is'} also {'samples' if count != 1 else 'a sample'} of the dataset "
+        f"(same id, or same input and target): {shown}{fewer}"
+    )
+
+
+def _resumed_few_shot(
+    task: LoadedTask, dataset_path: Path, pool: _Pool | None, manifest: RunManifest, compared: bool
+) -> _FewShot:
+    """The few-shot examples of a resumed run. When the dataset was not read again (its sha256 is the one the run
+    started with), the examples the whole pool gives are taken if they are the ones the run recorded
+    (``prompt_inputs_sha256``): the run drew them from the examples that this very dataset left in, so nothing
+    needs reading. Otherwise (an example it left out would be drawn, or the pool changed) one streaming pass
+    compares the pool with the dataset, as the run's start did."""
+    if pool is None or compared:
+        return _few_shot(task, dataset_path, pool)
+    unfiltered = _chosen(task, pool, {})
+    if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
+        return unfiltered
+    validate_dataset(dataset_path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap)
+    return _few_shot(task, dataset_path, pool)
 
 
 def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
@@ -320,8 +442,7 @@ class _Parts:
     setup: ScoringSetup
     scoring: ScoringPipeline
     model: ModelInfo
-    examples: list[Sample]
-    excluded: frozenset[str]
+    few_shot: _FewShot
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
 
@@ -332,21 +453,26 @@ class _Parts:
 
 
 def _parts(
-    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, settings: Settings
+    config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: _FewShot
 ) -> _Parts:
-    template = load_template(task.templates_dir, task.spec.template, task.spec.system_prompt, task.spec.template_vars)
+    template = load_template(
+        task.templates_dir,
+        task.spec.template,
+        task.spec.system_prompt,
+        task.spec.template_vars,
+        example_sources=few_shot.sources,
+    )
     # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
     setup = _scoring_setup(task, config)
     scoring = ScoringPipeline(setup.specs, judge, where=setup.where, lines=setup.lines)
     model = _model_info(config, provider)
-    examples, excluded = _few_shot(task, dataset_path, config.seed)
-    prompt_inputs = _prompt_inputs_sha256(task, examples)
+    prompt_inputs = _prompt_inputs_sha256(task, few_shot.examples)
     fingerprinted = _fingerprint_parts(
         report.sha256, template, task, setup, scoring, model, judge_info(judge), config.seed
     )
-    return _Parts(template, provider, judge, setup, scoring, model, examples, excluded, fingerprinted, prompt_inputs)
+    return _Parts(template, provider, judge, setup, scoring, model, few_shot, fingerprinted, prompt_inputs)
 
 
 def _plan(
@@ -365,12 +491,13 @@ def _plan(
         provider=parts.provider,
         judge=parts.judge,
         generation=generation,
-        examples=parts.examples,
-        excluded_ids=parts.excluded,
+        examples=parts.few_shot.examples,
+        excluded_ids=parts.few_shot.excluded,
         manifest=manifest,
         run_dir=run_dir,
         dataset_stamp=dataset_stamp,
         prompt_inputs_sha256=parts.prompt_inputs_sha256,
+        notes=[parts.few_shot.note] if parts.few_shot.note else [],
     )
 
 
@@ -381,8 +508,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
     stamp = file_stamp(dataset_path)
-    report = _validated_dataset(task, dataset_path, config.skip_invalid)
-    parts = _parts(config, task, dataset_path, report, settings)
+    pool = _checked_pool(task, dataset_path, lambda: _validated_dataset(task, dataset_path, config.skip_invalid))
+    report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
+    parts = _parts(config, task, report, settings, _few_shot(task, dataset_path, pool))
     generation = _generation(task, config.generation)
     run_id = config.run_id or new_run_id()
     if not _RUN_ID.match(run_id):
@@ -395,11 +523,11 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    count = _counted_samples(task, dataset_path, report, parts.excluded, config.limit)
+    count = _counted_samples(task, dataset_path, report, parts.few_shot.excluded, config.limit)
     if count <= 0:
         raise ConfigError(
             f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
-            f"(it holds out {len(parts.excluded)} of the {report.valid} in {dataset_path})"
+            f"(it holds out {len(parts.few_shot.excluded)} of the {report.valid} in {dataset_path})"
         )
     setup = parts.setup
     now = utc_now()
@@ -680,8 +808,10 @@ def plan_resume(
     config = _resume_config(manifest, run_dir, task_ref, overrides or {}, model_args or {})
     dataset_path = Path(manifest.dataset.path)
     stamp = file_stamp(dataset_path)
-    report = _resumed_dataset(task, dataset_path, manifest)
-    parts = _parts(config, task, dataset_path, report, settings)
+    pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
+    report, compared = _resumed_dataset(task, dataset_path, manifest, pool)
+    few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
+    parts = _parts(config, task, report, settings, few_shot)
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
     changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
     if changed and not force:

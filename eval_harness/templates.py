@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -39,6 +40,8 @@ class PromptTemplate:
     _directory: Path  # where Jinja's loader looks; ``path`` is ``_directory / name``
     _plain: list[tuple[bool, str]] | None = None
     _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
+    example_sources: Mapping[str, str] = field(default_factory=dict)
+    """Where each few-shot example comes from (example id -> ``file:line``), for an error that one of them causes."""
     # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
     _example_cache: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, init=False)
     _system: ChatMessage | None = field(default=None, init=False)
@@ -72,7 +75,7 @@ class PromptTemplate:
         }
         text = _plain_render(self._plain, context) if self._plain is not None else None
         if text is None:
-            text = self._render_jinja(context)
+            text = self._render_jinja(context, examples)
         messages: list[ChatMessage] = []
         if self._system is not None:
             messages.append(self._system)
@@ -83,7 +86,7 @@ class PromptTemplate:
         messages.append(ChatMessage(role="user", content=content))
         return messages
 
-    def _render_jinja(self, context: dict[str, Any]) -> str:
+    def _render_jinja(self, context: dict[str, Any], examples: Sequence[Sample]) -> str:
         template = self._template
         if template is None:  # a plain template that met a name it cannot fill: Jinja says what is wrong
             template = _compile(self._directory, self.name, self.path, self._source)
@@ -92,11 +95,21 @@ class PromptTemplate:
         try:
             return "".join(template.root_render_func(template.new_context(context, shared=True)))
         except Exception:
+            # read before Jinja rewrites the traceback: its frames hold the values the template was looking at
+            culprit = _example_at_fault(sys.exc_info()[2], context["examples"], examples)
             try:
                 template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
             except Exception as exc:  # any error inside a template is the template's error, never a traceback
-                raise TemplateError(_located(exc, self.path)) from None
+                raise TemplateError(_located(exc, self.path) + self._example_text(culprit)) from None
             raise
+
+    def _example_text(self, example: Sample | None) -> str:
+        """What an error caused by a few-shot example adds to the message: the example and where it comes from
+        (the template is the same for every example: the line alone does not say which one lacks a field)."""
+        if example is None:
+            return ""
+        source = self.example_sources.get(example.id)
+        return f" (in few-shot example {example.id!r}{f', {source}' if source else ''})"
 
     def _adopt(self, template: jinja2.Template) -> None:
         object.__setattr__(self, "_template", template)
@@ -162,6 +175,37 @@ def _plain_render(parts: list[tuple[bool, str]], context: dict[str, Any]) -> str
         return None
 
 
+_LOOP_VARIABLE = re.compile(r"l_[1-9][0-9]*_")
+"""How Jinja's compiled code names a variable bound inside a ``for`` loop (depth 1 and deeper)."""
+
+
+def _example_at_fault(
+    tb: TracebackType | None, variables: list[dict[str, Any]], examples: Sequence[Sample]
+) -> Sample | None:
+    """The few-shot example whose rendering raised, found by identity in the failing frames: the example (or its
+    ``metadata`` or ``choices``) on which a missing attribute was looked up (StrictUndefined's error), else the
+    example a ``for`` loop of the template was at. None when the error is not an example's."""
+    if not examples:
+        return None
+    import jinja2
+
+    looped_over = {id(values): example for values, example in zip(variables, examples, strict=True)}
+    looked_up = {**looped_over}
+    for values, example in zip(variables, examples, strict=True):
+        looked_up.update({id(values["metadata"]): example, id(values["choices"]): example})
+    at_loop: Sample | None = None
+    while tb is not None:
+        frame_locals = tb.tb_frame.f_locals
+        owner = frame_locals.get("self")
+        if isinstance(owner, jinja2.Undefined) and id(owner._undefined_obj) in looked_up:
+            return looked_up[id(owner._undefined_obj)]
+        for name, value in frame_locals.items():
+            if _LOOP_VARIABLE.match(name) and id(value) in looped_over:
+                at_loop = looped_over[id(value)]
+        tb = tb.tb_next
+    return at_loop
+
+
 def _example(sample: Sample) -> dict[str, Any]:
     choices = sample.choices or []
     return {
@@ -174,9 +218,15 @@ def _example(sample: Sample) -> dict[str, Any]:
 
 
 def load_template(
-    directory: Path, name: str, system_prompt: str | None = None, variables: dict[str, Any] | None = None
+    directory: Path,
+    name: str,
+    system_prompt: str | None = None,
+    variables: dict[str, Any] | None = None,
+    *,
+    example_sources: Mapping[str, str] | None = None,
 ) -> PromptTemplate:
-    """Load ``directory/name``; a syntax error names the file and line.
+    """Load ``directory/name``; a syntax error names the file and line. ``example_sources`` (few-shot example id
+    -> ``file:line``) lets an error an example causes name it.
 
     ``name`` must stay inside ``directory``: a task spec's ``template = "../.env"`` (or an absolute path) would
     otherwise put any readable file, keys included, into every prompt sent to the provider."""
@@ -205,6 +255,7 @@ def load_template(
         _plain=plain,
         _directory=directory,
         _source=source,
+        example_sources=dict(example_sources or {}),
     )
 
 

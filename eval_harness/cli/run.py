@@ -332,6 +332,8 @@ def run_command(
     except ValidationError as exc:
         raise invalid_config(exc, _FLAGS, "run") from None
     plan = plan_run(config, gates=gates.record())  # recorded, so that a resume applies them; axes checked now
+    for note in plan.notes:
+        print(note, file=sys.stderr)
     if not plan.dataset_report.ok:
         from eval_harness.cli import render
 
@@ -439,6 +441,8 @@ def _resume(
         run_dir, overrides, retry_errors=retry_errors, force=force,
         model_args=parse_key_values(model_arg or [], "--model-arg"), gates=gates.given, keep_gates=gates.keep,
     )  # fmt: skip
+    for note in plan.notes:
+        print(note, file=sys.stderr)
     for name, (recorded, now) in replaced_settings(plan).items():
         print(
             f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} "

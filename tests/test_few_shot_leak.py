@@ -1,0 +1,245 @@
+"""Few-shot examples are never samples under evaluation (issue 2, audit-ext F8), and an example that breaks the
+template is named with its file and line (audit-ext F13).
+
+An example of the few-shot file whose id, or whose input and target (and choices), equal a sample of the dataset
+is left out of the pool before the draw, and the plan says how many. The comparison happens in the pass that
+validates the dataset; a resume whose dataset is unchanged takes the recorded examples without reading it again,
+or compares in one pass when the whole pool would give other examples. Every run goes through the real CLI
+from the task root, with the mock provider; prompts are read back from samples.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult, TaskRoot, read_records
+
+from eval_harness.config import RunConfig
+from eval_harness.planning import plan_run
+
+Cli = Callable[..., CliResult]
+
+# The adder task's samples are q0000..q0039, "What is i + 1?" -> "i + 1" (conftest.arithmetic_records).
+_TEMPLATE = "{% for e in examples %}Example: {{ e.input }} => {{ e.target }}\n{% endfor %}Q: {{ input }}\n"
+_CLEAN = [
+    {"id": "s1", "input": "What is 100 + 1?", "target": "101"},
+    {"id": "s2", "input": "What is 200 + 1?", "target": "201"},
+]
+
+
+@pytest.fixture
+def root(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
+    """The adder task root, made the current directory, its template showing each example as one line."""
+    task_root.template("shots.jinja2", _TEMPLATE)
+    monkeypatch.chdir(task_root.root)
+    return task_root
+
+
+def _with_pool(root: TaskRoot, pool: Sequence[dict[str, Any] | str], k: int, template: str = "shots.jinja2") -> Path:
+    """data/shots.jsonl holding ``pool``, drawn k at a time by the adder task; the file's resolved path."""
+    path = root.data("shots.jsonl", pool)
+    spec = root.root / "tasks" / "adder.toml"
+    body = spec.read_text().split("[few_shot]")[0].replace('"plain.jinja2"', f'"{template}"')
+    spec.write_text(f'{body}[few_shot]\nk = {k}\npath = "data/shots.jsonl"\n')
+    return path.resolve()
+
+
+def _run(cli: Cli, run_id: str) -> CliResult:
+    return cli("run", "--task", "adder", "--model", "mock/m", "--run-id", run_id, "--output-dir", "results", "-q")
+
+
+def _prompt(record: dict[str, Any]) -> str:
+    content = record["prompt"][-1]["content"]
+    assert isinstance(content, str)
+    return content
+
+
+def _example_lines(record: dict[str, Any]) -> list[str]:
+    return [line for line in _prompt(record).splitlines() if line.startswith("Example: ")]
+
+
+def _own_example(record: dict[str, Any]) -> str:
+    return f"Example: {record['input']} => {record['target']}"
+
+
+def test_an_example_with_the_input_and_target_of_a_sample_is_left_out_whatever_its_id(cli: Cli, root: TaskRoot) -> None:
+    _with_pool(root, [*_CLEAN, {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}], k=3)
+    result = _run(cli, "r")
+    assert result.code == 0, result.err
+    records = read_records(root.root / "results" / "r")
+    assert len(records) == 40
+    assert all(_own_example(record) not in _prompt(record) for record in records)
+    assert {line for record in records for line in _example_lines(record)} == {
+        "Example: What is 100 + 1? => 101",
+        "Example: What is 200 + 1? => 201",
+    }
+
+
+def test_an_example_with_the_id_of_a_sample_is_left_out_though_its_text_differs(cli: Cli, root: TaskRoot) -> None:
+    # the same sample copied with its question reworded is still the sample under evaluation
+    _with_pool(root, [*_CLEAN, {"id": "q0007", "input": "what is 7 plus 1 ?", "target": "8"}], k=3)
+    result = _run(cli, "r")
+    assert result.code == 0, result.err
+    records = read_records(root.root / "results" / "r")
+    assert not [record["sample_id"] for record in records if "what is 7 plus 1 ?" in _prompt(record)]
+
+
+def test_an_example_of_another_multiple_choice_item_with_the_same_question_and_letter_is_kept(
+    cli: Cli, root: TaskRoot
+) -> None:
+    # "Which is largest?" with answer "B" is two items when the choices differ: only the same choices make it one
+    root.data("mc.jsonl", [{"id": "m1", "input": "Which is largest?", "choices": ["1", "9", "3"], "target": "B"}])
+    root.task(
+        "mc",
+        'name = "mc"\ntemplate = "mc.jinja2"\n[dataset]\npath = "data/mc.jsonl"\n'
+        '[few_shot]\nk = 2\npath = "data/mc_shots.jsonl"\n[[scorers]]\nname = "choice"\n',
+    )
+    root.template(
+        "mc.jinja2", "{% for e in examples %}Example: {{ e.choices }} {{ e.target }}\n{% endfor %}{{ input }}"
+    )
+    root.data(
+        "mc_shots.jsonl",
+        [
+            {"id": "x1", "input": "Which is largest?", "choices": ["5", "8", "2"], "target": "B"},
+            {"id": "x2", "input": "Which is largest?", "choices": ["1", "9", "3"], "target": "B"},
+        ],
+    )
+    result = cli("run", "--task", "mc", "--model", "mock/m", "--run-id", "mc", "--output-dir", "results", "-q")
+    assert result.code == 0, result.err
+    (record,) = read_records(root.root / "results" / "mc")
+    assert _example_lines(record) == ["Example: ['5', '8', '2'] B"]
+
+
+def test_the_plan_says_which_examples_were_left_out_and_how_many_are_left(root: TaskRoot) -> None:
+    pool = _with_pool(
+        root,
+        [
+            *_CLEAN,
+            {"id": "q0003", "input": "What is 3 + 1?", "target": "4"},
+            {"id": "d9", "input": "What is 9 + 1?", "target": "10"},
+        ],
+        k=3,
+    )
+    plan = plan_run(RunConfig(task="adder", model="mock/m", output_dir=Path("results"), run_id="r"))
+    assert plan.notes == [
+        f"few-shot: left out 2 examples of {pool} that are also samples of the dataset (same id, or same input and "
+        "target): q0003, d9 (= sample q0009); 2 left to draw k = 3 from"
+    ]
+
+
+def test_the_run_prints_the_left_out_examples_on_stderr(cli: Cli, root: TaskRoot) -> None:
+    pool = _with_pool(root, [*_CLEAN, {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}], k=2)
+    result = _run(cli, "r")
+    assert result.code == 0, result.err
+    assert result.err == (
+        f"few-shot: left out 1 example of {pool} that is also a sample of the dataset (same id, or same input and "
+        "target): dev-7 (= sample q0007)\n"
+    )
+
+
+def test_a_few_shot_file_whose_every_example_is_a_sample_is_refused_before_anything_is_written(
+    cli: Cli, root: TaskRoot
+) -> None:
+    pool = _with_pool(
+        root, [{"id": f"q{i:04d}", "input": f"What is {i} + 1?", "target": str(i + 1)} for i in (1, 2)], k=1
+    )
+    result = _run(cli, "r")
+    task = (root.root / "tasks" / "adder.toml").resolve()
+    assert (result.code, result.err) == (
+        2,
+        f"error: {task}: few-shot: every one of the 2 examples in {pool} is also a sample of the dataset under "
+        "evaluation (same id, or same input and target); take the examples from another file, or use "
+        "holdout_fraction\n",
+    )
+    assert not (root.root / "results").exists()
+
+
+def _cut(run_dir: Path, kept: int) -> None:
+    """The run as a crash after its first ``kept`` records leaves it."""
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_bytes(b"".join(lines[:kept]))
+    (run_dir / "summary.json").unlink()
+
+
+def test_a_resume_draws_the_examples_the_run_started_with_leaving_out_the_same_ones(cli: Cli, root: TaskRoot) -> None:
+    # the dataset is unchanged, so a resume does not validate it again: the whole pool would give the leaking
+    # example, which does not match the recorded examples, so the pool is compared with the dataset once more
+    _with_pool(root, [*_CLEAN, {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}], k=2)
+    assert _run(cli, "r").code == 0
+    run_dir = root.root / "results" / "r"
+    _cut(run_dir, 10)
+    result = cli("resume", run_dir, "-q")
+    assert result.code == 0, result.err
+    records = read_records(run_dir)
+    assert len(records) == 40
+    assert {tuple(_example_lines(record)) for record in records} == {
+        ("Example: What is 100 + 1? => 101", "Example: What is 200 + 1? => 201")
+    }
+
+
+def test_a_resume_after_the_few_shot_file_gained_a_sample_leaves_it_out_and_goes_on(cli: Cli, root: TaskRoot) -> None:
+    _with_pool(root, _CLEAN, k=3)  # two examples for k = 3: a third one added would be drawn
+    assert _run(cli, "r").code == 0
+    run_dir = root.root / "results" / "r"
+    _cut(run_dir, 10)
+    _with_pool(root, [*_CLEAN, {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}], k=3)
+    result = cli("resume", run_dir, "-q")
+    assert result.code == 0, result.err
+    records = read_records(run_dir)
+    assert len(records) == 40
+    assert all(_own_example(record) not in _prompt(record) for record in records)
+
+
+_REASONING = "{% for e in examples %}{{ e.input }} because {{ e.metadata.reasoning }}\n{% endfor %}Q: {{ input }}\n"
+
+
+def test_an_example_lacking_a_field_the_template_uses_is_named_with_its_file_and_line(cli: Cli, root: TaskRoot) -> None:
+    template = root.template("why.jinja2", _REASONING).resolve()
+    pool = _with_pool(
+        root,
+        [
+            {**_CLEAN[0], "metadata": {"reasoning": "100 and one"}},
+            "",
+            _CLEAN[1],
+        ],  # a blank line: the line is the file's, not an index
+        k=2,
+        template="why.jinja2",
+    )
+    result = _run(cli, "r")
+    assert (result.code, result.err) == (
+        2,
+        f"error: {template}:1: UndefinedError: 'dict object' has no attribute 'reasoning' "
+        f"(in few-shot example 's2', {pool}:3)\n",
+    )
+
+
+def test_an_error_inside_the_loop_over_examples_names_the_example_it_was_at(cli: Cli, root: TaskRoot) -> None:
+    root.template("plus.jinja2", "{% for e in examples %}{{ e.metadata.n + 1 }}\n{% endfor %}{{ input }}\n")
+    pool = _with_pool(
+        root,
+        [{**_CLEAN[0], "metadata": {"n": 1}}, {**_CLEAN[1], "metadata": {"n": "one"}}],
+        k=2,
+        template="plus.jinja2",
+    )
+    result = _run(cli, "r")
+    assert result.code == 2
+    assert result.err.endswith(
+        f"TypeError: can only concatenate str (not \"int\") to str (in few-shot example 's2', {pool}:2)\n"
+    )
+
+
+def test_the_manifest_records_the_examples_drawn_after_leaving_out(cli: Cli, root: TaskRoot) -> None:
+    # a resume compares the examples it draws with this digest: it must be that of the examples the run used
+    _with_pool(root, [*_CLEAN, {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}], k=3)
+    assert _run(cli, "r").code == 0
+    _with_pool(root, _CLEAN, k=3)
+    assert _run(cli, "clean").code == 0
+    recorded = [
+        json.loads((root.root / "results" / run / "manifest.json").read_text())["task"]["prompt_inputs_sha256"]
+        for run in ("r", "clean")
+    ]
+    assert recorded[0] == recorded[1]
