@@ -24,7 +24,9 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
     │   ├── ProviderResponseError        a body that is not the documented schema (HTML, bad JSON ...)
     │   ├── ProviderTimeoutError         connect/read timeout or the per-sample timeout
-    │   └── ProviderConnectionError      connection refused/reset
+    │   ├── ProviderConnectionError      connection refused/reset
+    │   └── ProviderContractError        a provider raised its own exception or returned no Completion (recorded
+    │                                    under that exception's type)
     └── ScoringError                     a scorer failed on a sample (recorded, output kept)
 """
 
@@ -144,6 +146,18 @@ class ReplayedError(ProviderError):
 
     def __init__(self, recorded_type: str, message: str, request_id: str | None = None) -> None:
         super().__init__(message, request_id=request_id)
+        self.recorded_type = recorded_type
+
+
+class ProviderContractError(ProviderError):
+    """A provider's ``generate`` raised an exception that is not an ``EvalHarnessError`` (a vendor SDK's own
+    error class, a bug) or returned something other than a ``Completion``. Like any ``ProviderError`` it is that
+    sample's generation error and the run goes on; it is recorded under ``recorded_type`` (the exception's class
+    name, or ``TypeError`` for a wrong return value), and not retried: only the provider can tell a transient
+    failure, by raising ``ProviderError`` with a ``retry_cause``."""
+
+    def __init__(self, recorded_type: str, message: str) -> None:
+        super().__init__(message)
         self.recorded_type = recorded_type
 
 

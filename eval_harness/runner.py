@@ -39,6 +39,7 @@ from eval_harness.errors import (
     AuthenticationError,
     DatasetError,
     EvalHarnessError,
+    ProviderContractError,
     ProviderError,
     ProviderTimeoutError,
     ReplayedError,
@@ -170,7 +171,7 @@ class Runner:
         self._fatal: BaseException | None = None
         self._writer: SampleWriter | None = None
         self._tally: SessionTally | None = None
-        self._secrets = plan.provider.secrets()
+        self._secrets = self.gateway.secrets
         self._threshold = plan.pass_threshold
 
     def request_stop(self) -> None:
@@ -537,7 +538,7 @@ class Runner:
         plan = self.plan
         messages = plan.template.render(sample, plan.examples)
         if previous is not None:
-            return await self._rescore(sample, epoch, messages, previous)
+            return await self._rescore(sample, epoch, messages, previous, task)
         request = GenerateRequest(
             messages=messages, config=plan.generation, sample=sample, epoch=epoch, seed=plan.config.seed
         )
@@ -552,25 +553,50 @@ class Runner:
             timeout = ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s")
             outcome = self.gateway.cancelled(tally, timeout)
         else:
-            deadlines.stop(task)
+            if deadlines.stop(task):
+                task.uncancel()  # the provider swallowed the watchdog's cancellation and answered: keep the answer
         spent = (outcome.attempts, outcome.retries, round(outcome.backoff_s, 3))
         if outcome.completion is None:
             failure = outcome.error or ProviderError("no completion")
             error = self._generation_error(failure)
             return _record(sample, epoch, messages, spent, error=error, request_id=failure.request_id)
-        return await self._scored(sample, epoch, messages, spent, outcome.completion)
+        return await self._scored(sample, epoch, messages, spent, outcome.completion, task)
 
     async def _scored(
-        self, sample: Sample, epoch: int, messages: list[ChatMessage], spent: _Spent, completion: Completion
+        self,
+        sample: Sample,
+        epoch: int,
+        messages: list[ChatMessage],
+        spent: _Spent,
+        completion: Completion,
+        task: asyncio.Task[None],
     ) -> dict[str, Any]:
-        result = await self.plan.scoring.score(completion.text, sample, completion)
+        deadlines = self._deadlines
+        deadlines.start(task)  # scoring's own budget (see _Deadlines): how long the model took is not its time
+        try:
+            result = await self.plan.scoring.score(completion.text, sample, completion)
+        except asyncio.CancelledError:
+            if not deadlines.stop(task) or task.uncancel() > 0:
+                raise  # not (only) the per-sample timeout: the run is being cancelled
+            result = self._scoring_timed_out()
+        except BaseException:
+            deadlines.stop(task)  # a refused judge key, a bug: the run stops, and this budget with it
+            raise
+        else:
+            if deadlines.stop(task):
+                task.uncancel()  # a scorer swallowed the watchdog's cancellation and finished: its verdict stands
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
         return _record(sample, epoch, messages, spent, completion, result, error, self._threshold)
 
     async def _rescore(
-        self, sample: Sample, epoch: int, messages: list[ChatMessage], previous: dict[str, Any]
+        self,
+        sample: Sample,
+        epoch: int,
+        messages: list[ChatMessage],
+        previous: dict[str, Any],
+        task: asyncio.Task[None],
     ) -> dict[str, Any]:
         completion = Completion(
             text=previous["output"],
@@ -584,19 +610,32 @@ class Runner:
             cached=bool(previous.get("cached")),
         )
         spent = (previous.get("attempts", 1), previous.get("retries") or {}, previous.get("backoff_s") or 0.0)
-        return await self._scored(sample, epoch, messages, spent, completion)
+        return await self._scored(sample, epoch, messages, spent, completion, task)
+
+    def _scoring_timed_out(self) -> ScoringResult:
+        """The verdict on an answer whose scorers outlived the timeout: a scoring error (the answer is kept, and
+        ``resume --retry-errors`` scores it again without calling the model)."""
+        message = f"timed out after {self.plan.config.timeout_s:g} s while scoring"
+        return ScoringResult(error=ErrorInfo(type="TimeoutError", message=message, stage="score"))
 
     def _generation_error(self, error: BaseException) -> ErrorInfo:
         message = redact(str(error) or type(error).__name__, self._secrets)
-        kind = error.recorded_type if isinstance(error, ReplayedError) else type(error).__name__
+        # a replayed error, or a provider's own exception: recorded under the type it had, not as ours
+        kind = error.recorded_type if isinstance(error, ReplayedError | ProviderContractError) else type(error).__name__
         return ErrorInfo(type=kind, message=message, stage="generate")
 
 
 class _Deadlines:
     """The per-sample timeout of every worker, enforced by one periodic check.
 
+    A sample has two budgets of ``timeout_s`` each, one after the other: its generation (from when its first
+    request may be sent, retries and their waits included) and its scoring (every scorer, a judge's calls and
+    a code scorer's sandbox included). Scoring has a budget of its own, not what generation left: a verdict
+    must not depend on how fast the model answered, and a rescore (whose replayed answers take no time) must
+    time out where the run did.
+
     ``asyncio.timeout`` costs a timer, a context object and a task lookup per sample: about a twelfth of the
-    runner's CPU with a zero-latency model. Here a sample costs two dict operations; a watchdog cancels
+    runner's CPU with a zero-latency model. Here a budget costs two dict operations; a watchdog cancels
     a worker whose sample is overdue, at most ``slack`` (a quarter of the timeout, at most 1 s) late.
     """
 
@@ -608,7 +647,7 @@ class _Deadlines:
         self._expired: set[asyncio.Task[None]] = set()
 
     def start(self, task: asyncio.Task[None]) -> None:
-        """``task``'s sample may send its first request: its timeout runs from now."""
+        """``task``'s sample may send its first request, or starts scoring: its timeout runs from now."""
         self._due[task] = self._loop.time() + self.timeout_s
 
     def stop(self, task: asyncio.Task[None]) -> bool:

@@ -251,9 +251,9 @@ def run_command(
         float,
         typer.Option(
             min=0.001,
-            help="Per-sample timeout in seconds, retries included; it starts when the sample's first request may "
-            "be sent (waiting before it — for --rpm/--tpm, or a run-wide pause after a 429, at most 60 s — is not "
-            "counted).",
+            help="Per-sample timeout in seconds, applied to generation (retries included; it starts when the "
+            "sample's first request may be sent — waiting for --rpm/--tpm, or a run-wide pause after a 429, at most "
+            "60 s, is not counted) and then, as a budget of its own, to scoring.",
         ),
     ] = 120.0,
     max_retries: MaxRetries = None,
@@ -470,7 +470,9 @@ def resume_command(
     concurrency: Annotated[
         int | None, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight (default: as before).")
     ] = None,
-    timeout: Annotated[float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds (generation, then scoring).")
+    ] = None,
     retry_errors: RetryErrors = False,
     force: Force = False,
     max_retries: MaxRetries = None,

@@ -40,7 +40,7 @@ from eval_harness.errors import (
     RetryCause,
 )
 from eval_harness.providers._wires import Wire, WireKind, open_wire
-from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
+from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import GenerateConfig, Usage
 
 _MESSAGE_LIMIT = 400
@@ -326,7 +326,7 @@ class HTTPProvider(Provider):
             raise ConfigError(
                 f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
             )
-        given = [value.get_secret_value() for value in dict(options).values() if isinstance(value, SecretStr)]
+        given = option_secrets(options)
         self.base_url = check_base_url(
             base_url, [*context.settings.secrets(), *given], f"{self.provider_name}/{model}", key_hint=self.key_hint
         )
@@ -376,7 +376,7 @@ class HTTPProvider(Provider):
         return f"{self.provider_name}@{self.base_url}"
 
     def secrets(self) -> list[str]:
-        return [*super().secrets(), *self.own_secrets()]
+        return list(dict.fromkeys([*super().secrets(), *self.own_secrets()]))
 
     def own_secrets(self) -> list[str]:
         """Secrets this provider holds beyond the environment's (e.g. a key given as a model arg)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -74,8 +74,11 @@ class Provider(ABC):
         return None
 
     def secrets(self) -> list[str]:
-        """Values that must never reach an artifact, log or message."""
-        return self.context.settings.secrets()
+        """Values that must never reach an artifact, log or message: the environment's keys and every
+        ``SecretStr`` among the options (a key given as ``--model-arg api_key=...``), each once, longest first
+        (so that a key holding another is not left half shown by the shorter one's redaction)."""
+        values = [*self.context.settings.secrets(), *option_secrets(self.options)]
+        return sorted(dict.fromkeys(value for value in values if value), key=len, reverse=True)
 
     def cost(self, usage: Usage) -> float | None:
         """USD for ``usage``; None when the price is unknown (never a silent 0)."""
@@ -100,6 +103,21 @@ class Provider(ABC):
         """Stop sequences this provider cuts the answer at itself, not sent in the body (part of the cache key:
         the stored answer is already cut)."""
         return None
+
+
+def option_secrets(value: object) -> list[str]:
+    """Every ``SecretStr`` value in ``value``: options, and the lists, dicts and models they hold."""
+    if isinstance(value, SecretStr):
+        return [value.get_secret_value()]
+    if isinstance(value, BaseModel):
+        items: Iterable[object] = dict(value).values()
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = value
+    else:
+        return []
+    return [secret for item in items for secret in option_secrets(item)]
 
 
 def estimate_tokens(messages: list[ChatMessage] | str) -> int:

@@ -10,7 +10,9 @@ to try again. For one call, in order:
    ``--tpm`` budgets (shared by all in-flight samples; tokens are estimated from the request before the
    call and corrected with the reported usage after it).
 3. The call. A transient failure is retried with tenacity: exponential backoff with jitter, or the
-   server's ``Retry-After`` / reset time when it gave one; ``--max-retries`` bounds the retries.
+   server's ``Retry-After`` / reset time when it gave one; ``--max-retries`` bounds the retries. A provider
+   that raises an exception of its own (not an ``EvalHarnessError``: a vendor SDK's error, a bug) or returns
+   something other than a ``Completion`` fails that sample only (``ProviderContractError``), not retried.
 
 A sample's ``backoff_s`` is the time between its attempts: from a failure to the next attempt's admission
 (the tenacity wait, then any run-wide pause after a 429). Queueing for a slot and ``--rpm``/``--tpm``
@@ -32,12 +34,23 @@ from typing import TYPE_CHECKING, Any
 
 from eval_harness.cache import Origin, ResponseCache, cache_key, default_cache_dir
 from eval_harness.config import RunConfig, redact
-from eval_harness.errors import AuthenticationError, ProviderConnectionError, ProviderError, ServerUnreachableError
+from eval_harness.errors import (
+    AuthenticationError,
+    EvalHarnessError,
+    ProviderConnectionError,
+    ProviderContractError,
+    ProviderError,
+    ServerUnreachableError,
+)
 from eval_harness.providers.base import Provider, estimate_tokens
 from eval_harness.types import Completion, GenerateRequest
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
+
+
+_CONTRACT_MESSAGE_LIMIT = 600
+"""Characters of a foreign exception's text kept in a record (a vendor SDK may put a whole response in it)."""
 
 
 @dataclass
@@ -301,7 +314,8 @@ class Gateway:
         self._pacing = asyncio.Lock()  # callers wait for the budgets in arrival order; only the first books
         self.cache = cache
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
-        self._secrets = provider.secrets()
+        self.secrets = list(dict.fromkeys(provider.secrets()))  # a subclass may add a key its options hold too
+        """The provider's secrets, each once: taken out of its answers and of the errors it raises."""
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
         self._exponential: Any = None  # tenacity is imported on the first retry, not at start-up
@@ -363,7 +377,7 @@ class Gateway:
     def _without_secrets(self, completion: Completion) -> Completion:
         """The answer without the provider's keys: a server or gateway that reflects the request's headers into
         its answer must not have the key stored (records, cache) or shown."""
-        secrets = self._secrets
+        secrets = self.secrets
         if not secrets:
             return completion
         text, thinking = redact(completion.text, secrets), completion.thinking
@@ -408,7 +422,15 @@ class Gateway:
             tally.attempts += 1
             if retrying is not None:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
-            completion = await self.provider.generate(request)
+            try:
+                answer: object = await self.provider.generate(request)
+            except EvalHarnessError:
+                raise  # ours, each with its meaning: ProviderError per sample, AuthenticationError stops the run
+            except Exception as exc:
+                raise self._foreign(exc) from exc
+            if not isinstance(answer, Completion):
+                raise self._not_a_completion(answer)
+            completion = answer
         except ProviderError as exc:
             if not (isinstance(exc, ProviderConnectionError) and exc.unreachable):
                 self._reached = True  # an answer, even an error status: the server is there
@@ -425,6 +447,22 @@ class Gateway:
             self.tpm.adjust(booking, spent)
         concurrency.on_success()
         return completion
+
+    def _foreign(self, error: Exception) -> ProviderContractError:
+        """``error``, raised by the provider and none of ours, as this sample's generation error: one line that
+        names the provider, without its secrets (redacted whole, then cut, so no cut key escapes redaction)."""
+        try:
+            text = str(error)
+        except Exception:  # a broken __str__ must not turn one sample's failure into the run's
+            text = ""
+        text = " ".join(redact(text, self.secrets).split()) or f"{type(error).__name__} with no message"
+        if len(text) > _CONTRACT_MESSAGE_LIMIT:
+            text = text[: _CONTRACT_MESSAGE_LIMIT - 1] + "…"
+        return ProviderContractError(type(error).__name__, f"{self.provider.model_id}: {text}")
+
+    def _not_a_completion(self, answer: object) -> ProviderContractError:
+        what = "None" if answer is None else type(answer).__name__
+        return ProviderContractError("TypeError", f"{self.provider.model_id} returned {what}, expected Completion")
 
     async def _pace(self, request: GenerateRequest) -> Booking | None:
         """Wait until ``--rpm`` and ``--tpm`` admit the call, then book it; returns its token booking.
@@ -530,4 +568,13 @@ class Gateway:
         await self.provider.aclose()
 
 
-__all__ = ["AdaptiveConcurrency", "Booking", "CallTally", "Gateway", "GenerationOutcome", "RateLimiter", "RetryPolicy"]
+__all__ = [
+    "AdaptiveConcurrency",
+    "Booking",
+    "CallTally",
+    "Gateway",
+    "GenerationOutcome",
+    "ProviderContractError",
+    "RateLimiter",
+    "RetryPolicy",
+]
