@@ -119,6 +119,10 @@ class InspectedSample(BaseModel):
     cut_off: bool = Field(
         default=False, description="The answer stopped at the output-token limit: its end may be missing."
     )
+    failed_gates: list[str] = Field(
+        default_factory=list,
+        description="The task's gate scorers whose value is below 1 on this record: each makes the final score 0.",
+    )
     sample_mean: float | None = Field(
         default=None,
         description="With --by-sample: the sample's mean over its epochs (an error without a value counts 0), "
@@ -352,6 +356,7 @@ def inspect_run(
     else:
         eligible = in_scope & has_value
     candidates = int(np.count_nonzero(eligible))
+    gates = [spec.key for spec in manifest.task.scorers if spec.gate]
     worst: list[InspectedSample] | None = None
     if by_sample:
         # what a sample's epochs count: a value, or an error without one (wrong: 0)
@@ -363,7 +368,7 @@ def inspect_run(
             rows = _worst_rows(path, units.mean_of_row, units.shown, columns.offset, columns.epoch, n)
             records = read_records_at(path, columns.offset[rows].tolist())
             worst = [
-                _sample(record, float(units.mean_of_row[row])).model_copy(
+                _sample(record, float(units.mean_of_row[row]), gates).model_copy(
                     update={"sample_mean": float(units.mean_of_row[row]), "epochs": units.outcomes(row, in_scope)}
                 )
                 for record, row in zip(records, rows, strict=True)
@@ -371,7 +376,7 @@ def inspect_run(
     elif show_worst:
         rows = _worst_rows(path, values, eligible, columns.offset, columns.epoch, n)
         records = read_records_at(path, columns.offset[rows].tolist())
-        worst = [_sample(record, float(values[row])) for record, row in zip(records, rows, strict=True)]
+        worst = [_sample(record, float(values[row]), gates) for record, row in zip(records, rows, strict=True)]
     errors = _errors(path, columns.offset[scoped_errors].tolist()) if show_errors else None
     return Inspection(
         run_id=manifest.run_id,
@@ -466,7 +471,8 @@ def _record_error(record: dict[str, Any]) -> SampleError | None:
     return SampleError(type=kind, stage=stage, message=message)
 
 
-def _sample(record: dict[str, Any], value: float) -> InspectedSample:
+def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> InspectedSample:
+    """``record`` as listed; ``gates``: the keys of the run's gate scorers."""
     text = _input_text(record.get("input", ""))
     output = record.get("output")
     finish = record.get("finish_reason")
@@ -492,6 +498,7 @@ def _sample(record: dict[str, Any], value: float) -> InspectedSample:
         error=_record_error(record),
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,
+        failed_gates=[key for key in gates if (record.get("scores") or {}).get(key, 1.0) < 1.0],
     )
 
 

@@ -416,3 +416,24 @@ def test_an_epoch_run_listing_says_it_ranks_records_and_points_to_by_sample(cli:
     assert cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--output-dir", out, "--run-id", "one",
                "-q").code == 0  # fmt: skip
     assert "worst 2 samples by score" in cli("inspect", "--run", out / "one", "--n", "2").out  # one epoch each
+
+
+def test_a_record_zeroed_by_a_failed_gate_names_the_gate(cli: Cli, task_root: TaskRoot) -> None:
+    # the answers are right (exact_match 1) but never lower-case letters, so the lowercase gate fails
+    task_root.task(
+        "gated",
+        'name = "gated"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+        '[[scorers]]\nname = "instructions"\nalias = "style"\ngate = true\n'
+        'args = { checks = [{ type = "lowercase" }] }\n',
+    )
+    out = task_root.root / "results"
+    assert cli("run", "--task", task_root.root / "tasks" / "gated.toml", "--model", "mock/m", "--model-arg",
+               "skill=1", "--output-dir", out, "--run-id", "g", "-q", "--limit", "3").code == 0  # fmt: skip
+    inspection = inspect_run(out / "g", n=1)
+    assert inspection.worst is not None
+    (shown,) = inspection.worst
+    assert shown.score == 0.0 and (shown.scores["exact_match"], shown.scores["style"]) == (1.0, 0.0)
+    assert shown.failed_gates == ["style"]
+    table = cli("inspect", "--run", out / "g", "--n", "1").out
+    assert "gate:   style 0.000 < 1, so the final score is 0" in table

@@ -71,6 +71,8 @@ def _print_sample(
         out.print(f"finish: {finish}", markup=False, soft_wrap=True)
     if s.error is not None:
         out.print(f"error:  {s.error.message}", markup=False, soft_wrap=True)
+    for gate in s.failed_gates:
+        out.print(f"gate:   {gate} {s.scores[gate]:.3f} < 1, so the final score is 0", markup=False, soft_wrap=True)
     for name, value in s.scores.items():
         answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
         explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
