@@ -573,12 +573,13 @@ class Runner:
     ) -> dict[str, Any]:
         deadlines = self._deadlines
         deadlines.start(task)  # scoring's own budget (see _Deadlines): how long the model took is not its time
+        partial = ScoringResult()
         try:
-            result = await self.plan.scoring.score(completion.text, sample, completion)
+            result = await self.plan.scoring.score(completion.text, sample, completion, into=partial)
         except asyncio.CancelledError:
             if not deadlines.stop(task) or task.uncancel() > 0:
                 raise  # not (only) the per-sample timeout: the run is being cancelled
-            result = self._scoring_timed_out()
+            result = self._scoring_timed_out(partial)
         except BaseException:
             deadlines.stop(task)  # a refused judge key, a bug: the run stops, and this budget with it
             raise
@@ -612,11 +613,15 @@ class Runner:
         spent = (previous.get("attempts", 1), previous.get("retries") or {}, previous.get("backoff_s") or 0.0)
         return await self._scored(sample, epoch, messages, spent, completion, task)
 
-    def _scoring_timed_out(self) -> ScoringResult:
-        """The verdict on an answer whose scorers outlived the timeout: a scoring error (the answer is kept, and
-        ``resume --retry-errors`` scores it again without calling the model)."""
-        message = f"timed out after {self.plan.config.timeout_s:g} s while scoring"
-        return ScoringResult(error=ErrorInfo(type="TimeoutError", message=message, stage="score"))
+    def _scoring_timed_out(self, partial: ScoringResult) -> ScoringResult:
+        """The verdict on an answer whose scorers outlived the timeout: a scoring error naming the scorer cut
+        short, with the scorers that finished before it and their spend (the answer is kept, and ``resume
+        --retry-errors`` scores it again without calling the model)."""
+        running = f" ({partial.running})" if partial.running else ""
+        message = f"timed out after {self.plan.config.timeout_s:g} s while scoring{running}"
+        partial.error = ErrorInfo(type="TimeoutError", message=message, stage="score")
+        partial.final = None
+        return partial
 
     def _generation_error(self, error: BaseException) -> ErrorInfo:
         message = redact(str(error) or type(error).__name__, self._secrets)

@@ -183,9 +183,24 @@ def test_a_hung_scorer_gets_a_scoring_timeout_and_the_run_goes_on(cli: Cli, proj
     assert result.code == 0, result.err
     records = by_id(project.root)
     hung = records["q0000"]
-    assert hung["error"] == {"type": "TimeoutError", "message": "timed out after 0.2 s while scoring", "stage": "score"}
+    message = "timed out after 0.2 s while scoring (contract_hangs_on_q0000)"
+    assert hung["error"] == {"type": "TimeoutError", "message": message, "stage": "score"}
     assert hung["output"] == "1" and hung["score"] is None
     assert records["q0001"]["error"] is None and records["q0001"]["score"] == 1.0
+
+
+def test_a_scoring_timeout_keeps_the_scorers_that_finished_before_the_hung_one(cli: Cli, project: TaskRoot) -> None:
+    project.task(
+        "hangs_second",
+        'name = "hangs_second"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+        '[[scorers]]\nname = "contract_hangs_on_q0000"\n',
+    )
+    result = run(cli, "mock/m", "--model-arg", "skill=1", "--timeout", "0.2", limit=1, task="tasks/hangs_second.toml")
+    assert result.code == 0, result.err
+    hung = by_id(project.root)["q0000"]
+    assert hung["error"]["message"] == "timed out after 0.2 s while scoring (contract_hangs_on_q0000)"
+    assert hung["scores"] == {"exact_match": 1.0} and hung["score"] is None
 
 
 # F9: a key declared as SecretStr is redacted without overriding secrets() -----------------------------------

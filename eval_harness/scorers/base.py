@@ -315,6 +315,8 @@ class ScoringResult:
     judge_cost_usd: float | None = None
     error: ErrorInfo | None = None
     final: float | None = None
+    running: str | None = None
+    """The scorer being awaited (as errors name it), None between scorers: what a timeout cut short."""
 
 
 @dataclass
@@ -476,18 +478,23 @@ class ScoringPipeline:
         changed rubric can be detected on resume although the task spec is unchanged."""
         return {step.key: step.scorer.fingerprint for step in self.steps if step.scorer.fingerprint}
 
-    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> ScoringResult:
+    async def score(
+        self, output: str, sample: Sample, completion: Completion | None = None, *, into: ScoringResult | None = None
+    ) -> ScoringResult:
         """Apply every scorer; raises only ``AuthenticationError`` and ``ConfigError``, any other failure
-        becomes ``error``. A record needs a score, so every scorer skipped is an error here too."""
-        result = await self.run(output, sample, completion)
+        becomes ``error``. A record needs a score, so every scorer skipped is an error here too. ``into`` is
+        filled as the scorers finish, so a caller that cancels the scoring keeps what was done and who ran."""
+        result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
             result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
         return result
 
-    async def run(self, output: str, sample: Sample, completion: Completion | None = None) -> ScoringResult:
+    async def run(
+        self, output: str, sample: Sample, completion: Completion | None = None, *, into: ScoringResult | None = None
+    ) -> ScoringResult:
         """``score`` except that every scorer skipped leaves ``final`` None with no error: a composite then
         abstains instead of failing the record."""
-        result = ScoringResult()
+        result = ScoringResult() if into is None else into
         values: dict[str, float] = {}
         known = True
         for step in self.steps:
@@ -497,7 +504,9 @@ class ScoringPipeline:
                 result.explanations[step.key] = f"skipped: {decisive} is decisive"
                 continue
             try:
+                result.running = step.label
                 verdict = await step.scorer.score(output, sample, completion)
+                result.running = None
                 # a value a reader would refuse (1.5, nan, a float instead of a Score) is this sample's error,
                 # not a line that makes the whole run unreadable
                 value = _checked(verdict)
