@@ -240,3 +240,18 @@ async def test_numeric_scorer_reports_a_decimal_with_all_its_digits() -> None:
 async def test_an_answer_tag_is_what_exact_match_reads(mode: str, output: str, target: str, value: float) -> None:
     score = await build_scorer(ScorerSpec(name="exact_match", args={"mode": mode})).score(output, sample(target))
     assert score.value == value
+
+
+@pytest.mark.parametrize(
+    ("output", "reference"),
+    [("0.25", "25 percent"), ("25 percent", "0.25"), ("25 Percent", "0.25"), ("0.25", "25percent")],
+)
+def test_numeric_mode_reads_digits_and_the_word_percent_as_a_percentage(output: str, reference: str) -> None:
+    # as "25%" and "twenty-five percent" already were: 25 percent is 0.25
+    assert exact_match(output, reference, "numeric") == 1.0
+
+
+def test_numeric_mode_does_not_read_percentage_points_as_a_percent() -> None:
+    # "percentage" is another word: 25 percentage points is the number 25
+    assert exact_match("25 percentage points", "25", "numeric") == 1.0
+    assert exact_match("25 percentage points", "0.25", "numeric") == 0.0

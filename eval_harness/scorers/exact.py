@@ -26,7 +26,7 @@ MODES = ("strict", "lenient", "numeric")
 # string at every position of a text (a 400-word article: ~2,500 empty matches to throw away).
 _NUMBER = re.compile(
     r"(?<![\w.,])(?=[-−+]?[$€£¥]?\.?\d)(?P<sign>[-−+]?)[$€£¥]?(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?P<frac>\.\d+)?"
-    r"(?:\s?/\s?(?P<den>\d+)(?!\.\d))?(?P<pct>\s?%)?(?!\d)"
+    r"(?:\s?/\s?(?P<den>\d+)(?!\.\d))?(?P<pct>\s?%|\s?(?i:percent)\b)?(?!\d)"
 )
 _MARKERS = (
     re.compile(r"####"),
