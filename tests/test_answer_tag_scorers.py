@@ -136,6 +136,8 @@ TAG_RULES = [
     ("<answer>Boston</answer> No, wait. <answer>New York</answer>", "New York"),  # the last tag wins
     ("<answer>New York</answer>\n<answer>  </answer>", "New York"),  # a blank tag is no answer
     ("<ANSWER>\n  New York\n</Answer>", "New York"),  # any case, outer whitespace and line breaks dropped
+    # a lone opening tag in the reasoning (an echoed instruction) opens no answer
+    ("<reasoning>I put the city in the <answer> tag.</reasoning>\n<answer>New York</answer>", "New York"),
 ]
 TEXT_SCORERS = [("exact_match", {}), ("exact_match", {"mode": "lenient"}), ("token_f1", {}), ("squad_em", {})]
 TEXT_SCORERS += [("rouge", {"variant": variant}) for variant in ("rouge1", "rouge2", "rougeL")]

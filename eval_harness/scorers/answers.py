@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+# A tag's text may not hold another opening tag: a lone "<answer>" in the reasoning ("I put 42 in the <answer>
+# tag") would otherwise open a match that runs to the real tag's end and swallows it.
+_ANSWER_TAG = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 def answer_tag(output: str) -> str | None:
