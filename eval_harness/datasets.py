@@ -160,17 +160,17 @@ class _Scan:
 
 
 class PoolOverlap:
-    """Which examples of a few-shot pool are also samples of a dataset: the same id, or the same input, target
-    and choices (choices too: two multiple-choice items that share a question and the answer letter "B" are
-    different items).
+    """Which examples of a few-shot pool are also samples of a dataset: the same input, target and choices
+    (choices too: two multiple-choice items that share a question and the answer letter "B" are different items).
+    Not the id: files are often numbered each on its own (0, 1, 2... in dev and in test), so a shared id says
+    nothing about content.
 
     It is fed every valid line of one streaming pass over the dataset (``validate_dataset(..., overlap=)``, the
     pass that checks it anyway) and holds only the pool, which is small, and what it found: never the dataset.
-    A line costs a set lookup of its id and a dict lookup of its question text."""
+    A line costs a dict lookup of its question text."""
 
     def __init__(self, pool: Iterable[Sample]) -> None:
         examples = list(pool)
-        self._ids = frozenset(example.id for example in examples)
         self._by_question: dict[str, list[Sample]] = {}
         for example in examples:
             self._by_question.setdefault(_question(example.input), []).append(example)
@@ -179,8 +179,6 @@ class PoolOverlap:
 
     def see(self, sample_id: str, fields: dict[str, Any]) -> None:
         """Compare one dataset sample (``Sample`` fields) with the pool."""
-        if sample_id in self._ids:
-            self.found.setdefault(sample_id, sample_id)
         candidates = self._by_question.get(_question(fields["input"]))
         if candidates is None:
             return

@@ -327,7 +327,7 @@ def _few_shot(task: LoadedTask, dataset_path: Path, pool: _Pool | None) -> _FewS
 
 def _chosen(task: LoadedTask, pool: _Pool, found: dict[str, str]) -> _FewShot:
     """k examples of the pool, drawn from those that are no sample under evaluation (``found``: pool example id
-    -> the dataset sample equal to it, by id or by content). They are left out before the draw rather than the
+    -> the dataset sample equal to it in content). They are left out before the draw rather than the
     run refused: the rest of the file is still a valid pool, and the draw stays a function of the files."""
     spec = task.spec.few_shot
     assert spec is not None
@@ -335,7 +335,7 @@ def _chosen(task: LoadedTask, pool: _Pool, found: dict[str, str]) -> _FewShot:
     if not kept:
         raise ConfigError(
             f"{task.path}: few-shot: every one of the {len(pool.examples)} examples in {pool.path} is also a sample "
-            "of the dataset under evaluation (same id, or same input and target); take the examples from another "
+            "of the dataset under evaluation (same input and target); take the examples from another "
             "file, or use holdout_fraction"
         )
     examples = sample_subset(kept, spec.k, spec.seed)
@@ -355,7 +355,7 @@ def _left_out_note(pool: _Pool, found: dict[str, str], kept: int, k: int) -> str
     return (
         f"few-shot: left out {count} example{'s' if count != 1 else ''} of {pool.path} that "
         f"{'are' if count != 1 else 'is'} also {'samples' if count != 1 else 'a sample'} of the dataset "
-        f"(same id, or same input and target): {shown}{fewer}"
+        f"(same input and target): {shown}{fewer}"
     )
 
 

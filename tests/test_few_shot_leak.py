@@ -79,13 +79,13 @@ def test_an_example_with_the_input_and_target_of_a_sample_is_left_out_whatever_i
     }
 
 
-def test_an_example_with_the_id_of_a_sample_is_left_out_though_its_text_differs(cli: Cli, root: TaskRoot) -> None:
-    # the same sample copied with its question reworded is still the sample under evaluation
-    _with_pool(root, [*_CLEAN, {"id": "q0007", "input": "what is 7 plus 1 ?", "target": "8"}], k=3)
+def test_an_example_sharing_only_its_id_with_a_sample_is_kept(cli: Cli, root: TaskRoot) -> None:
+    # files numbered each on its own (0, 1, 2... in dev and in test) share ids, not items: only content is a leak
+    _with_pool(root, [{"id": "q0007", "input": "What is 70 + 5?", "target": "75"}], k=1)
     result = _run(cli, "r")
-    assert result.code == 0, result.err
+    assert result.code == 0 and result.err == "", result.err
     records = read_records(root.root / "results" / "r")
-    assert not [record["sample_id"] for record in records if "what is 7 plus 1 ?" in _prompt(record)]
+    assert all("What is 70 + 5?" in _prompt(record) for record in records)
 
 
 def test_an_example_of_another_multiple_choice_item_with_the_same_question_and_letter_is_kept(
@@ -126,8 +126,8 @@ def test_the_plan_says_which_examples_were_left_out_and_how_many_are_left(root: 
     )
     plan = plan_run(RunConfig(task="adder", model="mock/m", output_dir=Path("results"), run_id="r"))
     assert plan.notes == [
-        f"few-shot: left out 2 examples of {pool} that are also samples of the dataset (same id, or same input and "
-        "target): q0003, d9 (= sample q0009); 2 left to draw k = 3 from"
+        f"few-shot: left out 2 examples of {pool} that are also samples of the dataset (same input and target)"
+        ": q0003, d9 (= sample q0009); 2 left to draw k = 3 from"
     ]
 
 
@@ -136,8 +136,8 @@ def test_the_run_prints_the_left_out_examples_on_stderr(cli: Cli, root: TaskRoot
     result = _run(cli, "r")
     assert result.code == 0, result.err
     assert result.err == (
-        f"few-shot: left out 1 example of {pool} that is also a sample of the dataset (same id, or same input and "
-        "target): dev-7 (= sample q0007)\n"
+        f"few-shot: left out 1 example of {pool} that is also a sample of the dataset (same input and target)"
+        ": dev-7 (= sample q0007)\n"
     )
 
 
@@ -152,7 +152,7 @@ def test_a_few_shot_file_whose_every_example_is_a_sample_is_refused_before_anyth
     assert (result.code, result.err) == (
         2,
         f"error: {task}: few-shot: every one of the 2 examples in {pool} is also a sample of the dataset under "
-        "evaluation (same id, or same input and target); take the examples from another file, or use "
+        "evaluation (same input and target); take the examples from another file, or use "
         "holdout_fraction\n",
     )
     assert not (root.root / "results").exists()
