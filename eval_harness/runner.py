@@ -589,6 +589,8 @@ class Runner:
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
+        for key in result.skipped:  # a weight-0 scorer's failure is kept as its explanation: its message too
+            result.explanations[key] = redact(result.explanations[key], self._secrets)
         return _record(sample, epoch, messages, spent, completion, result, error, self._threshold)
 
     async def _rescore(

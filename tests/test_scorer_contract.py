@@ -182,7 +182,6 @@ def test_a_weight_zero_scorer_out_of_range_is_left_out_and_the_answer_keeps_its_
             "its factory returned function, expected a Scorer (a subclass of eval_harness.scorers.Scorer, or "
             "FunctionScorer(function))",
         ),
-        ("sc_sync", "SyncScore.score must be a coroutine function ('async def score')"),
         (
             "sc_needs_file",
             "FileNotFoundError: [Errno 2] No such file or directory: 'sc-lexicon-that-does-not-exist.txt'",
@@ -261,3 +260,50 @@ def test_a_broken_or_clashing_plugin_is_one_line_naming_its_entry_point_whicheve
     result = run_subprocess("run", "--task", task, "--model", "mock/m", "--limit", "2",
                             "--output-dir", task_root.root / "results", "-q", cwd=task_root.root)  # fmt: skip
     assert (result.code, result.err) == (2, f"error: {message}\n")
+
+
+def test_a_scorer_whose_score_is_a_plain_method_works(cli: Cli, task_root: TaskRoot) -> None:
+    # SyncScore.score returns a Score without async; a delegating method returning a coroutine works alike
+    result, run_dir = run(cli, task_root, "sc_sync")
+    assert result.code == 0, result.err
+    assert all(r["error"] is None and r["scores"]["sc_sync"] == 1.0 for r in read_records(run_dir))
+
+
+CANARY = "sk-CANARY-scorer-0123456789"
+
+
+class LeaksTheKey(Scorer):
+    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
+        raise RuntimeError(f"grader said 401 for key {CANARY}")
+
+
+@register_scorer("sc_leaks_key")
+def leaks_key() -> Scorer:
+    return LeaksTheKey()
+
+
+@register_scorer("sc_factory_leaks_key")
+def factory_leaks_key() -> Scorer:
+    raise RuntimeError(f"cannot authenticate with {CANARY}")
+
+
+def test_a_failing_weight_0_scorer_keeps_its_message_without_the_key(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    result, run_dir = run(cli, task_root, "sc_leaks_key", 0.0)
+    assert result.code == 0, result.err
+    records = read_records(run_dir)
+    assert records[0]["explanations"]["sc_leaks_key"] == (
+        "failed, not counted (weight 0): RuntimeError: grader said 401 for key [REDACTED]"
+    )
+    assert not [p for p in run_dir.iterdir() if p.is_file() and CANARY in p.read_text(errors="replace")]
+
+
+def test_an_error_quoting_a_key_is_printed_without_it(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    result, _ = run(cli, task_root, "sc_factory_leaks_key")
+    assert result.code == 2 and CANARY not in result.err
+    assert "RuntimeError: cannot authenticate with [REDACTED]" in result.err

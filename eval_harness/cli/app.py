@@ -148,6 +148,19 @@ def _tolerate_narrow_encodings() -> None:
         stdout.reconfigure(errors="replace")
 
 
+def _redacted(text: str) -> str:
+    """An error's text without the keys of the environment and ``.env``: a message may quote an exception of
+    code we do not control (a plugin that fails to import, a scorer factory), which may hold one. Read here, on
+    the way out, so no message path can miss it."""
+    from eval_harness.config import Settings, redact
+
+    try:
+        secrets = Settings.load().secrets()
+    except EvalHarnessError:  # an unreadable .env is what is being reported: the environment's keys at least
+        secrets = Settings.load(env_file=None).secrets()
+    return redact(text, secrets)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
@@ -159,15 +172,15 @@ def main(argv: list[str] | None = None) -> None:
         # args=None (the console): click reads sys.argv itself, expanding globs on Windows as it always did
         command(args=argv, prog_name="eval-harness")
     except DatasetError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         for problem in exc.problems:
-            print(problem, file=sys.stderr)
+            print(_redacted(problem), file=sys.stderr)
         sys.exit(exc.exit_code)
     except EvalHarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -17,9 +17,9 @@ with ``skip_when = { exact_match = 1.0 }`` is never called on answers exact matc
 condition is a number (equality) or a string such as ``">= 0.9"``. A skipped scorer has no value; its
 explanation says why, and the final score is the weighted mean of the scorers that ran.
 
-The contract a scorer keeps, checked on every verdict (a few comparisons, no validation): ``score`` is a
-coroutine function (checked once, when the scorer is built, as is that the factory returned a ``Scorer``)
-and returns a ``Score`` whose value, and each part of ``metadata["breakdown"]``, is a number in [0, 1], with
+The contract a scorer keeps, checked on every verdict (a few comparisons, no validation): ``score`` (an
+``async def``, or a method that returns a ``Score`` or an awaitable of one: a delegating or decorated method
+works too) gives a ``Score`` whose value, and each part of ``metadata["breakdown"]``, is a number in [0, 1], with
 ``usage``/``cost_usd`` non-negative when given. A verdict that breaks it, however it was made (a ``Score``
 changed after it was built, ``Score.model_construct``, a bare float), is that sample's ``ScoringError``
 naming the scorer and what it returned, like a scorer that raises: nothing a reader would refuse reaches
@@ -148,12 +148,6 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
         raise ConfigError(
             f"{where}: scorer {spec.name!r}: its factory returned {_type_name(scorer)}, expected a Scorer "
             "(a subclass of eval_harness.scorers.Scorer, or FunctionScorer(function))"
-        )
-    if not inspect.iscoroutinefunction(scorer.score):
-        # caught here, not as a TypeError on every sample ("object Score can't be used in 'await' expression")
-        raise ConfigError(
-            f"{where}: scorer {spec.name!r}: {type(scorer).__name__}.score must be a coroutine function "
-            "('async def score')"
         )
     return scorer
 
@@ -505,7 +499,9 @@ class ScoringPipeline:
                 continue
             try:
                 result.running = step.label
-                verdict = await step.scorer.score(output, sample, completion)
+                verdict = step.scorer.score(output, sample, completion)
+                if inspect.isawaitable(verdict):  # an async def, or a plain method handing on a coroutine
+                    verdict = await verdict
                 result.running = None
                 # a value a reader would refuse (1.5, nan, a float instead of a Score) is this sample's error,
                 # not a line that makes the whole run unreadable
