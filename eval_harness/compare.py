@@ -684,13 +684,21 @@ def _compare(
     overall = _axis("overall", a, b, seed, sample, (only_a, only_b))
     overall = _decide(overall, overall.p_value)
     compared = {axis.axis for axis in axes}
+    # a B axis whose paired records all moved to A's axes was compared there: not "no pairs"
+    moved_b = {columns_b.axes[c] for c in np.unique(columns_b.axis[ib]).tolist()} - compared
     unpaired_axes = [
         UnpairedAxis(axis=name, only_a=unpaired_a.get(name, 0), only_b=unpaired_b.get(name, 0))
-        for name in sorted({*unpaired_a, *unpaired_b} - compared)
+        for name in sorted({*unpaired_a, *unpaired_b} - compared - moved_b)
     ]
     if only_a or only_b:
         notes.append(f"{only_a:,} records only in A and {only_b:,} only in B are left out of the paired statistics")
     notes += [f"{axis.axis}: {axis.left_out}: not compared" for axis in unpaired_axes]
+    notes += [
+        f"{name}: B's paired records on this axis are counted under A's axes; its other {unpaired_b[name]:,} have "
+        "no pair in A and are left out"
+        for name in sorted(moved_b)
+        if unpaired_b.get(name)
+    ]
     epoch_notes, by_epoch = _epoch_notes(columns_a, columns_b, ia, ib)
     notes += _coverage_notes(axes, skip=by_epoch) + epoch_notes
     if manifest_a.task.pass_threshold != manifest_b.task.pass_threshold:

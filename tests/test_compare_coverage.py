@@ -179,3 +179,22 @@ def test_fail_on_regression_fails_naming_an_axis_a_has_no_pairs_for(cli: Cli, tr
     assert result.err.strip().endswith(
         "error: regression gate failed: axis delta not compared, no pairs (5 records only in B, none in A)"
     )
+
+
+def test_an_axis_renamed_in_b_whose_records_paired_under_a_s_axis_is_not_called_unpaired(
+    cli: Cli, tri: TaskRoot
+) -> None:
+    # B names A's gamma "g2" (the same ids); A stops at 5 of gamma's 10 samples: 5 of B's g2 records pair, under
+    # A's gamma, and 5 have no pair
+    renamed = [{**r, "axis": "g2"} if r["axis"] == "gamma" else r for r in _records(10)]
+    moved = tri.data("tri_renamed.jsonl", renamed)
+    a, b = run(cli, tri, "a", "--limit", "25"), run(cli, tri, "b", "--dataset", moved)
+    document = compare_json(cli, a, b, "--force")
+    assert document["unpaired_axes"] == []
+    assert "5 paired records have another axis in B; they are counted under A's axis" in document["notes"]
+    assert (
+        "g2: B's paired records on this axis are counted under A's axes; its other 5 have no pair in A and are left out"
+        in document["notes"]
+    )
+    gated = cli("compare", "--run-a", a, "--run-b", b, "--force", "--fail-on-regression")
+    assert "not compared" not in gated.out + gated.err
