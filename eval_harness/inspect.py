@@ -109,7 +109,7 @@ class InspectedSample(BaseModel):
     target: str | list[str]
     output: str | None = Field(description="The model's output, whole (the table view shortens it).")
     output_chars: int | None = Field(description="Characters in the output; None without one.")
-    scores: dict[str, float]
+    scores: dict[str, float | None]
     explanations: dict[str, str]
     answers: dict[str, str]
     latency_ms: float | None
@@ -471,6 +471,11 @@ def _record_error(record: dict[str, Any]) -> SampleError | None:
     return SampleError(type=kind, stage=stage, message=message)
 
 
+def _below_one(value: Any) -> bool:
+    """A gate's recorded value below 1 (readers accept null: no value is no failed gate)."""
+    return isinstance(value, int | float) and value < 1.0
+
+
 def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> InspectedSample:
     """``record`` as listed; ``gates``: the keys of the run's gate scorers."""
     text = _input_text(record.get("input", ""))
@@ -498,7 +503,7 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         error=_record_error(record),
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,
-        failed_gates=[key for key in gates if (record.get("scores") or {}).get(key, 1.0) < 1.0],
+        failed_gates=[key for key in gates if _below_one((record.get("scores") or {}).get(key))],
     )
 
 

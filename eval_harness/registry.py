@@ -46,6 +46,8 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._discovered = False
         self._plugins_loaded = False
+        self._plugin_error: ConfigError | None = None
+        """Why the plugins could not be loaded: raised again at each lookup without importing them again."""
         self._found: EntryPoints | None = None
         self._builtins: dict[str, str] | None = None  # built-in name -> its module, once entry points are read
 
@@ -98,7 +100,9 @@ class Registry(Generic[T]):
             importlib.import_module(module)
 
     def _load_plugins(self) -> None:
-        """Import every plugin module (once; again after a failure, which then fails the same way)."""
+        """Import every plugin module (once; a failure is kept and raised again by every later lookup)."""
+        if self._plugin_error is not None:
+            raise self._plugin_error
         if self._plugins_loaded:
             return
         self._plugins_loaded = True  # before importing: a plugin module may look a name up as it loads
@@ -116,6 +120,9 @@ class Registry(Generic[T]):
                     plugins.setdefault(ep.module, []).append(ep)
             for module in sorted(plugins):
                 _import_plugin(module, plugins[module])
+        except ConfigError as exc:
+            self._plugin_error = exc
+            raise
         except BaseException:
             self._plugins_loaded = False
             raise

@@ -437,3 +437,21 @@ def test_a_record_zeroed_by_a_failed_gate_names_the_gate(cli: Cli, task_root: Ta
     assert shown.failed_gates == ["style"]
     table = cli("inspect", "--run", out / "g", "--n", "1").out
     assert "gate:   style 0.000 < 1, so the final score is 0" in table
+
+
+def test_a_gate_recorded_as_null_is_no_failed_gate_and_shows_a_dash(cli: Cli, task_root: TaskRoot) -> None:
+    # readers accept null in scores: inspect must not stop on one
+    task_root.task(
+        "gated",
+        'name = "gated"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+        '[[scorers]]\nname = "exact_match"\nalias = "strict"\ngate = true\n',
+    )
+    out = task_root.root / "results"
+    assert cli("run", "--task", task_root.root / "tasks" / "gated.toml", "--model", "mock/m", "--output-dir", out,
+               "--run-id", "g", "-q", "--limit", "2").code == 0  # fmt: skip
+    rewrite(out / "g", lambda r: {**r, "scores": {**r["scores"], "strict": None}})
+    inspection = inspect_run(out / "g", n=2)
+    assert inspection.worst is not None and all(s.failed_gates == [] for s in inspection.worst)
+    table = cli("inspect", "--run", out / "g", "--n", "1")
+    assert table.code == 0 and "  strict –" in table.out

@@ -574,7 +574,6 @@ __all__ = [
     "CallTally",
     "Gateway",
     "GenerationOutcome",
-    "ProviderContractError",
     "RateLimiter",
     "RetryPolicy",
 ]

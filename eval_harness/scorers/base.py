@@ -38,7 +38,7 @@ import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
@@ -499,13 +499,14 @@ class ScoringPipeline:
                 continue
             try:
                 result.running = step.label
-                verdict = step.scorer.score(output, sample, completion)
-                if inspect.isawaitable(verdict):  # an async def, or a plain method handing on a coroutine
-                    verdict = await verdict
+                given: object = step.scorer.score(output, sample, completion)
+                if inspect.isawaitable(given):  # an async def, or a plain method handing on a coroutine
+                    given = await given
                 result.running = None
                 # a value a reader would refuse (1.5, nan, a float instead of a Score) is this sample's error,
                 # not a line that makes the whole run unreadable
-                value = _checked(verdict)
+                value = _checked(given)
+                verdict = cast(Score, given)  # _checked passed: it is a Score
             except SkipScore as skip:
                 result.skipped.append(step.key)
                 result.explanations[step.key] = f"skipped: {skip}"

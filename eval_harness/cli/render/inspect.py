@@ -71,12 +71,14 @@ def _print_sample(
         out.print(f"finish: {finish}", markup=False, soft_wrap=True)
     if s.error is not None:
         out.print(f"error:  {s.error.message}", markup=False, soft_wrap=True)
+    outcome = "so the final score is 0" if s.error is None else "which would make the final score 0"
     for gate in s.failed_gates:
-        out.print(f"gate:   {gate} {s.scores[gate]:.3f} < 1, so the final score is 0", markup=False, soft_wrap=True)
+        out.print(f"gate:   {gate} {s.scores[gate] or 0.0:.3f} < 1, {outcome}", markup=False, soft_wrap=True)
     for name, value in s.scores.items():
         answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
         explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
-        out.print(f"  {name} {value:.3f}{answer}{explanation}", markup=False, soft_wrap=True)
+        shown = "–" if value is None else f"{value:.3f}"
+        out.print(f"  {name} {shown}{answer}{explanation}", markup=False, soft_wrap=True)
 
 
 def _outcome(e: EpochOutcome) -> str:
