@@ -548,13 +548,12 @@ class Runner:
         try:
             outcome = await self.gateway.generate(request, tally)
         except asyncio.CancelledError:
-            if not deadlines.stop(task) or task.uncancel() > 0:
+            if not deadlines.timed_out(task):
                 raise  # not (only) the per-sample timeout: the run is being cancelled
             timeout = ProviderTimeoutError(f"no answer within the per-sample timeout of {plan.config.timeout_s:g}s")
             outcome = self.gateway.cancelled(tally, timeout)
         else:
-            if deadlines.stop(task):
-                task.uncancel()  # the provider swallowed the watchdog's cancellation and answered: keep the answer
+            deadlines.finished(task)  # a provider that swallowed the watchdog's cancellation and answered: kept
         spent = (outcome.attempts, outcome.retries, round(outcome.backoff_s, 3))
         if outcome.completion is None:
             failure = outcome.error or ProviderError("no completion")
@@ -577,15 +576,14 @@ class Runner:
         try:
             result = await self.plan.scoring.score(completion.text, sample, completion, into=partial)
         except asyncio.CancelledError:
-            if not deadlines.stop(task) or task.uncancel() > 0:
+            if not deadlines.timed_out(task):
                 raise  # not (only) the per-sample timeout: the run is being cancelled
             result = self._scoring_timed_out(partial)
         except BaseException:
             deadlines.stop(task)  # a refused judge key, a bug: the run stops, and this budget with it
             raise
         else:
-            if deadlines.stop(task):
-                task.uncancel()  # a scorer swallowed the watchdog's cancellation and finished: its verdict stands
+            deadlines.finished(task)  # a scorer that swallowed the watchdog's cancellation and finished: it stands
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
@@ -664,6 +662,17 @@ class _Deadlines:
             self._expired.discard(task)
             return True
         return False
+
+    def timed_out(self, task: asyncio.Task[None]) -> bool:
+        """After a timed wait raised ``CancelledError``: True when the watchdog alone cancelled it (its timeout, to
+        record; the cancellation is taken back), False when the run is being cancelled too (to re-raise)."""
+        return self.stop(task) and task.uncancel() == 0
+
+    def finished(self, task: asyncio.Task[None]) -> None:
+        """A timed wait ended normally: a watchdog cancellation that came too late, and was swallowed by the
+        code it interrupted, is taken back, so the task's next await is not cancelled."""
+        if self.stop(task):
+            task.uncancel()
 
     async def watch(self) -> None:
         """Cancel each task whose wait outlived the timeout (runs until cancelled)."""
