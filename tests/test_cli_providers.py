@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,17 +84,28 @@ def summary(tmp_path: Path, run_id: str = "r1") -> dict[str, Any]:
     return loaded
 
 
+def fault_kind(reply: Reply | None) -> str:
+    """What a chaos reply does to an attempt: none (answered), refused (400), garbage (not JSON) or transient."""
+    if reply is None:
+        return "none"
+    if reply.status == 400:
+        return "refused"
+    return "garbage" if reply.kind == "not_json" else "transient"
+
+
 def test_a_run_over_a_faulty_server_records_every_sample_scored_or_with_its_error(
     server: FakeLLMServer, tmp_path: Path
 ) -> None:
     faults = chaos(seed=3, p_rate_limit=0.1, p_server_error=0.1, p_overloaded=0.05, p_garbage=0.05, p_bad_request=0.05)
+    special = {"arithmetic-000": "What is 221 + 427?", "arithmetic-001": "What is 757 - 497?",
+               "arithmetic-002": "What is 77 * 6?"}  # fmt: skip
 
     def rule(request: RecordedRequest) -> Reply | None:
-        if "What is 221 + 427?" in request.prompt:
+        if special["arithmetic-000"] in request.prompt:
             return hang()
-        if "What is 757 - 497?" in request.prompt:
+        if special["arithmetic-001"] in request.prompt:
             return html_page(502) if request.attempt == 1 else None
-        if "What is 77 * 6?" in request.prompt:
+        if special["arithmetic-002"] in request.prompt:
             return cut_connection() if request.attempt == 1 else None
         return faults(request)
 
@@ -119,8 +132,26 @@ def test_a_run_over_a_faulty_server_records_every_sample_scored_or_with_its_erro
         "ProviderHTTPError",
         "ProviderResponseError",
     }
-    scored = [r for r in rows if r["score"] is not None]
-    assert len(scored) >= 60 and sum(r["score"] for r in scored) >= 55
+    # The faults are a function of (prompt, attempt), so a sample's fate follows from its first two replies
+    # (transient faults heal after two). Only a sample whose first reply was transient depends on timing: its
+    # retries wait 0.5-1 s, then 1-1.5 s, and the 2 s timeout may strike first. The server counts attempts by
+    # body, so samples that share a prompt (three pairs in these 80) share the count: their order decides.
+    first_tries = {r.prompt: r for r in server.generation_requests() if r.attempt == 1}
+    tried_by = {row["sample_id"]: [t for p, t in first_tries.items() if row["input"] in p] for row in rows}
+    sharing = Counter(t[0].prompt for t in tried_by.values() if len(t) == 1)
+    fates: Counter[str] = Counter()
+    for row in rows:
+        (tried,) = tried_by[row["sample_id"]]
+        if row["sample_id"] in special or sharing[tried.prompt] > 1:
+            continue
+        first, second = fault_kind(faults(tried)), fault_kind(faults(dataclasses.replace(tried, attempt=2)))
+        fates[first] += 1
+        if first != "transient":
+            allowed = {{"none": None, "refused": "ProviderHTTPError", "garbage": "ProviderResponseError"}[first]}
+        else:  # retried: answered, or garbage on the second attempt; or cut short by the timeout
+            allowed = {"ProviderResponseError" if second == "garbage" else None, "ProviderTimeoutError"}
+        assert (row["error"]["type"] if row["error"] else None) in allowed, (row["sample_id"], first, second)
+    assert all(fates[kind] > 0 for kind in ("none", "refused", "garbage", "transient")), fates
     totals = summary(tmp_path)
     assert totals["status"] == "complete" and totals["records"] == 80
     assert {"rate_limit", "server_error"} <= set(totals["retries_by_cause"])
@@ -132,7 +163,7 @@ def test_in_flight_requests_never_exceed_concurrency(server: FakeLLMServer, tmp_
     result = cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "40", "--concurrency", "4", "-q"))
     assert result.returncode == 0, result.stderr
     assert len(server.generation_requests()) == 40
-    assert 2 <= server.max_in_flight <= 4
+    assert server.max_in_flight <= 4  # that the limit is reached is pinned without timing in test_gateway
 
 
 def test_rpm_holds_across_concurrent_samples(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -143,8 +174,11 @@ def test_rpm_holds_across_concurrent_samples(server: FakeLLMServer, tmp_path: Pa
     assert result.returncode == 0, result.stderr
     times = sorted(r.time for r in server.generation_requests())
     assert len(times) == 10
-    # one request every 0.1 s; up to one interval of jitter (the first call also opens the client)
-    assert times[-1] - times[0] >= 0.9 - 0.1
+    # One request every 0.1 s, so 0.9 s from the first to the last as paced; unpaced they would all arrive within
+    # a few ms. Arrival times on another process's clock are a lower bound an end-to-end test may keep, but a
+    # loaded machine can delay the first arrival (it also opens the client) more than the last: half the paced
+    # span still tells paced from unpaced. The exact pacing is pinned on the limiter's own clock in test_gateway.
+    assert times[-1] - times[0] >= 0.9 / 2
     assert summary(tmp_path)["backoff_s"] == 0  # pacing for --rpm is not backoff (README, Resilience)
 
 

@@ -99,10 +99,14 @@ def test_an_option_of_one_value_given_twice_is_refused_before_anything_runs(cli:
 
 
 def test_repeatable_options_are_not_taken_for_repeats(cli: Cli, task_root: TaskRoot) -> None:
-    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", "skill=1",
-                 "--model-arg", "format_ok=1", "--fail-below-axis", "alpha=0.1", "--fail-below-axis", "beta=0.1",
-                 "--dry-run")  # fmt: skip
+    run_dir = task_root.root / "results" / "r1"
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", "skill=0.5",
+                 "--model-arg", "format_ok=0.25", "--fail-below-axis", "alpha=0.1", "--fail-below-axis", "beta=0.2",
+                 "--limit", "2", "--output-dir", run_dir.parent, "--run-id", "r1", "-q")  # fmt: skip
     assert result.code == 0, result.err
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert (manifest["model"]["args"]["skill"], manifest["model"]["args"]["format_ok"]) == (0.5, 0.25)  # not defaults
+    assert manifest["gates"]["fail_below_axis"] == [["alpha", 0.1], ["beta", 0.2]]
 
 
 def test_two_key_values_after_one_model_arg_are_refused_with_the_spelling_that_works(
@@ -474,8 +478,9 @@ def test_a_command_parsed_alone_says_exactly_what_the_whole_app_says(
     command before parsing); its help, usage errors and exit codes are the whole app's."""
     from eval_harness.cli.app import _app_for, app
 
-    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
-    assert len(names) >= 10 and "run" in names and "cache" in names
+    named = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    names = [name for name in named if name is not None]
+    assert names == named and len(names) >= 10 and "run" in names and "cache" in names
     cases = [[name, "--help"] for name in names] + [
         ["run", "--no-such-option"], ["run", "--concurrency", "zero"], ["cache", "no-such"], ["cache", "--help"],
     ]  # fmt: skip
@@ -718,8 +723,10 @@ def test_the_progress_bar_keeps_the_count_and_time_left_on_an_80_column_terminal
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     display = ProgressDisplay(2_000, "openai-compatible/a-long-model-name · capability_profile")
-    figures = dict(errors=3, score_sum=900.0, scored=1_000, cost_usd=0.0123, cost_known=True, elapsed_s=10.0)
-    display.update(Progress(done=1_000, total=2_000, session_done=1_000, **figures))
+    display.update(
+        Progress(done=1_000, total=2_000, session_done=1_000, errors=3, score_sum=900.0, scored=1_000,
+                 cost_usd=0.0123, cost_known=True, elapsed_s=10.0)
+    )  # fmt: skip
     assert display._progress is not None
     screen = Console(file=io.StringIO(), width=80, color_system=None)
     screen.print(display._progress.get_renderable())

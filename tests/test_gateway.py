@@ -13,7 +13,7 @@ from eval_harness.cache import ResponseCache
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import AuthenticationError, ProviderHTTPError
 from eval_harness.providers.base import ProviderContext, create_provider
-from eval_harness.providers.gateway import AdaptiveConcurrency, Gateway, RateLimiter, RetryPolicy
+from eval_harness.providers.gateway import AdaptiveConcurrency, Booking, Gateway, RateLimiter, RetryPolicy
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, Sample
 
 
@@ -40,36 +40,41 @@ def gateway(
     max_retries: int = 3,
     rpm: float | None = None,
     cache: ResponseCache | None = None,
+    initial_wait_s: float = 0.01,
 ) -> Gateway:
     provider = create_provider(
         "openai-compatible/fake",
         {"base_url": server.base_url},
         ProviderContext(settings=Settings(), concurrency=concurrency),
     )
-    policy = RetryPolicy(max_retries=max_retries, initial_wait_s=0.01, max_wait_s=5)
+    policy = RetryPolicy(max_retries=max_retries, initial_wait_s=initial_wait_s, max_wait_s=5)
     return Gateway(provider, policy, concurrency=concurrency, rpm=rpm, cache=cache)
 
 
+# backoff_s is measured (monotonic time from the failure to the retry's admission), so it is at least the wait
+# the gateway chose: Retry-After plus up to 10% jitter (Gateway._wait). Its upper bounds here sit at twice the
+# Retry-After, not at the 10% of jitter: a measured wait overshoots the chosen one by the event loop's lateness
+# (up to ~5 ms per sleep at load 6 on 2 cores), enough to cross a bound at +10% in a few runs in a hundred. The
+# exponential backoff starts at 2 s, so a wait that added it to the Retry-After would cross the bound as well.
 async def test_retry_waits_as_long_as_retry_after_says(server: FakeLLMServer) -> None:
     server.script(rate_limited("1"))
-    gw = gateway(server)
+    gw = gateway(server, initial_wait_s=2.0)
     outcome = await gw.generate(request(7))
     await gw.aclose()
-    first, second = server.requests
     assert outcome.completion is not None and outcome.completion.text == "7"
-    assert second.time - first.time >= 1.0
-    assert outcome.attempts == 2
+    assert outcome.attempts == 2 and len(server.requests) == 2
     assert outcome.retries == {"rate_limit": 1}
-    assert outcome.backoff_s >= 1.0
+    assert 1.0 <= outcome.backoff_s < 2.0  # Retry-After: 1, not twice it, nor 1 s plus the 2-4 s of backoff
 
 
 async def test_retry_after_ms_is_honoured(server: FakeLLMServer) -> None:
     server.script(rate_limited(None, headers={"retry-after-ms": "400"}))
-    gw = gateway(server)
-    await gw.generate(request())
+    gw = gateway(server, initial_wait_s=2.0)
+    outcome = await gw.generate(request())
     await gw.aclose()
-    first, second = server.requests
-    assert second.time - first.time >= 0.4
+    assert outcome.completion is not None and len(server.requests) == 2
+    assert outcome.retries == {"rate_limit": 1}
+    assert 0.4 <= outcome.backoff_s < 0.8  # retry-after-ms: 400, not twice it, nor 0.4 s plus 2-4 s of backoff
 
 
 async def test_non_retryable_4xx_is_tried_once(server: FakeLLMServer) -> None:
@@ -120,12 +125,29 @@ async def test_in_flight_requests_never_exceed_the_concurrency(server: FakeLLMSe
     assert server.max_in_flight <= 5
 
 
+class BookingLog(RateLimiter):
+    """A real-clock limiter that keeps when each call it admitted was booked to start."""
+
+    def __init__(self, per_minute: float) -> None:
+        super().__init__(per_minute)
+        self.starts: list[float] = []
+
+    def take(self, cost: float = 1.0) -> Booking:
+        booking = super().take(cost)
+        self.starts.append(booking.started)
+        return booking
+
+
 async def test_rpm_spaces_requests_evenly(server: FakeLLMServer) -> None:
-    gw = gateway(server, concurrency=8, rpm=600)  # one request every 0.1 s
+    gw = gateway(server, concurrency=8)
+    gw.rpm = log = BookingLog(600)  # one request every 0.1 s (and 0.1% to spare)
     await asyncio.gather(*(gw.generate(request(i)) for i in range(8)))
     await gw.aclose()
-    times = sorted(r.time for r in server.requests)
-    assert times[-1] - times[0] >= 0.7 - 0.02
+    # the bookings and the pacing read one clock, so the gaps are exact lower bounds, whatever the load (the
+    # schedule itself, 0, 0.1001, 0.2002 ..., is pinned on a fake clock: test_rate_limiter_spaces_calls_...)
+    gaps = [later - earlier for earlier, later in zip(log.starts, log.starts[1:], strict=False)]
+    assert len(server.requests) == len(log.starts) == 8
+    assert min(gaps) >= 60.06 / 600 - 1e-9
 
 
 async def test_a_429_halves_concurrency_for_the_whole_run(server: FakeLLMServer) -> None:
@@ -225,7 +247,7 @@ async def test_adaptive_concurrency_admits_up_to_the_limit_then_queues() -> None
     await asyncio.sleep(0.01)
     assert not waiting.done()
     limit.release()
-    await asyncio.wait_for(waiting, 1)
+    await asyncio.wait_for(waiting, 5)  # a hang guard: the release wakes it at once
     assert limit.in_flight == 2
 
 
@@ -244,7 +266,14 @@ def test_adaptive_concurrency_cuts_once_per_burst_and_climbs_back_slowly() -> No
 
 
 async def test_a_named_wait_pauses_every_new_call() -> None:  # (capped: see test_resilience.py)
-    limit = AdaptiveConcurrency(4)
-    limit.on_rate_limit(0.2)
-    waited = await limit.acquire()
-    assert waited >= 0.2 - 0.01
+    clock = Clock()
+    limit = AdaptiveConcurrency(4, clock=clock)
+    limit.on_rate_limit(0.05)  # the run pauses until 100.05 on this clock
+    waiting = [asyncio.ensure_future(limit.acquire()) for _ in range(2)]
+    await asyncio.sleep(0)  # both start waiting at 100.0
+    clock.now = 100.04
+    await asyncio.sleep(0.1)  # the waiters wake in real time, but only this clock can end the pause
+    assert not any(w.done() for w in waiting) and limit.in_flight == 0
+    clock.now = 100.05
+    waited = await asyncio.wait_for(asyncio.gather(*waiting), 5)
+    assert waited == [pytest.approx(0.05)] * 2 and limit.in_flight == 2

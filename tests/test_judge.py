@@ -222,10 +222,16 @@ def test_a_missing_rubric_is_a_config_error_naming_where_it_looked(where: str) -
         build_scorer(spec, judge, where)
 
 
-def test_the_built_in_summary_rubric_is_found_from_any_task() -> None:
-    judge = ScriptedJudge([])
+async def test_the_built_in_summary_rubric_is_found_from_any_task() -> None:
+    judge = ScriptedJudge([verdict(faithfulness=5)])
     spec = ScorerSpec(name="rubric_judge", args={"rubric": "judge_summary.jinja2", "criteria": ["faithfulness"]})
-    assert build_scorer(spec, judge).expensive
+    await build_scorer(spec, judge).score("Council spent 40.", SAMPLE)  # no task: only the packaged templates/
+    prompt = judge.requests[0].messages[-1].content
+    # templates/judge_summary.jinja2, rendered for SAMPLE
+    assert prompt.startswith(
+        "You are grading a one-sentence summary of an article.\n\nArticle:\nThe council spent 40 pounds.\n"
+    )
+    assert "The summary to grade:\nCouncil spent 40.\n" in prompt
 
 
 PAIRWISE = ScorerSpec(name="pairwise_judge", alias="pairwise")

@@ -56,6 +56,8 @@ def test_answers_in_the_chat_completion_schema_after_its_latency(lean_server: st
         {"model": "m", "messages": [{"role": "user", "content": "Say it. [[answer: 42]]"}]},
     )
     elapsed = time.perf_counter() - started
+    # the answer is due LATENCY after the request arrived, so the round trip lasts at least that long: a lower bound
+    # no load can break (how late the server answers under load is bench/throughput.py's server_late_ms figure)
     assert status == 200 and elapsed >= LATENCY
     assert body["object"] == "chat.completion" and body["model"] == "m"
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "42"}
@@ -66,7 +68,7 @@ def test_answers_in_the_chat_completion_schema_after_its_latency(lean_server: st
     assert headers["x-ratelimit-remaining-requests"] == "9999" and headers["server"] == "cloudflare"
     _, stats, _ = http(f"{lean_server}/_stats")
     assert stats["requests"] == 1 and stats["max_in_flight"] == 1
-    assert 0 <= stats["late_ms"]["max"] < 1000 * LATENCY
+    assert stats["late_ms"]["max"] >= 0  # answered from its timer, never before the answer was due
 
 
 def test_bad_requests_get_openai_error_bodies(lean_server: str) -> None:
@@ -105,7 +107,6 @@ def test_a_run_through_it_scores_every_sample_within_the_concurrency(lean_server
 def test_the_benchmarks_floor_client_keeps_its_connections_busy_and_counts_every_answer(lean_server: str) -> None:
     """bench/floor_client.py is the benchmark's floor: it must really send and read every request."""
     http(f"{lean_server}/_control", {"reset": True})
-    started = time.time()
     completed = subprocess.run(
         [sys.executable, str(FLOOR_CLIENT), "--base", lean_server, "--concurrency", "4", "--requests", "20"],
         capture_output=True, text=True, timeout=60, check=True,
@@ -114,9 +115,8 @@ def test_the_benchmarks_floor_client_keeps_its_connections_busy_and_counts_every
     _, stats, _ = http(f"{lean_server}/_stats")
     assert result["answered"] == stats["requests"] == 20
     assert stats["max_in_flight"] == 4
-    # 20 requests on 4 connections are 5 sequential rounds of the server's latency
-    assert result["ended_at"] - stats["first_request_at"] >= 5 * LATENCY
-    assert started < stats["first_request_at"] < result["ended_at"] < time.time()
+    # that it waits for each whole answer before the next request is pinned without a clock by
+    # test_the_floor_client_sends_its_next_request_only_when_the_whole_answer_is_in
 
 
 class _RecordingTransport(asyncio.Transport):

@@ -8,6 +8,7 @@ import pytest
 
 from eval_harness.errors import ConfigError, ProviderError
 from eval_harness.providers.base import ProviderContext, create_provider
+from eval_harness.providers.mock import MockOptions
 from eval_harness.types import ChatMessage, GenerateRequest, Sample
 
 
@@ -59,7 +60,7 @@ def test_wrong_choice_answers_are_other_letters() -> None:
 
 def test_format_ok_below_one_wraps_answers_in_chatter() -> None:
     got = answers({"skill": "1", "format_ok": "0"}, SAMPLES[:20])
-    assert all(g != s.target and s.target in g for g, s in zip(got, SAMPLES, strict=False))
+    assert all(g != s.targets[0] and s.targets[0] in g for g, s in zip(got, SAMPLES, strict=False))
 
 
 def test_error_rate_raises_provider_errors_deterministically() -> None:
@@ -91,10 +92,20 @@ def test_usage_and_cost_are_reported_like_a_real_provider() -> None:
     assert completion.model == "mock/m"
 
 
-def test_latency_is_simulated() -> None:
+async def test_latency_is_simulated() -> None:
     provider = create_provider("mock/m", {"latency_ms": "30"}, ProviderContext())
-    completion = asyncio.run(provider.generate(request(SAMPLES[0])))
-    assert completion.latency_ms == 30
+    call = asyncio.ensure_future(provider.generate(request(SAMPLES[0])))
+    await asyncio.sleep(0)  # the call runs until it first waits
+    assert not call.done()  # a mock that reported its latency but never waited it would be done here
+    assert (await call).latency_ms == 30
+
+
+async def test_jitter_adds_the_samples_own_share_of_it_to_the_latency() -> None:
+    provider = create_provider("mock/m", {"latency_ms": "30", "jitter_ms": "20"}, ProviderContext())
+    completion = await provider.generate(request(SAMPLES[0]))
+    # the latency draw of (seed 0, model m, sample s0, epoch 0) is the first 8 bytes of
+    # blake2b("0\x1fm\x1fs0\x1f0", digest_size=48), big-endian, over 2**64: 0.15426354162597652 (hashlib, by hand)
+    assert completion.latency_ms == pytest.approx(30 + 20 * 0.15426354162597652)
 
 
 @pytest.mark.parametrize(
@@ -115,12 +126,13 @@ def test_a_skill_for_an_axis_the_dataset_lacks_is_refused_naming_the_axes() -> N
     context = ProviderContext(axes=frozenset({"a", "b"}))
     with pytest.raises(ConfigError, match=r"--model-arg skill\.c: the dataset has no axis 'c' \(its axes: a, b\)"):
         create_provider("mock/m", {"skill.a": "0.5", "skill.c": "0.5"}, context)
-    assert create_provider("mock/m", {"skill.a": "0.5"}, context).options.skill_by_axis == {"a": 0.5}
+    options = create_provider("mock/m", {"skill.a": "0.5"}, context).options
+    assert isinstance(options, MockOptions) and options.skill_by_axis == {"a": 0.5}
 
 
 def test_axis_skills_are_taken_as_given_when_the_axes_are_unknown() -> None:
     provider = create_provider("mock/m", {"skill.c": "0.5"}, ProviderContext())  # a resume: checked at its start
-    assert provider.options.skill_by_axis == {"c": 0.5}
+    assert isinstance(provider.options, MockOptions) and provider.options.skill_by_axis == {"c": 0.5}
 
 
 def test_unknown_provider_suggests_the_closest_name() -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import CliResult, TaskRoot, adder_run_config, read_records, run_to_end
-from fake_llm_server import FakeLLMServer, RecordedRequest, Reply, rate_limited
+from fake_llm_server import FakeLLMServer, Reply, rate_limited
 
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
@@ -23,7 +24,7 @@ from eval_harness.errors import ProviderTimeoutError
 from eval_harness.gates import GateSpec
 from eval_harness.planning import plan_resume, plan_run
 from eval_harness.providers.base import ProviderContext, create_provider
-from eval_harness.providers.gateway import CallTally, Gateway, RateLimiter, RetryPolicy
+from eval_harness.providers.gateway import WINDOW_S, AdaptiveConcurrency, CallTally, Gateway, RateLimiter, RetryPolicy
 from eval_harness.runner import Runner
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
@@ -61,18 +62,6 @@ def gateway(
     return Gateway(provider, policy, concurrency=concurrency, rpm=rpm, tpm=tpm)
 
 
-def once_per_prompt(replies: dict[str, Reply]) -> Callable[[RecordedRequest], Reply | None]:
-    """A rule answering the first request whose prompt holds a key with that key's reply."""
-
-    def decide(recorded: RecordedRequest) -> Reply | None:
-        for mark, reply in replies.items():
-            if mark in recorded.prompt and recorded.attempt == 1:
-                return reply
-        return None
-
-    return decide
-
-
 async def cancelled_after(gw: Gateway, req: GenerateRequest, seconds: float) -> tuple[CallTally, Any]:
     """Start a generation, cancel it after ``seconds`` as the per-sample timeout does; the outcome it records."""
     tally = CallTally()
@@ -82,6 +71,12 @@ async def cancelled_after(gw: Gateway, req: GenerateRequest, seconds: float) -> 
     with pytest.raises(asyncio.CancelledError):
         await job
     return tally, gw.cancelled(tally, ProviderTimeoutError("timeout"))
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Return once ``condition()`` holds (the caller bounds the wait)."""
+    while not condition():
+        await asyncio.sleep(0.001)
 
 
 # 1. the run-wide pause after a 429 -----------------------------------------------------------------------
@@ -107,15 +102,25 @@ async def test_the_run_wide_pause_after_a_429_lasts_no_longer_than_a_retry_may_w
 
 
 async def test_a_retry_cancelled_while_the_run_is_paused_counts_the_pause_it_waited(server: FakeLLMServer) -> None:
-    # s1 is told to retry after 0.3 s, s2 after 3 s: s1's retry then waits in the run-wide pause until it is cut
-    server.rule = once_per_prompt({"Question 1:": rate_limited("0.3"), "Question 2:": rate_limited("3")})
+    # Told to retry after 0.1 s, the retry then waits in the run-wide pause of the same 429, which on a clock that
+    # stands still never ends: the retry is still waiting when the timeout cuts it.
+    server.script(rate_limited("0.1"))
     gw = gateway(server)
-    other = asyncio.ensure_future(gw.generate(request(2)))
-    _tally, outcome = await cancelled_after(gw, request(1), 1.5)
-    other.cancel()
-    await asyncio.gather(other, return_exceptions=True)
+    gw.concurrency = AdaptiveConcurrency(4, clock=Clock(), max_pause_s=5.0)
+    tally = CallTally()
+    job = asyncio.ensure_future(gw.generate(request(1), tally))
+    await asyncio.wait_for(until(lambda: gw.concurrency.reduced), 10)
+    # the 429 cut the limit and began the wait in one step of the loop: the wait began before this instant
+    seen_failed = time.monotonic()
+    await asyncio.sleep(0.5)
+    cut = time.monotonic()
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    outcome = gw.cancelled(tally, ProviderTimeoutError("timeout"))
     await gw.aclose()
-    assert outcome.backoff_s >= 1.0  # before: the 0.3 s of its own wait only
+    assert len(server.requests) == 1 and outcome.retries == {}
+    assert outcome.backoff_s >= cut - seen_failed  # before: the 0.1 s of its own wait only
 
 
 # 2. the per-sample timeout and the --rpm/--tpm queue -----------------------------------------------------
@@ -128,22 +133,23 @@ run = run_to_end
 
 
 def test_waiting_for_an_rpm_slot_does_not_count_against_the_timeout(task_root: TaskRoot, server: FakeLLMServer) -> None:
-    # one request every 0.5 s: the sixth may be sent 2.5 s after the start, well after a 1 s timeout
-    result = run(served_task(task_root, server, rpm=120, concurrency=6, limit=6, timeout_s=1.0))
+    # one request every 0.1 s: the sixth may be sent 0.5 s after the start, after a 0.4 s timeout
+    result = run(served_task(task_root, server, rpm=600, concurrency=6, limit=6, timeout_s=0.4))
     records = read_records(task_root.root / "results" / "r1")
     assert result.status == "complete" and len(server.requests) == 6
     assert [r["error"] for r in records] == [None] * 6
 
 
 async def test_a_sample_cancelled_while_waiting_for_an_rpm_slot_gives_the_slot_back(server: FakeLLMServer) -> None:
-    gw = gateway(server, rpm=30, concurrency=8)  # one request every 2 s
+    gw = gateway(server, rpm=300, concurrency=8)  # one request every 0.2 s (and 0.1% to spare)
     first = await gw.generate(request(0))
     waiting = [asyncio.ensure_future(gw.generate(request(i))) for i in (1, 2, 3)]
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.02)
     for job in waiting:
         job.cancel()
     await asyncio.gather(*waiting, return_exceptions=True)
-    later = await asyncio.wait_for(gw.generate(request(4)), 4.5)  # the next free slot, not the one after three
+    assert gw.rpm is not None and gw.rpm.delay() <= WINDOW_S / 300  # the next free slot, not the one after three
+    later = await gw.generate(request(4))
     await gw.aclose()
     assert first.completion is not None and later.completion is not None
     assert [r.prompt.split(":")[0] for r in server.requests] == ["Question 0", "Question 4"]
@@ -232,12 +238,14 @@ def test_run_resume_keeps_the_recorded_concurrency_and_timeout_when_not_given(
 # 4. --tpm against a server that reports no usage ---------------------------------------------------------
 async def test_tpm_keeps_the_estimate_as_spent_when_the_server_reports_no_usage(server: FakeLLMServer) -> None:
     server.rule = lambda _request: Reply(usage=False)
-    gw = gateway(server, tpm=6000)  # 100 tokens a second; a request is estimated at ~25 tokens
-    await gw.generate(request(1, max_tokens=10))
-    await gw.generate(request(2, max_tokens=10))
+    gw = gateway(server)
+    gw.tpm = tpm = RateLimiter(6000, clock=Clock())  # 100 tokens a second (and 0.1% to spare), on a still clock
+    outcome = await gw.generate(request(1, max_tokens=10))
     await gw.aclose()
-    first, second = server.requests
-    assert second.time - first.time >= 0.2  # before: the estimate was refunded and the second went at once
+    assert outcome.completion is not None and outcome.completion.usage.prompt_tokens == 0
+    # estimated at 21 tokens: "Question 1: [[answer: 1]]" is 25 characters, ceil(25 / 4) + 4 = 11, plus max_tokens
+    # 10; the next call waits until they are paid for (before: refunded, the next went at once)
+    assert tpm.delay(0) == pytest.approx(21 * 60.06 / 6000)
 
 
 # 5. Retry-After of 0 or less -----------------------------------------------------------------------------
@@ -249,9 +257,11 @@ async def test_a_retry_after_of_zero_or_less_falls_back_to_exponential_backoff(
     gw = gateway(server, initial_wait_s=0.3)
     outcome = await gw.generate(request())
     await gw.aclose()
-    first, second = server.requests
-    assert outcome.completion is not None
-    assert second.time - first.time >= 0.3
+    assert outcome.completion is not None and len(server.requests) == 2
+    assert outcome.retries == {"rate_limit": 1}
+    # backoff_s is measured, so at least the first exponential step, 0.3 s plus up to 0.3 s of jitter (tenacity's
+    # wait_exponential_jitter); below the 5 s cap a wait of the server's value made positive (abs(-5)) would reach
+    assert 0.3 <= outcome.backoff_s < 5.0
 
 
 # 6. backoff_s counts the waits between retries only ------------------------------------------------------

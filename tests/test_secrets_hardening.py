@@ -3,11 +3,12 @@ percent-encoded keys, and the epoch bound (audit-cli S1, S2, D7, D5 and the URL-
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, TaskRoot
+from conftest import CliResult, TaskRoot, read_records
 from fake_llm_server import FakeLLMServer, bad_request
 from pydantic import SecretStr
 
@@ -227,3 +228,6 @@ def test_epochs_above_the_bound_are_refused_before_the_run(cli: Cli, project: Ta
 def test_epochs_at_the_bound_are_accepted(cli: Cli, project: TaskRoot) -> None:
     result = run(cli, "mock/m", "--epochs", "1000", limit=1)
     assert result.code == 0, result.err
+    run_dir = project.root / "results" / "r1"
+    assert json.loads((run_dir / "manifest.json").read_text())["epochs"] == 1000
+    assert sorted(r["epoch"] for r in read_records(run_dir)) == list(range(1000))

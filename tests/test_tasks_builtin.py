@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SHARED, CliResult, read_records
@@ -24,7 +25,21 @@ from eval_harness.types import DatasetSpec, Sample
 Cli = Callable[..., CliResult]
 BUNDLED = ["multiple_choice", "short_answer_qa", "summarization", "instruction_following", "math_cot"]
 DATASETS = SHARED / "datasets"
-needs_shared = pytest.mark.skipif(not DATASETS.is_dir(), reason=f"{DATASETS} (the shared real datasets) is absent")
+MMLU_SUBJECTS = [
+    "abstract_algebra", "anatomy", "college_computer_science", "elementary_mathematics", "global_facts",
+    "high_school_computer_science", "high_school_geography", "machine_learning", "world_religions",
+]  # fmt: skip
+"""The nine subjects of each split in ../shared/datasets/mmlu (its SHA256SUMS lists 27 files)."""
+
+
+def needs(*files: str) -> pytest.MarkDecorator:
+    """Skip unless every one of ``files`` (relative to the shared datasets) is there: a partial copy skips too."""
+    missing = [name for name in files if not (DATASETS / name).is_file()]
+    return pytest.mark.skipif(bool(missing), reason=f"{DATASETS}: {', '.join(missing)} absent (shared real datasets)")
+
+
+def mmlu_split(split: str) -> list[str]:
+    return [f"mmlu/{split}/{subject}_{split}.csv" for subject in MMLU_SUBJECTS]
 
 
 @pytest.mark.parametrize("name", [*BUNDLED, "gsm8k", "mmlu"])
@@ -50,7 +65,7 @@ def test_every_instruction_following_target_passes_its_own_checks() -> None:
             assert passed, f"{sample.id}: {check}: {why}"
 
 
-def _run(cli: Cli, tmp_path: Path, task: str, *extra: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+def _run(cli: Cli, tmp_path: Path, task: str, *extra: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     result = cli("run", "--task", task, "--model", "mock/x", *extra, "--output-dir", tmp_path, "--run-id", "r", "-q")
     assert result.code == 0, result.err
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
@@ -60,23 +75,23 @@ def _run(cli: Cli, tmp_path: Path, task: str, *extra: str) -> tuple[dict[str, ob
 @pytest.mark.parametrize("name", ["multiple_choice", "short_answer_qa", "instruction_following", "math_cot"])
 def test_a_perfect_mock_scores_one_on_every_sample(cli: Cli, tmp_path: Path, name: str) -> None:
     summary, records = _run(cli, tmp_path, name, "--model-arg", "skill=1")
-    assert summary["overall"]["mean"] == 1.0  # type: ignore[index]
+    assert summary["overall"]["mean"] == 1.0
     assert all(r["error"] is None for r in records)
 
 
 @pytest.mark.parametrize("name", ["multiple_choice", "math_cot"])
 def test_a_hopeless_mock_scores_zero(cli: Cli, tmp_path: Path, name: str) -> None:
     summary, _ = _run(cli, tmp_path, name, "--model-arg", "skill=0")
-    assert summary["overall"]["mean"] == 0.0  # type: ignore[index]
+    assert summary["overall"]["mean"] == 0.0
 
 
 def test_summarization_without_a_judge_scores_rouge_and_faithfulness_and_says_the_judge_was_skipped(
     cli: Cli, tmp_path: Path
 ) -> None:
     _, records = _run(cli, tmp_path, "summarization", "--model-arg", "skill=1")
-    assert all(r["scores"]["rougeL"] == 1.0 and "judge" not in r["scores"] for r in records)  # type: ignore[index, operator]
-    assert all(r["score"] == (3 * 1.0 + r["scores"]["faithfulness"]) / 4 for r in records)  # type: ignore[index, operator]
-    assert {r["explanations"]["judge"] for r in records} == {  # type: ignore[index]
+    assert all(r["scores"]["rougeL"] == 1.0 and "judge" not in r["scores"] for r in records)
+    assert all(r["score"] == (3 * 1.0 + r["scores"]["faithfulness"]) / 4 for r in records)
+    assert {r["explanations"]["judge"] for r in records} == {
         "skipped: no judge model configured (pass --judge-model to use this scorer)"
     }
 
@@ -115,14 +130,14 @@ async def test_summarization_passes_a_summary_not_a_faithful_fragment(output: st
 
 def test_math_cot_records_why_its_reasoning_judge_did_not_run(cli: Cli, tmp_path: Path) -> None:
     _, records = _run(cli, tmp_path, "math_cot", "--model-arg", "skill=0.5", "--limit", "10")
-    reasons = {r["explanations"]["reasoning_judge"] for r in records}  # type: ignore[index]
+    reasons = {r["explanations"]["reasoning_judge"] for r in records}
     assert reasons == {
         "skipped: exact_match == 0 is decisive",
         "skipped: no judge model configured (pass --judge-model to use this scorer)",
     }
 
 
-@needs_shared
+@needs("gsm8k/test.jsonl")
 def test_gsm8k_runs_on_the_original_file(cli: Cli, tmp_path: Path) -> None:
     summary, records = _run(
         cli,
@@ -135,57 +150,58 @@ def test_gsm8k_runs_on_the_original_file(cli: Cli, tmp_path: Path) -> None:
         "--limit",
         "20",
     )
-    assert summary["records"] == 20 and summary["overall"]["mean"] == 1.0  # type: ignore[index]
+    assert summary["records"] == 20 and summary["overall"]["mean"] == 1.0
     assert records[0]["target"] == "18"  # Janet's ducks: '#### 18'
-    prompt = records[0]["prompt"][-1]["content"]  # type: ignore[index]
+    prompt = records[0]["prompt"][-1]["content"]
     assert prompt.count("The answer is") == 5 and "Janet" in prompt  # 4 worked examples, then the question
 
 
-@needs_shared
+@needs("gsm8k/test.jsonl")
 def test_gsm8k_validates_cleanly(cli: Cli) -> None:
     result = cli("validate-dataset", "--task", "gsm8k", "--path", DATASETS / "gsm8k" / "test.jsonl")
     assert result.code == 0, result.out + result.err
     assert "1,319 valid" in result.out and "0 problems" in result.out
 
 
-@needs_shared
+@needs("gsm8k/test.jsonl")
 def test_every_gsm8k_target_is_a_number() -> None:
     task = find_task("gsm8k")
     targets = [s.targets[0] for s in iter_samples(DATASETS / "gsm8k" / "test.jsonl", task.spec.dataset)]
     assert len(targets) == 1319 and all(extract_number(t) is not None for t in targets)
 
 
-@needs_shared
+@needs("mmlu/test/anatomy_test.csv", "mmlu/dev/anatomy_dev.csv")
 def test_mmlu_runs_on_the_original_file_with_five_shots_from_the_dev_file(cli: Cli, tmp_path: Path) -> None:
     test_file = DATASETS / "mmlu" / "test" / "anatomy_test.csv"
     summary, records = _run(cli, tmp_path, "mmlu", "--dataset", test_file, "--model-arg", "skill=1", "--limit", "20")
-    assert summary["records"] == 20 and summary["overall"]["mean"] == 1.0  # type: ignore[index]
-    assert [a["axis"] for a in summary["axes"]] == ["anatomy"]  # type: ignore[index]
-    prompt = records[0]["prompt"][-1]["content"]  # type: ignore[index]
+    assert summary["records"] == 20 and summary["overall"]["mean"] == 1.0
+    assert [a["axis"] for a in summary["axes"]] == ["anatomy"]
+    prompt = records[0]["prompt"][-1]["content"]
     assert prompt.startswith("The following are multiple choice questions (with answers) about anatomy.")
     assert prompt.count("Answer: ") == 5 and "What is the embryological origin of the hyoid bone?" in prompt
 
 
-@needs_shared
-@pytest.mark.parametrize("split", ["test", "dev", "val"])
+@pytest.mark.parametrize("split", [pytest.param(s, marks=needs(*mmlu_split(s))) for s in ("test", "dev", "val")])
 def test_every_mmlu_file_maps_to_four_choices_and_a_letter(split: str) -> None:
     spec = find_task("mmlu").spec.dataset
-    for path in sorted((DATASETS / "mmlu" / split).glob("*.csv")):
+    paths = sorted((DATASETS / "mmlu" / split).glob("*.csv"))
+    assert [str(p.relative_to(DATASETS)) for p in paths] == mmlu_split(split)
+    for path in paths:
         report = validate_dataset(path, spec)
         assert report.ok, report.problem_lines()
         subject = path.name.rsplit("_", 1)[0]
         assert set(report.axis_counts) == {subject}
-        assert all(len(s.choices or []) == 4 and s.target in "ABCD" for s in iter_samples(path, spec))
+        assert all(len(s.choices or []) == 4 and s.target in {"A", "B", "C", "D"} for s in iter_samples(path, spec))
 
 
-@needs_shared
+@needs("xsum/test.jsonl")
 def test_xsum_maps_onto_the_summarization_task_except_its_one_empty_document() -> None:
     report = validate_dataset(DATASETS / "xsum" / "test.jsonl", find_task("summarization").spec.dataset)
     assert report.valid == 999
     assert [str(p).rsplit("/", 1)[-1] for p in report.problems] == ["test.jsonl:220: document: is empty"]
 
 
-@needs_shared
+@needs("openbookqa/test.jsonl")
 def test_openbookqa_maps_its_gold_letter_with_a_target_pattern() -> None:
     spec = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"^([A-D])\.")
     path = DATASETS / "openbookqa" / "test.jsonl"

@@ -170,24 +170,28 @@ def test_templates_with_logic_or_filters_take_jinja_s_path(tmp_path: Path) -> No
         assert load_template(tmp_path, "t.jinja2")._plain is None
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        "{{ true }}",
-        "{{ input }} {{- target }}",
-        "{{ input }} {{",
-        "{# note #}{{ input }}",
-        "{{{ input }}}",
-        "{{ not }}",
-    ],
-)
+@pytest.mark.parametrize("body", ["{{ true }}", "{{ input }} {{- target }}", "{# note #}{{ input }}"])
 def test_sources_that_only_look_plain_take_jinja_s_path(tmp_path: Path, body: str) -> None:
     write(tmp_path, "t.jinja2", body)
-    try:
-        template = load_template(tmp_path, "t.jinja2")
-    except TemplateError:
-        return  # "{{ input }} {{", "{{{ input }}}" and "{{ not }}" are syntax errors, reported at load
+    template = load_template(tmp_path, "t.jinja2")
     assert template._plain is None and template._template is not None
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("{{ input }} {{", "unexpected 'end of template'"),
+        ("{{{ input }}}", "expected token ':', got '}'"),
+        ("{{ not }}", "unexpected 'end of print statement'"),
+    ],
+)
+def test_sources_that_only_look_plain_but_are_not_jinja_are_refused_at_load(
+    tmp_path: Path, body: str, why: str
+) -> None:
+    path = write(tmp_path, "t.jinja2", body)
+    with pytest.raises(TemplateError) as refused:
+        load_template(tmp_path, "t.jinja2")
+    assert str(refused.value) == f"{path}:1: {why}"
 
 
 def test_a_plain_template_in_a_subfolder_reports_a_missing_name_through_jinja(tmp_path: Path) -> None:
@@ -220,11 +224,25 @@ def test_copies_with_other_variables_share_nothing_with_the_original(tmp_path: P
 
 
 def test_the_context_names_are_those_template_vars_may_not_take(tmp_path: Path) -> None:
-    # types.TEMPLATE_SAMPLE_VARIABLES refuses these in a task's template_vars: each must be a name render sets
+    # types.TEMPLATE_SAMPLE_VARIABLES refuses these in a task's template_vars: each must be a name render sets,
+    # to the sample's own value. For each name, an expression over it and what it gives for this sample:
     from eval_harness.types import TEMPLATE_SAMPLE_VARIABLES
 
-    (tmp_path / "all.jinja2").write_text("".join(f"{{{{ {name} }}}}" for name in sorted(TEMPLATE_SAMPLE_VARIABLES)))
-    load_template(tmp_path, "all.jinja2").render(Sample(id="s", input="q", target="a"))  # none is undefined
+    expected = {
+        "input": ("input", "q"),
+        "sample": ("sample.id", "s"),
+        "target": ("target", "a"),
+        "choices": ("choices | join(',')", "x,y"),
+        "letters": ("letters", "AB"),
+        "examples": ("examples | length", "0"),
+        "metadata": ("metadata.k", "v"),
+    }
+    assert set(expected) == TEMPLATE_SAMPLE_VARIABLES
+    names = sorted(expected)
+    write(tmp_path, "all.jinja2", "|".join(f"{{{{ {expected[name][0]} }}}}" for name in names))
+    sample = Sample(id="s", input="q", target="a", choices=["x", "y"], metadata={"k": "v"})
+    rendered = load_template(tmp_path, "all.jinja2").render(sample)
+    assert rendered[-1].content == "|".join(expected[name][1] for name in names)
 
 
 @pytest.mark.parametrize("name", ["../.env", "/etc/hostname", "sub/../../x.jinja2"])

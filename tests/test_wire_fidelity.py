@@ -417,8 +417,12 @@ def test_an_anthropic_temperature_above_1_is_a_config_error_before_the_run() -> 
     provider.check_generation(GenerateConfig(temperature=1.0))
 
 
-def test_an_anthropic_temperature_left_out_for_thinking_is_not_refused() -> None:
-    make("anthropic/claude-sonnet-4-5", thinking_budget="1024").check_generation(GenerateConfig(temperature=1.5))
+async def test_an_anthropic_temperature_left_out_for_thinking_is_not_refused(server: FakeLLMServer) -> None:
+    provider = make("anthropic/claude-sonnet-4-5", server, thinking_budget="1024")
+    provider.check_generation(GenerateConfig(temperature=1.5))  # above the API's 1, but never sent
+    await call(provider, request(temperature=1.5, max_tokens=32))
+    sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024} and "temperature" not in sent
 
 
 def test_more_than_4_stop_sequences_on_openai_chat_are_a_config_error() -> None:
@@ -449,8 +453,14 @@ async def test_x_should_retry_true_retries_a_4xx(server: FakeLLMServer) -> None:
     reply = bad_request("Try again.")
     reply.headers = {"x-should-retry": "true"}
     server.script(reply)
-    error = await failure(make("anthropic/claude-sonnet-4-5", server))
-    assert isinstance(error, ProviderHTTPError) and error.retry_cause is not None
+    gateway = Gateway(make("anthropic/claude-sonnet-4-5", server), RetryPolicy(max_retries=2, initial_wait_s=0.0))
+    try:
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    # the status names no cause of its own, so the server's request is counted as a server error (_http.py)
+    assert outcome.completion is not None and len(server.requests) == 2
+    assert outcome.attempts == 2 and outcome.retries == {"server_error": 1}
 
 
 # 10. a failed request keeps its request id ----------------------------------------------------------------
