@@ -57,9 +57,7 @@ class Registry(Generic[T]):
         def decorate(obj: T) -> T:
             taken = self._taken_by(name, obj)
             if taken is not None:
-                raise ConfigError(
-                    f"{self.kind} {name!r} is already registered by {taken}; {_qualified(obj)} needs another name"
-                )
+                raise self._name_taken(name, taken, obj)
             self._entries[name] = obj
             return obj
 
@@ -110,10 +108,7 @@ class Registry(Generic[T]):
             builtins = self._builtin_modules()
             for name, obj in self._entries.items():  # registered (by a script) before entry points were read
                 if name in builtins and not _is_builtin(_module_of(obj)):
-                    raise ConfigError(
-                        f"{self.kind} {name!r} is already registered by {builtins[name]}; "
-                        f"{_qualified(obj)} needs another name"
-                    )
+                    raise self._name_taken(name, builtins[name], obj)
             plugins: dict[str, list[EntryPoint]] = {}
             for ep in self._entry_points():
                 if not _is_builtin(ep.module):
@@ -126,6 +121,12 @@ class Registry(Generic[T]):
         except BaseException:
             self._plugins_loaded = False
             raise
+
+    def _name_taken(self, name: str, holder: str, obj: object) -> ConfigError:
+        """The refusal of ``obj`` taking ``name``, which the module ``holder`` registers."""
+        return ConfigError(
+            f"{self.kind} {name!r} is already registered by {holder}; {_qualified(obj)} needs another name"
+        )
 
     def _taken_by(self, name: str, obj: T) -> str | None:
         """Who holds ``name`` already, when it is not ``obj`` itself; None when ``obj`` may take it."""
