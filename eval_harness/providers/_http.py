@@ -375,13 +375,6 @@ class HTTPProvider(Provider):
         """What, besides model and body, identifies an answer: the provider and the server it came from."""
         return f"{self.provider_name}@{self.base_url}"
 
-    def secrets(self) -> list[str]:
-        return list(dict.fromkeys([*super().secrets(), *self.own_secrets()]))
-
-    def own_secrets(self) -> list[str]:
-        """Secrets this provider holds beyond the environment's (e.g. a key given as a model arg)."""
-        return []
-
     def cost(self, usage: Usage) -> float | None:
         return None if self.price is None else self.price.cost(usage)
 

@@ -74,11 +74,17 @@ class Provider(ABC):
         return None
 
     def secrets(self) -> list[str]:
-        """Values that must never reach an artifact, log or message: the environment's keys and every
-        ``SecretStr`` among the options (a key given as ``--model-arg api_key=...``), each once, longest first
-        (so that a key holding another is not left half shown by the shorter one's redaction)."""
-        values = [*self.context.settings.secrets(), *option_secrets(self.options)]
+        """Values that must never reach an artifact, log or message: the environment's keys, every
+        ``SecretStr`` among the options (a key given as ``--model-arg api_key=...``) and ``own_secrets``, each
+        once, longest first (so that a key holding another is not left half shown by the shorter one's
+        redaction)."""
+        values = [*self.context.settings.secrets(), *option_secrets(self.options), *self.own_secrets()]
         return sorted(dict.fromkeys(value for value in values if value), key=len, reverse=True)
+
+    def own_secrets(self) -> list[str]:
+        """Secrets this provider holds beyond the environment's and its ``SecretStr`` options (a key it read
+        itself); none by default."""
+        return []
 
     def cost(self, usage: Usage) -> float | None:
         """USD for ``usage``; None when the price is unknown (never a silent 0)."""
