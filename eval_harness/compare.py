@@ -617,22 +617,6 @@ def _rescore_of(a: RunManifest, b: RunManifest, run_a: Path, run_b: Path) -> str
     )
 
 
-def comparison_from_columns(
-    columns_a: RunColumns,
-    columns_b: RunColumns,
-    manifest_a: RunManifest,
-    manifest_b: RunManifest,
-    *,
-    run_a: Path,
-    run_b: Path,
-    forced: Sequence[str] = (),
-) -> Comparison:
-    """The comparison of already-loaded runs (see :func:`compare_runs`)."""
-    return _compare(
-        _Run.of(columns_a), _Run.of(columns_b), manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=forced
-    )
-
-
 def _compare(
     columns_a: _Run,
     columns_b: _Run,

@@ -425,9 +425,7 @@ def _provider_context(config: RunConfig, settings: Settings, axes: frozenset[str
     )
 
 
-def _counted_samples(
-    task: LoadedTask, path: Path, report: DatasetReport, excluded: frozenset[str], limit: int | None
-) -> int:
+def _counted_samples(report: DatasetReport, excluded: frozenset[str], limit: int | None) -> int:
     available = report.valid - len(excluded)
     return min(available, limit) if limit is not None else available
 
@@ -523,7 +521,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    count = _counted_samples(task, dataset_path, report, parts.few_shot.excluded, config.limit)
+    count = _counted_samples(report, parts.few_shot.excluded, config.limit)
     if count <= 0:
         raise ConfigError(
             f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
@@ -919,11 +917,6 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     )
 
 
-def run_directory_exists(run_dir: Path) -> bool:
-    """True when ``run_dir`` holds a manifest."""
-    return RunPaths(run_dir).manifest.is_file()
-
-
 __all__ = [
     "DryRun",
     "ModelUpdate",
@@ -938,7 +931,6 @@ __all__ = [
     "plan_run",
     "replaced_settings",
     "resumed_gates",
-    "run_directory_exists",
     "session_settings",
     "utc_now",
     "work_items",

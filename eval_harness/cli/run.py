@@ -27,12 +27,6 @@ RetryErrors = Annotated[bool, typer.Option("--retry-errors", help="Re-run sample
 Force = Annotated[bool, typer.Option("--force", help="Resume although the dataset/template/scorers/model changed.")]
 
 
-def _positive(value: float | None) -> float | None:
-    if value is not None and not (value > 0 and math.isfinite(value)):  # NaN fails both comparisons
-        raise typer.BadParameter(f"must be a positive number, got {value:g}")
-    return value
-
-
 def _budget(value: float | None) -> float | None:
     if value is not None and not (value >= 0 and math.isfinite(value)):  # NaN fails both comparisons
         raise typer.BadParameter(f"must be 0 (no limit) or a positive number, got {value:g}")
