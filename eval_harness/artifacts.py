@@ -28,7 +28,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.durable import write_atomic
-from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
+from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError, json_type_name
 from eval_harness.types import (
     SCHEMA_VERSION,
     ResumePoint,
@@ -422,12 +422,6 @@ def record_problem(record: object) -> tuple[str, str] | None:
         if name == "epoch" and isinstance(value, int) and value < 0:
             return name, f"expected a non-negative integer, got {value}"
     return None
-
-
-def json_type_name(value: object) -> str:
-    """What a parsed JSON value is, for error messages: "null", "a string", "an object"..."""
-    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
-    return names.get(type(value), "a list" if isinstance(value, list) else "an object")
 
 
 def line_number_at(path: Path, offset: int) -> int:

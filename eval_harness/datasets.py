@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import orjson
 
-from eval_harness.errors import DatasetError, DatasetUnreadableError
+from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name
 from eval_harness.seen import SeenStrings
 from eval_harness.types import (
     CHOICES_PATTERN_FLAGS,
@@ -408,7 +408,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             _not_json(text, refused, scan, where, lineno)
             continue
         if not isinstance(obj, dict):
-            report.add(Problem(where, lineno, "line", f"expected a JSON object, got {_json_type(obj)}"))
+            report.add(Problem(where, lineno, "line", f"expected a JSON object, got {json_type_name(obj)}"))
             continue
         sample = _checked_sample(obj, stripped, spec, scan, where, lineno, path)
         if sample is not None:
@@ -645,7 +645,7 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id
         if metadata is None:
             metadata = {}
         elif not isinstance(metadata, dict):
-            raise _FieldProblem("metadata", f"expected an object, got {_json_type(metadata)}")
+            raise _FieldProblem("metadata", f"expected an object, got {json_type_name(metadata)}")
     except _FieldProblem as problem:
         if problem.labelled:
             raise
@@ -680,7 +680,7 @@ def _check_id(value: Any, label: str = "id") -> str:
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _FieldProblem(label, f"expected a string, got {_json_type(value)}")
+        raise _FieldProblem(label, f"expected a string, got {json_type_name(value)}")
     text = str(value)
     if not text.strip():
         raise _FieldProblem(label, "is empty")
@@ -703,12 +703,12 @@ def _check_input(value: Any, label: str = "input") -> str | list[ChatMessage]:
         for index, message in enumerate(value):
             where = f"{label}[{index}]"
             if not isinstance(message, dict):
-                raise _FieldProblem(where, f"expected a message object, got {_json_type(message)}")
+                raise _FieldProblem(where, f"expected a message object, got {json_type_name(message)}")
             role, content = message.get("role"), message.get("content")
             if role not in _ROLES:
                 raise _FieldProblem(f"{where}.role", f"expected one of {', '.join(_ROLES)}, got {role!r}")
             if not isinstance(content, str):
-                raise _FieldProblem(f"{where}.content", f"expected a string, got {_json_type(content)}")
+                raise _FieldProblem(f"{where}.content", f"expected a string, got {json_type_name(content)}")
             messages.append(ChatMessage(role=role, content=content))
         if messages[-1].role != "user":
             # the template renders the last message as the user's turn: an assistant or system turn there would
@@ -718,7 +718,7 @@ def _check_input(value: Any, label: str = "input") -> str | list[ChatMessage]:
                 f"the last message must be the user's (the turn the model answers), got {messages[-1].role!r}",
             )
         return messages
-    raise _FieldProblem(label, f"expected a string or a list of messages, got {_json_type(value)}")
+    raise _FieldProblem(label, f"expected a string or a list of messages, got {json_type_name(value)}")
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -750,7 +750,7 @@ def _check_target(value: Any, pattern: str | None, label: str = "target") -> str
         ]
     if isinstance(value, list):
         raise _FieldProblem(label, "is an empty list")
-    raise _FieldProblem(label, f"expected a string or a list of strings, got {_json_type(value)}")
+    raise _FieldProblem(label, f"expected a string or a list of strings, got {json_type_name(value)}")
 
 
 def _non_empty(text: str, label: str) -> str:
@@ -804,7 +804,7 @@ def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") 
     if value is None:
         return "default"
     if not isinstance(value, str) or not value.strip():
-        raise _FieldProblem(label, f"expected a non-empty string, got {_json_type(value)}")
+        raise _FieldProblem(label, f"expected a non-empty string, got {json_type_name(value)}")
     if value == RESERVED_AXIS:
         raise _FieldProblem(label, RESERVED_AXIS_MESSAGE)
     return value
@@ -822,7 +822,7 @@ def _check_str_list(value: Any, label: str) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise _FieldProblem(label, f"expected a list of strings, got {_json_type(value)}")
+        raise _FieldProblem(label, f"expected a list of strings, got {json_type_name(value)}")
     items = [_scalar_text(v) for v in value]
     if any(item is None for item in items):
         raise _FieldProblem(label, "expected a list of strings")
@@ -856,20 +856,6 @@ def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
     except (RecursionError, ValueError):
         pass
     return f"{_ORJSON_REASONS.get(refused.msg, refused.msg)} at column {refused.colno}"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _rank(seed: int, sample_id: str) -> bytes:

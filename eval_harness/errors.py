@@ -32,6 +32,7 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, Self
 
 RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
@@ -49,6 +50,16 @@ class ConfigError(EvalHarnessError):
 
 class UnknownNameError(ConfigError):
     """A name was looked up in a registry (provider, scorer, task) and not found."""
+
+    @classmethod
+    def among(cls, kind: str, name: str, known: Iterable[str]) -> UnknownNameError:
+        """``unknown <kind> 'name'; did you mean 'close'? (known: a, b)``: the one wording of every lookup."""
+        import difflib  # only on this error path
+
+        names = sorted(known)
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return cls(f"unknown {kind} {name!r}{hint} (known: {', '.join(names) or 'none'})")
 
 
 class DatasetError(EvalHarnessError):
@@ -186,3 +197,9 @@ class ScoringError(EvalHarnessError):
     """A scorer raised on one sample; the generated output is kept in the record."""
 
     exit_code = 1
+
+
+def json_type_name(value: object) -> str:
+    """What a parsed JSON value is, in JSON's words, for error messages: "null", "an integer", "an array"..."""
+    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    return names.get(type(value), "an array" if isinstance(value, list) else "an object")

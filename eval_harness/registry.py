@@ -17,7 +17,6 @@ named by its entry point. Either stops every lookup of that registry, whichever 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from collections.abc import Callable
@@ -78,10 +77,7 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            close = difflib.get_close_matches(name, self._entries, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            known = ", ".join(sorted(self._entries)) or "none"
-            raise UnknownNameError(f"unknown {self.kind} {name!r}{hint} (known: {known})") from None
+            raise UnknownNameError.among(self.kind, name, self._entries) from None
 
     def names(self) -> list[str]:
         """All registered names, after discovery."""

@@ -87,12 +87,7 @@ def find_task(name_or_path: str) -> LoadedTask:
         candidate = root / "tasks" / f"{name_or_path}.toml"
         if candidate.is_file():
             return load_task_file(candidate, root)
-    known = sorted({t.lookup_name for t in list_tasks()})
-    import difflib
-
-    close = difflib.get_close_matches(name_or_path, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise UnknownNameError(f"unknown task {name_or_path!r}{hint} (known: {', '.join(known) or 'none'})")
+    raise UnknownNameError.among("task", name_or_path, {t.lookup_name for t in list_tasks()})
 
 
 def load_task_file(path: Path, root: Path) -> LoadedTask:

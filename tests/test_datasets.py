@@ -47,7 +47,7 @@ def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", ['["input", "target"]', "42"])
     assert problems_of(path) == [
         f"{path}:1: line: expected a JSON object, got an array",
-        f"{path}:2: line: expected a JSON object, got a number",
+        f"{path}:2: line: expected a JSON object, got an integer",
     ]
 
 
@@ -56,12 +56,12 @@ def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
     [
         ({"target": "b"}, "input: missing (required)"),
         ({"input": "a"}, "target: missing (required)"),
-        ({"input": 5, "target": "b"}, "input: expected a string or a list of messages, got a number"),
+        ({"input": 5, "target": "b"}, "input: expected a string or a list of messages, got an integer"),
         ({"input": "  ", "target": "b"}, "input: is empty"),
         ({"input": "a", "target": {"x": 1}}, "target: expected a string or a list of strings, got an object"),
         ({"input": "a", "target": []}, "target: is an empty list"),
         ({"input": "a", "target": "b", "id": 1.5}, "id: expected a string, got a number"),
-        ({"input": "a", "target": "b", "axis": 3}, "axis: expected a non-empty string, got a number"),
+        ({"input": "a", "target": "b", "axis": 3}, "axis: expected a non-empty string, got an integer"),
         ({"input": "a", "target": "b", "tags": "x"}, "tags: expected a list of strings, got a string"),
         ({"input": "a", "target": "b", "choices": [1, None]}, "choices: expected a list of strings"),
         ({"input": "a", "target": "b", "metadata": [1]}, "metadata: expected an object, got an array"),
@@ -79,7 +79,7 @@ def test_wrong_or_missing_field_is_named(tmp_path: Path, record: dict[str, objec
 def test_mapped_field_problem_names_the_source_field(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"question": 3, "answer": "x"}])
     spec = DatasetSpec(fields={"input": "question", "target": "answer"})
-    assert problems_of(path, spec) == [f"{path}:1: question: expected a string or a list of messages, got a number"]
+    assert problems_of(path, spec) == [f"{path}:1: question: expected a string or a list of messages, got an integer"]
 
 
 def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
