@@ -517,7 +517,8 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
             "(at most 128 characters)"
         )
     run_dir = config.output_dir / run_id
-    if (run_dir / "manifest.json").exists() or (run_dir / "samples.jsonl").exists():
+    paths = RunPaths(run_dir)
+    if paths.manifest.exists() or paths.samples.exists():
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )

@@ -56,23 +56,8 @@ class PromptTemplate:
 
     def render(self, sample: Sample, examples: Sequence[Sample] = ()) -> list[ChatMessage]:
         """The chat messages for ``sample``: system prompt, earlier turns of a chat input, the rendered turn."""
-        history: list[ChatMessage] = []
-        if isinstance(sample.input, str):
-            question = sample.input
-        else:
-            history = list(sample.input[:-1])
-            question = sample.input[-1].content
-        choices = sample.choices or []
-        context = {
-            **self._base,
-            "input": question,
-            "sample": sample,
-            "target": sample.targets[0],
-            "choices": choices,
-            "letters": string.ascii_uppercase[: len(choices)],
-            "examples": self._examples(examples),
-            "metadata": sample.metadata,
-        }
+        history = [] if isinstance(sample.input, str) else list(sample.input[:-1])
+        context = {**self._base, **_example(sample), "sample": sample, "examples": self._examples(examples)}
         text = _plain_render(self._plain, context) if self._plain is not None else None
         if text is None:
             text = self._render_jinja(context, examples)
