@@ -145,7 +145,7 @@ class _FieldProblem(Exception):
 
 
 @dataclass
-class _Scan:
+class _ScanState:
     """State shared by validation and iteration so both derive the same ids."""
 
     report: DatasetReport
@@ -208,7 +208,7 @@ def validate_dataset(
 
     ``task`` (the name of the task that reads the file) only makes messages clearer. ``overlap`` is shown every
     valid sample of the file in the same pass (see ``PoolOverlap``)."""
-    scan = _Scan(DatasetReport(path=str(path)), validating=True, overlap=overlap)
+    scan = _ScanState(DatasetReport(path=str(path)), validating=True, overlap=overlap)
     if task is not None:
         scan.reader = f"task {task!r} reads JSONL"
     for _ in _scan(path, spec or DatasetSpec(), scan):
@@ -234,7 +234,7 @@ def iter_positioned(
     finished samples at the cost of reading their ids. ``start`` (a JSONL position from an earlier pass)
     begins the stream there instead of at the top; lines before it are not read at all.
     """
-    scan = _Scan(DatasetReport(path=str(path)), skip=skip, start=start)
+    scan = _ScanState(DatasetReport(path=str(path)), skip=skip, start=start)
     for sample in _scan(path, spec or DatasetSpec(), scan):
         yield scan.position, sample
 
@@ -299,7 +299,7 @@ def _open(path: Path) -> IO[bytes]:
         raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
 
 
-def _scan(path: Path, spec: DatasetSpec, scan: _Scan) -> Iterator[Sample]:
+def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
     report = scan.report
     # Only validation reports the file's sha256; the runner's second pass already has it.
     digest = hashlib.sha256() if scan.validating else None
@@ -374,7 +374,7 @@ def _read_line(reader: _HashingReader) -> tuple[bytes, bool, int]:
     return b"", True, consumed
 
 
-def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
+def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingReader) -> Iterator[Sample]:
     report = scan.report
     where = str(path)
     lineno = scan.start.line - 1 if scan.start else 0
@@ -415,7 +415,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingRead
             yield sample
 
 
-def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _Scan, where: str, lineno: int) -> None:
+def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, where: str, lineno: int) -> None:
     """Report a line that is not JSON. When the file's first line is not JSON at all (a CSV header, prose),
     one problem says what the file looks like, and later lines like it are counted instead of each saying
     "invalid JSON" again; a line that begins like JSON ('{' or '[') always gets its own JSON error."""
@@ -455,7 +455,7 @@ def _looks_like(text: str) -> str:
     return f"{kind} ({len(cells)} columns)"
 
 
-def _scan_csv(path: Path, spec: DatasetSpec, scan: _Scan, reader: _HashingReader) -> Iterator[Sample]:
+def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingReader) -> Iterator[Sample]:
     report = scan.report
     where = str(path)
     # surrogateescape: an invalid byte becomes a lone surrogate in its row, found and reported there. A strict
@@ -512,7 +512,7 @@ def _undecodable(exc: UnicodeEncodeError, first_line: int) -> tuple[int, str]:
 
 
 def _checked_sample(
-    obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int, path: Path
+    obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _ScanState, where: str, lineno: int, path: Path
 ) -> Sample | None:
     """The line's sample, or None: a problem (reported), a skipped id, or a validation-only scan."""
     report = scan.report
@@ -538,7 +538,7 @@ def _checked_sample(
     return None if scan.validating else Sample(**fields)
 
 
-def _line_id(obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _Scan, where: str, lineno: int) -> str:
+def _line_id(obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _ScanState, where: str, lineno: int) -> str:
     """The sample id: the (mapped) id field, else a hash of the line, made unique among identical lines."""
     source = _source(spec, "id")
     if isinstance(source, list):
@@ -621,6 +621,9 @@ def _plain_fields(obj: dict[str, Any], spec: DatasetSpec, sample_id: str) -> dic
 def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id: str) -> dict[str, Any]:
     """Map and type-check one record whose id ``_line_id`` gave; raise ``_FieldProblem`` naming the first bad
     field as the file names it."""
+    # Checked by hand, not by Sample.model_validate: a problem must name the file's own column (``question``,
+    # not ``input``) after the task's mapping and target_pattern, and a plain line takes a fast path; the
+    # Sample built from these fields is still a pydantic model.
     plain = _plain_fields(obj, spec, sample_id)
     if plain is not None:
         return plain

@@ -1,7 +1,8 @@
 """Statistical building blocks for reporting evaluation results with honest uncertainty.
 
-This module is deliberately self-contained: it depends only on numpy, scipy, scikit-learn and the
-standard library, never on the rest of ``eval_harness``, so it can be imported and tested in isolation.
+This module is deliberately self-contained: it depends only on numpy, scipy, scikit-learn, the standard
+library and ``eval_harness.proportions`` (the Wilson interval without numpy, which the run's summary uses), never
+on the rest of ``eval_harness``, so it can be imported and tested in isolation.
 
 Conventions shared by every function:
 
@@ -67,6 +68,7 @@ __all__ = [
     "two_proportion_ztest",
     "wald_interval",
     "wilson_interval",
+    "wilson_sample_size",
 ]
 
 #: Methods accepted by :func:`mean_ci` (besides ``"auto"``).
@@ -583,9 +585,9 @@ def two_proportion_ztest(k1: int, n1: int, k2: int, n2: int) -> tuple[float, flo
     if se == 0.0:
         return 0.0, 1.0
     z = (k1 / n1 - k2 / n2) / se
-    from scipy import stats as sps
-
-    return z, float(2.0 * sps.norm.sf(abs(z)))
+    # the two-sided normal tail 2·Φ(−|z|) = erfc(|z|/√2): exact in the standard library, where scipy.stats
+    # would cost seconds to import for norm.sf alone
+    return z, math.erfc(abs(z) / math.sqrt(2.0))
 
 
 # --------------------------------------------------------------------------------------------------

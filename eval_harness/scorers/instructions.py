@@ -21,6 +21,12 @@ response without letters fails (IFEval also requires English; this check does no
 trailing whitespace and quotes on the response and on the phrase. A ``json`` check's schema, nested schemas
 included, is checked when the scorer is built (``check_schema``): an unsupported keyword or type name is a
 configuration error naming its place (``$.properties.a.items.type``), never a failure on every sample.
+
+Written here rather than taken from a library: the JSON Schema subset, because jsonschema is not among our
+dependencies and a task needs only ``SCHEMA_KEYWORDS`` (types, properties, items, enum, bounds, lengths,
+pattern; ``check_schema`` refuses the rest at build time); the sentence splitter, because NLTK's punkt, which
+IFEval counts with, needs a data download at run time (none is possible offline), and IFEval's own regex
+splitter is what this one follows.
 """
 
 from __future__ import annotations

@@ -114,6 +114,10 @@ def parse_rubric_verdict(
 
     Raises ``VerdictError`` when the reply is not exactly that: every criterion present, no other key,
     a numeric score within the scale, no key given twice with different values.
+
+    Parsed by hand, not as a pydantic model: the judge is asked again with a short message naming what was
+    wrong (a pydantic error is long and names its own paths), and a key given twice must be caught, which
+    ``json.loads`` hides (``_reject_duplicates``).
     """
     verdict = _json_object(text)
     unknown = [k for k in verdict if k not in criteria]
