@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -109,7 +109,10 @@ def write_model(path: Path, model: BaseModel) -> None:
         raise ArtifactError(f"{path}: cannot write it: {exc.strerror or exc}") from exc
 
 
-def _read_document(path: Path, model: type[BaseModel]) -> Any:
+_Document = TypeVar("_Document", bound=BaseModel)
+
+
+def _read_document(path: Path, model: type[_Document]) -> _Document:
     try:
         raw = orjson.loads(path.read_bytes())
     except FileNotFoundError:
@@ -132,8 +135,7 @@ def _read_document(path: Path, model: type[BaseModel]) -> Any:
 
 def read_manifest(run_dir: Path) -> RunManifest:
     """The manifest of ``run_dir``, checked against this build's schema version."""
-    manifest: RunManifest = _read_document(RunPaths(run_dir).manifest, RunManifest)
-    return manifest
+    return _read_document(RunPaths(run_dir).manifest, RunManifest)
 
 
 def tail_digest(path: Path, length: int) -> str:
@@ -163,8 +165,7 @@ def read_resume_point(run_dir: Path) -> ResumePoint | None:
 
 def read_summary(run_dir: Path) -> RunSummary:
     """The summary of ``run_dir``."""
-    summary: RunSummary = _read_document(RunPaths(run_dir).summary, RunSummary)
-    return summary
+    return _read_document(RunPaths(run_dir).summary, RunSummary)
 
 
 class RunLock:

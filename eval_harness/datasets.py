@@ -330,7 +330,7 @@ def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
 class _HashingReader:
     """Feeds every byte read to a digest (when given one), so one pass both validates and hashes."""
 
-    def __init__(self, raw: IO[bytes], digest: Any) -> None:
+    def __init__(self, raw: IO[bytes], digest: hashlib._Hash | None) -> None:
         self._raw = raw
         self._digest = digest
 
