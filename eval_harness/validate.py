@@ -1,12 +1,27 @@
-"""Dataset validation as a command: map the task's fields (when a task is named) and check every line."""
+"""Dataset validation as a command: map the task's fields (when a task is named) and check every line.
+
+With a task, ``preflight`` also checks what ``run`` checks of a dataset before its first call, without calling a
+model: the task's few-shot file (line by line), its examples that are also samples of the dataset, and every
+prompt rendered with the task's template and the examples run would draw. It reuses run's own steps
+(``eval_harness.planning``), so that it finds what run finds and nothing else.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eval_harness.datasets import DatasetReport, validate_dataset
-from eval_harness.tasks import find_task
-from eval_harness.types import DatasetSpec
+from eval_harness.datasets import PROBLEMS_SHOWN, DatasetReport, Problem, iter_positioned, validate_dataset
+from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
+from eval_harness.tasks import LoadedTask, find_task
+from eval_harness.types import DatasetSpec, Sample
+
+if TYPE_CHECKING:
+    from eval_harness.templates import PromptTemplate
 
 
 def validate(path: Path, task: str | None = None) -> DatasetReport:
@@ -15,3 +30,178 @@ def validate(path: Path, task: str | None = None) -> DatasetReport:
         return validate_dataset(path, DatasetSpec())
     loaded = find_task(task)
     return validate_dataset(path, loaded.spec.dataset, task=loaded.spec.name)
+
+
+@dataclass
+class FewShotCheck:
+    """The task's few-shot examples, checked against this dataset as ``run`` checks them."""
+
+    path: str | None = None
+    """The few-shot file as shown (None: none was read, or the examples are held out of the dataset)."""
+    report: DatasetReport | None = None
+    """The few-shot file checked line by line like a dataset (None: it was not read)."""
+    unreadable: str | None = None
+    """Why the file could not be found or read, when the dataset's own problems came first (run tells those)."""
+    also_samples: int = 0
+    """Examples that are also samples of the dataset (same input, target and choices): run leaves them out."""
+    refusal: str | None = None
+    """Why run would draw no example: every example is a sample, or a hold-out leaves no sample to evaluate."""
+    note: str | None = None
+    """What run prints on stderr about the examples it leaves out (a warning, not a problem)."""
+    held_out: int | None = None
+    """Samples held out of the dataset as examples (``holdout_fraction``; None for a file): never rendered as
+    samples."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether run would take its examples."""
+        return (self.report is None or self.report.ok) and self.unreadable is None and self.refusal is None
+
+
+@dataclass
+class RenderCheck:
+    """Every sample the run would send, rendered with the task's template and few-shot examples as run does."""
+
+    template: str
+    """The template file as shown."""
+    examples: int
+    """The few-shot examples in every prompt."""
+    samples: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+
+    @property
+    def rendered(self) -> int:
+        """Samples whose prompt rendered."""
+        return self.samples - self.problem_count
+
+    def add(self, problem: Problem) -> None:
+        self.problem_count += 1
+        if len(self.problems) < PROBLEMS_SHOWN:
+            self.problems.append(problem)
+
+    def problem_lines(self) -> list[str]:
+        """The shown problems, then a count of the rest."""
+        hidden = self.problem_count - len(self.problems)
+        return [str(p) for p in self.problems] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+
+
+@dataclass
+class Preflight:
+    """What ``run`` would refuse or warn about for this dataset and task."""
+
+    dataset: DatasetReport
+    few_shot: FewShotCheck | None
+    """None when the task draws no few-shot example."""
+    render: RenderCheck | None
+    """None when the examples run would draw are not known (``not_rendered`` says why)."""
+    not_rendered: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when run would take this dataset as it is (warnings and blank lines allowed)."""
+        few_shot_ok = self.few_shot is None or self.few_shot.ok
+        return self.dataset.ok and few_shot_ok and (self.render is None or self.render.problem_count == 0)
+
+
+def preflight(path: Path, task: str) -> Preflight:
+    """Check ``path`` against ``task`` as ``run`` does before its first call: its lines (with the task's field
+    mapping), the few-shot file line by line, the examples that are also samples, every prompt rendered.
+
+    Raises, as run does, what cannot be checked at all: an unknown task, a template that does not load, a dataset
+    that cannot be read, a few-shot file that cannot be found or read (this one only when the dataset has no
+    problem of its own: run tells the dataset's problems first)."""
+    # here, not at the top: planning imports the providers (~0.2 s), which a check without a task does not need
+    from eval_harness.planning import _few_shot
+    from eval_harness.templates import load_template
+
+    loaded = find_task(task)
+    spec = loaded.spec
+    # before the dataset is read: a template that cannot load is refused without a pass over a big file
+    template = load_template(loaded.templates_dir, spec.template, spec.system_prompt, spec.template_vars)
+    few_shot = spec.few_shot
+    if few_shot is not None and few_shot.k > 0 and few_shot.holdout_fraction is None:
+        return _with_pool(loaded, path, template)
+    report = validate_dataset(path, spec.dataset, task=spec.name)
+    chosen = _few_shot(loaded, path, None)  # none, or held out of the dataset
+    render = _render(path, spec.dataset, template, chosen.examples, chosen.sources, chosen.excluded)
+    if few_shot is None or few_shot.k == 0:
+        return Preflight(report, None, render)
+    check = FewShotCheck(held_out=len(chosen.excluded))
+    if 0 < report.valid <= len(chosen.excluded):  # run's refusal, in its words (plan_run)
+        check.refusal = (
+            f"{loaded.path}: few_shot.holdout_fraction leaves no sample to evaluate "
+            f"(it holds out {len(chosen.excluded)} of the {report.valid} in {path})"
+        )
+    return Preflight(report, check, render)
+
+
+def _with_pool(loaded: LoadedTask, path: Path, template: PromptTemplate) -> Preflight:
+    """The preflight of a task that draws its few-shot examples from a file: the file is checked first, so that
+    the dataset's one pass compares its examples with the samples (as in run)."""
+    from eval_harness.planning import _few_shot, _load_pool, _pool_path
+
+    spec = loaded.spec
+    try:
+        pool_path = _pool_path(loaded, path)
+        assert pool_path is not None, "a task that draws k > 0 examples from a file names one"
+        pool_report = validate_dataset(Path(_shown(pool_path)), spec.dataset, task=spec.name)
+    except (ConfigError, DatasetUnreadableError) as exc:
+        report = validate_dataset(path, spec.dataset, task=spec.name)
+        failure = _naming_the_few_shot_file(exc, loaded)
+        if report.ok:
+            raise failure from None
+        return Preflight(report, FewShotCheck(unreadable=str(failure)), None, "the few-shot file cannot be read")
+    check = FewShotCheck(path=pool_report.path, report=pool_report)
+    if not pool_report.ok:
+        report = validate_dataset(path, spec.dataset, task=spec.name)
+        return Preflight(report, check, None, "the few-shot file has problems (run takes no example from it)")
+    pool = _load_pool(loaded, path)  # reads the small file again, to hold its examples as run holds them
+    assert pool is not None, "a task that draws k > 0 examples from a file has a pool"
+    report = validate_dataset(path, spec.dataset, task=spec.name, overlap=pool.overlap)
+    check.also_samples = len(pool.overlap.found)
+    try:
+        chosen = _few_shot(loaded, path, pool)
+    except ConfigError as exc:  # every example is a sample of the dataset: run's refusal, word for word
+        check.refusal = str(exc)
+        return Preflight(report, check, None, "every few-shot example is a sample (run draws none)")
+    check.note = chosen.note
+    return Preflight(report, check, _render(path, spec.dataset, template, chosen.examples, chosen.sources))
+
+
+def _render(
+    path: Path,
+    spec: DatasetSpec,
+    template: PromptTemplate,
+    examples: Sequence[Sample],
+    sources: dict[str, str],
+    excluded: frozenset[str] = frozenset(),
+) -> RenderCheck:
+    """Render the prompt of every valid sample but those held out as examples, as run renders it; a sample whose
+    prompt fails is a problem on its line."""
+    check = RenderCheck(_shown(template.path), len(examples))
+    # run loads the template with the examples' sources (for an error one of them causes): the same template
+    template = dataclasses.replace(template, example_sources=sources)
+    skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
+    where = str(path)
+    for position, sample in iter_positioned(path, spec, skip):
+        check.samples += 1
+        try:
+            template.render(sample, examples)
+        except TemplateError as exc:
+            check.add(Problem(where, position.line, "template", str(exc)))
+    return check
+
+
+def _naming_the_few_shot_file(exc: EvalHarnessError, loaded: LoadedTask) -> EvalHarnessError:
+    """The error, saying that the file is the task's few-shot file (a file that cannot be read says 'dataset')."""
+    if isinstance(exc, DatasetUnreadableError):
+        return DatasetUnreadableError(f"few-shot file of task {loaded.spec.name!r}: {exc}")
+    return exc
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when it lies inside it (as a user types it), else as given."""
+    absolute = Path(os.path.abspath(path))
+    cwd = Path.cwd()
+    return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)

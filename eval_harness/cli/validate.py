@@ -1,4 +1,5 @@
-"""``eval-harness validate-dataset``: check every line; exit 0 valid, 1 problems found, 2 unreadable."""
+"""``eval-harness validate-dataset``: check every line (and, with a task, what run checks of the dataset before its
+first call); exit 0 valid, 1 problems found, 2 unreadable."""
 
 from __future__ import annotations
 
@@ -10,15 +11,29 @@ import typer
 
 def validate_dataset_command(
     path: Annotated[Path, typer.Option("--path", "-p", help="The JSONL (or CSV) file to check.")],
-    task: Annotated[str | None, typer.Option("--task", "-t", help="Use this task's field mapping.")] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            "-t",
+            help="Check the dataset as this task's run would: its field mapping, its few-shot file, the examples "
+            "that are also samples, and every prompt rendered with its template (no model is called).",
+        ),
+    ] = None,
 ) -> None:
     """Check every line of a dataset and print a summary and each problem as FILE:LINE: field: message."""
-    from eval_harness.cli.render.datasets import print_dataset_report
-    from eval_harness.validate import validate
+    from eval_harness.cli.render.datasets import print_dataset_report, print_preflight
+    from eval_harness.validate import preflight, validate
 
-    report = validate(path, task)
-    print_dataset_report(report)
-    if not report.ok:
+    if task is None:
+        report = validate(path)
+        print_dataset_report(report)
+        ok = report.ok
+    else:
+        checked = preflight(path, task)
+        print_preflight(checked)
+        ok = checked.ok
+    if not ok:
         raise typer.Exit(1)
 
 

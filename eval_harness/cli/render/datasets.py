@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from eval_harness.cli.render import counted, stdout
 from eval_harness.cli.render.tables import Column, FittedTable
 from eval_harness.datasets import DatasetReport
 from eval_harness.tasks import LoadedTask
+
+if TYPE_CHECKING:
+    from eval_harness.validate import FewShotCheck, Preflight
 
 
 def print_dataset_report(report: DatasetReport) -> None:
@@ -22,10 +26,56 @@ def print_dataset_report(report: DatasetReport) -> None:
         shown = ", ".join(map(str, report.blank_lines[:10]))
         more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""
         stdout.print(f"blank lines (allowed, skipped): {shown}{more}")
-    for warning in report.warnings[:10]:
+    _print_findings(report.warnings[:10], report.problem_lines())
+
+
+def _print_findings(warnings: Sequence[str], problems: Sequence[str]) -> None:
+    for warning in warnings:
         stdout.print(f"warning: {warning}", markup=False, soft_wrap=True)
-    for line in report.problem_lines():
+    for line in problems:
         stdout.print(line, markup=False, soft_wrap=True)
+
+
+def print_preflight(checked: Preflight) -> None:
+    """The dataset's report, then what run checks of it besides its lines: the few-shot examples and the
+    prompts."""
+    print_dataset_report(checked.dataset)
+    if checked.few_shot is not None:
+        _print_few_shot(checked.few_shot)
+    render = checked.render
+    if render is None:
+        stdout.print(f"template: not rendered: {checked.not_rendered}", markup=False, soft_wrap=True)
+        return
+    problems = counted(render.problem_count, "problem")
+    stdout.print(
+        f"template: {render.template} with {counted(render.examples, 'few-shot example')}: "
+        f"{counted(render.samples, 'sample')}, {render.rendered:,} rendered, {problems}",
+        markup=False,
+        soft_wrap=True,
+    )
+    _print_findings((), render.problem_lines())
+
+
+def _print_few_shot(check: FewShotCheck) -> None:
+    report = check.report
+    if check.unreadable is not None:
+        stdout.print(f"few-shot: not checked: {check.unreadable}", markup=False, soft_wrap=True)
+    elif check.held_out is not None:
+        stdout.print(f"few-shot: {counted(check.held_out, 'sample')} of the dataset held out as examples")
+    elif report is not None:
+        examples = report.lines - len(report.blank_lines)
+        overlap = ""
+        if report.ok:
+            also = "a sample" if check.also_samples == 1 else "samples"
+            overlap = f", {check.also_samples:,} also {also} of the dataset"
+        stdout.print(
+            f"few-shot: {report.path}: {counted(examples, 'example')}, {report.valid:,} valid, "
+            f"{counted(report.problem_count, 'problem')}{overlap}",
+            markup=False,
+            soft_wrap=True,
+        )
+        _print_findings(report.warnings[:10], report.problem_lines())
+    _print_findings([check.note] if check.note else [], [check.refusal] if check.refusal else [])
 
 
 # The name is what --task takes, so it is never cut; at a narrow width the template goes first, then the

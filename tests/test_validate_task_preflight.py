@@ -1,0 +1,289 @@
+"""``validate-dataset --task`` finds what ``run`` would refuse or warn about for a dataset, without a model: the
+task's few-shot file checked line by line, its examples that are also samples of the dataset (left out by run,
+or the run refused when all are), and every prompt rendered with the task's template and examples.
+
+Every check goes through the real CLI from a task root in tmp_path: the adder task over data/adder.jsonl, 40
+samples q0000..q0039 "What is i + 1?" -> "i + 1" on the axes alpha and beta (conftest.arithmetic_records).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult, TaskRoot
+
+from eval_harness.validate import preflight
+
+Cli = Callable[..., CliResult]
+
+_SHOTS = "{% for e in examples %}Example: {{ e.input }} => {{ e.target }}\n{% endfor %}Q: {{ input }}\n"
+_CLEAN = [
+    {"id": "s1", "input": "What is 100 + 1?", "target": "101"},
+    {"id": "s2", "input": "What is 200 + 1?", "target": "201"},
+]
+_LEAK = {"id": "dev-7", "input": "What is 7 + 1?", "target": "8"}  # the content of sample q0007
+
+
+@pytest.fixture
+def root(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
+    """The adder task root, made the current directory."""
+    monkeypatch.chdir(task_root.root)
+    return task_root
+
+
+def _task(root: TaskRoot, template: str = _SHOTS, few_shot: str = "") -> None:
+    """The adder task rendering with ``template`` and drawing examples as ``few_shot`` says ([few_shot] body)."""
+    root.template("t.jinja2", template)
+    few_shot_table = f"[few_shot]\n{few_shot}" if few_shot else ""
+    root.task(
+        "adder",
+        f'name = "adder"\ntemplate = "t.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n{few_shot_table}'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
+    )
+
+
+def _with_pool(root: TaskRoot, pool: Sequence[dict[str, Any] | str], k: int = 2, template: str = _SHOTS) -> Path:
+    """data/shots.jsonl holding ``pool``, drawn k at a time by the adder task; its resolved path."""
+    _task(root, template, f'k = {k}\npath = "data/shots.jsonl"\n')
+    return root.data("shots.jsonl", pool).resolve()
+
+
+def _validate(cli: Cli, path: str = "data/adder.jsonl") -> CliResult:
+    result = cli("validate-dataset", "--path", path, "--task", "adder")
+    assert "Traceback" not in result.out + result.err
+    return result
+
+
+def _dataset_lines(path: Path, lines: int = 40, axes: str = "alpha 20, beta 20") -> list[str]:
+    """What validate-dataset prints first for a dataset without a problem (as before --task did more)."""
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    return [
+        f"{path.relative_to(Path.cwd())}: {lines} lines, {lines} valid, 0 blank, 0 duplicate ids, 0 problems",
+        f"axes: {axes}",
+        f"sha256: {sha256}",
+    ]
+
+
+def _after_dataset(result: CliResult) -> list[str]:
+    """The lines after the dataset's summary, axes and sha256 (a dataset without blank lines or problems)."""
+    return result.out.splitlines()[3:]
+
+
+# --- the few-shot file --------------------------------------------------------------------------------------
+
+
+def test_a_clean_few_shot_file_gets_a_summary_line_after_the_dataset(cli: Cli, root: TaskRoot) -> None:
+    _with_pool(root, _CLEAN)
+    result = _validate(cli)
+    assert result.code == 0, result.out + result.err
+    assert result.out.splitlines() == [
+        *_dataset_lines(root.root / "data" / "adder.jsonl"),
+        "few-shot: data/shots.jsonl: 2 examples, 2 valid, 0 problems, 0 also samples of the dataset",
+        "template: templates/t.jinja2 with 2 few-shot examples: 40 samples, 40 rendered, 0 problems",
+    ]
+
+
+def test_problems_of_the_few_shot_file_are_listed_as_file_line_field_message_and_counted(
+    cli: Cli, root: TaskRoot
+) -> None:
+    _with_pool(root, [*_CLEAN, {"id": "s3", "input": "", "target": "1"}, '{"id": "s4", "input": "x", "target": }'])
+    result = _validate(cli)
+    assert result.code == 1
+    assert _after_dataset(result) == [
+        "few-shot: data/shots.jsonl: 4 examples, 2 valid, 2 problems",
+        "data/shots.jsonl:3: input: is empty",
+        "data/shots.jsonl:4: line: invalid JSON: Expecting value at column 38",
+        "template: not rendered: the few-shot file has problems (run takes no example from it)",
+    ]
+
+
+def test_a_few_shot_file_that_cannot_be_read_exits_2_naming_it(cli: Cli, root: TaskRoot) -> None:
+    _with_pool(root, _CLEAN)
+    (root.root / "data" / "shots.jsonl").unlink()
+    result = _validate(cli)
+    assert (result.code, result.out, result.err) == (
+        2,
+        "",
+        "error: few-shot file of task 'adder': data/shots.jsonl: cannot read the dataset: no such file\n",
+    )
+
+
+def test_the_dataset_problems_come_before_an_unreadable_few_shot_file_as_in_run(cli: Cli, root: TaskRoot) -> None:
+    # run tells the dataset's problems first: the few-shot file is named as not checked, the exit is 1
+    _with_pool(root, _CLEAN)
+    (root.root / "data" / "shots.jsonl").unlink()
+    root.data("broken.jsonl", [{"id": "a", "input": "What?", "target": ""}])
+    result = _validate(cli, "data/broken.jsonl")
+    assert result.code == 1
+    assert result.out.splitlines()[3:] == [
+        "data/broken.jsonl:1: target: is empty",
+        "few-shot: not checked: few-shot file of task 'adder': data/shots.jsonl: cannot read the dataset: no such file",
+        "template: not rendered: the few-shot file cannot be read",
+    ]
+
+
+# --- few-shot examples that are also samples ----------------------------------------------------------------
+
+
+def test_examples_that_are_also_samples_are_counted_and_warned_about_as_run_will_leave_them_out(
+    cli: Cli, root: TaskRoot
+) -> None:
+    pool = _with_pool(root, [*_CLEAN, _LEAK], k=2)
+    result = _validate(cli)
+    assert result.code == 0
+    assert _after_dataset(result) == [
+        "few-shot: data/shots.jsonl: 3 examples, 3 valid, 0 problems, 1 also a sample of the dataset",
+        f"warning: few-shot: left out 1 example of {pool} that is also a sample of the dataset (same input and "
+        "target): dev-7 (= sample q0007)",
+        "template: templates/t.jinja2 with 2 few-shot examples: 40 samples, 40 rendered, 0 problems",
+    ]
+
+
+def test_the_warning_is_the_note_run_prints_on_stderr(cli: Cli, root: TaskRoot) -> None:
+    _with_pool(root, [*_CLEAN, _LEAK], k=3)
+    warnings = [line for line in _validate(cli).out.splitlines() if line.startswith("warning: ")]
+    run = cli("run", "--task", "adder", "--model", "mock/m", "--run-id", "r", "--output-dir", "results", "-q")
+    assert run.code == 0, run.err
+    assert warnings == [f"warning: {line}" for line in run.err.splitlines()]
+    assert len(warnings) == 1
+
+
+def test_an_example_sharing_only_its_id_with_a_sample_is_not_counted(cli: Cli, root: TaskRoot) -> None:
+    # the rule of run (PoolOverlap): same input, target and choices; files numbered each on its own share ids
+    _with_pool(root, [*_CLEAN, {"id": "q0007", "input": "What is 70 + 5?", "target": "75"}])
+    result = _validate(cli)
+    assert result.code == 0
+    assert _after_dataset(result)[0].endswith(", 0 also samples of the dataset")
+
+
+def test_a_few_shot_file_whose_every_example_is_a_sample_is_a_problem_with_runs_refusal(
+    cli: Cli, root: TaskRoot
+) -> None:
+    pool = _with_pool(root, [_LEAK, {"id": "x", "input": "What is 8 + 1?", "target": "9"}], k=1)
+    result = _validate(cli)
+    task = (root.root / "tasks" / "adder.toml").resolve()
+    assert result.code == 1
+    assert _after_dataset(result) == [
+        "few-shot: data/shots.jsonl: 2 examples, 2 valid, 0 problems, 2 also samples of the dataset",
+        f"{task}: few-shot: every one of the 2 examples in {pool} is also a sample of the dataset under evaluation "
+        "(same input and target); take the examples from another file, or use holdout_fraction",
+        "template: not rendered: every few-shot example is a sample (run draws none)",
+    ]
+
+
+# --- every prompt rendered -------------------------------------------------------------------------------------
+
+
+def test_a_sample_missing_a_field_the_template_uses_is_a_template_problem_on_its_line(cli: Cli, root: TaskRoot) -> None:
+    template = "Q: {{ input }} (in {{ metadata.unit }})\n"
+    _task(root, template)
+    records: list[dict[str, Any]] = [
+        {"id": f"u{i}", "input": f"What is {i} + 1?", "target": str(i + 1), "metadata": {"unit": "apples"}}
+        for i in range(3)
+    ]
+    del records[1]["metadata"]
+    path = root.data("units.jsonl", records)
+    result = _validate(cli, "data/units.jsonl")
+    assert result.code == 1
+    assert _after_dataset(result) == [
+        "template: templates/t.jinja2 with 0 few-shot examples: 3 samples, 2 rendered, 1 problem",
+        f"data/units.jsonl:2: template: {(root.root / 'templates' / 't.jinja2').resolve()}:1: UndefinedError: "
+        "'dict object' has no attribute 'unit'",
+    ]
+    assert result.out.splitlines()[:3] == _dataset_lines(path, 3, "default 3")
+
+
+def test_a_sample_whose_prompt_renders_empty_is_a_template_problem(cli: Cli, root: TaskRoot) -> None:
+    _task(root, "{% if metadata.ask %}{{ input }}{% endif %}\n")
+    root.data(
+        "ask.jsonl",
+        [
+            {"id": "a", "input": "What is 1 + 1?", "target": "2", "metadata": {"ask": True}},
+            {"id": "b", "input": "What is 2 + 1?", "target": "3", "metadata": {"ask": False}},
+        ],
+    )
+    result = _validate(cli, "data/ask.jsonl")
+    assert result.code == 1
+    assert _after_dataset(result)[1:] == [
+        f"data/ask.jsonl:2: template: {(root.root / 'templates' / 't.jinja2').resolve()}: renders an empty prompt "
+        "for sample 'b'"
+    ]
+
+
+def test_template_problems_show_the_first_50_then_a_count(cli: Cli, root: TaskRoot) -> None:
+    _task(root, "Q: {{ input }} {{ metadata.unit }}\n")  # no adder sample has metadata.unit
+    result = _validate(cli)
+    assert result.code == 1
+    lines = _after_dataset(result)
+    assert lines[0] == "template: templates/t.jinja2 with 0 few-shot examples: 40 samples, 0 rendered, 40 problems"
+    assert [line.split(": template: ")[0] for line in lines[1:]] == [f"data/adder.jsonl:{n}" for n in range(1, 41)]
+
+    records = [{"id": f"q{i}", "input": f"What is {i} + 1?", "target": str(i + 1)} for i in range(120)]
+    root.data("many.jsonl", records)
+    lines = _validate(cli, "data/many.jsonl").out.splitlines()[3:]
+    assert len(lines) == 1 + 50 + 1
+    assert lines[50].startswith("data/many.jsonl:50: template: ")
+    assert lines[-1] == "... and 70 more problems"
+
+
+def test_an_example_that_breaks_the_template_is_named_in_each_samples_problem_as_run_names_it(
+    cli: Cli, root: TaskRoot
+) -> None:
+    why = "{% for e in examples %}{{ e.input }} because {{ e.metadata.reasoning }}\n{% endfor %}Q: {{ input }}\n"
+    pool = _with_pool(root, [{**_CLEAN[0], "metadata": {"reasoning": "100 and one"}}, _CLEAN[1]], template=why)
+    result = _validate(cli)
+    template = (root.root / "templates" / "t.jinja2").resolve()
+    assert result.code == 1
+    lines = _after_dataset(result)
+    assert lines[1] == "template: templates/t.jinja2 with 2 few-shot examples: 40 samples, 0 rendered, 40 problems"
+    assert lines[2] == (
+        f"data/adder.jsonl:1: template: {template}:1: UndefinedError: 'dict object' has no attribute 'reasoning' "
+        f"(in few-shot example 's2', {pool}:2)"
+    )
+
+
+def test_samples_held_out_as_examples_are_not_rendered_as_samples(cli: Cli, root: TaskRoot) -> None:
+    _task(root, few_shot="k = 2\nholdout_fraction = 0.25\n")
+    result = _validate(cli)
+    assert result.code == 0
+    assert _after_dataset(result) == [
+        "few-shot: 10 samples of the dataset held out as examples",
+        "template: templates/t.jinja2 with 2 few-shot examples: 30 samples, 30 rendered, 0 problems",
+    ]
+
+
+def test_a_hold_out_that_leaves_no_sample_to_evaluate_is_a_problem(cli: Cli, root: TaskRoot) -> None:
+    _task(root, few_shot="k = 1\nholdout_fraction = 0.999\n")
+    result = _validate(cli)
+    task = (root.root / "tasks" / "adder.toml").resolve()
+    assert result.code == 1
+    assert _after_dataset(result) == [
+        "few-shot: 40 samples of the dataset held out as examples",
+        f"{task}: few_shot.holdout_fraction leaves no sample to evaluate (it holds out 40 of the 40 in "
+        "data/adder.jsonl)",
+        "template: templates/t.jinja2 with 1 few-shot example: 0 samples, 0 rendered, 0 problems",
+    ]
+
+
+def test_a_template_that_does_not_load_exits_2_before_the_dataset_is_read(cli: Cli, root: TaskRoot) -> None:
+    _task(root, "Q: {{ input }\n")
+    template = (root.root / "templates" / "t.jinja2").resolve()
+    result = _validate(cli, "data/no_such_file.jsonl")  # not read: the template is refused first
+    assert (result.code, result.out) == (2, "")
+    assert result.err == f"error: {template}:1: unexpected '}}'\n"
+
+
+def test_preflight_reports_the_overlap_count_for_a_library_caller(root: TaskRoot) -> None:
+    _with_pool(root, [*_CLEAN, _LEAK, {"id": "d9", "input": "What is 9 + 1?", "target": "10"}], k=2)
+    checked = preflight(Path("data/adder.jsonl"), "adder")
+    assert checked.few_shot is not None and checked.render is not None
+    assert (checked.ok, checked.few_shot.also_samples, checked.render.samples, checked.render.examples) == (
+        True,
+        2,
+        40,
+        2,
+    )
