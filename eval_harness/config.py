@@ -7,9 +7,9 @@ secrets as ``SecretStr`` so that printing or dumping it never shows a key.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -176,7 +176,7 @@ def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:
     return parsed
 
 
-def redact(text: str, secrets: list[str]) -> str:
+def redact(text: str, secrets: Sequence[str]) -> str:
     """Replace every secret in ``text``, padded or stripped, so it can be shown or stored."""
     for secret in secrets:
         # the stripped form too: a server echoes the key as it arrived, without the padding a header loses
@@ -184,3 +184,27 @@ def redact(text: str, secrets: list[str]) -> str:
             if len(form) >= 4:
                 text = text.replace(form, "[REDACTED]")
     return text
+
+
+def redact_shown(
+    text: str,
+    secrets: Sequence[str],
+    limit: int,
+    *,
+    keep: Literal["head", "tail"] = "head",
+    one_line: bool = False,
+) -> str:
+    """``text`` as a message or a record may hold it: every secret redacted in the whole text first, then (with
+    ``one_line``) each run of whitespace made one space, then cut to at most ``limit`` characters, keeping its
+    start or its end (``keep``) with "…" where it was cut.
+
+    Always in this order: a key straddling the cut, cut first, would lose the part that lets ``redact``
+    recognise it, and the rest of it would be kept."""
+    text = redact(text, secrets)
+    if one_line:
+        text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit < 1:
+        return ""
+    return text[: limit - 1] + "…" if keep == "head" else "…" + text[len(text) - limit + 1 :]

@@ -52,7 +52,7 @@ def gateway(
 
 
 # backoff_s is measured (monotonic time from the failure to the retry's admission), so it is at least the wait
-# the gateway chose: Retry-After plus up to 10% jitter (Gateway._wait). Its upper bounds here sit at twice the
+# the gateway chose: Retry-After plus up to 10% jitter (Retrier._wait). Its upper bounds here sit at twice the
 # Retry-After, not at the 10% of jitter: a measured wait overshoots the chosen one by the event loop's lateness
 # (up to ~5 ms per sleep at load 6 on 2 cores), enough to cross a bound at +10% in a few runs in a hundred. The
 # exponential backoff starts at 2 s, so a wait that added it to the Retry-After would cross the bound as well.

@@ -14,6 +14,7 @@ from fake_llm_server import FakeLLMServer
 from pydantic import SecretStr
 
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, ProviderResponseError
+from eval_harness.providers.gateway import RetryPolicy
 from eval_harness.scorers import build_scorer
 from eval_harness.scorers.embeddings import (
     CachedEmbeddings,
@@ -50,9 +51,11 @@ class EmbeddingsServer:
 
 
 def scorer(server: EmbeddingsServer, cache_path: Path) -> tuple[EmbeddingSimilarity, CachedEmbeddings]:
+    # no retries here: they are tested in test_embeddings_retry.py (a 500 would wait out five backoffs)
     client = OpenAIEmbeddingsClient(
-        "emb-small", "http://embed.test/v1", SecretStr(KEY), transport=httpx.MockTransport(server)
-    )
+        "emb-small", "http://embed.test/v1", SecretStr(KEY), transport=httpx.MockTransport(server),
+        policy=RetryPolicy(max_retries=0),
+    )  # fmt: skip
     cached = CachedEmbeddings(client, EmbeddingCache(cache_path))
     return EmbeddingSimilarity(cached), cached
 

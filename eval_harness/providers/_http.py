@@ -18,7 +18,7 @@ import email.utils
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
@@ -28,22 +28,26 @@ import orjson
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from eval_harness import __version__, pricing
-from eval_harness.config import redact
+from eval_harness.config import redact_shown
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
+    EvalHarnessError,
     ModelNotFoundError,
     ProviderError,
     ProviderHTTPError,
     ProviderResponseError,
     QuotaExhaustedError,
     RetryCause,
+    json_type_name,
 )
 from eval_harness.providers._wires import Wire, WireKind, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import GenerateConfig, Usage
 
 _MESSAGE_LIMIT = 400
+_SHOWN_LIMIT = 600
+"""Characters of an error message naming a provider's reply (after redaction)."""
 _WHITESPACE = re.compile(r"\s+")
 _HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
@@ -213,11 +217,12 @@ def error_detail(body: bytes) -> str:
         message = obj["detail"] if isinstance(obj["detail"], str) else orjson.dumps(obj["detail"]).decode()
     if message is None:
         return describe_body(body)
-    labels = [str(x) for x in (kind, code) if x not in (None, "", "error") and not isinstance(x, int)]
+    # only names label the message: a numeric code (OpenRouter's 502) or a malformed type is no name
+    labels = [x for x in (kind, code) if isinstance(x, str) and x not in ("", "error")]
     prefix = f"{labels[0]}: " if labels else ""
     if len(labels) > 1 and labels[1] != labels[0]:
         prefix = f"{labels[0]} ({labels[1]}): "
-    return prefix + str(message)
+    return prefix + (message if isinstance(message, str) else orjson.dumps(message).decode())
 
 
 def _error_object(body: bytes) -> dict[str, Any] | None:
@@ -253,6 +258,79 @@ def _should_retry_header(headers: Mapping[str, str]) -> bool | None:
     return True if value == "true" else False if value == "false" else None
 
 
+TRANSIENT_4XX: dict[int, RetryCause] = {408: "timeout", 409: "conflict", 429: "rate_limit"}
+"""The 4xx statuses worth trying again by default."""
+
+
+def retry_cause_of_status(
+    status: int, headers: Mapping[str, str], transient_4xx: RetryCause | None
+) -> RetryCause | None:
+    """Why an error of ``status`` is worth trying again, or None: 529 and 503 are "overloaded", any other 5xx a
+    "server_error", a 4xx ``transient_4xx`` (what the caller makes of it); ``x-should-retry`` overrides the
+    status."""
+    cause: RetryCause | None
+    if status == 529 or status == 503:
+        cause = "overloaded"
+    elif status >= 500:
+        cause = "server_error"
+    elif status >= 400:
+        cause = transient_4xx
+    else:
+        cause = None
+    verdict = _should_retry_header(headers)
+    if verdict is False:
+        return None
+    if verdict is True and cause is None:
+        return "server_error"  # the server asked for it; the status names no better cause
+    return cause
+
+
+def error_for_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    label: str,
+    key_hint: str,
+    secrets: Sequence[str],
+    cause: RetryCause | None,
+    quota_exhausted: bool = False,
+    reset_after: Callable[[Mapping[str, str]], float | None] | None = None,
+    request_id: str | None = None,
+) -> EvalHarnessError:
+    """The error an HTTP error status stands for, with the server's own message (redacted, on one line):
+    ``AuthenticationError`` for 401/403, ``ModelNotFoundError`` for 404 and ``QuotaExhaustedError`` when
+    ``quota_exhausted`` (each stops the run: every request would fail the same way), else ``ProviderHTTPError``
+    carrying ``cause`` and, when it is worth a retry, the server's wait: ``Retry-After``, or for a 429 without
+    one ``reset_after(headers)`` (the provider's own rate-limit headers). ``label`` names the caller
+    (``openai/gpt-4o``), ``key_hint`` where its key comes from."""
+    detail = error_detail(body)
+    if status in (401, 403):
+        message = f"{label}: authentication failed: HTTP {status} (check {key_hint}): {detail}"
+        return AuthenticationError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
+    if status == 404:
+        message = (
+            f"{label}: HTTP 404: {detail} (no such model or endpoint, so every request would fail: check the model "
+            "name and the base URL)"
+        )
+        return ModelNotFoundError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
+    if quota_exhausted:
+        message = f"{label}: the account's quota is used up, so the run stops (HTTP {status}: {detail})"
+        return QuotaExhaustedError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
+    retry_after = None
+    if cause is not None:
+        retry_after = parse_retry_after(headers)
+        if retry_after is None and status == 429 and reset_after is not None:
+            retry_after = reset_after(headers)
+    return ProviderHTTPError(
+        redact_shown(f"{label}: HTTP {status}: {detail}", secrets, _SHOWN_LIMIT, one_line=True),
+        retry_cause=cause,
+        retry_after=retry_after,
+        status_code=status,
+        request_id=request_id,
+    )
+
+
 def _is_json(headers: Mapping[str, str]) -> bool:
     return (headers.get("content-type") or "").strip().lower().startswith("application/json")
 
@@ -285,28 +363,10 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     return max(when.timestamp() - current, 0.0)
 
 
-def field(obj: Any, *path: str | int) -> Any:
-    """``obj[path[0]][path[1]]...``, or ``ProviderResponseError`` naming the missing field."""
-    current = obj
-    walked = ""
-    for step in path:
-        walked += f"[{step}]" if isinstance(step, int) else (f".{step}" if walked else step)
-        try:
-            current = current[step]
-        except (KeyError, IndexError, TypeError):
-            raise ProviderResponseError(f"the response has no {walked}") from None
-    return current
-
-
 def sampling(config: GenerateConfig) -> dict[str, float]:
     """``temperature`` and ``top_p`` when the task sets them (the same field names in every API here)."""
     chosen = {"temperature": config.temperature, "top_p": config.top_p}
     return {name: value for name, value in chosen.items() if value is not None}
-
-
-def int_or_none(value: Any) -> int | None:
-    """An integer token count, or None when absent or not a number."""
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class HTTPProvider(Provider):
@@ -361,8 +421,7 @@ class HTTPProvider(Provider):
 
     def is_transient_4xx(self, status: int, body: bytes) -> RetryCause | None:
         """Whether a 4xx other than 401/403 is worth retrying (408, 409, 429 by default)."""
-        causes: dict[int, RetryCause] = {408: "timeout", 409: "conflict", 429: "rate_limit"}
-        return causes.get(status)
+        return TRANSIENT_4XX.get(status)
 
     def quota_exhausted(self, status: int, body: bytes) -> bool:
         """Whether an error says the account's quota or spend limit is used up: no wait clears it before the
@@ -422,7 +481,7 @@ class HTTPProvider(Provider):
             ) from None
         if not isinstance(data, dict):
             raise ProviderResponseError(
-                f"{self.label}: expected a JSON object, got {type(data).__name__}",
+                f"{self.label}: the body is {json_type_name(data)}, not a JSON object",
                 request_id=self.header_request_id(headers),
             )
         return Reply(data, headers, latency_ms)
@@ -433,57 +492,27 @@ class HTTPProvider(Provider):
         return self.model_id
 
     def _clean(self, text: str) -> str:
-        # redacted whole, then cut: a key cut in two would no longer be recognised
-        return one_line(redact(text, self.secrets()), 600)
+        return redact_shown(text, self.secrets(), _SHOWN_LIMIT, one_line=True)
 
     def _raise_for_status(self, status: int, headers: Mapping[str, str], body: bytes) -> NoReturn:
-        detail = error_detail(body)
-        if status in (401, 403):
-            raise AuthenticationError(
-                self._clean(f"{self.label}: authentication failed (HTTP {status}: {detail}); check {self.key_hint}")
-            )
-        if status == 404:
-            raise ModelNotFoundError(
-                self._clean(
-                    f"{self.label}: HTTP 404: {detail} (no such model or endpoint, so every request would fail: "
-                    "check the model name and the base URL)"
-                )
-            )
-        if self.quota_exhausted(status, body):
-            raise QuotaExhaustedError(
-                self._clean(f"{self.label}: the account's quota is used up, so the run stops (HTTP {status}: {detail})")
-            )
-        cause = self.retry_cause_of(status, headers, body)
-        retry_after = None
-        if cause is not None:
-            retry_after = parse_retry_after(headers)
-            if retry_after is None and status == 429:
-                retry_after = self.reset_after(headers)
-        raise ProviderHTTPError(
-            self._clean(f"{self.label}: HTTP {status}: {detail}"),
-            retry_cause=cause,
-            retry_after=retry_after,
-            status_code=status,
+        raise error_for_status(
+            status,
+            headers,
+            body,
+            label=self.label,
+            key_hint=self.key_hint,
+            secrets=self.secrets(),
+            cause=self.retry_cause_of(status, headers, body),
+            quota_exhausted=self.quota_exhausted(status, body),
+            reset_after=self.reset_after,
             request_id=self.header_request_id(headers),
         )
 
     def retry_cause_of(self, status: int, headers: Mapping[str, str], body: bytes) -> RetryCause | None:
         """Why an error of ``status`` is worth trying again, or None; ``x-should-retry`` overrides the status."""
-        cause: RetryCause | None
-        if status == 529 or status == 503:
-            cause = "overloaded"
-        elif status >= 500:
-            cause = "server_error"
-        elif status >= 400:
-            cause = self.is_transient_4xx(status, body)
-        else:
-            cause = None
-        verdict = _should_retry_header(headers)
-        if verdict is False:
-            return None
-        if verdict is True and cause is None:
-            return "server_error"  # the server asked for it; the status names no better cause
-        return cause
+        return retry_cause_of_status(
+            status, headers, self.is_transient_4xx(status, body) if 400 <= status < 500 else None
+        )
 
     def raise_for_error_body(self, reply: Reply, answer_field: str) -> None:
         """Raise ``ProviderHTTPError`` when a 200 carries an error object instead of ``answer_field``.
@@ -571,6 +600,7 @@ class KeyOptions(HTTPOptions):
 
 
 __all__ = [
+    "TRANSIENT_4XX",
     "HTTPOptions",
     "HTTPProvider",
     "KeyOptions",
@@ -580,12 +610,12 @@ __all__ = [
     "error_code",
     "error_detail",
     "error_details_code",
-    "field",
+    "error_for_status",
     "holds_secret",
-    "int_or_none",
     "join_url",
     "one_line",
     "parse_retry_after",
+    "retry_cause_of_status",
     "sampling",
     "shown_url",
 ]

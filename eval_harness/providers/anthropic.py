@@ -27,17 +27,9 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from eval_harness.errors import ConfigError, ProviderError, ProviderResponseError
-from eval_harness.providers._http import (
-    HTTPOptions,
-    HTTPProvider,
-    Reply,
-    error_detail,
-    error_details_code,
-    field,
-    int_or_none,
-    sampling,
-)
+from eval_harness.errors import ConfigError, ProviderError
+from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_detail, error_details_code, sampling
+from eval_harness.providers._shapes import count_at, object_at, objects, string_at
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
@@ -181,40 +173,34 @@ class AnthropicProvider(HTTPProvider):
         self.raise_for_error_body(reply, "content")
         texts: list[str] = []
         thoughts: list[str] = []
-        content = field(data, "content")
-        if not isinstance(content, list):
-            raise ProviderResponseError("the response's content is not a list of blocks")
-        for block in content:
-            if not isinstance(block, dict):
-                continue
+        for index, block in enumerate(objects(data.get("content"), "content", required=True)):
             kind = block.get("type")
             if kind == "text":
-                texts.append(str(block.get("text", "")))
+                texts.append(string_at(block, "text", f"content[{index}]") or "")
             elif kind == "thinking":
-                thoughts.append(str(block.get("thinking", "")))
+                thoughts.append(string_at(block, "thinking", f"content[{index}]") or "")
             elif kind == "redacted_thinking":
                 thoughts.append("[redacted thinking]")
-        raw = data.get("usage")
-        reported = isinstance(raw, dict)
+        raw = object_at(data, "usage")
         cache_write = 0
         usage = Usage()
-        if isinstance(raw, dict):
-            fresh = int_or_none(raw.get("input_tokens")) or 0
-            cache_read = int_or_none(raw.get("cache_read_input_tokens"))
-            cache_write = int_or_none(raw.get("cache_creation_input_tokens")) or 0
+        if raw is not None:
+            fresh = count_at(raw, "input_tokens", "usage") or 0
+            cache_read = count_at(raw, "cache_read_input_tokens", "usage")
+            cache_write = count_at(raw, "cache_creation_input_tokens", "usage") or 0
             usage = Usage(
                 prompt_tokens=fresh + (cache_read or 0) + cache_write,
-                completion_tokens=int_or_none(raw.get("output_tokens")) or 0,
+                completion_tokens=count_at(raw, "output_tokens", "usage") or 0,
                 cached_tokens=cache_read,
             )
         return Completion(
             text="".join(texts),
-            finish_reason=None if data.get("stop_reason") is None else str(data["stop_reason"]),
+            finish_reason=string_at(data, "stop_reason"),
             usage=usage,
-            cost_usd=self.priced(usage, reported, cache_write),
+            cost_usd=self.priced(usage, raw is not None, cache_write),
             latency_ms=reply.latency_ms,
-            model=str(data["model"]) if data.get("model") is not None else None,
-            request_id=self.request_id(reply, data.get("id")),
+            model=string_at(data, "model"),
+            request_id=self.request_id(reply, string_at(data, "id")),
             thinking="\n\n".join(thoughts) or None,
         )
 

@@ -1,24 +1,34 @@
 """Embeddings over HTTP: the ``/embeddings`` endpoint of OpenAI or any OpenAI-compatible server.
 
-Used by the embedding-similarity scorer; it lives here because only ``providers/`` talks HTTP.
+Used by the embedding-similarity scorer; it lives here because only ``providers/`` talks HTTP. No gateway wraps
+this client, so it retries as the gateway does (``_retry.Retrier``): a 429, 408, 409, 5xx or 529, a dropped
+connection or a timeout is tried again, after the server's ``Retry-After`` when it sent one. An error status
+means what it means for a provider (``_http.error_for_status``): a refused key (401/403), an unknown model or
+endpoint (404) or a used-up quota stops the run, since every sample would fail the same way.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import SecretStr
 
-from eval_harness.config import redact
-from eval_harness.errors import (
-    AuthenticationError,
-    ProviderConnectionError,
-    ProviderHTTPError,
-    ProviderResponseError,
-    ProviderTimeoutError,
+from eval_harness.errors import ProviderConnectionError, ProviderResponseError, ProviderTimeoutError
+from eval_harness.providers._http import (
+    TRANSIENT_4XX,
+    check_base_url,
+    error_for_status,
+    join_url,
+    retry_cause_of_status,
+    shown_url,
 )
-from eval_harness.providers._http import check_base_url, join_url, shown_url
+from eval_harness.providers._retry import Retrier, RetryPolicy
+from eval_harness.providers.openai import quota_used_up, rate_limit_reset
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_API_MODEL = "text-embedding-3-small"
 _BATCH = 256
@@ -37,8 +47,9 @@ class OpenAIEmbeddingsClient:
 
     ``base_url`` is checked as a provider's is (``ConfigError`` for a bad URL, a port out of range, or
     credentials in it: ``api_key`` or any of ``secrets``); ``base_url_name`` is how messages name it.
-    ``transport`` lets tests inject ``httpx.MockTransport``. Errors are ``ProviderError`` subclasses whose
-    messages never contain the key, and name the URL without its user info or query.
+    ``transport`` lets tests inject ``httpx.MockTransport``; ``policy`` bounds the retries of each request.
+    Errors are ``ProviderError`` subclasses (or, for a refused key, ``AuthenticationError``) whose messages
+    never contain a key, and name the URL without its user info or query.
     """
 
     def __init__(
@@ -47,21 +58,25 @@ class OpenAIEmbeddingsClient:
         base_url: str = "https://api.openai.com/v1",
         api_key: SecretStr | None = None,
         timeout_s: float = 60.0,
-        transport: Any = None,
+        transport: httpx.AsyncBaseTransport | None = None,
         *,
         secrets: Sequence[str] = (),
         base_url_name: str = "base_url",
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.model = model
         self.name = f"api:{model}"
         self._api_key = api_key
-        self._secret_values = [*secrets, *([api_key.get_secret_value()] if api_key is not None else [])]
+        values = [*secrets, *([api_key.get_secret_value()] if api_key is not None else [])]
+        # longest first, as Provider.secrets(): a key holding another must not be left half shown
+        self._secret_values = sorted(dict.fromkeys(value for value in values if value), key=len, reverse=True)
         self.base_url = check_base_url(
             base_url, self._secret_values, "embeddings", name=base_url_name, key_hint="OPENAI_API_KEY"
         )
         self.url = join_url(self.base_url, "/embeddings")
         self.timeout_s = timeout_s
         self._transport = transport
+        self._retrier = Retrier(policy or RetryPolicy())
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import httpx
@@ -69,32 +84,46 @@ class OpenAIEmbeddingsClient:
         headers = {"Content-Type": "application/json"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
-        shown = shown_url(self.url)
         vectors: list[list[float]] = []
-        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport, headers=headers) as client:
             for start in range(0, len(texts), _BATCH):
                 batch = list(texts[start : start + _BATCH])
-                try:
-                    response = await client.post(self.url, json={"model": self.model, "input": batch}, headers=headers)
-                except httpx.TimeoutException:
-                    raise ProviderTimeoutError(f"embeddings {shown}: timed out", retry_cause="timeout") from None
-                except httpx.TransportError as exc:
-                    raise ProviderConnectionError(
-                        f"embeddings {shown}: {type(exc).__name__}", retry_cause="connection"
-                    ) from None
-                vectors.extend(self._vectors(response, len(batch), shown))
+                vectors.extend(await self._retrier.call(functools.partial(self._post, client, batch)))
         return vectors
 
-    def _vectors(self, response: Any, expected: int, url: str) -> list[list[float]]:
-        if response.status_code in (401, 403):
-            raise AuthenticationError(f"embeddings {url}: HTTP {response.status_code} (check OPENAI_API_KEY)")
-        if response.status_code >= 400:
-            raise ProviderHTTPError(
-                # redacted whole, then cut: a key cut in two would no longer be recognised
-                redact(f"embeddings {url}: HTTP {response.status_code}: {response.text}", self._secret_values)[:300],
-                status_code=response.status_code,
-            )
+    async def _post(self, client: httpx.AsyncClient, batch: list[str]) -> list[list[float]]:
+        """One request for the vectors of ``batch``."""
+        import httpx
+
+        shown = shown_url(self.url)
         try:
+            response = await client.post(self.url, json={"model": self.model, "input": batch})
+        except httpx.TimeoutException:
+            raise ProviderTimeoutError(f"embeddings {shown}: timed out", retry_cause="timeout") from None
+        except httpx.TransportError as exc:
+            raise ProviderConnectionError(
+                f"embeddings {shown}: {type(exc).__name__}", retry_cause="connection"
+            ) from None
+        status = response.status_code
+        if status >= 400:
+            raise error_for_status(
+                status,
+                response.headers,
+                response.content,
+                label=f"embeddings {shown}",
+                key_hint="OPENAI_API_KEY",
+                secrets=self._secret_values,
+                cause=retry_cause_of_status(status, response.headers, TRANSIENT_4XX.get(status)),
+                quota_exhausted=quota_used_up(status, response.content),
+                reset_after=rate_limit_reset,
+                request_id=response.headers.get("x-request-id"),
+            )
+        return self._vectors(response, len(batch), shown)
+
+    @staticmethod
+    def _vectors(response: httpx.Response, expected: int, url: str) -> list[list[float]]:
+        try:
+            # Python's json, not orjson: it reads a NaN, which the scorer then refuses by name
             data = response.json()["data"]
             ordered = sorted(data, key=lambda item: item["index"])
             vectors = [[float(x) for x in item["embedding"]] for item in ordered]

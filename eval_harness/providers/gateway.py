@@ -9,10 +9,11 @@ to try again. For one call, in order:
    slot per window of successes), a run-wide pause after a 429 that named a wait, and the ``--rpm`` /
    ``--tpm`` budgets (shared by all in-flight samples; tokens are estimated from the request before the
    call and corrected with the reported usage after it).
-3. The call. A transient failure is retried with tenacity: exponential backoff with jitter, or the
-   server's ``Retry-After`` / reset time when it gave one; ``--max-retries`` bounds the retries. A provider
-   that raises an exception of its own (not an ``EvalHarnessError``: a vendor SDK's error, a bug) or returns
-   something other than a ``Completion`` fails that sample only (``ProviderContractError``), not retried.
+3. The call. A transient failure is retried with tenacity (``_retry.Retrier``, which the embeddings client
+   shares): exponential backoff with jitter, or the server's ``Retry-After`` / reset time when it gave one;
+   ``--max-retries`` bounds the retries. A provider that raises an exception of its own (not an
+   ``EvalHarnessError``: a vendor SDK's error, a bug) or returns something other than a ``Completion`` fails
+   that sample only (``ProviderContractError``), not retried.
 
 A sample's ``backoff_s`` is the time between its attempts: from a failure to the next attempt's admission
 (the tenacity wait, then any run-wide pause after a 429). Queueing for a slot and ``--rpm``/``--tpm``
@@ -25,29 +26,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from eval_harness.cache import Origin, ResponseCache, cache_key, default_cache_dir
-from eval_harness.config import RunConfig, redact
+from eval_harness.config import RunConfig, redact, redact_shown
 from eval_harness.errors import (
-    AuthenticationError,
     EvalHarnessError,
     ProviderConnectionError,
     ProviderContractError,
     ProviderError,
     ServerUnreachableError,
 )
+from eval_harness.providers._retry import Retrier, RetryPolicy
 from eval_harness.providers.base import Provider, estimate_tokens
 from eval_harness.types import Completion, GenerateRequest
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
-
 
 _CONTRACT_MESSAGE_LIMIT = 600
 """Characters of a foreign exception's text kept in a record (a vendor SDK may put a whole response in it)."""
@@ -62,19 +57,6 @@ class GenerationOutcome:
     attempts: int
     retries: dict[str, int] = field(default_factory=dict)
     backoff_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How a failed call is tried again."""
-
-    max_retries: int = 5
-    initial_wait_s: float = 0.5
-    max_wait_s: float = 60.0
-
-
-def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, ProviderError) and not isinstance(exc, AuthenticationError) and (exc.retry_cause is not None)
 
 
 WINDOW_S = 60.0 * 1.001
@@ -304,6 +286,7 @@ class Gateway:
     ) -> None:
         self.provider = provider
         self.policy = policy or RetryPolicy()
+        self.retrier = Retrier(self.policy)
         self.retries_by_cause: Counter[str] = Counter()
         self.backoff_s = 0.0
         self.concurrency = AdaptiveConcurrency(
@@ -318,7 +301,6 @@ class Gateway:
         """The provider's secrets, each once: taken out of its answers and of the errors it raises."""
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
-        self._exponential: Any = None  # tenacity is imported on the first retry, not at start-up
         self._reached = False  # whether any call of this session got through to the server
 
     @classmethod
@@ -363,8 +345,8 @@ class Gateway:
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
-            if not self._retryable(exc) or self.policy.max_retries == 0:
-                return self._outcome(None, self._explained(exc), tally)
+            if self.retrier.gives_up_at_once(exc):
+                return self._outcome(None, self.retrier.explained(exc), tally)
             retried, error = await self._retry(request, exc, tally)
             if retried is None:
                 return self._outcome(None, error, tally)
@@ -450,14 +432,13 @@ class Gateway:
 
     def _foreign(self, error: Exception) -> ProviderContractError:
         """``error``, raised by the provider and none of ours, as this sample's generation error: one line that
-        names the provider, without its secrets (redacted whole, then cut, so no cut key escapes redaction)."""
+        names the provider, without its secrets."""
         try:
             text = str(error)
         except Exception:  # a broken __str__ must not turn one sample's failure into the run's
             text = ""
-        text = " ".join(redact(text, self.secrets).split()) or f"{type(error).__name__} with no message"
-        if len(text) > _CONTRACT_MESSAGE_LIMIT:
-            text = text[: _CONTRACT_MESSAGE_LIMIT - 1] + "…"
+        text = redact_shown(text, self.secrets, _CONTRACT_MESSAGE_LIMIT, one_line=True)
+        text = text or f"{type(error).__name__} with no message"
         return ProviderContractError(type(error).__name__, f"{self.provider.model_id}: {text}")
 
     def _not_a_completion(self, answer: object) -> ProviderContractError:
@@ -484,42 +465,13 @@ class Gateway:
     async def _retry(
         self, request: GenerateRequest, first_failure: ProviderError, tally: CallTally
     ) -> tuple[Completion | None, ProviderError | None]:
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+        def attempt(cause: str | None) -> Awaitable[Completion]:
+            return self._attempt(request, tally, cause)
 
-        if self._exponential is None:
-            initial = self.policy.initial_wait_s
-            self._exponential = wait_exponential_jitter(multiplier=initial, jitter=initial, max=self.policy.max_wait_s)
-
-        cause: str | None = None
-
-        def before_sleep(state: RetryCallState) -> None:
-            nonlocal cause
-            error = state.outcome.exception() if state.outcome is not None else None
-            cause = error.retry_cause if isinstance(error, ProviderError) else None
-            if state.next_action is not None and state.next_action.sleep > 0:  # a retry at once waits for nothing
-                tally.begin_wait()
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.policy.max_retries + 1),
-            wait=self._wait,
-            retry=retry_if_exception(self._retryable),
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        replayed = False
         try:
-            async for attempt in retrying:
-                with attempt:
-                    # The first attempt already failed outside tenacity; replay it so tenacity waits.
-                    if not replayed:
-                        replayed = True
-                        raise first_failure
-                    return await self._attempt(request, tally, cause or "other"), None
-        except AuthenticationError:
-            raise
+            return await self.retrier.again(attempt, first_failure, tally.begin_wait), None
         except ProviderError as exc:
-            return None, self._explained(exc)
-        return None, first_failure  # pragma: no cover - tenacity either returns or raises
+            return None, exc
 
     async def _store(self, key: str, completion: Completion) -> None:
         assert self.cache is not None
@@ -532,36 +484,6 @@ class Gateway:
         if outcome.completion is None:
             raise outcome.error or ProviderError("no completion")
         return outcome.completion
-
-    def _too_long(self, error: BaseException) -> bool:
-        """A 429 whose server asks for a longer wait than a retry may wait (a daily quota, say)."""
-        return (
-            isinstance(error, ProviderError)
-            and error.retry_cause == "rate_limit"
-            and error.retry_after is not None
-            and error.retry_after > self.policy.max_wait_s
-        )
-
-    def _retryable(self, error: BaseException) -> bool:
-        return _is_transient(error) and not self._too_long(error)
-
-    def _explained(self, error: ProviderError) -> ProviderError:
-        """``error``, saying why it was not retried when the server's wait was too long."""
-        if not self._too_long(error):
-            return error
-        wait, cap = error.retry_after, self.policy.max_wait_s
-        return error.with_message(
-            f"rate limited: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
-        )
-
-    def _wait(self, state: RetryCallState) -> float:
-        """The server's Retry-After / reset time (plus up to 10% jitter) when it named a positive wait, else
-        exponential backoff (as the official SDKs do: a wait of 0 would spend every retry at once)."""
-        error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, ProviderError) and error.retry_after is not None and error.retry_after > 0:
-            wait = error.retry_after
-            return min(wait + random.uniform(0, 0.1 * wait), self.policy.max_wait_s)
-        return float(self._exponential(state))
 
     async def aclose(self) -> None:
         """Close the provider's connections."""

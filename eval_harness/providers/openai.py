@@ -26,8 +26,16 @@ from typing import Any, ClassVar, Literal
 import orjson
 from pydantic import Field
 
-from eval_harness.errors import ConfigError, ProviderError, ProviderHTTPError, ProviderResponseError, RetryCause
-from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, field, int_or_none, sampling
+from eval_harness.errors import (
+    ConfigError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    RetryCause,
+    json_type_name,
+)
+from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, sampling
+from eval_harness.providers._shapes import count_at, object_at, objects, string_at
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Usage
 
@@ -166,18 +174,15 @@ class OpenAIWire(HTTPProvider):
             raise self.labelled(exc, self.request_id(reply)) from None
         return _cut_at(completion, self.stop_applied_after(request))
 
-    def _usage(self, raw: Any, input_key: str, output_key: str) -> tuple[Usage, bool]:
-        if not isinstance(raw, dict):
+    def _usage(self, data: dict[str, Any], input_key: str, output_key: str) -> tuple[Usage, bool]:
+        raw = object_at(data, "usage")
+        if raw is None:
             return Usage(), False
-        input_details = raw.get(f"{input_key}_details") or {}
-        output_details = raw.get(f"{output_key}_details") or {}
         usage = Usage(
-            prompt_tokens=int_or_none(raw.get(input_key)) or 0,
-            completion_tokens=int_or_none(raw.get(output_key)) or 0,
-            cached_tokens=int_or_none(input_details.get("cached_tokens")) if isinstance(input_details, dict) else None,
-            reasoning_tokens=(
-                int_or_none(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else None
-            ),
+            prompt_tokens=count_at(raw, input_key, "usage") or 0,
+            completion_tokens=count_at(raw, output_key, "usage") or 0,
+            cached_tokens=_detail(raw, f"{input_key}_details", "cached_tokens"),
+            reasoning_tokens=_detail(raw, f"{output_key}_details", "reasoning_tokens"),
         )
         return usage, True
 
@@ -186,158 +191,146 @@ class OpenAIWire(HTTPProvider):
         reply: Reply,
         data: dict[str, Any],
         text: str,
-        finish_reason: Any,
-        raw_usage: Any,
+        finish_reason: str | None,
         usage_keys: tuple[str, str],
         thinking: str | None = None,
     ) -> Completion:
-        usage, reported = self._usage(raw_usage, *usage_keys)
+        usage, reported = self._usage(data, *usage_keys)
         return Completion(
             text=text,
-            finish_reason=None if finish_reason is None else str(finish_reason),
+            finish_reason=finish_reason,
             usage=usage,
             cost_usd=self.priced(usage, reported),
             latency_ms=reply.latency_ms,
-            model=str(data["model"]) if data.get("model") is not None else None,
-            request_id=self.request_id(reply, data.get("id")),
+            model=string_at(data, "model"),
+            request_id=self.request_id(reply, string_at(data, "id")),
             thinking=thinking or None,
         )
 
     def _from_choices(self, reply: Reply, endpoint: Endpoint) -> Completion:
         data = reply.data
         self.raise_for_error_body(reply, "choices")
-        choice = field(data, "choices", 0)
-        if not isinstance(choice, dict):
-            raise ProviderResponseError("the response's choices[0] is not an object")
-        finish = choice.get("finish_reason")
+        choices = objects(data.get("choices"), "choices")
+        if not choices:
+            raise ProviderResponseError("the response has no choices[0]")
+        choice = choices[0]
+        finish = string_at(choice, "finish_reason", "choices[0]")
+        thinking = None
         if endpoint == "completions":
-            text = field(choice, "text")
-            thinking = None
+            text = string_at(choice, "text", "choices[0]")
+            if text is None:
+                raise ProviderResponseError("the response has no choices[0].text")
         else:
-            message = field(choice, "message")
-            if not isinstance(message, dict):
-                raise ProviderResponseError("the response's choices[0].message is not an object")
+            message = object_at(choice, "message", "choices[0]")
+            if message is None:
+                raise ProviderResponseError("the response has no choices[0].message")
             # content is "string or null": null when the filter fired, when max_tokens ran out while a
             # reasoning model was still thinking, or when the answer is a refusal. The first two are answers
             # (empty ones, with the tokens they cost), not failures.
-            text = message.get("content")
-            refusal = message.get("refusal")
-            if not text and isinstance(refusal, str) and refusal:
+            text = string_at(message, "content", "choices[0].message")
+            refusal = string_at(message, "refusal", "choices[0].message")
+            if not text and refusal:
                 text, finish = refusal, REFUSAL
             elif text is None:
                 text = ""
-            thinking = message.get("reasoning_content") or message.get("reasoning")
-        if not isinstance(text, str):
-            raise ProviderResponseError(f"the answer text is {type(text).__name__}, not a string")
-        return self._completion(
-            reply,
-            data,
-            text,
-            finish,
-            data.get("usage"),
-            ("prompt_tokens", "completion_tokens"),
-            thinking if isinstance(thinking, str) else None,
-        )
+            thinking = string_at(message, "reasoning_content", "choices[0].message") or string_at(
+                message, "reasoning", "choices[0].message"
+            )
+        return self._completion(reply, data, text, finish, ("prompt_tokens", "completion_tokens"), thinking)
 
     def _from_responses(self, reply: Reply) -> Completion:
         data = reply.data
         self.raise_for_error_body(reply, "output")
-        status = data.get("status")
+        status = string_at(data, "status")
         if status == "failed":
-            error = data.get("error") or {}
-            code = error.get("code") if isinstance(error, dict) else None
-            message = error.get("message") if isinstance(error, dict) else None
+            error = object_at(data, "error") or {}
+            code = string_at(error, "code", "error")
+            message = string_at(error, "message", "error")
             cause: RetryCause | None = "server_error" if code in ("server_error", None) else None
             raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
         texts: list[str] = []
         refusals: list[str] = []
         thoughts: list[str] = []
-        for item in field(data, "output"):
-            if not isinstance(item, dict):
-                continue
-            if item.get("type") == "message":
-                for part in item.get("content") or []:
-                    if isinstance(part, dict) and part.get("type") == "output_text":
-                        texts.append(str(part.get("text", "")))
-                    elif isinstance(part, dict) and part.get("type") == "refusal":
-                        refusals.append(str(part.get("refusal", "")))
-            elif item.get("type") == "reasoning":
-                for part in item.get("summary") or []:
-                    if isinstance(part, dict) and part.get("text"):
-                        thoughts.append(str(part["text"]))
+        for index, item in enumerate(objects(data.get("output"), "output", required=True)):
+            kind = item.get("type")
+            if kind == "message":
+                at = f"output[{index}].content"
+                for number, part in enumerate(objects(item.get("content"), at)):
+                    if part.get("type") == "output_text":
+                        texts.append(string_at(part, "text", f"{at}[{number}]") or "")
+                    elif part.get("type") == "refusal":
+                        refusals.append(string_at(part, "refusal", f"{at}[{number}]") or "")
+            elif kind == "reasoning":
+                at = f"output[{index}].summary"
+                for number, part in enumerate(objects(item.get("summary"), at)):
+                    thought = string_at(part, "text", f"{at}[{number}]")
+                    if thought:
+                        thoughts.append(thought)
         if not texts and not refusals and status == "completed":
             raise ProviderResponseError("the response has no output_text in output[].content")
+        finish: str | None
         if status == "incomplete":
-            reason = (data.get("incomplete_details") or {}).get("reason")
-            finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
+            details = object_at(data, "incomplete_details")
+            reason = None if details is None else string_at(details, "reason", "incomplete_details")
+            finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
         else:
-            finish = "stop" if status == "completed" else str(status)
+            finish = "stop" if status == "completed" else status
         text = "".join(texts)
         if not text and refusals:
             text, finish = "".join(refusals), REFUSAL
-        return self._completion(
-            reply, data, text, finish, data.get("usage"), ("input_tokens", "output_tokens"), "\n\n".join(thoughts)
-        )
+        return self._completion(reply, data, text, finish, ("input_tokens", "output_tokens"), "\n\n".join(thoughts))
 
     def _from_stream(self, reply: Reply, endpoint: Endpoint) -> Completion:
-        text: list[str] = []
-        refusal: list[str] = []
-        thinking: list[str] = []
-        finish: Any = None
-        usage: Any = None
-        meta: dict[str, Any] = {}
+        stream = _Stream(endpoint)
         done = False
-        for event in _events(reply.text or ""):
+        for number, event in enumerate(_events(reply.text or ""), 1):
             if event is None:
                 done = True
                 break
-            if "error" in event:
-                detail = orjson.dumps(event["error"]).decode()
-                raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
-            meta.setdefault("id", event.get("id"))
-            if event.get("model") is not None:
-                meta["model"] = event["model"]
-            if isinstance(event.get("usage"), dict):
-                usage = event["usage"]
-            for choice in event.get("choices") or []:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    continue
-                if endpoint == "completions":
-                    text.append(str(choice.get("text") or ""))
-                else:
-                    delta = choice.get("delta") or {}
-                    text.append(str(delta.get("content") or ""))
-                    if isinstance(delta.get("refusal"), str):
-                        refusal.append(delta["refusal"])
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if isinstance(reasoning, str):
-                        thinking.append(reasoning)
-                if choice.get("finish_reason") is not None:
-                    finish = choice["finish_reason"]
+            try:
+                stream.read(event)
+            except ProviderResponseError as exc:
+                raise exc.with_message(f"event {number} of the stream: {exc}") from None
+        finish = stream.finish
         if not done and finish is None:
             raise ProviderResponseError("the event stream ended before [DONE]", retry_cause="connection")
-        answer = "".join(text)
-        if not answer and "".join(refusal):
-            answer, finish = "".join(refusal), REFUSAL  # as the same refusal reads unstreamed
-        return self._completion(
-            reply, meta, answer, finish, usage, ("prompt_tokens", "completion_tokens"), "".join(thinking)
-        )
+        answer = "".join(stream.text)
+        if not answer and "".join(stream.refusal):
+            answer, finish = "".join(stream.refusal), REFUSAL  # as the same refusal reads unstreamed
+        thinking = "".join(stream.thinking)
+        return self._completion(reply, stream.meta, answer, finish, ("prompt_tokens", "completion_tokens"), thinking)
 
     def reset_after(self, headers: Mapping[str, str]) -> float | None:
-        waits = []
-        for budget in ("requests", "tokens"):
-            reset = headers.get(f"x-ratelimit-reset-{budget}")
-            remaining = headers.get(f"x-ratelimit-remaining-{budget}")
-            if reset is None or (remaining is not None and remaining.strip() not in ("0", "0.0")):
-                continue
-            seconds = parse_duration(reset)
-            if seconds is not None:
-                waits.append(seconds)
-        return max(waits) if waits else None
+        return rate_limit_reset(headers)
 
     def quota_exhausted(self, status: int, body: bytes) -> bool:
-        # a 429 for a used-up quota or billing limit: waiting does not clear it
-        return status == 429 and error_code(body) in _QUOTA_CODES
+        return quota_used_up(status, body)
+
+
+def rate_limit_reset(headers: Mapping[str, str]) -> float | None:
+    """Seconds until OpenAI's exhausted rate-limit budget resets: ``x-ratelimit-reset-requests`` /
+    ``-tokens`` of the budget whose ``x-ratelimit-remaining-*`` is 0 (the longer when both are)."""
+    waits = []
+    for budget in ("requests", "tokens"):
+        reset = headers.get(f"x-ratelimit-reset-{budget}")
+        remaining = headers.get(f"x-ratelimit-remaining-{budget}")
+        if reset is None or (remaining is not None and remaining.strip() not in ("0", "0.0")):
+            continue
+        seconds = parse_duration(reset)
+        if seconds is not None:
+            waits.append(seconds)
+    return max(waits) if waits else None
+
+
+def quota_used_up(status: int, body: bytes) -> bool:
+    """Whether an OpenAI error is a 429 for a used-up quota or billing limit, which waiting does not clear."""
+    return status == 429 and error_code(body) in _QUOTA_CODES
+
+
+def _detail(usage: dict[str, Any], details: str, key: str) -> int | None:
+    """``usage.<details>.<key>``, a token count the API may leave out (or send its ``details`` as null)."""
+    found = object_at(usage, details, "usage")
+    return None if found is None else count_at(found, key, f"usage.{details}")
 
 
 def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
@@ -349,7 +342,58 @@ def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
     return completion.model_copy(update={"text": text, "finish_reason": "stop"}) if stopped else completion
 
 
-def _events(text: str) -> Iterator[dict[str, Any] | None]:
+class _Stream:
+    """What the events of one streamed answer have said so far (choice 0 only)."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.thinking: list[str] = []
+        self.finish: str | None = None
+        self.meta: dict[str, Any] = {}
+        """The id, model and usage, read as a whole reply's (``_completion``)."""
+
+    def read(self, event: Any) -> None:
+        """Take in one event's JSON payload."""
+        if type(event) is not dict:
+            raise ProviderResponseError(f"expected an object, got {json_type_name(event)}")
+        if "error" in event:
+            detail = orjson.dumps(event["error"]).decode()
+            raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
+        meta = self.meta
+        meta.setdefault("id", string_at(event, "id"))
+        model = string_at(event, "model")
+        if model is not None:
+            meta["model"] = model
+        usage = object_at(event, "usage")
+        if usage is not None:
+            meta["usage"] = usage
+        for position, choice in enumerate(objects(event.get("choices"), "choices")):
+            at = f"choices[{position}]"
+            if count_at(choice, "index", at) not in (0, None):
+                continue
+            if self.endpoint == "completions":
+                self.text.append(string_at(choice, "text", at) or "")
+            else:
+                delta = object_at(choice, "delta", at)
+                if delta is not None:
+                    self._read_delta(delta, f"{at}.delta")
+            finish = string_at(choice, "finish_reason", at)
+            if finish is not None:
+                self.finish = finish
+
+    def _read_delta(self, delta: dict[str, Any], at: str) -> None:
+        self.text.append(string_at(delta, "content", at) or "")
+        refusal = string_at(delta, "refusal", at)
+        if refusal is not None:
+            self.refusal.append(refusal)
+        reasoning = string_at(delta, "reasoning_content", at) or string_at(delta, "reasoning", at)
+        if reasoning:
+            self.thinking.append(reasoning)
+
+
+def _events(text: str) -> Iterator[Any]:
     """The JSON payloads of a server-sent event stream; ``None`` for the closing ``[DONE]``."""
     for line in text.splitlines():
         if not line.startswith("data:"):
@@ -365,7 +409,7 @@ def _events(text: str) -> Iterator[dict[str, Any] | None]:
         except orjson.JSONDecodeError:
             # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
             raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
-        if isinstance(event, dict):
+        if event is not None:  # "data: null" carries nothing ([DONE] is None)
             yield event
 
 
@@ -440,4 +484,6 @@ __all__ = [
     "apply_stop",
     "parse_duration",
     "prompt_text",
+    "quota_used_up",
+    "rate_limit_reset",
 ]

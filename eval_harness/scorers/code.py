@@ -25,8 +25,9 @@ is set. What the isolation does:
   (``memory_mb``, 2 GiB by default), the size of a file it writes (16 MiB), no core dumps, and no new process
   or thread (``RLIMIT_NPROC`` = 0, unless ``allow_processes``);
 - a wall-clock timeout (``timeout_s``, 10 s by default); stdin is empty; stdout and stderr go to files
-  (each at most 16 MiB, the file size limit) of which the last 64 KiB are read, and the last 1,000
-  characters recorded, with the keys eval-harness knows redacted;
+  (each at most 16 MiB, the file size limit) of which the last 64 KiB are read (from the first line that
+  starts in them), and the last 1,000 characters recorded, with the keys eval-harness knows redacted before
+  anything is cut;
 - at most ``max_parallel`` programs run at a time (default: the CPU count), so that a busy machine does
   not turn slow programs into timeouts.
 
@@ -59,12 +60,13 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_harness.config import Settings, redact
-from eval_harness.scorers.base import Scorer, register_scorer, shortened
+from eval_harness.config import Settings, redact_shown
+from eval_harness.scorers.base import Scorer, register_scorer
 from eval_harness.types import Completion, Sample, Score
 
 ALLOW_VARIABLE = "EVAL_HARNESS_ALLOW_CODE_EXECUTION"
@@ -75,6 +77,9 @@ MAX_CAPTURED_BYTES = 64 * 1024
 
 RECORDED_CHARS = 1000
 """The end of stderr (and stdout) kept in a failed sample's metadata."""
+
+_LINE_CUT = 1024
+"""Characters dropped from the start of a captured window that holds no line start: more than any API key."""
 
 FILE_SIZE_LIMIT = 16 * 1024 * 1024
 """The largest file the program may write (RLIMIT_FSIZE); beyond it the kernel sends SIGXFSZ."""
@@ -238,11 +243,17 @@ async def run_program(program: str, limits: Limits) -> Execution:
 
 
 def _tail(path: Path) -> str:
-    """The last ``MAX_CAPTURED_BYTES`` of a file."""
+    """The last ``MAX_CAPTURED_BYTES`` of a file, from the first line that starts in them: the line cut at the
+    start could begin with the end of a key, which redaction no longer recognises (a window within one line
+    loses its first ``_LINE_CUT`` characters instead)."""
     with path.open("rb") as handle:
         size = handle.seek(0, os.SEEK_END)
         handle.seek(max(0, size - MAX_CAPTURED_BYTES))
-        return handle.read().decode("utf-8", errors="replace")
+        text = handle.read().decode("utf-8", errors="replace")
+    if size <= MAX_CAPTURED_BYTES:
+        return text
+    rest = text.partition("\n")[2]
+    return rest if rest.strip() else text[_LINE_CUT:]
 
 
 def _kill_group(pid: int) -> None:
@@ -250,8 +261,8 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def explain(execution: Execution, limits: Limits) -> str:
-    """One line saying how the program ended."""
+def explain(execution: Execution, limits: Limits, secrets: Sequence[str] = ()) -> str:
+    """One line saying how the program ended, without ``secrets``."""
     if execution.timed_out:
         return f"timed out after {limits.timeout_s:g} s; the process group was killed"
     code = execution.returncode
@@ -269,7 +280,7 @@ def explain(execution: Execution, limits: Limits) -> str:
         return f"killed by {number.name}"
     lines = [line.strip() for line in execution.stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "no error message"
-    return f"exit status {code}: {shortened(last, 300)}"
+    return f"exit status {code}: {redact_shown(last, secrets, 300)}"
 
 
 class CodeExecutionScorer(Scorer):
@@ -293,7 +304,7 @@ class CodeExecutionScorer(Scorer):
         program = build_program(sample.input, code, test, entry_point)
         async with self._slots:
             execution = await run_program(program, self.limits)
-        explanation = redact(explain(execution, self.limits), self.secrets)
+        explanation = explain(execution, self.limits, self.secrets)
         passed = execution.returncode == 0
         metadata: dict[str, Any] = {
             "code_from": found_in,
@@ -305,7 +316,7 @@ class CodeExecutionScorer(Scorer):
             for name in ("stderr", "stdout"):
                 text = getattr(execution, name)
                 if text.strip():
-                    metadata[name] = redact(text[-RECORDED_CHARS:], self.secrets)
+                    metadata[name] = redact_shown(text, self.secrets, RECORDED_CHARS, keep="tail")
         return Score(value=1.0 if passed else 0.0, answer=code, explanation=explanation, metadata=metadata)
 
     @staticmethod

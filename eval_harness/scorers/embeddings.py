@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.cache import default_cache_dir
-from eval_harness.config import Settings
+from eval_harness.config import Settings, redact_shown
 from eval_harness.errors import ConfigError
 from eval_harness.providers.embeddings import DEFAULT_API_MODEL, EmbeddingsClient, OpenAIEmbeddingsClient
 from eval_harness.scorers.answers import read_answer
@@ -123,11 +123,13 @@ def vector_space(client: EmbeddingsClient) -> str:
 
 
 class CachedEmbeddings:
-    """An ``EmbeddingsClient`` that asks its inner client only for texts the cache does not hold."""
+    """An ``EmbeddingsClient`` that asks its inner client only for texts the cache does not hold; ``secrets`` are
+    kept out of the messages that quote a text."""
 
-    def __init__(self, client: EmbeddingsClient, cache: EmbeddingCache) -> None:
+    def __init__(self, client: EmbeddingsClient, cache: EmbeddingCache, secrets: Sequence[str] = ()) -> None:
         self.client = client
         self.cache = cache
+        self.secrets = list(secrets)
         self.name = client.name
         self.space = vector_space(client)
         self.embedded = 0
@@ -139,7 +141,8 @@ class CachedEmbeddings:
         if missing:
             fresh = await self.client.embed(missing)
             for text, vector in zip(missing, fresh, strict=True):
-                _check_finite(vector, text)  # a broken vector is not cached: the fixed backend is asked again
+                # a broken vector is not cached: the fixed backend is asked again
+                _check_finite(vector, text, self.secrets)
             self.embedded += len(missing)
             new = dict(zip(missing, fresh, strict=True))
             self.cache.put(self.space, new)
@@ -147,9 +150,10 @@ class CachedEmbeddings:
         return [known[t] for t in texts]
 
 
-def _check_finite(vector: Sequence[float], text: str) -> None:
+def _check_finite(vector: Sequence[float], text: str, secrets: Sequence[str]) -> None:
     if not all(map(math.isfinite, vector)):
-        raise ValueError(f"the embedding of {text[:40]!r} has a non-finite component (NaN or infinity)")
+        shown = redact_shown(text, secrets, 40)
+        raise ValueError(f"the embedding of {shown!r} has a non-finite component (NaN or infinity)")
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -217,6 +221,7 @@ def embedding_similarity(
     refused here, when the scorer is built: the arguments are recorded in the run's manifest.
     """
     client: EmbeddingsClient
+    settings: Settings | None = None
     if backend == "api":
         settings = Settings.load()
         try:
@@ -239,5 +244,6 @@ def embedding_similarity(
     else:
         raise ValueError(f"backend must be 'api' or 'local', got {backend!r}")
     if cache:
-        client = CachedEmbeddings(client, EmbeddingCache(Path(cache_path) if cache_path else default_cache_path()))
+        path = Path(cache_path) if cache_path else default_cache_path()
+        client = CachedEmbeddings(client, EmbeddingCache(path), (settings or Settings.load()).secrets())
     return EmbeddingSimilarity(client)
