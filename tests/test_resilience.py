@@ -23,8 +23,9 @@ from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
 from eval_harness.gates import GateSpec
 from eval_harness.planning import plan_resume, plan_run
+from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
 from eval_harness.providers.base import ProviderContext, create_provider
-from eval_harness.providers.gateway import WINDOW_S, AdaptiveConcurrency, CallTally, Gateway, RateLimiter, RetryPolicy
+from eval_harness.providers.gateway import CallTally, Gateway, RetryPolicy
 from eval_harness.runner import Runner
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
