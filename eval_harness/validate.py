@@ -8,9 +8,7 @@ prompt rendered with the task's template and the examples run would draw. It reu
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,10 +16,10 @@ from typing import TYPE_CHECKING
 from eval_harness.datasets import PROBLEMS_SHOWN, DatasetReport, Problem, iter_positioned, validate_dataset
 from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
 from eval_harness.tasks import LoadedTask, find_task
-from eval_harness.types import DatasetSpec, Sample
+from eval_harness.types import DatasetSpec
 
 if TYPE_CHECKING:
-    from eval_harness.templates import PromptTemplate
+    from eval_harness.planning import FewShot
 
 
 def validate(path: Path, task: str | None = None) -> DatasetReport:
@@ -112,38 +110,34 @@ def preflight(path: Path, task: str) -> Preflight:
     that cannot be read, a few-shot file that cannot be found or read (this one only when the dataset has no
     problem of its own: run tells the dataset's problems first)."""
     # here, not at the top: planning imports the providers (~0.2 s), which a check without a task does not need
-    from eval_harness.planning import _few_shot
-    from eval_harness.templates import load_template
+    from eval_harness.planning import FewShot, choose_few_shot, holdout_refusal, prompt_template
 
     loaded = find_task(task)
     spec = loaded.spec
     # before the dataset is read: a template that cannot load is refused without a pass over a big file
-    template = load_template(loaded.templates_dir, spec.template, spec.system_prompt, spec.template_vars)
+    prompt_template(loaded, FewShot())
     few_shot = spec.few_shot
     if few_shot is not None and few_shot.k > 0 and few_shot.holdout_fraction is None:
-        return _with_pool(loaded, path, template)
+        return _with_pool(loaded, path)
     report = validate_dataset(path, spec.dataset, task=spec.name)
-    chosen = _few_shot(loaded, path, None)  # none, or held out of the dataset
-    render = _render(path, spec.dataset, template, chosen.examples, chosen.sources, chosen.excluded)
+    chosen = choose_few_shot(loaded, path, None)  # none, or held out of the dataset
+    render = _render(path, loaded, chosen)
     if few_shot is None or few_shot.k == 0:
         return Preflight(report, None, render)
     check = FewShotCheck(held_out=len(chosen.excluded))
-    if 0 < report.valid <= len(chosen.excluded):  # run's refusal, in its words (plan_run)
-        check.refusal = (
-            f"{loaded.path}: few_shot.holdout_fraction leaves no sample to evaluate "
-            f"(it holds out {len(chosen.excluded)} of the {report.valid} in {path})"
-        )
+    if (refusal := holdout_refusal(loaded, path, report, chosen.excluded)) is not None:  # run's, in its words
+        check.refusal = str(refusal)
     return Preflight(report, check, render)
 
 
-def _with_pool(loaded: LoadedTask, path: Path, template: PromptTemplate) -> Preflight:
+def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     """The preflight of a task that draws its few-shot examples from a file: the file is checked first, so that
     the dataset's one pass compares its examples with the samples (as in run)."""
-    from eval_harness.planning import _few_shot, _load_pool, _pool_path
+    from eval_harness.planning import choose_few_shot, few_shot_file, load_pool
 
     spec = loaded.spec
     try:
-        pool_path = _pool_path(loaded, path)
+        pool_path = few_shot_file(loaded, path)
         assert pool_path is not None, "a task that draws k > 0 examples from a file names one"
         pool_report = validate_dataset(Path(_shown(pool_path)), spec.dataset, task=spec.name)
     except (ConfigError, DatasetUnreadableError) as exc:
@@ -156,38 +150,33 @@ def _with_pool(loaded: LoadedTask, path: Path, template: PromptTemplate) -> Pref
     if not pool_report.ok:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         return Preflight(report, check, None, "the few-shot file has problems (run takes no example from it)")
-    pool = _load_pool(loaded, path)  # reads the small file again, to hold its examples as run holds them
-    assert pool is not None, "a task that draws k > 0 examples from a file has a pool"
+    pool = load_pool(loaded, pool_path)  # checked just above: its examples held as run holds them
     report = validate_dataset(path, spec.dataset, task=spec.name, overlap=pool.overlap)
     check.also_samples = len(pool.overlap.found)
     try:
-        chosen = _few_shot(loaded, path, pool)
+        chosen = choose_few_shot(loaded, path, pool)
     except ConfigError as exc:  # every example is a sample of the dataset: run's refusal, word for word
         check.refusal = str(exc)
         return Preflight(report, check, None, "every few-shot example is a sample (run draws none)")
     check.note = chosen.note
-    return Preflight(report, check, _render(path, spec.dataset, template, chosen.examples, chosen.sources))
+    return Preflight(report, check, _render(path, loaded, chosen))
 
 
-def _render(
-    path: Path,
-    spec: DatasetSpec,
-    template: PromptTemplate,
-    examples: Sequence[Sample],
-    sources: dict[str, str],
-    excluded: frozenset[str] = frozenset(),
-) -> RenderCheck:
-    """Render the prompt of every valid sample but those held out as examples, as run renders it; a sample whose
-    prompt fails is a problem on its line."""
-    check = RenderCheck(_shown(template.path), len(examples))
-    # run loads the template with the examples' sources (for an error one of them causes): the same template
-    template = dataclasses.replace(template, example_sources=sources)
+def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
+    """Render the prompt of every valid sample but those held out as examples, as run renders it (its template
+    loaded as run loads it, with the examples' sources, for an error one of them causes); a sample whose prompt
+    fails is a problem on its line."""
+    from eval_harness.planning import prompt_template
+
+    template = prompt_template(loaded, chosen)
+    check = RenderCheck(_shown(template.path), len(chosen.examples))
+    excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
     where = str(path)
-    for position, sample in iter_positioned(path, spec, skip):
+    for position, sample in iter_positioned(path, loaded.spec.dataset, skip):
         check.samples += 1
         try:
-            template.render(sample, examples)
+            template.render(sample, chosen.examples)
         except TemplateError as exc:
             check.add(Problem(where, position.line, "template", str(exc)))
     return check

@@ -4,11 +4,23 @@
 single call is made — dataset, template, scorers, model arguments, the resume fingerprint — and create
 nothing on failure. ``dry_run`` renders a plan's prompts and estimates what it would spend;
 ``eval_harness.runner`` executes it.
+
+The plan is built here; the package has one private module per job beside it (import from
+``eval_harness.planning``):
+
+- ``_few_shot``: the few-shot examples, from a file of their own (``Pool``) or held out of the dataset
+  (``FewShot``); the template loaded with their sources; a hold-out that leaves no sample is refused.
+- ``_fingerprint``: the run's fingerprint, and the changes a resume finds in what it covers.
+- ``_session``: the configuration of a resumed session, the settings and gates given anew.
+
+Imports flow one way, down these rows: a module imports only from rows below its own, never from its row::
+
+    _few_shot | _session
+    _fingerprint
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import time
@@ -18,31 +30,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-from pydantic import ValidationError
-
 from eval_harness import __version__
 from eval_harness.artifacts import RunPaths, read_manifest
-from eval_harness.config import RunConfig, Settings, invalid_config, redact
-from eval_harness.datasets import (
-    DatasetReport,
-    PoolOverlap,
-    Position,
-    file_sha256,
-    is_compressed,
-    iter_positioned,
-    iter_samples,
-    split,
-    validate_dataset,
-)
-from eval_harness.datasets import sample as sample_subset
+from eval_harness.config import RunConfig, Settings, redact
+from eval_harness.datasets import DatasetReport, Position, file_sha256, is_compressed, iter_positioned, validate_dataset
 from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError
+from eval_harness.planning._few_shot import (
+    FewShot,
+    Pool,
+    _checked_pool,
+    _resumed_few_shot,
+    choose_few_shot,
+    few_shot_file,
+    holdout_refusal,
+    load_pool,
+    prompt_template,
+)
+from eval_harness.planning._fingerprint import (
+    ModelUpdate,
+    ScoringSetup,
+    _changes,
+    _fingerprint,
+    _fingerprint_parts,
+    _model_update,
+    _prompt_inputs_sha256,
+)
+from eval_harness.planning._session import _resume_config, gate_changes, resumed_gates, session_settings
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway
 from eval_harness.providers.replay import ReplayProvider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask, find_task
-from eval_harness.templates import PromptTemplate, load_template
+from eval_harness.templates import PromptTemplate
 from eval_harness.types import (
     ChatMessage,
     DatasetInfo,
@@ -51,10 +70,8 @@ from eval_harness.types import (
     ModelInfo,
     RunManifest,
     Sample,
-    ScorerSpec,
     TaskInfo,
     Usage,
-    split_rewrite,
 )
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -111,15 +128,6 @@ class RunPlan:
     so that the next resume calls the model as this one does (None: as the manifest has them)."""
 
 
-@dataclass(frozen=True)
-class ModelUpdate:
-    """What a manifest records of the model once a forced resume changed its arguments."""
-
-    model: ModelInfo
-    fingerprint: str
-    """The fingerprint the run would have recorded had it started with these arguments."""
-
-
 @dataclass
 class DryRun:
     """Rendered prompts and an estimate of what the run would spend."""
@@ -137,24 +145,6 @@ class DryRun:
     """Each answer's max_tokens; None when the run sets none."""
 
 
-@dataclass(frozen=True)
-class ScoringSetup:
-    """The scorers a run applies and where they came from (the task, another task, or named explicitly)."""
-
-    specs: list[ScorerSpec]
-    pass_threshold: float
-    source: LoadedTask | None
-
-    @property
-    def where(self) -> str:
-        return str(self.source.path) if self.source else "--scorer"
-
-    @property
-    def lines(self) -> tuple[int | None, ...]:
-        """The line of each scorer in the task spec it came from (none for ``--scorer``)."""
-        return self.source.scorer_lines if self.source else ()
-
-
 def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
     if config.scorers is not None:
         return ScoringSetup(list(config.scorers), task.spec.pass_threshold, None)
@@ -162,47 +152,8 @@ def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
     return ScoringSetup(list(source.spec.scorers), source.spec.pass_threshold, source)
 
 
-def _fingerprint_parts(
-    dataset_sha256: str,
-    template: PromptTemplate,
-    task: LoadedTask,
-    setup: ScoringSetup,
-    scoring: ScoringPipeline,
-    model: ModelInfo,
-    judge: ModelInfo | None,
-    seed: int,
-) -> dict[str, Any]:
-    return {
-        "judge": judge.model_dump(mode="json") if judge else None,
-        "scorer_fingerprints": scoring.fingerprints(),
-        "dataset_sha256": dataset_sha256,
-        "template_sha256": template.sha256,
-        "system_prompt": task.spec.system_prompt,
-        "scorers": [s.model_dump(mode="json") for s in setup.specs],
-        "pass_threshold": setup.pass_threshold,
-        "model": model.model_dump(mode="json"),
-        "seed": seed,
-    }
-
-
-def _fingerprint(parts: dict[str, Any]) -> str:
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
-    """What every prompt is rendered from besides the template file and the sample: the few-shot examples
-    chosen (their content, wherever they came from), the few-shot spec and the template's variables."""
-    return _fingerprint(
-        {
-            "examples": [example.model_dump(mode="json") for example in examples],
-            "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
-            "template_vars": task.spec.template_vars,
-        }
-    )
-
-
 def _validated_dataset(
-    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: _Pool | None = None
+    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: Pool | None = None
 ) -> DatasetReport:
     """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
     the same pass."""
@@ -219,7 +170,7 @@ def _validated_dataset(
 
 
 def _resumed_dataset(
-    task: LoadedTask, path: Path, manifest: RunManifest, pool: _Pool | None
+    task: LoadedTask, path: Path, manifest: RunManifest, pool: Pool | None
 ) -> tuple[DatasetReport, bool]:
     """The dataset of a resumed run, and whether it was read line by line (then ``pool`` was compared with it).
 
@@ -230,150 +181,6 @@ def _resumed_dataset(
         count = manifest.dataset.sample_count
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool), True
-
-
-@dataclass(frozen=True)
-class _FewShot:
-    """The few-shot examples of a run, and what choosing them took away."""
-
-    examples: list[Sample] = field(default_factory=list)
-    excluded: frozenset[str] = frozenset()
-    """Dataset samples held out of evaluation as the pool (``holdout_fraction``)."""
-    sources: dict[str, str] = field(default_factory=dict)
-    """Where each example is, for a template error it causes: example id -> ``file:line`` (the file alone for a
-    hold-out)."""
-    note: str | None = None
-    """What the run tells its user: the pool's examples left out as samples under evaluation."""
-
-
-@dataclass
-class _Pool:
-    """A file of few-shot examples, loaded whole (it is small), to be compared with the dataset in one pass."""
-
-    path: Path
-    examples: list[Sample]
-    lines: dict[str, int]
-    overlap: PoolOverlap
-
-
-def _pool_path(task: LoadedTask, dataset_path: Path) -> Path | None:
-    """The file the few-shot examples come from; None when they come from no file (none, or a hold-out)."""
-    spec = task.spec.few_shot
-    if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
-        return None
-    if spec.path_from_dataset is not None:
-        pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
-        # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
-        # a directory before test/, as the same file given as ../test/x_test.csv does
-        absolute = str(dataset_path.resolve())
-        derived = re.sub(pattern, replacement, absolute)
-        if derived == absolute:
-            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
-        pool_path = Path(derived)
-    else:
-        assert spec.path is not None, "FewShotSpec requires one source when k > 0"
-        pool_path = task.resolve(spec.path)
-    if pool_path.resolve() == dataset_path.resolve():
-        raise ConfigError(
-            f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
-        )
-    return pool_path
-
-
-def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[[], object]) -> _Pool | None:
-    """``_load_pool``; when the pool cannot be used, the dataset is checked first (``check_dataset``), so that its
-    own problem is told before the pool's, as when the pool was read after it (the pool now comes first so that
-    the dataset's one pass can compare them)."""
-    try:
-        return _load_pool(task, dataset_path)
-    except (ConfigError, DatasetError):
-        check_dataset()
-        raise
-
-
-def _load_pool(task: LoadedTask, dataset_path: Path) -> _Pool | None:
-    """The few-shot file, checked and loaded, before the dataset's pass compares it with the samples. None when
-    the examples come from no file."""
-    path = _pool_path(task, dataset_path)
-    if path is None:
-        return None
-    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
-    if not report.ok:
-        raise DatasetError(f"{path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
-    examples, lines = [], {}
-    for position, example in iter_positioned(path, task.spec.dataset):
-        examples.append(example)
-        lines[example.id] = position.line
-    return _Pool(path, examples, lines, PoolOverlap(examples))
-
-
-def _few_shot(task: LoadedTask, dataset_path: Path, pool: _Pool | None) -> _FewShot:
-    """Few-shot examples: from the pool (once the dataset's pass compared it with the samples), or held out of
-    the dataset."""
-    spec = task.spec.few_shot
-    if spec is None or spec.k == 0:
-        return _FewShot()
-    if spec.holdout_fraction is None:
-        assert pool is not None, "a few-shot file is loaded before the dataset is checked (see _checked_pool)"
-        return _chosen(task, pool, pool.overlap.found)
-    everything = list(iter_samples(dataset_path, task.spec.dataset))
-    parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
-    held_out = parts["shots"]
-    examples = sample_subset(held_out, spec.k, spec.seed)
-    # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
-    sources = {example.id: str(dataset_path) for example in examples}
-    return _FewShot(examples, frozenset(sample.id for sample in held_out), sources)
-
-
-def _chosen(task: LoadedTask, pool: _Pool, found: dict[str, str]) -> _FewShot:
-    """k examples of the pool, drawn from those that are no sample under evaluation (``found``: pool example id
-    -> the dataset sample equal to it in content). They are left out before the draw rather than the
-    run refused: the rest of the file is still a valid pool, and the draw stays a function of the files."""
-    spec = task.spec.few_shot
-    assert spec is not None
-    kept = [example for example in pool.examples if example.id not in found]
-    if not kept:
-        raise ConfigError(
-            f"{task.path}: few-shot: every one of the {len(pool.examples)} examples in {pool.path} is also a sample "
-            "of the dataset under evaluation (same input and target); take the examples from another "
-            "file, or use holdout_fraction"
-        )
-    examples = sample_subset(kept, spec.k, spec.seed)
-    sources = {example.id: f"{pool.path}:{pool.lines[example.id]}" for example in examples}
-    return _FewShot(examples, frozenset(), sources, _left_out_note(pool, found, len(kept), spec.k))
-
-
-def _left_out_note(pool: _Pool, found: dict[str, str], kept: int, k: int) -> str | None:
-    if not found:
-        return None
-    named = [
-        pool_id if sample_id == pool_id else f"{pool_id} (= sample {sample_id})" for pool_id, sample_id in found.items()
-    ]
-    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
-    count = len(found)
-    fewer = f"; {kept} left to draw k = {k} from" if kept < k else ""
-    return (
-        f"few-shot: left out {count} example{'s' if count != 1 else ''} of {pool.path} that "
-        f"{'are' if count != 1 else 'is'} also {'samples' if count != 1 else 'a sample'} of the dataset "
-        f"(same input and target): {shown}{fewer}"
-    )
-
-
-def _resumed_few_shot(
-    task: LoadedTask, dataset_path: Path, pool: _Pool | None, manifest: RunManifest, compared: bool
-) -> _FewShot:
-    """The few-shot examples of a resumed run. When the dataset was not read again (its sha256 is the one the run
-    started with), the examples the whole pool gives are taken if they are the ones the run recorded
-    (``prompt_inputs_sha256``): the run drew them from the examples that this very dataset left in, so nothing
-    needs reading. Otherwise (an example it left out would be drawn, or the pool changed) one streaming pass
-    compares the pool with the dataset, as the run's start did."""
-    if pool is None or compared:
-        return _few_shot(task, dataset_path, pool)
-    unfiltered = _chosen(task, pool, {})
-    if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
-        return unfiltered
-    validate_dataset(dataset_path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap)
-    return _few_shot(task, dataset_path, pool)
 
 
 def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
@@ -440,7 +247,7 @@ class _Parts:
     setup: ScoringSetup
     scoring: ScoringPipeline
     model: ModelInfo
-    few_shot: _FewShot
+    few_shot: FewShot
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
 
@@ -450,16 +257,8 @@ class _Parts:
         return _fingerprint(self.fingerprint_parts)
 
 
-def _parts(
-    config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: _FewShot
-) -> _Parts:
-    template = load_template(
-        task.templates_dir,
-        task.spec.template,
-        task.spec.system_prompt,
-        task.spec.template_vars,
-        example_sources=few_shot.sources,
-    )
+def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: FewShot) -> _Parts:
+    template = prompt_template(task, few_shot)
     # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
@@ -508,7 +307,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     stamp = file_stamp(dataset_path)
     pool = _checked_pool(task, dataset_path, lambda: _validated_dataset(task, dataset_path, config.skip_invalid))
     report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
-    parts = _parts(config, task, report, settings, _few_shot(task, dataset_path, pool))
+    parts = _parts(config, task, report, settings, choose_few_shot(task, dataset_path, pool))
     generation = _generation(task, config.generation)
     run_id = config.run_id or new_run_id()
     if not _RUN_ID.match(run_id):
@@ -522,15 +321,25 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    count = _counted_samples(report, parts.few_shot.excluded, config.limit)
-    if count <= 0:
-        raise ConfigError(
-            f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
-            f"(it holds out {len(parts.few_shot.excluded)} of the {report.valid} in {dataset_path})"
-        )
+    refusal = holdout_refusal(task, dataset_path, report, parts.few_shot.excluded)
+    if refusal is not None:
+        raise refusal
+    manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
+    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
+    plan.gates = gates
+    _check_gate_axes(plan)
+    _render_first_prompt(plan)
+    return plan
+
+
+def _new_manifest(
+    config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
+    generation: GenerateConfig, run_id: str, gates: GateSettings | None,
+) -> RunManifest:  # fmt: skip
+    """The manifest a new run starts with (status 'running', no session yet)."""
     setup = parts.setup
     now = utc_now()
-    manifest = RunManifest(
+    return RunManifest(
         run_id=run_id,
         status="running",
         created_at=now,
@@ -564,17 +373,12 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
         limit=config.limit,
         fingerprint=parts.fingerprint,
         **session_settings(config),
-        expected_records=count * config.epochs,
+        expected_records=_counted_samples(report, parts.few_shot.excluded, config.limit) * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
         gates=gates,
     )
-    plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
-    plan.gates = gates
-    _check_gate_axes(plan)
-    _render_first_prompt(plan)
-    return plan
 
 
 def _check_gate_axes(plan: RunPlan) -> None:
@@ -613,84 +417,12 @@ def _run_axes(plan: RunPlan) -> dict[str, int]:
     return counts
 
 
-def session_settings(config: RunConfig) -> dict[str, Any]:
-    """The pacing and retry settings a manifest records (the last session's), so a resume keeps them."""
-    return {
-        "concurrency": config.concurrency,
-        "timeout_s": config.timeout_s,
-        "rpm": config.rpm,
-        "tpm": config.tpm,
-        "max_retries": config.max_retries,
-        "cache": config.cache,
-    }
-
-
 def _render_first_prompt(plan: RunPlan) -> None:
     """Render the first prompt now: a template that fails on every sample (an empty prompt, a name no
     sample has) is refused before the run directory exists, not found by the first call."""
     for _position, sample, _epoch in work_items(plan):
         plan.template.render(sample, plan.examples)
         return
-
-
-def _resume_config(
-    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], model_args: dict[str, Any]
-) -> RunConfig:
-    """The configuration the run started with, from its manifest, with the operational overrides and the model
-    arguments given now (each replacing the recorded one)."""
-    overrides = dict(overrides)
-    explicit_scorers = manifest.task.scorers_source is None
-    try:
-        return RunConfig(
-            task=task_ref,
-            scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
-            scorers=list(manifest.task.scorers) if explicit_scorers else None,
-            source_run=Path(manifest.source_run) if manifest.source_run else None,
-            judge_model=manifest.judge.id if manifest.judge else None,
-            judge_args=dict(manifest.judge.args) if manifest.judge else {},
-            model=manifest.model.id,
-            model_args={**manifest.model.args, **model_args},
-            dataset=Path(manifest.dataset.path),
-            output_dir=run_dir.parent,
-            run_id=manifest.run_id,
-            concurrency=_kept(overrides, "concurrency", manifest.concurrency),
-            epochs=manifest.epochs,
-            limit=manifest.limit,
-            seed=manifest.seed,
-            timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
-            rpm=_kept(overrides, "rpm", manifest.rpm) or None,  # 0 given now: no limit from here on
-            tpm=_kept(overrides, "tpm", manifest.tpm) or None,
-            max_retries=_kept(overrides, "max_retries", manifest.max_retries),
-            cache=_kept(overrides, "cache", manifest.cache),
-            generation=manifest.task.generation.model_dump(exclude_none=True),
-            **{k: v for k, v in overrides.items() if v is not None},
-        )
-    except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
-        raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
-
-
-def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
-    """The override given now (None: not given), else the value the manifest recorded."""
-    given = overrides.pop(name, None)
-    return recorded if given is None else given
-
-
-def resumed_gates(
-    recorded: GateSettings | None, given: dict[str, Any] | None = None, *, keep: bool = True
-) -> GateSettings | None:
-    """The gates of a resumed session: the recorded ones (none when not ``keep``: ``--no-gates``), each field of
-    ``given`` (a ``GateSettings`` field: the value given now) replacing its recorded value; None when no gate is
-    left (``--gate-on`` alone gates nothing)."""
-    base = recorded.model_dump() if recorded is not None and keep else {}
-    merged = GateSettings.model_validate({**base, **(given or {})})
-    return merged if merged.active else None
-
-
-def gate_changes(before: GateSettings | None, now: GateSettings | None) -> dict[str, tuple[Any, Any]]:
-    """The gate settings that differ between ``before`` and ``now``: field -> (before, now), None for a gate not
-    set (``gate_on`` is 'mean' when no gate is)."""
-    old, new = (settings.model_dump() if settings else GateSettings().model_dump() for settings in (before, now))
-    return {name: (old[name], new[name]) for name in old if old[name] != new[name]}
 
 
 def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
@@ -701,84 +433,6 @@ def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
         for name, value in session_settings(plan.config).items()
         if value != recorded[name]
     }
-
-
-def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Parts) -> list[str]:
-    """What the run's fingerprint covers and is no longer as it was, each named for the user."""
-    changed = []
-    if report.sha256 != manifest.dataset.sha256:
-        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
-    old_template, new_template = manifest.task.template_sha256, parts.template.sha256
-    if new_template != old_template:
-        changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
-    old_inputs, new_inputs = manifest.task.prompt_inputs_sha256, parts.prompt_inputs_sha256
-    if old_inputs is not None and new_inputs != old_inputs:  # None: a run started before this was recorded
-        changed.append(
-            f"few-shot examples or template variables of task {task.spec.name} "
-            f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
-        )
-    setup = parts.setup
-    if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
-        changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
-    if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
-        changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    if parts.model.id != manifest.model.id:
-        changed.append(f"model ({manifest.model.id} → {parts.model.id})")
-    elif parts.model != manifest.model:
-        changed.append(_model_args_change(manifest.model, parts.model))
-    if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
-        changed.append("a judge rubric or the judge model")
-    return changed
-
-
-def _as_recorded(manifest: RunManifest, parts: _Parts) -> dict[str, Any]:
-    """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model
-    ...) as recorded: what is left as it is now is what only the fingerprint holds."""
-    return {
-        **parts.fingerprint_parts,
-        "dataset_sha256": manifest.dataset.sha256,
-        "template_sha256": manifest.task.template_sha256,
-        "system_prompt": manifest.task.system_prompt,
-        "scorers": [spec.model_dump(mode="json") for spec in manifest.task.scorers],
-        "pass_threshold": manifest.task.pass_threshold,
-        "model": manifest.model.model_dump(mode="json"),
-        "seed": manifest.seed,
-    }
-
-
-def _unrecorded_parts_kept(manifest: RunManifest, parts: _Parts) -> bool:
-    """Whether what only the fingerprint holds is unchanged: with the rest as recorded, it is the manifest's
-    (the changes of the rest are named on their own, and do not hide a change here or pass for one)."""
-    return _fingerprint(_as_recorded(manifest, parts)) == manifest.fingerprint
-
-
-def _model_update(manifest: RunManifest, parts: _Parts) -> ModelUpdate | None:
-    """What a forced resume records when the model's arguments changed: the new arguments, and the fingerprint
-    the run would have had with them, so that the next resume calls the model as this session does. None when
-    they did not change, or when what only the fingerprint holds changed too (its old value is not known, so
-    the fingerprint could not be made again: the arguments then hold for this session only)."""
-    if parts.model == manifest.model or not _unrecorded_parts_kept(manifest, parts):
-        return None
-    recorded = _as_recorded(manifest, parts)
-    return ModelUpdate(parts.model, _fingerprint({**recorded, "model": parts.model.model_dump(mode="json")}))
-
-
-def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
-    """The model arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key
-    given as an argument is dropped from both, see ``ProviderOptions.public``)."""
-    names = dict.fromkeys([*recorded.args, *now.args])
-    shown = [
-        f"{name} {_arg_text(recorded.args.get(name))} → {_arg_text(now.args.get(name))}"
-        for name in names
-        if recorded.args.get(name) != now.args.get(name)
-    ]
-    return f"model args of {now.id}: {', '.join(shown)}"
-
-
-def _arg_text(value: Any) -> str:
-    if value is None:
-        return "unset"
-    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def plan_resume(
@@ -920,16 +574,23 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
 
 __all__ = [
     "DryRun",
+    "FewShot",
     "ModelUpdate",
+    "Pool",
     "RunPlan",
     "ScoringSetup",
+    "choose_few_shot",
     "dry_run",
+    "few_shot_file",
     "file_stamp",
     "gate_changes",
+    "holdout_refusal",
     "judge_info",
+    "load_pool",
     "new_run_id",
     "plan_resume",
     "plan_run",
+    "prompt_template",
     "replaced_settings",
     "resumed_gates",
     "session_settings",

@@ -1,0 +1,200 @@
+"""The few-shot examples of a run: where they come from, which are drawn, and what drawing them takes away.
+
+Examples come from a file of their own (the task's ``few_shot.path`` or ``path_from_dataset``), loaded whole as
+a ``Pool`` before the dataset's one pass compares it with the samples, or are held out of the dataset
+(``holdout_fraction``). ``validate-dataset --task`` uses the same steps (``eval_harness.validate``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval_harness.datasets import (
+    DatasetReport,
+    PoolOverlap,
+    iter_positioned,
+    iter_samples,
+    split,
+    validate_dataset,
+)
+from eval_harness.datasets import sample as sample_subset
+from eval_harness.errors import ConfigError, DatasetError
+from eval_harness.planning._fingerprint import _prompt_inputs_sha256
+from eval_harness.tasks import LoadedTask
+from eval_harness.templates import PromptTemplate, load_template
+from eval_harness.types import RunManifest, Sample, split_rewrite
+
+
+@dataclass(frozen=True)
+class FewShot:
+    """The few-shot examples of a run, and what choosing them took away."""
+
+    examples: list[Sample] = field(default_factory=list)
+    excluded: frozenset[str] = frozenset()
+    """Dataset samples held out of evaluation as the pool (``holdout_fraction``)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each example is, for a template error it causes: example id -> ``file:line`` (the file alone for a
+    hold-out)."""
+    note: str | None = None
+    """What the run tells its user: the pool's examples left out as samples under evaluation."""
+
+
+@dataclass
+class Pool:
+    """A file of few-shot examples, loaded whole (it is small), to be compared with the dataset in one pass."""
+
+    path: Path
+    examples: list[Sample]
+    lines: dict[str, int]
+    overlap: PoolOverlap
+
+
+def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
+    """The file the few-shot examples come from; None when they come from no file (none, or a hold-out)."""
+    spec = task.spec.few_shot
+    if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
+        return None
+    if spec.path_from_dataset is not None:
+        pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
+        # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
+        # a directory before test/, as the same file given as ../test/x_test.csv does
+        absolute = str(dataset_path.resolve())
+        derived = re.sub(pattern, replacement, absolute)
+        if derived == absolute:
+            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
+        pool_path = Path(derived)
+    else:
+        assert spec.path is not None, "FewShotSpec requires one source when k > 0"
+        pool_path = task.resolve(spec.path)
+    if pool_path.resolve() == dataset_path.resolve():
+        raise ConfigError(
+            f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
+        )
+    return pool_path
+
+
+def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[[], object]) -> Pool | None:
+    """``_load_pool``; when the pool cannot be used, the dataset is checked first (``check_dataset``), so that its
+    own problem is told before the pool's, as when the pool was read after it (the pool now comes first so that
+    the dataset's one pass can compare them)."""
+    try:
+        return _load_pool(task, dataset_path)
+    except (ConfigError, DatasetError):
+        check_dataset()
+        raise
+
+
+def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
+    """The few-shot file, checked and loaded, before the dataset's pass compares it with the samples. None when
+    the examples come from no file."""
+    path = few_shot_file(task, dataset_path)
+    if path is None:
+        return None
+    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
+    if not report.ok:
+        raise DatasetError(f"{path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
+    return load_pool(task, path)
+
+
+def load_pool(task: LoadedTask, path: Path) -> Pool:
+    """The few-shot file at ``path`` (see ``few_shot_file``), already checked line by line, loaded whole."""
+    examples, lines = [], {}
+    for position, example in iter_positioned(path, task.spec.dataset):
+        examples.append(example)
+        lines[example.id] = position.line
+    return Pool(path, examples, lines, PoolOverlap(examples))
+
+
+def choose_few_shot(task: LoadedTask, dataset_path: Path, pool: Pool | None) -> FewShot:
+    """Few-shot examples: from the pool (once the dataset's pass compared it with the samples), or held out of
+    the dataset."""
+    spec = task.spec.few_shot
+    if spec is None or spec.k == 0:
+        return FewShot()
+    if spec.holdout_fraction is None:
+        assert pool is not None, "a few-shot file is loaded before the dataset is checked (see _checked_pool)"
+        return _chosen(task, pool, pool.overlap.found)
+    everything = list(iter_samples(dataset_path, task.spec.dataset))
+    parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
+    held_out = parts["shots"]
+    examples = sample_subset(held_out, spec.k, spec.seed)
+    # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
+    sources = {example.id: str(dataset_path) for example in examples}
+    return FewShot(examples, frozenset(sample.id for sample in held_out), sources)
+
+
+def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
+    """k examples of the pool, drawn from those that are no sample under evaluation (``found``: pool example id
+    -> the dataset sample equal to it in content). They are left out before the draw rather than the
+    run refused: the rest of the file is still a valid pool, and the draw stays a function of the files."""
+    spec = task.spec.few_shot
+    assert spec is not None
+    kept = [example for example in pool.examples if example.id not in found]
+    if not kept:
+        raise ConfigError(
+            f"{task.path}: few-shot: every one of the {len(pool.examples)} examples in {pool.path} is also a sample "
+            "of the dataset under evaluation (same input and target); take the examples from another "
+            "file, or use holdout_fraction"
+        )
+    examples = sample_subset(kept, spec.k, spec.seed)
+    sources = {example.id: f"{pool.path}:{pool.lines[example.id]}" for example in examples}
+    return FewShot(examples, frozenset(), sources, _left_out_note(pool, found, len(kept), spec.k))
+
+
+def _left_out_note(pool: Pool, found: dict[str, str], kept: int, k: int) -> str | None:
+    if not found:
+        return None
+    named = [
+        pool_id if sample_id == pool_id else f"{pool_id} (= sample {sample_id})" for pool_id, sample_id in found.items()
+    ]
+    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
+    count = len(found)
+    fewer = f"; {kept} left to draw k = {k} from" if kept < k else ""
+    return (
+        f"few-shot: left out {count} example{'s' if count != 1 else ''} of {pool.path} that "
+        f"{'are' if count != 1 else 'is'} also {'samples' if count != 1 else 'a sample'} of the dataset "
+        f"(same input and target): {shown}{fewer}"
+    )
+
+
+def _resumed_few_shot(
+    task: LoadedTask, dataset_path: Path, pool: Pool | None, manifest: RunManifest, compared: bool
+) -> FewShot:
+    """The few-shot examples of a resumed run. When the dataset was not read again (its sha256 is the one the run
+    started with), the examples the whole pool gives are taken if they are the ones the run recorded
+    (``prompt_inputs_sha256``): the run drew them from the examples that this very dataset left in, so nothing
+    needs reading. Otherwise (an example it left out would be drawn, or the pool changed) one streaming pass
+    compares the pool with the dataset, as the run's start did."""
+    if pool is None or compared:
+        return choose_few_shot(task, dataset_path, pool)
+    unfiltered = _chosen(task, pool, {})
+    if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
+        return unfiltered
+    validate_dataset(dataset_path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap)
+    return choose_few_shot(task, dataset_path, pool)
+
+
+def prompt_template(task: LoadedTask, few_shot: FewShot) -> PromptTemplate:
+    """The task's template, loaded knowing where each of ``few_shot``'s examples is (for an error one of them
+    causes)."""
+    spec = task.spec
+    return load_template(
+        task.templates_dir, spec.template, spec.system_prompt, spec.template_vars, example_sources=few_shot.sources
+    )
+
+
+def holdout_refusal(
+    task: LoadedTask, dataset_path: Path, report: DatasetReport, excluded: frozenset[str]
+) -> ConfigError | None:
+    """Why a run refuses a hold-out (``excluded``: the samples held out as examples) that leaves no sample of the
+    dataset to evaluate; None when one is left, or when the dataset has no valid sample at all (it is refused for
+    that instead)."""
+    if not 0 < report.valid <= len(excluded):
+        return None
+    return ConfigError(
+        f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
+        f"(it holds out {len(excluded)} of the {report.valid} in {dataset_path})"
+    )

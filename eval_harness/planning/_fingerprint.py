@@ -1,0 +1,184 @@
+"""The run's fingerprint, and what a resume finds changed in it.
+
+A run records the sha256 of what its results depend on (dataset, template, scorers, model, seed, judge) in its
+manifest; a resume computes it again and refuses a run whose fingerprint changed, naming each change.
+tests/test_fingerprint_pinned.py pins what it computes for fixed inputs: an existing run must still resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from eval_harness.datasets import DatasetReport
+from eval_harness.scorers.base import ScoringPipeline
+from eval_harness.tasks import LoadedTask
+from eval_harness.templates import PromptTemplate
+from eval_harness.types import ModelInfo, RunManifest, Sample, ScorerSpec
+
+
+@dataclass(frozen=True)
+class ModelUpdate:
+    """What a manifest records of the model once a forced resume changed its arguments."""
+
+    model: ModelInfo
+    fingerprint: str
+    """The fingerprint the run would have recorded had it started with these arguments."""
+
+
+@dataclass(frozen=True)
+class ScoringSetup:
+    """The scorers a run applies and where they came from (the task, another task, or named explicitly)."""
+
+    specs: list[ScorerSpec]
+    pass_threshold: float
+    source: LoadedTask | None
+
+    @property
+    def where(self) -> str:
+        return str(self.source.path) if self.source else "--scorer"
+
+    @property
+    def lines(self) -> tuple[int | None, ...]:
+        """The line of each scorer in the task spec it came from (none for ``--scorer``)."""
+        return self.source.scorer_lines if self.source else ()
+
+
+def _fingerprint_parts(
+    dataset_sha256: str,
+    template: PromptTemplate,
+    task: LoadedTask,
+    setup: ScoringSetup,
+    scoring: ScoringPipeline,
+    model: ModelInfo,
+    judge: ModelInfo | None,
+    seed: int,
+) -> dict[str, Any]:
+    return {
+        "judge": judge.model_dump(mode="json") if judge else None,
+        "scorer_fingerprints": scoring.fingerprints(),
+        "dataset_sha256": dataset_sha256,
+        "template_sha256": template.sha256,
+        "system_prompt": task.spec.system_prompt,
+        "scorers": [s.model_dump(mode="json") for s in setup.specs],
+        "pass_threshold": setup.pass_threshold,
+        "model": model.model_dump(mode="json"),
+        "seed": seed,
+    }
+
+
+def _fingerprint(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _prompt_inputs_sha256(task: LoadedTask, examples: list[Sample]) -> str:
+    """What every prompt is rendered from besides the template file and the sample: the few-shot examples
+    chosen (their content, wherever they came from), the few-shot spec and the template's variables."""
+    return _fingerprint(
+        {
+            "examples": [example.model_dump(mode="json") for example in examples],
+            "few_shot": task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
+            "template_vars": task.spec.template_vars,
+        }
+    )
+
+
+class _Fingerprinted(Protocol):
+    """What the fingerprint covers as it is now (the plan's parts, ``planning._Parts``): what a resume compares
+    with the manifest."""
+
+    @property
+    def template(self) -> PromptTemplate: ...
+
+    @property
+    def setup(self) -> ScoringSetup: ...
+
+    @property
+    def model(self) -> ModelInfo: ...
+
+    @property
+    def fingerprint_parts(self) -> dict[str, Any]: ...
+
+    @property
+    def prompt_inputs_sha256(self) -> str: ...
+
+
+def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
+    """What the run's fingerprint covers and is no longer as it was, each named for the user."""
+    changed = []
+    if report.sha256 != manifest.dataset.sha256:
+        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
+    old_template, new_template = manifest.task.template_sha256, parts.template.sha256
+    if new_template != old_template:
+        changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
+    old_inputs, new_inputs = manifest.task.prompt_inputs_sha256, parts.prompt_inputs_sha256
+    if old_inputs is not None and new_inputs != old_inputs:  # None: a run started before this was recorded
+        changed.append(
+            f"few-shot examples or template variables of task {task.spec.name} "
+            f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
+        )
+    setup = parts.setup
+    if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
+        changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
+    if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
+        changed.append(f"system prompt or pass threshold of task {task.spec.name}")
+    if parts.model.id != manifest.model.id:
+        changed.append(f"model ({manifest.model.id} → {parts.model.id})")
+    elif parts.model != manifest.model:
+        changed.append(_model_args_change(manifest.model, parts.model))
+    if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
+        changed.append("a judge rubric or the judge model")
+    return changed
+
+
+def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]:
+    """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model
+    ...) as recorded: what is left as it is now is what only the fingerprint holds."""
+    return {
+        **parts.fingerprint_parts,
+        "dataset_sha256": manifest.dataset.sha256,
+        "template_sha256": manifest.task.template_sha256,
+        "system_prompt": manifest.task.system_prompt,
+        "scorers": [spec.model_dump(mode="json") for spec in manifest.task.scorers],
+        "pass_threshold": manifest.task.pass_threshold,
+        "model": manifest.model.model_dump(mode="json"),
+        "seed": manifest.seed,
+    }
+
+
+def _unrecorded_parts_kept(manifest: RunManifest, parts: _Fingerprinted) -> bool:
+    """Whether what only the fingerprint holds is unchanged: with the rest as recorded, it is the manifest's
+    (the changes of the rest are named on their own, and do not hide a change here or pass for one)."""
+    return _fingerprint(_as_recorded(manifest, parts)) == manifest.fingerprint
+
+
+def _model_update(manifest: RunManifest, parts: _Fingerprinted) -> ModelUpdate | None:
+    """What a forced resume records when the model's arguments changed: the new arguments, and the fingerprint
+    the run would have had with them, so that the next resume calls the model as this session does. None when
+    they did not change, or when what only the fingerprint holds changed too (its old value is not known, so
+    the fingerprint could not be made again: the arguments then hold for this session only)."""
+    if parts.model == manifest.model or not _unrecorded_parts_kept(manifest, parts):
+        return None
+    recorded = _as_recorded(manifest, parts)
+    return ModelUpdate(parts.model, _fingerprint({**recorded, "model": parts.model.model_dump(mode="json")}))
+
+
+def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
+    """The model arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key
+    given as an argument is dropped from both, see ``ProviderOptions.public``)."""
+    names = dict.fromkeys([*recorded.args, *now.args])
+    shown = [
+        f"{name} {_arg_text(recorded.args.get(name))} → {_arg_text(now.args.get(name))}"
+        for name in names
+        if recorded.args.get(name) != now.args.get(name)
+    ]
+    return f"model args of {now.id}: {', '.join(shown)}"
+
+
+def _arg_text(value: Any) -> str:
+    if value is None:
+        return "unset"
+    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

@@ -1,0 +1,88 @@
+"""The settings of a resumed session: the configuration the run started with, and what is given anew.
+
+A resume rebuilds the run's ``RunConfig`` from its manifest; the pacing and retry settings and the gates given
+now replace the recorded ones (the manifest records the last session's, so that the next resume keeps them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from eval_harness.artifacts import RunPaths
+from eval_harness.config import RunConfig, invalid_config
+from eval_harness.types import GateSettings, RunManifest
+
+
+def session_settings(config: RunConfig) -> dict[str, Any]:
+    """The pacing and retry settings a manifest records (the last session's), so a resume keeps them."""
+    return {
+        "concurrency": config.concurrency,
+        "timeout_s": config.timeout_s,
+        "rpm": config.rpm,
+        "tpm": config.tpm,
+        "max_retries": config.max_retries,
+        "cache": config.cache,
+    }
+
+
+def _resume_config(
+    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], model_args: dict[str, Any]
+) -> RunConfig:
+    """The configuration the run started with, from its manifest, with the operational overrides and the model
+    arguments given now (each replacing the recorded one)."""
+    overrides = dict(overrides)
+    explicit_scorers = manifest.task.scorers_source is None
+    try:
+        return RunConfig(
+            task=task_ref,
+            scorer_task=manifest.task.scorers_source if not explicit_scorers else None,
+            scorers=list(manifest.task.scorers) if explicit_scorers else None,
+            source_run=Path(manifest.source_run) if manifest.source_run else None,
+            judge_model=manifest.judge.id if manifest.judge else None,
+            judge_args=dict(manifest.judge.args) if manifest.judge else {},
+            model=manifest.model.id,
+            model_args={**manifest.model.args, **model_args},
+            dataset=Path(manifest.dataset.path),
+            output_dir=run_dir.parent,
+            run_id=manifest.run_id,
+            concurrency=_kept(overrides, "concurrency", manifest.concurrency),
+            epochs=manifest.epochs,
+            limit=manifest.limit,
+            seed=manifest.seed,
+            timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
+            rpm=_kept(overrides, "rpm", manifest.rpm) or None,  # 0 given now: no limit from here on
+            tpm=_kept(overrides, "tpm", manifest.tpm) or None,
+            max_retries=_kept(overrides, "max_retries", manifest.max_retries),
+            cache=_kept(overrides, "cache", manifest.cache),
+            generation=manifest.task.generation.model_dump(exclude_none=True),
+            **{k: v for k, v in overrides.items() if v is not None},
+        )
+    except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
+        raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
+
+
+def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
+    """The override given now (None: not given), else the value the manifest recorded."""
+    given = overrides.pop(name, None)
+    return recorded if given is None else given
+
+
+def resumed_gates(
+    recorded: GateSettings | None, given: dict[str, Any] | None = None, *, keep: bool = True
+) -> GateSettings | None:
+    """The gates of a resumed session: the recorded ones (none when not ``keep``: ``--no-gates``), each field of
+    ``given`` (a ``GateSettings`` field: the value given now) replacing its recorded value; None when no gate is
+    left (``--gate-on`` alone gates nothing)."""
+    base = recorded.model_dump() if recorded is not None and keep else {}
+    merged = GateSettings.model_validate({**base, **(given or {})})
+    return merged if merged.active else None
+
+
+def gate_changes(before: GateSettings | None, now: GateSettings | None) -> dict[str, tuple[Any, Any]]:
+    """The gate settings that differ between ``before`` and ``now``: field -> (before, now), None for a gate not
+    set (``gate_on`` is 'mean' when no gate is)."""
+    old, new = (settings.model_dump() if settings else GateSettings().model_dump() for settings in (before, now))
+    return {name: (old[name], new[name]) for name in old if old[name] != new[name]}
