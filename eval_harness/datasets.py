@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -156,58 +156,24 @@ class _ScanState:
     position: Position = field(default_factory=lambda: Position(-1, 0, -1))
     seen_ids: SeenStrings = field(default_factory=SeenStrings)
     derived_seen: Counter[str] = field(default_factory=Counter)
-    overlap: PoolOverlap | None = None
+    overlap: OverlapWatcher | None = None
 
 
-class PoolOverlap:
-    """Which examples of a few-shot pool are also samples of a dataset: the same input, target and choices
-    (choices too: two multiple-choice items that share a question and the answer letter "B" are different items).
-    Not the id: files are often numbered each on its own (0, 1, 2... in dev and in test), so a shared id says
-    nothing about content.
-
-    It is fed every valid line of one streaming pass over the dataset (``validate_dataset(..., overlap=)``, the
-    pass that checks it anyway) and holds only the pool, which is small, and what it found: never the dataset.
-    A line costs a dict lookup of its question text."""
-
-    def __init__(self, pool: Iterable[Sample]) -> None:
-        examples = list(pool)
-        self._by_question: dict[str, list[Sample]] = {}
-        for example in examples:
-            self._by_question.setdefault(_question(example.input), []).append(example)
-        self.found: dict[str, str] = {}
-        """Pool example id -> the id of the first dataset sample found equal to it."""
+class OverlapWatcher(Protocol):
+    """What ``validate_dataset`` feeds every valid line to, in its one pass (e.g. the few-shot leak check,
+    ``planning._few_shot.PoolOverlap``)."""
 
     def see(self, sample_id: str, fields: dict[str, Any]) -> None:
-        """Compare one dataset sample (``Sample`` fields) with the pool."""
-        candidates = self._by_question.get(_question(fields["input"]))
-        if candidates is None:
-            return
-        targets, choices = _as_tuple(fields["target"]), fields["choices"] or None
-        for example in candidates:
-            if (
-                example.input == fields["input"]
-                and _as_tuple(example.target) == targets
-                and (example.choices or None) == choices
-            ):
-                self.found.setdefault(example.id, sample_id)
-
-
-def _question(value: str | list[ChatMessage]) -> str:
-    """The text a sample asks: its input, or the last (the user's) turn of a chat input."""
-    return value if isinstance(value, str) else value[-1].content
-
-
-def _as_tuple(target: str | list[str]) -> tuple[str, ...]:
-    return (target,) if isinstance(target, str) else tuple(target)
+        """One valid sample of the dataset, as ``Sample`` fields."""
 
 
 def validate_dataset(
-    path: Path, spec: DatasetSpec | None = None, *, task: str | None = None, overlap: PoolOverlap | None = None
+    path: Path, spec: DatasetSpec | None = None, *, task: str | None = None, overlap: OverlapWatcher | None = None
 ) -> DatasetReport:
     """Check every line of ``path``; never raises for content problems, only for an unreadable file.
 
     ``task`` (the name of the task that reads the file) only makes messages clearer. ``overlap`` is shown every
-    valid sample of the file in the same pass (see ``PoolOverlap``)."""
+    valid sample of the file in the same pass (see ``OverlapWatcher``)."""
     scan = _ScanState(DatasetReport(path=str(path)), validating=True, overlap=overlap)
     if task is not None:
         scan.reader = f"task {task!r} reads JSONL"

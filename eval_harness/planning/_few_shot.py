@@ -8,13 +8,13 @@ a ``Pool`` before the dataset's one pass compares it with the samples, or are he
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eval_harness.datasets import (
     DatasetReport,
-    PoolOverlap,
     iter_positioned,
     iter_samples,
     split,
@@ -25,7 +25,49 @@ from eval_harness.errors import ConfigError, DatasetError
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
-from eval_harness.types import RunManifest, Sample, split_rewrite
+from eval_harness.types import ChatMessage, RunManifest, Sample, split_rewrite
+
+
+class PoolOverlap:
+    """Which examples of a few-shot pool are also samples of a dataset: the same input, target and choices
+    (choices too: two multiple-choice items that share a question and the answer letter "B" are different items).
+    Not the id: files are often numbered each on its own (0, 1, 2... in dev and in test), so a shared id says
+    nothing about content.
+
+    It is fed every valid line of one streaming pass over the dataset (``validate_dataset(..., overlap=)``, the
+    pass that checks it anyway) and holds only the pool, which is small, and what it found: never the dataset.
+    A line costs a dict lookup of its question text."""
+
+    def __init__(self, pool: Iterable[Sample]) -> None:
+        examples = list(pool)
+        self._by_question: dict[str, list[Sample]] = {}
+        for example in examples:
+            self._by_question.setdefault(_question(example.input), []).append(example)
+        self.found: dict[str, str] = {}
+        """Pool example id -> the id of the first dataset sample found equal to it."""
+
+    def see(self, sample_id: str, fields: dict[str, Any]) -> None:
+        """Compare one dataset sample (``Sample`` fields) with the pool."""
+        candidates = self._by_question.get(_question(fields["input"]))
+        if candidates is None:
+            return
+        targets, choices = _as_tuple(fields["target"]), fields["choices"] or None
+        for example in candidates:
+            if (
+                example.input == fields["input"]
+                and _as_tuple(example.target) == targets
+                and (example.choices or None) == choices
+            ):
+                self.found.setdefault(example.id, sample_id)
+
+
+def _question(value: str | list[ChatMessage]) -> str:
+    """The text a sample asks: its input, or the last (the user's) turn of a chat input."""
+    return value if isinstance(value, str) else value[-1].content
+
+
+def _as_tuple(target: str | list[str]) -> tuple[str, ...]:
+    return (target,) if isinstance(target, str) else tuple(target)
 
 
 @dataclass(frozen=True)
