@@ -198,3 +198,19 @@ def test_an_axis_renamed_in_b_whose_records_paired_under_a_s_axis_is_not_called_
     )
     gated = cli("compare", "--run-a", a, "--run-b", b, "--force", "--fail-on-regression")
     assert "not compared" not in gated.out + gated.err
+
+
+def test_the_notes_on_how_the_records_were_paired_come_first_in_a_fixed_order(cli: Cli, tri: TaskRoot) -> None:
+    # the join and the notes are built apart (compare/_paired.py, compare/_notes.py); the order is part of the output
+    renamed = [{**r, "axis": "g2"} if r["axis"] == "gamma" else r for r in _records(10)]
+    moved = tri.data("tri_renamed.jsonl", renamed)
+    a = run(cli, tri, "a", "--limit", "25", "--epochs", "2")
+    b = run(cli, tri, "b", "--dataset", moved, "--epochs", "2")
+    assert compare_json(cli, a, b, "--force")["notes"][:4] == [
+        "10 paired records have another axis in B; they are counted under A's axis",
+        "several epochs: each sample is one unit of the paired tests and intervals (the mean of its paired epochs), "
+        "since the epochs of one sample are not independent: 25 samples in 50 paired records",
+        "0 records only in A and 10 only in B are left out of the paired statistics",
+        "g2: B's paired records on this axis are counted under A's axes; its other 10 have no pair in A and are left "
+        "out",
+    ]
