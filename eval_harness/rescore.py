@@ -43,8 +43,12 @@ def plan_rescore(
     concurrency: int = 16,
     judge_model: str | None = None,
     judge_args: dict[str, str] | None = None,
+    timeout_s: float | None = None,
 ) -> RunPlan:
-    """Plan a run that applies ``task``'s scorers (or the named ``scorers``) to ``source_run``'s outputs."""
+    """Plan a run that applies ``task``'s scorers (or the named ``scorers``) to ``source_run``'s outputs.
+
+    ``timeout_s`` bounds each sample's scoring as ``run --timeout`` does (None: the default of a run); a record
+    cut short keeps the scorers that finished, inside a composite too, and their judges' spend."""
     if task is not None and scorers:
         raise ConfigError("rescore takes --task TASK or --scorer NAME, not both: the scorers come from one of them")
     if task is None and not scorers:
@@ -75,6 +79,7 @@ def plan_rescore(
         generation=source.task.generation.model_dump(exclude_none=True),
         judge_model=judge_model,
         judge_args=judge_args or {},
+        **({} if timeout_s is None else {"timeout_s": timeout_s}),
     )
     plan = plan_run(config)
     if plan.dataset_report.sha256 != source.dataset.sha256:

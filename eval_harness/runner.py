@@ -615,8 +615,9 @@ class Runner:
 
     def _scoring_timed_out(self, partial: ScoringResult) -> ScoringResult:
         """The verdict on an answer whose scorers outlived the timeout: a scoring error naming the scorer cut
-        short, with the scorers that finished before it and their spend (the answer is kept, and ``resume
-        --retry-errors`` scores it again without calling the model)."""
+        short (inside a composite, the part of it too), with the scorers that finished before it — a composite's
+        finished parts included — and their spend (the answer is kept, and ``resume --retry-errors`` scores it
+        again without calling the model)."""
         running = f" ({partial.running})" if partial.running else ""
         message = f"timed out after {self.plan.config.timeout_s:g} s while scoring{running}"
         partial.error = ErrorInfo(type="TimeoutError", message=message, stage="score")

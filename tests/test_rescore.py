@@ -167,3 +167,9 @@ def test_rescore_with_both_a_task_and_scorers_says_not_both(source_run: Path) ->
 def test_scorer_flag_parses_name_and_arguments(text: str, name: str, args: dict[str, str]) -> None:
     spec = parse_scorer(text)
     assert (spec.name, spec.args) == (name, args)
+
+
+def test_rescore_timeout_is_the_new_runs_scoring_budget(cli: Cli, source_run: Path) -> None:
+    result = cli("rescore", "--run", source_run, "--scorer", "token_f1", "--run-id", "t", "--timeout", "7.5", "-q")
+    assert result.code == 0, result.err
+    assert json.loads((source_run.parent / "t" / "manifest.json").read_text())["timeout_s"] == 7.5

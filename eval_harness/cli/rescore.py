@@ -17,6 +17,10 @@ def rescore_command(
     run_id: Annotated[str | None, typer.Option(help="Run directory name of the new run.")] = None,
     output_dir: Annotated[Path | None, typer.Option(help="Where the new run goes (default: beside --run).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Samples scored at once (judges call models).")] = 16,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Per-sample scoring timeout in seconds (a judge's calls included)."),
+    ] = 120.0,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
     quiet: Annotated[
@@ -40,6 +44,7 @@ def rescore_command(
         output_dir=output_dir,
         run_id=run_id,
         concurrency=concurrency,
+        timeout_s=timeout,
         judge_model=judge_model,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )

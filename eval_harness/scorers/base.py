@@ -28,6 +28,7 @@ samples.jsonl.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import math
@@ -310,7 +311,8 @@ class ScoringResult:
     error: ErrorInfo | None = None
     final: float | None = None
     running: str | None = None
-    """The scorer being awaited (as errors name it), None between scorers: what a timeout cut short."""
+    """The scorer being awaited (as errors name it), None between scorers: what a timeout cut short. Inside a
+    composite, the part of it that was running too: ``judge (rubric_judge) inside quality (composite)``."""
 
 
 @dataclass
@@ -397,6 +399,43 @@ def _check_spend(usage: object, cost: object) -> None:
 
 
 @dataclass(frozen=True)
+class _CutShort:
+    """What a scorer cancelled mid-way had done (see ``keep_when_cut_short``)."""
+
+    explanation: str | None
+    metadata: Mapping[str, Any] | None
+    usage: Usage | None
+    cost_usd: float | None
+    running: str | None
+
+
+_CUT_SHORT = "_eval_harness_cut_short"
+"""The attribute of a ``CancelledError`` that carries what the scorers it cut short had done, up to the pipeline
+awaiting them: nothing is set up for it while no scoring is cancelled, so it costs the common path nothing."""
+
+
+def keep_when_cut_short(
+    cancelled: BaseException,
+    *,
+    explanation: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    usage: Usage | None = None,
+    cost_usd: float | None = None,
+    running: str | None = None,
+) -> None:
+    """For a scorer that runs other scorers (a composite) or pays per call (a judge), in an ``except
+    CancelledError as cancelled`` that re-raises it: what it had done when a scoring timeout cut it short, for the
+    record to keep. ``cancelled`` carries it to the pipeline awaiting the scorer, so call this in the scorer's own
+    frame (after an ``asyncio.gather`` of calls, not inside one of them: gather raises a new error).
+
+    The record keeps it as it keeps a verdict, without a value: ``explanation``, ``metadata`` (its
+    ``"breakdown"`` parts under ``"<key>.<part>"``), the model spend already paid; ``running`` names the part
+    of the scorer that was cut short, for the timeout's message. Not part of the scorer contract: a scorer that
+    does not call it loses its own unfinished work only."""
+    cancelled.__dict__.setdefault(_CUT_SHORT, []).append(_CutShort(explanation, metadata, usage, cost_usd, running))
+
+
+@dataclass(frozen=True)
 class _Failure:
     """A scorer's failure on one sample: the error type recorded, and its message."""
 
@@ -477,7 +516,8 @@ class ScoringPipeline:
     ) -> ScoringResult:
         """Apply every scorer; raises only ``AuthenticationError`` and ``ConfigError``, any other failure
         becomes ``error``. A record needs a score, so every scorer skipped is an error here too. ``into`` is
-        filled as the scorers finish, so a caller that cancels the scoring keeps what was done and who ran."""
+        filled as the scorers finish, so a caller that cancels the scoring keeps what was done and who ran; a
+        scorer cut short keeps what it had done through ``keep_when_cut_short`` (a composite: its finished parts)."""
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
             result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
@@ -515,6 +555,10 @@ class ScoringPipeline:
                 # a judge or embeddings key is refused, a backend is not installed: no sample can be scored, so
                 # the runner stops the run (as for the model's key) instead of recording the same error on each
                 raise
+            except asyncio.CancelledError as cancelled:  # a scoring timeout (or the run stopping)
+                for cut in cancelled.__dict__.pop(_CUT_SHORT, ()):  # what the scorer had done: kept
+                    known = self._record_cut(result, step, cut, known)
+                raise
             except Exception as exc:  # a scorer's failure is data about one sample, not the end of the run
                 if isinstance(exc, SpentScoringError):
                     result.judge_usage, result.judge_cost_usd, known = add_spend(
@@ -543,16 +587,47 @@ class ScoringPipeline:
     @staticmethod
     def _record(result: ScoringResult, key: str, value: float, verdict: Score) -> None:
         result.scores[key] = value
-        if verdict.explanation:
-            result.explanations[key] = verdict.explanation
         if verdict.answer is not None:
             result.answers[key] = verdict.answer
-        if verdict.metadata:  # checked by _checked: a mapping, whose breakdown parts are numbers in [0, 1]
-            breakdown = verdict.metadata.get("breakdown")
+        _keep(result, key, verdict.explanation, verdict.metadata)
+
+    @staticmethod
+    def _record_cut(result: ScoringResult, step: _Step, cut: _CutShort, known: bool) -> bool:
+        """Keep what a scorer cut short had done (``keep_when_cut_short``) as its finished verdict would be kept,
+        but for a value, and name the part of it that was running; returns whether the cost is still known.
+        What a reader would refuse (a part outside [0, 1], a negative count) is left out, not written: its
+        breakdown with the explanation and metadata, its spend apart from them."""
+        if cut.running is not None:
+            result.running = f"{cut.running} inside {step.label}"
+        breakdown = cut.metadata.get("breakdown") if cut.metadata else None
+        try:
             if isinstance(breakdown, Mapping):
                 for part, part_value in breakdown.items():
-                    result.scores[f"{key}.{part}"] = float(part_value)
-            result.metadata[key] = dict(verdict.metadata)
+                    _unit(part_value, part)
+            _keep(result, step.key, cut.explanation, cut.metadata)
+        except _BrokenContract:
+            pass
+        try:
+            _check_spend(cut.usage, cut.cost_usd)
+        except _BrokenContract:
+            return known
+        result.judge_usage, result.judge_cost_usd, known = add_spend(
+            result.judge_usage, result.judge_cost_usd, known, cut.usage, cut.cost_usd
+        )
+        return known
+
+
+def _keep(result: ScoringResult, key: str, explanation: str | None, metadata: Mapping[str, Any] | None) -> None:
+    """A verdict's explanation and metadata into ``result`` under ``key``; its breakdown parts into ``scores``
+    under ``"<key>.<part>"`` (a mapping whose parts are numbers in [0, 1]: checked by the caller)."""
+    if explanation:
+        result.explanations[key] = explanation
+    if metadata:
+        breakdown = metadata.get("breakdown")
+        if isinstance(breakdown, Mapping):
+            for part, part_value in breakdown.items():
+                result.scores[f"{key}.{part}"] = float(part_value)
+        result.metadata[key] = dict(metadata)
 
 
 def best_reference(references: Sequence[str], measure: Callable[[str], float]) -> tuple[float, str]:

@@ -15,16 +15,26 @@ a combination under one key, for nesting or for reuse across tasks::
 Each part's value lands in the record as ``quality.<part>``; a failed gate is named in the explanation.
 The parts combine by the rules of ``combine`` (a skipped part is left out; a skipped gate is not enforced).
 When every part is skipped (an optional judge without ``--judge-model``), the composite is skipped too,
-with the parts' reasons, and the task's other scorers make the final score.
+with the parts' reasons, and the task's other scorers make the final score. A scoring timeout that cuts a
+part short keeps the parts that finished, as above but without the composite's value, and their judges' spend.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import ValidationError
 
-from eval_harness.scorers.base import Scorer, ScoringPipeline, SkipScore, SpentScoringError, register_scorer
+from eval_harness.scorers.base import (
+    Scorer,
+    ScoringPipeline,
+    ScoringResult,
+    SkipScore,
+    SpentScoringError,
+    keep_when_cut_short,
+    register_scorer,
+)
 from eval_harness.types import Completion, CompletionClient, Sample, Score, ScorerSpec, first_problem
 
 
@@ -38,7 +48,20 @@ class CompositeScorer(Scorer):
         self.fingerprint = ",".join(f"{k}={v}" for k, v in sorted(parts.items())) or None
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
-        result = await self.pipeline.run(output, sample, completion)
+        result = ScoringResult()
+        try:
+            await self.pipeline.run(output, sample, completion, into=result)
+        except asyncio.CancelledError as cancelled:  # a scoring timeout: the record keeps the parts that finished
+            finished = bool(result.scores or result.skipped)
+            keep_when_cut_short(
+                cancelled,
+                explanation=self._explanation(result) or None,
+                metadata=self._metadata(result) if finished else None,
+                usage=result.judge_usage,
+                cost_usd=result.judge_cost_usd,
+                running=result.running,
+            )
+            raise
         if result.error is not None:
             raise SpentScoringError(result.error.message, result.judge_usage, result.judge_cost_usd)
         if result.final is None:  # every part abstained: so does the composite, and the task's other scorers count
@@ -46,16 +69,26 @@ class CompositeScorer(Scorer):
                 f"{key}: {result.explanations[key].removeprefix('skipped: ')}" for key in result.skipped
             )
             raise SkipScore(f"every part was skipped ({reasons})")
+        return Score(
+            value=result.final,
+            explanation=self._explanation(result),
+            usage=result.judge_usage,
+            cost_usd=result.judge_cost_usd,
+            metadata=self._metadata(result),
+        )
+
+    def _explanation(self, result: ScoringResult) -> str:
+        """The parts' values, after the first failed gate (which makes the composite 0)."""
         failed_gates = [s.key for s in self.pipeline.specs if s.gate and result.scores.get(s.key, 1.0) < 1.0]
         parts = ", ".join(f"{key} {value:.3f}" for key, value in result.scores.items())
         gate = f"gate {failed_gates[0]} failed → 0; " if failed_gates else ""
-        return Score(
-            value=result.final,
-            explanation=f"{gate}{parts}",
-            usage=result.judge_usage,
-            cost_usd=result.judge_cost_usd,
-            metadata={"breakdown": dict(result.scores), "parts": result.metadata, "skipped": result.skipped},
-        )
+        return f"{gate}{parts}"
+
+    @staticmethod
+    def _metadata(result: ScoringResult) -> dict[str, Any]:
+        """The breakdown (each part's value, under ``<key>.<part>`` in the record), the parts' own metadata and
+        the parts skipped."""
+        return {"breakdown": dict(result.scores), "parts": result.metadata, "skipped": result.skipped}
 
 
 @register_scorer("composite")

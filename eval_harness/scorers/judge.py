@@ -27,7 +27,14 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from eval_harness.errors import AuthenticationError, EvalHarnessError, ProviderError
-from eval_harness.scorers.base import Scorer, SkipScore, SpentScoringError, add_spend, register_scorer
+from eval_harness.scorers.base import (
+    Scorer,
+    SkipScore,
+    SpentScoringError,
+    add_spend,
+    keep_when_cut_short,
+    register_scorer,
+)
 from eval_harness.tasks import find_task, search_roots
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import (
@@ -282,8 +289,13 @@ class _Judge(Scorer):
     @staticmethod
     async def _gather(calls: Sequence[Any], spend: _Spend) -> list[Any]:
         """Run the calls together; the first failure is raised only once all have finished, so no call is
-        left running and every call's spend is counted."""
-        results = await asyncio.gather(*calls, return_exceptions=True)
+        left running and every call's spend is counted: cut short by a scoring timeout too, for the calls that
+        had finished (a call cut off in flight returned no usage to count)."""
+        try:
+            results = await asyncio.gather(*calls, return_exceptions=True)
+        except asyncio.CancelledError as cancelled:  # raised once every call has ended: the spend is complete
+            keep_when_cut_short(cancelled, usage=spend.usage, cost_usd=spend.cost_usd)
+            raise
         for result in results:
             if isinstance(result, BaseException):
                 if isinstance(result, AuthenticationError):
