@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from eval_harness.proportions import check_confidence, check_counts, wilson_half_width, wilson_interval, z_value
+
+if TYPE_CHECKING:  # names only: stats needs no pydantic, which types imports
+    from eval_harness.types import PairedInterval, PairedTest
 
 __all__ = [
     "MEAN_CI_METHODS",
@@ -342,10 +345,10 @@ class PairedComparison:
     high: float
     p_value: float
     """Two-sided p-value of "no difference" under ``test``."""
-    test: str
+    test: PairedTest
     """``"mcnemar"`` (exact, 0/1 scores), ``"sign-flip"`` (fewer than ``SIGN_FLIP_BELOW`` pairs, or differences
     that are all equal), ``"paired-t"`` or ``"none"`` (no items)."""
-    interval: str
+    interval: PairedInterval
     """How ``low``/``high`` were computed: ``"newcombe"`` (0/1 scores), ``"t"``, or ``"none"``: no items, or
     differences that are all equal (one pair included), which leave no spread to estimate an interval from."""
     p_floor: float | None = None

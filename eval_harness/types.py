@@ -7,8 +7,9 @@ that a resume can read the keys of a million records without parsing whole lines
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -17,6 +18,14 @@ SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
 
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+PairedTest = Literal["mcnemar", "sign-flip", "paired-t", "none"]
+"""The test of two systems scored on the same items (``stats.paired_comparison``, compare's rows): McNemar's exact
+test (0/1 scores), the sign-flip test (few pairs, or differences all equal), the paired t-test, or none (no pair).
+Defined here rather than in stats, which imports numpy, for compare's JSON document, which does not."""
+PairedInterval = Literal["newcombe", "t", "none"]
+"""How the interval of a paired difference was made: Newcombe's score interval (0/1 scores), Student-t on the
+differences, or none (no pair, or differences all equal: no spread to estimate one from)."""
 
 
 class ChatMessage(BaseModel):
@@ -303,6 +312,24 @@ class RunManifest(BaseModel):
     )
     sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
     wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
+
+
+FINGERPRINT_PARTS: Final[Mapping[str, str | None]] = {
+    "dataset_sha256": "dataset.sha256",
+    "template_sha256": "task.template_sha256",
+    "system_prompt": "task.system_prompt",
+    "scorers": "task.scorers",
+    "pass_threshold": "task.pass_threshold",
+    "model": "model",
+    "judge": "judge",
+    "seed": "seed",
+    "scorer_fingerprints": None,
+}
+"""What ``RunManifest.fingerprint`` covers: each part's name (as hashed, see ``planning._fingerprint``) and the
+dotted path of the manifest field that records the same value (its JSON), or None for a part only the fingerprint
+holds (the digests of the files a scorer reads, such as a judge's rubric). A resume names a changed part from its
+recorded value, and compare knows which differences of two manifests the fingerprint covers: a new part is one
+entry here, besides its value in ``planning._fingerprint._fingerprint_parts``."""
 
 
 class ResumePoint(BaseModel):

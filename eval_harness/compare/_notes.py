@@ -10,8 +10,9 @@ from collections.abc import Collection, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from eval_harness.compare._paired import _EXACT_TESTS, _Pairs, _Run, _Side
+from eval_harness.compare._paired import _exact_test_name, _Pairs, _Run, _Side
 from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, judged_rows
+from eval_harness.types import PairedInterval, PairedTest
 
 
 def _moved_notes(pairs: _Pairs) -> list[str]:
@@ -107,8 +108,28 @@ def _span(epochs: Sequence[int]) -> str:
     return "epochs " + ", ".join(str(epoch) for epoch in epochs)
 
 
-_TESTS = {"mcnemar": "exact McNemar", "sign-flip": "sign-flip", "paired-t": "paired t"}
-_INTERVALS = {"newcombe": "Newcombe's score interval", "t": "the Student-t interval"}
+def _test_name(test: PairedTest) -> str:
+    """``test`` as a note names it."""
+    match test:
+        case "mcnemar":
+            return "exact McNemar"
+        case "sign-flip":
+            return "sign-flip"
+        case "paired-t":
+            return "paired t"
+        case "none":
+            return "none"
+
+
+def _interval_name(interval: PairedInterval) -> str:
+    """``interval`` as a note names it."""
+    match interval:
+        case "newcombe":
+            return "Newcombe's score interval"
+        case "t":
+            return "the Student-t interval"
+        case "none":
+            return "none"
 
 
 def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[str]:
@@ -133,7 +154,7 @@ def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[s
         if excludes == axis.separable:
             continue
         holm_decides = axis is not overall and (axis.p_value < ALPHA) == excludes
-        interval = _INTERVALS.get(axis.diff_ci_method, axis.diff_ci_method)
+        interval = _interval_name(axis.diff_ci_method)
         shown = "excludes 0" if excludes else "includes 0"
         found = "finds no detectable difference" if not axis.separable else "finds a difference"
         if holm_decides:
@@ -145,7 +166,7 @@ def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[s
             exact = "exact " if axis.test != "paired-t" and axis.p_floor is None else ""
             notes.append(
                 f"{axis.axis}: the 95% interval of the difference ({interval}) {shown}, but the "
-                f"{_TESTS.get(axis.test, axis.test)} test {found}: two procedures that can disagree near the "
+                f"{_test_name(axis.test)} test {found}: two procedures that can disagree near the "
                 f"edge; the {exact}test decides"
             )
     return notes
@@ -156,7 +177,7 @@ def _unattainable_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> li
     regression gate that passes) means the comparison cannot tell, not that the runs are alike. Rows alike in
     their units and test share one note."""
     needed = math.ceil(math.log2(2 / ALPHA))  # the fewest pairs whose 2·0.5^n is below ALPHA: 6 at 5%
-    groups: dict[tuple[int, bool, str, float, bool], list[str]] = {}
+    groups: dict[tuple[int, bool, PairedTest, float, bool], list[str]] = {}
     for axis in judged_rows(axes, overall):
         if axis.p_attainable is not None and axis.p_attainable >= ALPHA:
             adjusted = axis is not overall and len(axes) > 1
@@ -170,7 +191,7 @@ def _unattainable_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> li
         holm = " (Holm's adjustment can only raise it)" if adjusted else ""
         notes.append(
             f"{', '.join(names)}: {units:,} {what}{each}{unit_note}: the smallest p the exact "
-            f"{_EXACT_TESTS[test]} test can give is {p_min:.3g}{holm}, not below {100 * ALPHA:g}% (that takes "
+            f"{_exact_test_name(test)} test can give is {p_min:.3g}{holm}, not below {100 * ALPHA:g}% (that takes "
             f"{needed} at least), so no difference can be found there: 'no detectable difference' means the "
             "comparison cannot tell"
         )

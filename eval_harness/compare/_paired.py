@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from eval_harness.aggregate import RunColumns, group_means, sample_index
 from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, Verdict
 from eval_harness.stats import holm, mean_ci, paired_comparison
+from eval_harness.types import PairedTest
 
 
 def join_keys(keys_a: NDArray[np.uint64], keys_b: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
@@ -268,15 +269,22 @@ def _per_sample(final: NDArray[np.float64], sample: NDArray[np.intp] | None) -> 
     return final if sample is None else group_means(final, sample)
 
 
-_EXACT_TESTS = {"mcnemar": "McNemar", "sign-flip": "sign-flip"}
-"""The tests of which ``p_attainable`` is known."""
+def _exact_test_name(test: PairedTest) -> str | None:
+    """The name of ``test`` when it is exact and its smallest p (``p_attainable``) is known; None when it is not."""
+    match test:
+        case "mcnemar":
+            return "McNemar"
+        case "sign-flip":
+            return "sign-flip"
+        case "paired-t" | "none":
+            return None
 
 
-def _p_attainable(test: str, p_floor: float | None, units: int) -> float | None:
+def _p_attainable(test: PairedTest, p_floor: float | None, units: int) -> float | None:
     """The smallest two-sided p an exact test of ``units`` pairs can give: McNemar's with every pair discordant
     the same way, and the sign-flip test with every difference of one sign, where only 2 of the 2^n sign
     patterns (all plus, all minus) reach the observed mean: both 2·0.5^n."""
-    if test not in _EXACT_TESTS or p_floor is not None:
+    if _exact_test_name(test) is None or p_floor is not None:
         return None
     return min(1.0, 2.0 * 0.5**units)
 

@@ -8,6 +8,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from eval_harness.types import PairedInterval, PairedTest
+
 COMPARE_SCHEMA_VERSION = 1
 ALPHA = 0.05
 """Family-wise error rate of the verdicts (Holm across axes)."""
@@ -51,10 +53,10 @@ class CompareAxis(BaseModel):
         description="95% paired interval of diff, for this axis alone (not adjusted across axes); None when the "
         "differences are all equal (one pair included): no spread to estimate one from."
     )
-    diff_ci_method: str = Field(
+    diff_ci_method: PairedInterval = Field(
         default="none", description="newcombe (0/1 scores), t (Student-t on the differences) or none."
     )
-    test: str = Field(description="mcnemar, sign-flip, paired-t or none.")
+    test: PairedTest = Field(description="mcnemar, sign-flip, paired-t or none.")
     p_value: float
     p_floor: float | None = Field(
         default=None,
@@ -123,8 +125,8 @@ class CompareHeadline(BaseModel):
     micro_b: float | None
     micro_diff: float | None
     diff_ci: tuple[float, float] | None
-    diff_ci_method: str = "none"
-    test: str
+    diff_ci_method: PairedInterval = "none"
+    test: PairedTest
     p_value: float = Field(description="Paired test over all records; not part of the Holm family.")
     p_floor: float | None = None
     verdict: Verdict

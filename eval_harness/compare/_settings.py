@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.compare._schema import SettingChange
-from eval_harness.types import RunManifest, ScorerSpec
+from eval_harness.types import FINGERPRINT_PARTS, RunManifest, ScorerSpec
 
 
 def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
@@ -50,9 +50,10 @@ def incomparable(a: RunManifest, b: RunManifest) -> list[str]:
 # providers drop them from the recorded arguments), so neither does this list.
 _SHOWN_CHARS = 40
 _LABELS = {"model.id": "model", "judge.id": "judge", "task.name": "task"}
-# what the fingerprint covers (see planning/_fingerprint.py, _fingerprint_parts) that a manifest also records on its own
-_FINGERPRINTED = ("model.", "judge", "dataset.sha256", "task.template_sha256", "task.system_prompt", "task.scorers",
-                  "task.pass_threshold", "seed")  # fmt: skip
+# What the fingerprint covers that a manifest also records on its own: a change of one of them, named here,
+# explains a different fingerprint. The judge too: unlike a resume (planning/_fingerprint.py), which takes the judge
+# from the manifest, two runs may name different judges, each change its own line here.
+_FINGERPRINTED = tuple(path for path in FINGERPRINT_PARTS.values() if path)
 
 
 def differing_settings(a: RunManifest, b: RunManifest) -> list[SettingChange]:
@@ -92,10 +93,16 @@ def differing_settings(a: RunManifest, b: RunManifest) -> list[SettingChange]:
         changes.append(SettingChange(setting="source_run", a=a.source_run, b=b.source_run, text=f"source_run {ids}"))
     # not a flag, but another version of the harness may render prompts or score answers differently
     changes += _leaf_changes("harness_version", a.harness_version, b.harness_version)
-    if not any(c.setting.startswith(_FINGERPRINTED) for c in changes):
+    if not any(_fingerprinted(change.setting) for change in changes):
         what = "a judge's rubric or another file a scorer reads"
         changes += _digest_change("fingerprint", what, a.fingerprint, b.fingerprint, "fingerprint")
     return changes
+
+
+def _fingerprinted(setting: str) -> bool:
+    """Whether ``setting`` (a dotted path, as ``_leaf_changes`` names them) is, or is in, a recorded part of the
+    fingerprint."""
+    return any(setting == path or setting.startswith(f"{path}.") for path in _FINGERPRINTED)
 
 
 def _digest_change(setting: str, what: str, a: str, b: str, digest: str = "sha256") -> list[SettingChange]:

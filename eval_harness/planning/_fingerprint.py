@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from functools import reduce
+from operator import getitem
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -17,7 +19,16 @@ from eval_harness.datasets import DatasetReport
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
-from eval_harness.types import ModelInfo, RunManifest, Sample, ScorerSpec
+from eval_harness.types import FINGERPRINT_PARTS, ModelInfo, RunManifest, Sample, ScorerSpec
+
+# The judge model is recorded (``manifest.judge``), but a resume takes it from there: it can only differ as its
+# provider reports its arguments now, and a resume names that with what only the fingerprint holds ("a judge
+# rubric or the judge model"), from the judge as it is now. (compare, which reads two manifests, names a judge
+# change on its own line.)
+_CHECKED_AS_UNRECORDED: Final = frozenset({"judge"})
+# The recorded parts that ``_changes`` names on a line of its own; any other that changed (the seed, which a resume
+# takes from the manifest, or a part added to FINGERPRINT_PARTS) is named by its generic line, never passed over.
+_NAMED: Final = frozenset({"dataset_sha256", "template_sha256", "scorers", "system_prompt", "pass_threshold", "model"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ def _fingerprint_parts(
     judge: ModelInfo | None,
     seed: int,
 ) -> dict[str, Any]:
+    """What the fingerprint hashes, one entry per part of ``FINGERPRINT_PARTS``, each the JSON of its value."""
     return {
         "judge": judge.model_dump(mode="json") if judge else None,
         "scorer_fingerprints": scoring.fingerprints(),
@@ -129,29 +141,34 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"model ({manifest.model.id} → {parts.model.id})")
     elif parts.model != manifest.model:
         changed.append(_model_args_change(manifest.model, parts.model))
+    recorded, now = _recorded_parts(manifest), parts.fingerprint_parts
+    changed += [
+        f"{name} ({_arg_text(recorded[name])} → {_arg_text(now[name])})"
+        for name in recorded
+        if name not in _NAMED | _CHECKED_AS_UNRECORDED and recorded[name] != now[name]
+    ]
     if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
         changed.append("a judge rubric or the judge model")
     return changed
 
 
+def _recorded_parts(manifest: RunManifest) -> dict[str, Any]:
+    """The fingerprint's parts that the manifest records on its own (``FINGERPRINT_PARTS``), as it records them."""
+    document = manifest.model_dump(mode="json")
+    return {name: reduce(getitem, path.split("."), document) for name, path in FINGERPRINT_PARTS.items() if path}
+
+
 def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]:
     """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model
-    ...) as recorded: what is left as it is now is what only the fingerprint holds."""
-    return {
-        **parts.fingerprint_parts,
-        "dataset_sha256": manifest.dataset.sha256,
-        "template_sha256": manifest.task.template_sha256,
-        "system_prompt": manifest.task.system_prompt,
-        "scorers": [spec.model_dump(mode="json") for spec in manifest.task.scorers],
-        "pass_threshold": manifest.task.pass_threshold,
-        "model": manifest.model.model_dump(mode="json"),
-        "seed": manifest.seed,
-    }
+    ...) as recorded: what is left as it is now is what only the fingerprint holds, and the judge (see
+    ``_CHECKED_AS_UNRECORDED``)."""
+    kept = {name: value for name, value in _recorded_parts(manifest).items() if name not in _CHECKED_AS_UNRECORDED}
+    return {**parts.fingerprint_parts, **kept}
 
 
 def _unrecorded_parts_kept(manifest: RunManifest, parts: _Fingerprinted) -> bool:
-    """Whether what only the fingerprint holds is unchanged: with the rest as recorded, it is the manifest's
-    (the changes of the rest are named on their own, and do not hide a change here or pass for one)."""
+    """Whether what only the fingerprint holds (and the judge) is unchanged: with the rest as recorded, it is the
+    manifest's (the changes of the rest are named on their own, and do not hide a change here or pass for one)."""
     return _fingerprint(_as_recorded(manifest, parts)) == manifest.fingerprint
 
 

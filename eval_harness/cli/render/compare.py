@@ -12,6 +12,7 @@ from eval_harness.cli.render.tables import Column, FittedTable, markdown_table
 
 if TYPE_CHECKING:
     from eval_harness.compare import CompareAxis, Comparison, UnpairedAxis
+    from eval_harness.types import PairedInterval, PairedTest
 
 _VERDICTS = {"a_better": "A better", "b_better": "B better", "no_difference": "no detectable difference"}
 # When the width is short (see FittedTable), the axis, the difference and the verdict stay. The paired
@@ -169,25 +170,38 @@ def _summary_lines(c: Comparison) -> list[str]:
     return lines
 
 
-_INTERVAL_NAMES = {
-    "newcombe": "Newcombe's score interval for paired proportions (0/1 scores)",
-    "t": "Student-t on the paired differences",
-}
-_TEST_NAMES = {
-    "mcnemar": "McNemar exact (0/1 scores)",
-    "sign-flip": "sign-flip (paired randomization; exact up to 13 pairs, else Monte Carlo)",
-    "paired-t": "paired t-test",
-}
+def _interval_name(method: PairedInterval) -> str | None:
+    """The interval of a difference as the methods line describes it; None: no interval."""
+    match method:
+        case "newcombe":
+            return "Newcombe's score interval for paired proportions (0/1 scores)"
+        case "t":
+            return "Student-t on the paired differences"
+        case "none":
+            return None
+
+
+def _test_name(test: PairedTest) -> str | None:
+    """The paired test as the methods line describes it; None: no test."""
+    match test:
+        case "mcnemar":
+            return "McNemar exact (0/1 scores)"
+        case "sign-flip":
+            return "sign-flip (paired randomization; exact up to 13 pairs, else Monte Carlo)"
+        case "paired-t":
+            return "paired t-test"
+        case "none":
+            return None
 
 
 def _methods_line(c: Comparison) -> str:
     """How the intervals of the difference and the p-values were made, as far as the rows use them."""
     rows = [*c.axes, c.overall]
-    intervals = sorted({a.diff_ci_method for a in rows if a.diff_ci_method in _INTERVAL_NAMES})
-    tests = sorted({a.test for a in rows if a.test in _TEST_NAMES})
-    shown = f"{'; '.join(_INTERVAL_NAMES[m] for m in intervals)} (95% per axis, unadjusted)" if intervals else "none"
+    intervals = [name for method in sorted({a.diff_ci_method for a in rows}) if (name := _interval_name(method))]
+    tests = [name for test in sorted({a.test for a in rows}) if (name := _test_name(test))]
+    shown = f"{'; '.join(intervals)} (95% per axis, unadjusted)" if intervals else "none"
     return (
-        f"intervals of B − A: {shown} · tests: {'; '.join(_TEST_NAMES[t] for t in tests) or 'none'} · per-run "
+        f"intervals of B − A: {shown} · tests: {'; '.join(tests) or 'none'} · per-run "
         "intervals: Wilson for 0/1 scores, Student-t otherwise"
     )
 
