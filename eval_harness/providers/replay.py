@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from eval_harness.artifacts import iter_record_dicts, record_key
-from eval_harness.errors import ArtifactError, ProviderError, ReplayedError
+from eval_harness.errors import ArtifactError, ProviderError, ProviderResponseError, ReplayedError
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
-from eval_harness.types import Completion, GenerateRequest, Usage
+from eval_harness.types import Completion, GenerateRequest, Usage, first_problem
 
 _KEPT = ("output", "usage", "cost_usd", "latency_ms", "model", "request_id", "finish_reason", "thinking", "error")
 
@@ -40,19 +42,25 @@ class ReplayProvider(Provider):
         if record is None:
             raise ProviderError(f"replay: {self.source_run} has no record of this sample and epoch")
         if record["output"] is None:
-            error = record["error"] or {}
+            error = record["error"] if isinstance(record["error"], dict) else {}
             raise ReplayedError(
                 str(error.get("type") or "ProviderError"),
                 str(error.get("message") or "no output"),
-                request_id=record["request_id"],
+                request_id=record["request_id"] if isinstance(record["request_id"], str) else None,
             )
-        return Completion(
-            text=record["output"],
-            finish_reason=record["finish_reason"],
-            usage=Usage.model_validate(record["usage"] or {}),
-            cost_usd=record["cost_usd"],
-            latency_ms=record["latency_ms"] or 0.0,
-            model=record["model"],
-            request_id=record["request_id"],
-            thinking=record["thinking"],
-        )
+        try:  # the source's record, as the wire answer it stands for: a hand-edited field fails this sample only
+            return Completion(
+                text=record["output"],
+                finish_reason=record["finish_reason"],
+                usage=Usage.model_validate(record["usage"] or {}),
+                cost_usd=record["cost_usd"],
+                latency_ms=record["latency_ms"] or 0.0,
+                model=record["model"],
+                request_id=record["request_id"],
+                thinking=record["thinking"],
+            )
+        except ValidationError as exc:
+            location, message = first_problem(exc)
+            raise ProviderResponseError(
+                f"replay: {self.source_run}: this sample's record: {location}: {message}"
+            ) from None
