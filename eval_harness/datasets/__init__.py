@@ -1,0 +1,455 @@
+"""Datasets: stream a JSONL or CSV file into ``Sample`` records, validate every line, hash the content.
+
+Files are read line by line in binary, so a 1 GB file never sits in memory, invalid UTF-8 is reported on
+the line where it occurs, and a pathological 10 MB line is refused without being parsed.
+
+The scan and its report are here (``validate_dataset``, ``iter_samples``, ``iter_positioned``: one pass that
+splits the file into lines or rows, parses them, derives the ids and counts the problems); the package has one
+private module per job beside it (import from ``eval_harness.datasets``):
+
+- ``_files``: byte access: opening the file (gzip read through), its sha256, a line of bounded length.
+- ``_fields``: field checking: one record mapped and type-checked into ``Sample`` fields.
+- ``_subsets``: subsets of samples (``sample``, ``split``).
+
+The three import nothing from each other, nor from here.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from eval_harness.datasets._fields import _check_id, _FieldProblem, _sample_fields, _source
+from eval_harness.datasets._files import (
+    _FOREIGN_MAGIC,
+    MAX_LINE_BYTES,
+    _gzip_errors,
+    _HashingRaw,
+    _HashingReader,
+    _open,
+    _read_line,
+    file_sha256,
+    is_compressed,
+)
+from eval_harness.datasets._subsets import sample, split
+from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name
+from eval_harness.seen import SeenStrings
+from eval_harness.types import DatasetSpec, Sample
+
+PROBLEMS_SHOWN = 50
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a line of a JSONL dataset is: byte offset, 1-based line number, offset of the next line."""
+
+    offset: int
+    line: int
+    next_offset: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a dataset, shown as ``FILE:LINE: field: message``."""
+
+    path: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass
+class UnlistedLines:
+    """Lines that are problems but are counted rather than listed: how many, the first and the last."""
+
+    count: int = 0
+    first: int = 0
+    last: int = 0
+
+    def add(self, line: int) -> None:
+        self.count += 1
+        self.first = self.first or line
+        self.last = line
+
+
+@dataclass
+class DatasetReport:
+    """The outcome of validating a whole file."""
+
+    path: str
+    sha256: str = ""
+    lines: int = 0
+    valid: int = 0
+    blank_lines: list[int] = field(default_factory=list)
+    axis_counts: Counter[str] = field(default_factory=Counter)
+    duplicate_ids: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+    not_json: UnlistedLines | None = None
+    """Set when the first line is not JSON at all (a CSV header, text): later such lines are only counted."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found (blank lines and warnings are allowed)."""
+        return self.problem_count == 0
+
+    def add(self, problem: Problem) -> None:
+        self.problem_count += 1
+        if len(self.problems) < PROBLEMS_SHOWN:
+            self.problems.append(problem)
+
+    def add_not_json(self, line: int) -> None:
+        """Count a line that is not JSON, after the first line said what the file looks like."""
+        self.problem_count += 1
+        if self.not_json is None:
+            self.not_json = UnlistedLines()
+        self.not_json.add(line)
+
+    def problem_lines(self) -> list[str]:
+        """The shown problems, then a count of the rest."""
+        lines = [str(p) for p in self.problems]
+        hidden = self.problem_count - len(self.problems)
+        span = self.not_json
+        if span is not None and span.count:
+            hidden -= span.count
+            which = f"line {span.first}" if span.count == 1 else f"lines {span.first}-{span.last}"
+            more = "1 more line that is" if span.count == 1 else f"{span.count} more lines that are"
+            lines.append(f"... and {more} not JSON either ({which}), not listed one by one")
+        if hidden > 0:
+            lines.append(f"... and {hidden} more problems")
+        return lines
+
+
+@dataclass
+class _ScanState:
+    """State shared by validation and iteration so both derive the same ids."""
+
+    report: DatasetReport
+    validating: bool = False
+    reader: str = "the file is read as JSONL"
+    skip: Callable[[str, Position], bool] | None = None
+    start: Position | None = None
+    position: Position = field(default_factory=lambda: Position(-1, 0, -1))
+    seen_ids: SeenStrings = field(default_factory=SeenStrings)
+    derived_seen: Counter[str] = field(default_factory=Counter)
+    overlap: OverlapWatcher | None = None
+
+
+class OverlapWatcher(Protocol):
+    """What ``validate_dataset`` feeds every valid line to, in its one pass (e.g. the few-shot leak check,
+    ``planning._few_shot.PoolOverlap``)."""
+
+    def see(self, sample_id: str, fields: dict[str, Any]) -> None:
+        """One valid sample of the dataset, as ``Sample`` fields."""
+
+
+def validate_dataset(
+    path: Path, spec: DatasetSpec | None = None, *, task: str | None = None, overlap: OverlapWatcher | None = None
+) -> DatasetReport:
+    """Check every line of ``path``; never raises for content problems, only for an unreadable file.
+
+    ``task`` (the name of the task that reads the file) only makes messages clearer. ``overlap`` is shown every
+    valid sample of the file in the same pass (see ``OverlapWatcher``)."""
+    scan = _ScanState(DatasetReport(path=str(path)), validating=True, overlap=overlap)
+    if task is not None:
+        scan.reader = f"task {task!r} reads JSONL"
+    for _ in _scan(path, spec or DatasetSpec(), scan):
+        pass
+    return scan.report
+
+
+def iter_samples(path: Path, spec: DatasetSpec | None = None) -> Iterator[Sample]:
+    """Stream the valid samples of ``path`` in file order (call ``validate_dataset`` first)."""
+    for _, item in iter_positioned(path, spec):
+        yield item
+
+
+def iter_positioned(
+    path: Path,
+    spec: DatasetSpec | None = None,
+    skip: Callable[[str, Position], bool] | None = None,
+    start: Position | None = None,
+) -> Iterator[tuple[Position, Sample]]:
+    """Stream ``(position, sample)`` pairs in file order.
+
+    ``skip(sample_id, position)`` is asked before a sample is built: a resume passes over a million
+    finished samples at the cost of reading their ids. ``start`` (a JSONL position from an earlier pass)
+    begins the stream there instead of at the top; lines before it are not read at all.
+    """
+    scan = _ScanState(DatasetReport(path=str(path)), skip=skip, start=start)
+    for item in _scan(path, spec or DatasetSpec(), scan):
+        yield scan.position, item
+
+
+def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
+    """Validate and load a whole (small) file, raising ``DatasetError`` listing its problems."""
+    report = validate_dataset(path, spec)
+    if not report.ok:
+        raise DatasetError(f"{path}: {report.problem_count} problem(s) in the dataset", report.problem_lines())
+    return list(iter_samples(path, spec))
+
+
+def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
+    report = scan.report
+    # Only validation reports the file's sha256; the runner's second pass already has it.
+    digest = hashlib.sha256() if scan.validating else None
+    with _open(path) as handle:
+        head = handle.peek(8) if hasattr(handle, "peek") else b""
+        for magic, why in _FOREIGN_MAGIC.items():
+            if head.startswith(magic):
+                raise DatasetUnreadableError(f"{path}: cannot read the dataset: {why}")
+        if scan.start is not None:
+            if spec.format != "jsonl":
+                raise ValueError("only a JSONL dataset can be read from a position")
+            handle.seek(scan.start.offset)
+        hashing = _HashingReader(handle, digest)
+        with _gzip_errors(path):
+            if spec.format == "csv":
+                yield from _scan_csv(path, spec, scan, hashing)
+            else:
+                yield from _scan_jsonl(path, spec, scan, hashing)
+    if digest is None:
+        return  # an iteration, or a partial read, proves nothing about the whole file
+    report.sha256 = digest.hexdigest()
+    if report.lines == 0 and report.problem_count == 0:
+        report.add(Problem(str(path), 1, "file", "the file is empty"))
+    elif report.lines == len(report.blank_lines) and report.problem_count == 0:
+        report.add(Problem(str(path), 1, "file", "the file holds only blank lines"))
+
+
+def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingReader) -> Iterator[Sample]:
+    report = scan.report
+    where = str(path)
+    lineno = scan.start.line - 1 if scan.start else 0
+    offset = scan.start.offset if scan.start else 0
+    while True:
+        raw, too_long, consumed = _read_line(reader)
+        if not raw and not too_long:
+            break
+        lineno += 1
+        scan.position = Position(offset, lineno, offset + consumed)
+        offset += consumed
+        report.lines += 1
+        if too_long:
+            report.add(Problem(where, lineno, "line", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB"))
+            continue
+        if lineno == 1 and raw.startswith(_BOM):
+            report.add(Problem(where, 1, "file", "starts with a UTF-8 byte-order mark; save it without BOM"))
+            raw = raw[len(_BOM) :]
+        stripped = raw.strip()
+        if not stripped:
+            report.blank_lines.append(lineno)
+            continue
+        try:
+            obj = orjson.loads(stripped)  # also rejects invalid UTF-8; which of the two is found out below
+        except orjson.JSONDecodeError as refused:
+            try:
+                text = stripped.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                report.add(Problem(where, lineno, "line", f"invalid UTF-8 at byte {exc.start}"))
+                continue
+            _not_json(text, refused, scan, where, lineno)
+            continue
+        if not isinstance(obj, dict):
+            report.add(Problem(where, lineno, "line", f"expected a JSON object, got {json_type_name(obj)}"))
+            continue
+        sample = _checked_sample(obj, stripped, spec, scan, where, lineno, path)
+        if sample is not None:
+            yield sample
+
+
+def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, where: str, lineno: int) -> None:
+    """Report a line that is not JSON. When the file's first line is not JSON at all (a CSV header, prose),
+    one problem says what the file looks like, and later lines like it are counted instead of each saying
+    "invalid JSON" again; a line that begins like JSON ('{' or '[') always gets its own JSON error."""
+    report = scan.report
+    meant_as_json = text.startswith(("{", "["))
+    if report.not_json is not None and not meant_as_json:
+        report.add_not_json(lineno)
+        return
+    first_line = scan.start is None and report.lines == len(report.blank_lines) + 1
+    if first_line and not meant_as_json:
+        report.add(
+            Problem(
+                where,
+                lineno,
+                "line",
+                f"not JSON: this looks like {_looks_like(text)}; {scan.reader} (one JSON object per line)",
+            )
+        )
+        report.not_json = UnlistedLines()
+        return
+    report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text, refused)}"))
+
+
+_HEADER_CELL = re.compile(r"[A-Za-z_][\w .()/-]{0,39}")
+
+
+def _looks_like(text: str) -> str:
+    """What a line that is not JSON looks like: a CSV or TSV row (a header when every cell reads as a column
+    name), or plain text."""
+    kind, cells = ("a TSV file", text.split("\t")) if "\t" in text else ("a CSV file", next(csv.reader([text])))
+    if len(cells) < 2:
+        return "plain text"
+    names = [cell.strip() for cell in cells]
+    if all(_HEADER_CELL.fullmatch(name) for name in names):
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        return f"{kind} with a header row ({shown})"
+    return f"{kind} ({len(cells)} columns)"
+
+
+def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingReader) -> Iterator[Sample]:
+    report = scan.report
+    where = str(path)
+    # surrogateescape: an invalid byte becomes a lone surrogate in its row, found and reported there. A strict
+    # decoder fails on the 8 KB chunk read ahead, hundreds of rows before the csv reader has reached the byte.
+    text = io.TextIOWrapper(
+        io.BufferedReader(_HashingRaw(reader)), encoding="utf-8-sig", errors="surrogateescape", newline=""
+    )
+    rows = csv.reader(text)
+    columns = spec.csv_columns
+    last_line = 0
+    try:
+        for row in rows:
+            first_line, lineno = last_line + 1, rows.line_num
+            last_line = lineno
+            scan.position = Position(-1, lineno, -1)  # CSV records may span lines: no byte positions
+            try:
+                raw = "\x1f".join(row).encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad_line, byte = _undecodable(exc, first_line)
+                if columns is None:
+                    report.add(Problem(where, bad_line, "line", f"invalid UTF-8 {byte} in the header; reading stopped"))
+                    return
+                report.lines += 1
+                report.add(Problem(where, bad_line, "line", f"invalid UTF-8 {byte}"))
+                continue
+            if columns is None:
+                columns = [c.strip() for c in row]
+                continue
+            report.lines += 1
+            if not row or all(not cell.strip() for cell in row):
+                report.blank_lines.append(lineno)
+                continue
+            if len(row) != len(columns):
+                message = f"expected {len(columns)} columns, got {len(row)}"
+                if report.problem_count == 0 and row[0].lstrip().startswith(("{", "[")):
+                    message += f" (this looks like JSONL; this file is read as CSV: {', '.join(columns)})"
+                report.add(Problem(where, lineno, "row", message))
+                continue
+            obj: dict[str, Any] = dict(zip(columns, row, strict=True))
+            sample = _checked_sample(obj, raw, spec, scan, where, lineno, path)
+            if sample is not None:
+                yield sample
+    except csv.Error as exc:
+        report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
+
+
+def _undecodable(exc: UnicodeEncodeError, first_line: int) -> tuple[int, str]:
+    """The line of a CSV record (starting on ``first_line``) holding its first undecodable byte, and that byte
+    as ``(byte 0xE9)``: a byte surrogateescape decoding kept is the lone surrogate U+DC00 + byte."""
+    before = exc.object[: exc.start]
+    # a line break inside a quoted cell is kept in the cell (newline=""): "\r\n", "\n" or "\r" alone
+    breaks = before.count("\n") + before.count("\r") - before.count("\r\n")
+    return first_line + breaks, f"(byte 0x{ord(exc.object[exc.start]) - 0xDC00:02X})"
+
+
+def _checked_sample(
+    obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _ScanState, where: str, lineno: int, path: Path
+) -> Sample | None:
+    """The line's sample, or None: a problem (reported), a skipped id, or a validation-only scan."""
+    report = scan.report
+    try:
+        sample_id = _line_id(obj, raw, spec, scan, where, lineno)
+        if scan.skip is not None and scan.skip(sample_id, scan.position):
+            report.valid += 1
+            return None
+        fields = _sample_fields(obj, spec, path, sample_id)
+    except _FieldProblem as problem:
+        report.add(Problem(where, lineno, problem.field_name, problem.message))
+        return None
+    if scan.validating:
+        first = scan.seen_ids.first(sample_id, lineno)
+        if first is not None:
+            report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
+            report.duplicate_ids.append(sample_id)
+            return None
+        if scan.overlap is not None:
+            scan.overlap.see(sample_id, fields)
+    report.valid += 1
+    report.axis_counts[fields["axis"]] += 1
+    return None if scan.validating else Sample(**fields)
+
+
+def _line_id(obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _ScanState, where: str, lineno: int) -> str:
+    """The sample id: the (mapped) id field, else a hash of the line, made unique among identical lines."""
+    source = _source(spec, "id")
+    if isinstance(source, list):
+        raise _FieldProblem(",".join(source), "id must map to one field")
+    try:
+        sample_id = _check_id(obj.get(source))
+    except _FieldProblem as problem:
+        raise _FieldProblem(source, problem.message) from None
+    if sample_id:
+        return sample_id
+    sample_id = hashlib.sha256(raw).hexdigest()[:16]
+    scan.derived_seen[sample_id] += 1
+    count = scan.derived_seen[sample_id]
+    if count > 1:
+        if scan.validating:
+            scan.report.warnings.append(f"{where}:{lineno}: duplicate content; id {sample_id}-{count} was derived")
+        sample_id = f"{sample_id}-{count}"
+    return sample_id
+
+
+_ORJSON_REASONS = {
+    "depth limit exceeded": "nested deeper than 1024 levels",
+    "number is infinity when parsed as double": "number too large (infinite as a 64-bit float)",
+}
+
+
+def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
+    """Why a line orjson ``refused`` is not JSON: Python's parser says what it expected where, so its message
+    comes first; orjson's reason when Python's parser takes the line (NaN, 1e400) or fails without saying
+    (nesting past its recursion limit, an integer past its digit limit)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    except (RecursionError, ValueError):
+        pass
+    return f"{_ORJSON_REASONS.get(refused.msg, refused.msg)} at column {refused.colno}"
+
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "PROBLEMS_SHOWN",
+    "DatasetReport",
+    "OverlapWatcher",
+    "Position",
+    "Problem",
+    "UnlistedLines",
+    "file_sha256",
+    "is_compressed",
+    "iter_positioned",
+    "iter_samples",
+    "load_samples",
+    "sample",
+    "split",
+    "validate_dataset",
+]

@@ -1,0 +1,319 @@
+"""Field checking: one record of the file (a JSON object, or a CSV row by column) mapped and type-checked into
+``Sample`` fields.
+
+The task's mapping (``fields``), ``target_pattern``, ``choices_pattern``, ``axis`` and ``axis_pattern`` are
+applied here; a bad field raises ``_FieldProblem`` naming it as the file names it (``question``, not ``input``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+from eval_harness.errors import json_type_name
+from eval_harness.types import (
+    CHOICES_PATTERN_FLAGS,
+    RESERVED_AXIS,
+    RESERVED_AXIS_MESSAGE,
+    SAMPLE_FIELDS,
+    TARGET_PATTERN_FLAGS,
+    ChatMessage,
+    DatasetSpec,
+)
+
+_ROLES = ("system", "user", "assistant")
+
+
+class _FieldProblem(Exception):
+    """A bad field of one record; ``labelled`` once ``field_name`` is the file's own name for it."""
+
+    def __init__(self, field_name: str, message: str, *, labelled: bool = False) -> None:
+        super().__init__(message)
+        self.field_name = field_name
+        self.message = message
+        self.labelled = labelled
+
+
+def _source(spec: DatasetSpec, name: str) -> str | list[str]:
+    return spec.fields.get(name, name)
+
+
+_SAMPLE_FIELD_SET = frozenset(SAMPLE_FIELDS)
+
+
+def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set[str] | frozenset[str]]:
+    """The record's values under sample field names, and the source fields they came from."""
+    if not spec.fields:
+        return obj, _SAMPLE_FIELD_SET
+    values: dict[str, Any] = {}
+    used: set[str] = set()
+    for name in SAMPLE_FIELDS:
+        source = spec.fields.get(name, name)
+        if isinstance(source, list):
+            used.update(source)
+            missing = [column for column in source if column not in obj]
+            if missing:
+                raise _FieldProblem(missing[0], f"missing (mapped to {name})", labelled=True)
+            values[name] = [obj[column] for column in source]
+        else:
+            used.add(source)
+            if source in obj:
+                values[name] = obj[source]
+    return values, used
+
+
+_PLAIN_KEYS = frozenset({"id", "input", "target", "axis"})
+
+
+def _plain_fields(obj: dict[str, Any], spec: DatasetSpec, sample_id: str) -> dict[str, Any] | None:
+    """The fields of the most common line (no mapping; non-blank string input, target and axis; no other
+    keys) with a few checks instead of the general path's many; None for any other line."""
+    if spec.fields or spec.target_pattern is not None or spec.axis is not None or spec.axis_pattern is not None:
+        return None
+    input_value, target, axis = obj.get("input"), obj.get("target"), obj.get("axis", "default")
+    if (
+        type(input_value) is str
+        and type(target) is str
+        and type(axis) is str
+        and input_value.strip()
+        and target.strip()
+        and axis.strip()
+        and axis != RESERVED_AXIS
+        and obj.keys() <= _PLAIN_KEYS
+    ):
+        return {
+            "id": sample_id,
+            "input": input_value,
+            "target": target,
+            "axis": axis,
+            "tags": [],
+            "choices": None,
+            "metadata": {},
+        }
+    return None
+
+
+def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id: str) -> dict[str, Any]:
+    """Map and type-check one record whose id ``_line_id`` gave; raise ``_FieldProblem`` naming the first bad
+    field as the file names it."""
+    # Checked by hand, not by Sample.model_validate: a problem must name the file's own column (``question``,
+    # not ``input``) after the task's mapping and target_pattern, and a plain line takes a fast path; the
+    # Sample built from these fields is still a pydantic model.
+    plain = _plain_fields(obj, spec, sample_id)
+    if plain is not None:
+        return plain
+    values, used = _mapped(obj, spec)
+    try:
+        input_value = _check_input(values.get("input"))
+        target = _check_target(values.get("target"), spec.target_pattern)
+        axis = _check_axis(values.get("axis"), spec, path)
+        tags = _check_str_list(values.get("tags"), "tags") or []
+        raw_choices = values.get("choices")
+        if isinstance(raw_choices, str) and spec.choices_pattern is not None:
+            # a match whose group 1 took no part is no match (an optional group: '^(?:[A-Z]\. (.*))?$')
+            matches = _compiled(spec.choices_pattern, CHOICES_PATTERN_FLAGS).finditer(raw_choices)
+            raw_choices = [option.strip() for m in matches if (option := m.group(1)) is not None]
+            if not raw_choices:
+                raise _FieldProblem("choices", f"does not match choices_pattern {spec.choices_pattern!r}")
+        choices = _check_str_list(raw_choices, "choices")
+        choice_columns = spec.fields.get("choices")
+        if isinstance(choice_columns, list):
+            _check_choice_letter(target, string.ascii_uppercase[: len(choice_columns)])
+        metadata = values.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
+            raise _FieldProblem("metadata", f"expected an object, got {json_type_name(metadata)}")
+    except _FieldProblem as problem:
+        if problem.labelled:
+            raise
+        raise _FieldProblem(_label(spec, problem.field_name), problem.message, labelled=True) from None
+    extra = {k: v for k, v in obj.items() if k not in used}
+    if spec.target_pattern is not None:
+        target_source = _source(spec, "target")
+        if isinstance(target_source, str):
+            extra.setdefault("target_raw", obj.get(target_source))
+    return {
+        "id": sample_id,
+        "input": input_value,
+        "target": target,
+        "axis": axis,
+        "tags": tags,
+        "choices": choices,
+        "metadata": {**extra, **metadata} if extra else metadata,
+    }
+
+
+def _label(spec: DatasetSpec, field_path: str) -> str:
+    """``input[0].role`` as the file names it: the mapped source field replaces the sample field."""
+    head = field_path.split("[", 1)[0].split(".", 1)[0]
+    rest = field_path[len(head) :]
+    source = _source(spec, head)
+    return (",".join(source) if isinstance(source, list) else source) + rest
+
+
+def _check_id(value: Any, label: str = "id") -> str:
+    if type(value) is str and value.strip():  # the common case first: this runs once per line
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _FieldProblem(label, f"expected a string, got {json_type_name(value)}")
+    text = str(value)
+    if not text.strip():
+        raise _FieldProblem(label, "is empty")
+    return text
+
+
+def _check_input(value: Any, label: str = "input") -> str | list[ChatMessage]:
+    if type(value) is str and value.strip():
+        return value
+    if value is None:
+        raise _FieldProblem(label, "missing (required)")
+    if isinstance(value, str):
+        if not value.strip():
+            raise _FieldProblem(label, "is empty")
+        return value
+    if isinstance(value, list):
+        if not value:
+            raise _FieldProblem(label, "is an empty list of messages")
+        messages = []
+        for index, message in enumerate(value):
+            where = f"{label}[{index}]"
+            if not isinstance(message, dict):
+                raise _FieldProblem(where, f"expected a message object, got {json_type_name(message)}")
+            role, content = message.get("role"), message.get("content")
+            if role not in _ROLES:
+                raise _FieldProblem(f"{where}.role", f"expected one of {', '.join(_ROLES)}, got {role!r}")
+            if not isinstance(content, str):
+                raise _FieldProblem(f"{where}.content", f"expected a string, got {json_type_name(content)}")
+            messages.append(ChatMessage(role=role, content=content))
+        if messages[-1].role != "user":
+            # the template renders the last message as the user's turn: an assistant or system turn there would
+            # silently change role and reach the model as a second user turn
+            raise _FieldProblem(
+                f"{label}[{len(messages) - 1}].role",
+                f"the last message must be the user's (the turn the model answers), got {messages[-1].role!r}",
+            )
+        return messages
+    raise _FieldProblem(label, f"expected a string or a list of messages, got {json_type_name(value)}")
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _check_target(value: Any, pattern: str | None, label: str = "target") -> str | list[str]:
+    # An empty target is refused: exact match (and SQuAD EM) would credit a model that says nothing, F1 and
+    # ROUGE score every answer 0 against it, and the choice scorer fails on it.
+    if type(value) is str and pattern is None and value.strip():
+        return value
+    if value is None:
+        raise _FieldProblem(label, "missing (required)")
+    text = _scalar_text(value)
+    if text is not None:
+        return _non_empty(_apply_pattern(text, label, pattern), label)
+    if isinstance(value, list) and value:
+        items = [_scalar_text(v) for v in value]
+        if any(item is None for item in items):
+            raise _FieldProblem(label, "expected a list of strings")
+        return [
+            _non_empty(_apply_pattern(item, label, pattern), f"{label}[{index}]")
+            for index, item in enumerate(items)
+            if item is not None
+        ]
+    if isinstance(value, list):
+        raise _FieldProblem(label, "is an empty list")
+    raise _FieldProblem(label, f"expected a string or a list of strings, got {json_type_name(value)}")
+
+
+def _non_empty(text: str, label: str) -> str:
+    if not text.strip():
+        raise _FieldProblem(label, "is empty")
+    return text
+
+
+def _check_choice_letter(target: str | list[str], letters: str, label: str = "target") -> None:
+    """With one column per choice (MMLU's question,A,B,C,D,answer), the target names the right column by its
+    letter; lower case and surrounding spaces are read as the choice scorer reads them."""
+    for index, value in enumerate([target] if isinstance(target, str) else target):
+        letter = value.strip().upper()
+        if len(letter) != 1 or letter not in letters:
+            where = label if isinstance(target, str) else f"{label}[{index}]"
+            raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
+
+
+def _apply_pattern(text: str, label: str, pattern: str | None) -> str:
+    if pattern is None:
+        return text
+    found = _compiled(pattern).search(text)
+    if found is None:
+        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}")
+    if not found.re.groups:
+        return found.group(0).strip()
+    group = found.group(1)
+    if group is None:  # an optional group that took no part: '(zzz)?\d+'
+        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}: its group 1 took no part")
+    return group.strip()
+
+
+def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") -> str:
+    if (
+        type(value) is str
+        and value.strip()
+        and value != RESERVED_AXIS
+        and spec.axis is None
+        and spec.axis_pattern is None
+    ):
+        return value
+    if spec.axis is not None:
+        stem = Path(path.name.removesuffix(".gz")).stem  # anatomy_test.csv.gz: anatomy_test
+        return _unreserved(spec.axis.replace("{stem}", stem), f"from the task's axis {spec.axis!r}")
+    if spec.axis_pattern is not None:
+        found = _compiled(spec.axis_pattern).search(path.name)
+        # a group that took no part, or matched nothing, is no match: the line's own axis is used
+        axis = found.group(1) if found is not None else None
+        if axis is not None and axis.strip():
+            return _unreserved(axis, f"from axis_pattern {spec.axis_pattern!r} on the file name")
+    if value is None:
+        return "default"
+    if not isinstance(value, str) or not value.strip():
+        raise _FieldProblem(label, f"expected a non-empty string, got {json_type_name(value)}")
+    if value == RESERVED_AXIS:
+        raise _FieldProblem(label, RESERVED_AXIS_MESSAGE)
+    return value
+
+
+def _unreserved(axis: str, source: str) -> str:
+    """An axis the task derives from the file name, unless it is the reserved one (then ``source`` says why
+    the lines of this file have it)."""
+    if axis == RESERVED_AXIS:
+        raise _FieldProblem("axis", f"{RESERVED_AXIS_MESSAGE} ({source})", labelled=True)
+    return axis
+
+
+def _check_str_list(value: Any, label: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _FieldProblem(label, f"expected a list of strings, got {json_type_name(value)}")
+    items = [_scalar_text(v) for v in value]
+    if any(item is None for item in items):
+        raise _FieldProblem(label, "expected a list of strings")
+    return [item for item in items if item is not None]
+
+
+_PATTERNS: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str, flags: int = TARGET_PATTERN_FLAGS) -> re.Pattern[str]:
+    key = (pattern, flags)
+    if key not in _PATTERNS:
+        _PATTERNS[key] = re.compile(pattern, flags)
+    return _PATTERNS[key]
