@@ -2,7 +2,9 @@
 
 Builds four runs in the record format the runner writes (directly, so the set-up takes seconds): two
 with 0/1 scores (one scorer, exact_match) and two with continuous final scores (exact_match plus a
-continuous judge scorer), each with about 1% provider errors, realistic prompts and outputs. Then runs
+continuous judge scorer), each with about 1% provider errors, realistic prompts and outputs; and a fifth like
+the first whose samples carry tags (none to three of eight, about 10% none) and whose answers stop at max_tokens
+about 3% of the time, for ``report --by-tag``. Then runs
 the real `eval-harness report` and `compare` processes on them and prints, per command, the wall time,
 the CPU time, and the peak resident memory of the whole process tree (workers included, summed), each
 also as a share of the budget the issue sets: 10 s and 1 GiB. Each command runs cold (bare JSONL, as written
@@ -76,8 +78,20 @@ def manifest(run_id: str, model: str, records: int, scorers: list[ScorerSpec]) -
     )
 
 
-def build_run(root: Path, run_id: str, records: int, skill: float, continuous: bool, seed: int) -> Path:
-    """A run directory with ``records`` records of the runner's format; ~1% are provider errors."""
+TAGS = ("algebra", "arith", "carry", "easy", "hard", "long", "multi-step", "word-problem")
+
+
+def _tags(rng: random.Random) -> list[str]:
+    """None to three tags, none about 10% of the time."""
+    count = rng.choices((0, 1, 2, 3), weights=(10, 50, 30, 10))[0]
+    return rng.sample(TAGS, count)
+
+
+def build_run(
+    root: Path, run_id: str, records: int, skill: float, continuous: bool, seed: int, tagged: bool = False
+) -> Path:
+    """A run directory with ``records`` records of the runner's format; ~1% are provider errors. ``tagged``:
+    the samples carry tags and ~3% of the answers stop at max_tokens."""
     scorers = [ScorerSpec(name="exact_match", args={"mode": "lenient"})]
     if continuous:
         scorers.append(ScorerSpec(name="judge", args={"rubric": "helpfulness"}))
@@ -130,6 +144,8 @@ def build_run(root: Path, run_id: str, records: int, skill: float, continuous: b
                 },
                 latency_ms=round(30 + rng.random() * 120, 3),
             )
+            if tagged:
+                row.update(tags=_tags(rng), finish_reason="length" if rng.random() < 0.03 else "stop")
             if rng.random() < 0.01:
                 row.update(
                     output=None,
@@ -252,11 +268,12 @@ def main() -> None:
             "binary-b": build_run(root, "binary-b", options.records, 0.72, continuous=False, seed=2),
             "continuous-a": build_run(root, "continuous-a", options.records, 0.70, continuous=True, seed=3),
             "continuous-b": build_run(root, "continuous-b", options.records, 0.72, continuous=True, seed=4),
+            "tagged": build_run(root, "tagged", options.records, 0.70, continuous=False, seed=5, tagged=True),
         }
         size_mb = RunPaths(runs["binary-a"]).samples.stat().st_size / 1e6
         size_c = RunPaths(runs["continuous-a"]).samples.stat().st_size / 1e6
         print(
-            f"built 4 runs of {options.records:,} records in {time.perf_counter() - started:.0f}s "
+            f"built 5 runs of {options.records:,} records in {time.perf_counter() - started:.0f}s "
             f"(samples.jsonl {size_mb:,.0f} MB binary, {size_c:,.0f} MB continuous)"
         )
         cat = measure(["cat", str(RunPaths(runs["binary-a"]).samples)])
@@ -272,6 +289,8 @@ def main() -> None:
                 "--format",
                 "json",
             ],
+            "report tagged (json)": [*EVAL_HARNESS, "report", "--run", str(runs["tagged"]), "--format", "json"],
+            "report tagged --by-tag (table)": [*EVAL_HARNESS, "report", "--run", str(runs["tagged"]), "--by-tag"],
             "compare binary": [
                 *EVAL_HARNESS,
                 "compare",
@@ -290,7 +309,7 @@ def main() -> None:
             ],
         }
         header = (
-            f"{'command':<34} {'wall s':>7} {'cpu s':>7} {'peak RSS MB':>12} {'wall/10s':>9} {'RSS/1GiB':>9}"
+            f"{'command':<40} {'wall s':>7} {'cpu s':>7} {'peak RSS MB':>12} {'wall/10s':>9} {'RSS/1GiB':>9}"
             f" {'load':>5}"
         )
         print(header)
@@ -303,7 +322,7 @@ def main() -> None:
                 print(f"{name}: exit {figures.returncode}: {figures.stderr.strip()}")
                 continue
             print(
-                f"{name:<34} {figures.wall_s:>7.2f} {figures.cpu_s:>7.2f} {figures.peak_tree_mb:>12,.0f} "
+                f"{name:<40} {figures.wall_s:>7.2f} {figures.cpu_s:>7.2f} {figures.peak_tree_mb:>12,.0f} "
                 f"{figures.wall_s / BUDGET_S:>9.2f} {figures.peak_tree_mb / BUDGET_MB:>9.2f} {load:>5.1f}"
             )
         print(

@@ -160,6 +160,7 @@ class Inspection(BaseModel):
     expected_records: int
     ranked_by: str = Field(description="'score' (the final score) or a scorer's name.")
     axis: str | None = Field(description="The axis the listing and the errors were limited to.")
+    tag: str | None = Field(default=None, description="The tag the listing and the errors were limited to.")
     failures_only: bool
     epochs: int = Field(default=1, description="The run's epochs: above 1, the listing ranks records (epochs).")
     by_sample: bool = Field(
@@ -312,6 +313,7 @@ def inspect_run(
     *,
     n: int = 5,
     axis: str | None = None,
+    tag: str | None = None,
     scorer: str | None = None,
     failures_only: bool = False,
     show_worst: bool = True,
@@ -320,15 +322,15 @@ def inspect_run(
 ) -> Inspection:
     """The worst ``n`` samples of a run (by final score, or by ``scorer``'s value) and its errors by cause.
 
-    ``axis`` limits both the listing and the errors to one axis. With ``scorer``, the listing holds the
-    records that have its value (an error record too, when the scorer ran before another one failed) and
-    the errors are those of records without its value. ``failures_only`` limits the listing to records
-    that did not pass and adds the error records, which the report counts as wrong: ranked at their
-    value, or at 0 without one, among the others. Without it, error records with no value appear only
+    ``axis`` limits both the listing and the errors to one axis, ``tag`` to the records that carry a tag. With
+    ``scorer``, the listing holds the records that have its value (an error record too, when the scorer ran
+    before another one failed) and the errors are those of records without its value. ``failures_only`` limits
+    the listing to records that did not pass and adds the error records, which the report counts as wrong:
+    ranked at their value, or at 0 without one, among the others. Without it, error records with no value appear only
     under the errors. ``by_sample`` ranks samples instead of records, by their mean over their epochs in
     scope (an error record without a value counts 0, as in the report's headline): each listed sample is
     its lowest epoch among the eligible ones, with every epoch's outcome; a sample is listed when one of its
-    records is eligible. Raises ``ConfigError`` for an axis or scorer the run does not have.
+    records is eligible. Raises ``ConfigError`` for an axis, tag or scorer the run does not have.
     """
     if n < 1:
         raise ConfigError(f"--n: {n} must be at least 1")
@@ -341,6 +343,10 @@ def inspect_run(
             known = ", ".join(sorted(columns.axes)) or "none yet"
             raise ConfigError(f"--axis: the run has no axis {axis!r} (its axes: {known})")
         in_scope &= columns.axis == columns.axes.index(axis)
+    if tag is not None:
+        if tag not in columns.tag_names:
+            raise ConfigError(f"--tag: the run has no tag {tag!r} ({_known_tags(columns.tag_names)})")
+        in_scope &= columns.with_tag(tag)
     if scorer is not None:
         if scorer not in columns.scorers:
             raise ConfigError(f"--scorer: the run has no scorer {scorer!r} (its scorers: {', '.join(columns.scorers)})")
@@ -388,6 +394,7 @@ def inspect_run(
         expected_records=manifest.expected_records,
         ranked_by=scorer or "score",
         axis=axis,
+        tag=tag,
         failures_only=failures_only,
         epochs=manifest.epochs,
         by_sample=by_sample,
@@ -398,6 +405,19 @@ def inspect_run(
         worst=worst,
         errors=errors,
     )
+
+
+KNOWN_TAGS_LISTED = 20
+"""An unknown --tag's message names at most this many of the run's tags."""
+
+
+def _known_tags(names: Sequence[str]) -> str:
+    """The run's tags for an unknown --tag's message: sorted, the first ``KNOWN_TAGS_LISTED``, and how many more."""
+    if not names:
+        return "no record has a tag"
+    known = sorted(names)
+    more = f", and {len(known) - KNOWN_TAGS_LISTED:,} more" if len(known) > KNOWN_TAGS_LISTED else ""
+    return f"its tags: {', '.join(known[:KNOWN_TAGS_LISTED])}{more}"
 
 
 class _SampleUnits:

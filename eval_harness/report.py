@@ -22,14 +22,20 @@ from eval_harness.aggregate import (
     BY_SAMPLE,
     RunColumns,
     ScorerDistribution,
+    axis_stats,
     default_workers,
     epoch_stats,
+    finish_reasons,
+    length_stopped,
     load_columns_cached,
     per_axis,
     per_sample_means,
+    per_tag,
     scorer_distributions,
     scorer_keys,
     summarize_columns,
+    units_without_errors,
+    untagged,
 )
 from eval_harness.artifacts import RunPaths, judged_records, observed_status, read_manifest
 from eval_harness.errors import ConfigError, EvalHarnessError
@@ -44,7 +50,7 @@ from eval_harness.stats import (
     sample_size,
     wilson_sample_size,
 )
-from eval_harness.tally import nothing_billed
+from eval_harness.tally import LENGTH_STOPS, nothing_billed
 from eval_harness.types import AxisStats, RunManifest, RunSummary, ScorerSpec
 
 __all__ = [
@@ -110,6 +116,11 @@ class ReportAxis(BaseModel):
         default=None,
         description="Samples the mean and intervals are over (each the mean of its epochs) when a sample has "
         "several records; None when n counts the samples.",
+    )
+    length_stops: int = Field(
+        default=0,
+        description="Records whose answer stopped at the output-token limit (finish_reason length, or "
+        "Anthropic's max_tokens): perhaps cut short.",
     )
 
 
@@ -179,6 +190,12 @@ class Totals(BaseModel):
     retries_by_cause: dict[str, int]
     backoff_s: float
     cached_records: int
+    length_stops: int = Field(
+        default=0, description="Records whose answer stopped at the output-token limit (as the axes' sum)."
+    )
+    finish_reasons: dict[str, int] = Field(
+        default_factory=dict, description="Records by finish reason as the providers reported it (null left out)."
+    )
 
 
 class PrecisionNote(BaseModel):
@@ -217,6 +234,12 @@ class ProfileReport(BaseModel):
         description="Per judge scorer: flips under position swap, self-consistency agreement and disagreement "
         "with the run's deterministic scorer; empty when no judge gave a verdict.",
     )
+    by_tag: list[ReportAxis] = Field(
+        default_factory=list,
+        description="One row per tag of the samples, by tag name, as the axes' rows: a record with several tags "
+        "counts in each; empty when no record has a tag.",
+    )
+    untagged_records: int = Field(default=0, description="Records without a tag, in no row of ``by_tag``.")
 
     @property
     def gates_failed(self) -> list[GateResult]:
@@ -225,12 +248,10 @@ class ProfileReport(BaseModel):
 
 
 def _report_axis(stats: AxisStats, rows: RunColumns, ci_method: str, seed: int) -> ReportAxis:
-    clean_rows = rows.take(~rows.error)
-    clean = clean_rows.final
+    clean_units = units_without_errors(rows)  # with epochs, a sample is one unit, as in ``ci``
     ci_excluding: tuple[float, float] | None = None
-    if clean.size:
-        units = per_sample_means(clean_rows, clean)  # with epochs, a sample is one unit, as in ``ci``
-        _, low, high, method = mean_ci(clean if units is None else units, method=ci_method, seed=seed)
+    if clean_units.size:
+        _, low, high, method = mean_ci(clean_units, method=ci_method, seed=seed)
         ci_excluding = None if method == NO_INTERVAL else (low, high)
     half = (stats.ci[1] - stats.ci[0]) / 2 if stats.ci is not None else None
     return ReportAxis(
@@ -254,6 +275,7 @@ def _report_axis(stats: AxisStats, rows: RunColumns, ci_method: str, seed: int) 
         completion_tokens=stats.completion_tokens,
         half_width=half,
         samples=stats.samples,
+        length_stops=int(np.count_nonzero(length_stopped(rows))),
     )
 
 
@@ -388,6 +410,23 @@ def _skipped_judge_notes(manifest: RunManifest, scorers: list[ScorerDistribution
         f"{s.name}: skipped on every sample: no --judge-model was given (pass one to score with this judge)"
         for s in scorers
         if s.n == 0 and s.name in specs and _takes_a_judge(specs[s.name])
+    ]
+
+
+def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | None) -> list[str]:
+    """How many answers stopped at the output-token limit: a score of 0 from a wrong answer and from one cut off
+    before its last line look alike. The answers are the records with a finish reason (a failed call has none)."""
+    if not totals.length_stops:
+        return []
+    answers = sum(totals.finish_reasons.values())
+    reasons = " or ".join(sorted(reason for reason in totals.finish_reasons if reason in LENGTH_STOPS))
+    limit = manifest.task.generation.max_tokens
+    where = run_dir if run_dir is not None else "RUN_DIR"
+    at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
+    unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
+    return [
+        f"{totals.length_stops:,} of {answers:,} answers stopped at {at} (finish_reason {reasons}){unset}: raise "
+        f"--max-tokens if they were cut short, or see them with eval-harness inspect --run {where} --show-failures"
     ]
 
 
@@ -566,12 +605,15 @@ def report_from_columns(
         retries_by_cause=summary.retries_by_cause,
         backoff_s=summary.backoff_s,
         cached_records=summary.cached_records,
+        length_stops=overall.length_stops,
+        finish_reasons=finish_reasons(columns),
     )
     spec = gates or GateSpec()
     scorers = scorer_distributions(columns)
     unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
+    notes += _length_stop_notes(totals, manifest, run_dir)
     return ProfileReport(
         run=run,
         headline=headline,
@@ -586,4 +628,6 @@ def report_from_columns(
         gate_on=spec.gate_on,
         notes=notes,
         judge_reliability=reliability or [],
+        by_tag=[_report_axis(axis_stats(rows, tag, ci, seed), rows, ci, seed) for tag, rows in per_tag(columns)],
+        untagged_records=untagged(columns),
     )

@@ -144,6 +144,13 @@ AWKWARD = [
     record("big-tokens", usage=Usage(prompt_tokens=123_456_789, completion_tokens=12)),
     record("odd-scorer", scores={"exact_match": 1.0, "judge": 1.0, "latency_ms": 0.5}),
     record("passed-null", passed=None),
+    record("tagged", tags=["hard", "arith"], finish_reason="length"),
+    record("one-tag", tags=["arith"], finish_reason="max_tokens"),
+    record("empty-tag", tags=[""], finish_reason="stop"),
+    record("tag-twice", tags=["hard", "hard"]),
+    record("comma-tag", tags=["a, b", "hard"], finish_reason="content_filter"),
+    record("bracket-tag", tags=["[x]"]),
+    record("comma-finish", finish_reason="stop, then more"),
 ]
 
 
@@ -161,9 +168,17 @@ def names(columns: RunColumns, codes: np.ndarray, table: list[str]) -> list[str 
     return [table[int(c)] if c >= 0 else None for c in codes]
 
 
+def tags_of(columns: RunColumns) -> list[list[str]]:
+    """Each row's tags, in its record's order."""
+    offsets, ids = columns.tag_offsets, columns.tag_ids
+    return [[columns.tag_names[i] for i in ids[offsets[r] : offsets[r + 1]]] for r in range(columns.n)]
+
+
 def assert_same_columns(a: RunColumns, b: RunColumns) -> None:
     assert names(a, a.axis, a.axes) == names(b, b.axis, b.axes)
     assert names(a, a.error_type, a.error_types) == names(b, b.error_type, b.error_types)
+    assert names(a, a.finish_reason, a.finish_reasons) == names(b, b.finish_reason, b.finish_reasons)
+    assert tags_of(a) == tags_of(b)
     for name in [
         "epoch",
         "score",
@@ -197,8 +212,9 @@ def test_fast_path_reads_awkward_records_exactly_as_orjson_does(tmp_path: Path) 
     fast = load_columns(path, KEYS)
     assert_same_columns(fast, load_columns(path, KEYS, fast=False))
     # The comparison means something only if the fast path read the shapes it is meant for: all but the
-    # partial scores, the retries, the escaped id, the comma in an axis, the extra scorer and the spaced line.
-    assert fast.fast_lines == len(AWKWARD) + 1 - 7
+    # partial scores, the retries, the escaped id, the comma in an axis, the extra scorer, the commas in a tag
+    # and in a finish reason, and the spaced line.
+    assert fast.fast_lines == len(AWKWARD) + 1 - 9
 
 
 def test_orjson_path_reads_the_values_written(tmp_path: Path) -> None:
@@ -217,6 +233,12 @@ def test_orjson_path_reads_the_values_written(tmp_path: Path) -> None:
     assert columns.retries == {"timeout": 3, "rate_limit": 3}
     assert columns.backoff_s.sum() == 1.75
     assert columns.scorers["latency_ms"][row["odd-scorer"]] == 0.5
+    tags = tags_of(columns)
+    assert tags[row["tagged"]] == ["hard", "arith"] and tags[row["comma-tag"]] == ["a, b", "hard"]
+    assert tags[row["empty-tag"]] == [""] and tags[row["plain"]] == []
+    reasons = names(columns, columns.finish_reason, columns.finish_reasons)
+    assert reasons[row["tagged"]] == "length" and reasons[row["comma-finish"]] == "stop, then more"
+    assert reasons[row["plain"]] is None
 
 
 def test_the_latest_record_of_a_key_wins(tmp_path: Path) -> None:
@@ -389,6 +411,8 @@ def test_light_reading_keeps_what_compare_needs_and_blanks_the_rest(tmp_path: Pa
         assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
     assert light.scorers == {} and light.retries == {}
     assert not light.prompt_tokens.any() and not light.judge_used.any() and np.isnan(light.judge_cost_usd).all()
+    assert light.tag_names == [] and light.tag_offsets.tolist() == [0] * (light.n + 1)
+    assert light.finish_reasons == [] and (light.finish_reason == -1).all()
 
 
 def test_the_row_column_table_names_exactly_the_row_fields() -> None:

@@ -208,6 +208,8 @@ UNREAD_BY_COMPARE = {
     "backoff_s": (rb'"backoff_s":0\.0\}', rb'"backoff_s":"none"}'),
     "scores": (rb'"scores":\{"exact_match":1\.0\}', rb'"scores":{"exact_match":"1"}'),
     "retries": (rb'"retries":\{\}', rb'"retries":{"timeout":"twice"}'),
+    "tags": (rb'"tags":\[\]', rb'"tags":"easy"'),
+    "finish_reason": (rb'"finish_reason":"stop"', rb'"finish_reason":5'),
 }
 
 
@@ -222,6 +224,64 @@ def test_a_light_read_leaves_a_field_compare_never_reads_unchecked_on_both_paths
     fast, slow = load_columns(samples, KEYS, light=True), load_columns(samples, KEYS, light=True, fast=False)
     assert_same_compared_columns(fast, slow)
     assert_same_compared_columns(fast, load_columns(RunPaths(run_dir).samples, KEYS, light=True))
+
+
+# --------------------------------------------------------------------------------------------------
+# tags and finish reasons: what the fast path cannot tell is left to orjson, which reads or refuses it
+# --------------------------------------------------------------------------------------------------
+
+MALFORMED_TAGS_AND_FINISH = {
+    "a tag that is a number": (rb'"tags":\[\]', rb'"tags":["easy",7]', "tags[1]: expected a string, got an integer"),
+    "tags not an array": (rb'"tags":\[\]', rb'"tags":{"easy":1}', "tags: expected an array of strings or null"),
+    "a trailing comma": (rb'"tags":\[\]', rb'"tags":["easy",]', "not a sample record; the file is damaged"),
+    "tags without a comma": (rb'"tags":\[\]', rb'"tags":["a" "b"]', "not a sample record; the file is damaged"),
+    "a bare quote in a tag": (rb'"tags":\[\]', rb'"tags":["a"b"]', "not a sample record; the file is damaged"),
+    "an unclosed list": (rb'"tags":\[\]', rb'"tags":["a"', "not a sample record; the file is damaged"),
+    "a bare word": (rb'"finish_reason":"stop"', rb'"finish_reason":stop', "not a sample record; the file is damaged"),
+    "a bare quote in a finish reason": (
+        rb'"finish_reason":"stop"',
+        rb'"finish_reason":"st"op"',
+        "not a sample record; the file is damaged",
+    ),
+    "an array": (rb'"finish_reason":"stop"', rb'"finish_reason":["stop"]', "finish_reason: expected a string or null"),
+}
+
+
+@pytest.mark.parametrize("edit", list(MALFORMED_TAGS_AND_FINISH))
+def test_a_malformed_tag_list_or_finish_reason_is_refused_alike_by_both_paths(
+    run_dir: Path, tmp_path: Path, edit: str
+) -> None:
+    old, new, problem = MALFORMED_TAGS_AND_FINISH[edit]
+    index = line_index(run_dir, "clean")
+    samples = edited_copy(run_dir, tmp_path / "run", index, old, new)
+    message = refusal(samples)
+    assert message == refusal(samples, fast=False)
+    assert message.startswith(f"{samples}:{index + 1}: {problem}")
+
+
+WELL_FORMED_TAGS_AND_FINISH = {
+    "tags null": (rb'"tags":\[\]', rb'"tags":null', [], "stop", 39),  # the runner writes [], never null
+    "an escaped tag": (rb'"tags":\[\]', rb'"tags":["caf\\u00e9","a\\"b"]', ["café", 'a"b'], "stop", 39),
+    "a tag with a comma": (rb'"tags":\[\]', rb'"tags":["x","a,b"]', ["x", "a,b"], "stop", 39),
+    "many tags": (rb'"tags":\[\]', b'"tags":[' + b",".join(b'"t%d"' % i for i in range(70)) + b"]", None, "stop", 39),
+    "no finish reason": (rb'"finish_reason":"stop"', rb'"finish_reason":null', [], None, 40),
+    "an escaped finish reason": (rb'"finish_reason":"stop"', rb'"finish_reason":"\\u006cength"', [], "length", 39),
+}
+
+
+@pytest.mark.parametrize("edit", list(WELL_FORMED_TAGS_AND_FINISH))
+def test_tags_and_finish_reasons_read_the_same_on_both_paths(run_dir: Path, tmp_path: Path, edit: str) -> None:
+    old, new, tags, finish, fast_lines = WELL_FORMED_TAGS_AND_FINISH[edit]
+    index = line_index(run_dir, "clean")
+    samples = edited_copy(run_dir, tmp_path / "run", index, old, new)
+    fast = load_columns(samples, KEYS)
+    assert_same_columns(fast, load_columns(samples, KEYS, fast=False))
+    expected_tags = [f"t{i}" for i in range(70)] if tags is None else tags
+    row = slice(fast.tag_offsets[index], fast.tag_offsets[index + 1])
+    assert [fast.tag_names[i] for i in fast.tag_ids[row]] == expected_tags
+    code = int(fast.finish_reason[index])
+    assert (fast.finish_reasons[code] if code >= 0 else None) == finish
+    assert fast.fast_lines == fast_lines  # what the fast path cannot tell went to orjson
 
 
 # --------------------------------------------------------------------------------------------------

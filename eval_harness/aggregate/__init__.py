@@ -18,6 +18,10 @@ cannot tell, or out of range, is left to orjson, which refuses it naming file, l
 checks the structure around the fields it reads, not the validity of the whole line: a line damaged in the
 middle of its output text is not noticed.
 
+A record's tags, a list of any length, are read into compressed sparse rows (``RunColumns.tag_offsets`` and
+``tag_ids``, codes into ``tag_names``), not a Python list per row: a million untagged records cost one array of
+offsets. Its finish reason, like its axis and error type, is a code into a table of names.
+
 Records of the same ``(sample_id, epoch)`` may repeat after ``--retry-errors``; the last one wins.
 Identities are 128-bit hashes of the UTF-8 sample id (and epoch), computed with numpy, so that a million
 keys take milliseconds to deduplicate and join instead of a million Python strings.
@@ -28,7 +32,8 @@ The package has one module per job, all private (import from ``eval_harness.aggr
 
 - ``_arrays``: the numpy array types the others annotate with.
 - ``_hashing``: 128-bit hashes of byte spans (identities of sample ids, keys and names), 8-byte word views.
-- ``_columns``: the per-row columns and their ranges; ``RunColumns``, and a chunk being read (``_Chunk``).
+- ``_columns``: the per-row columns and their ranges, the rows' tag lists; ``RunColumns``, and a chunk being read
+  (``_Chunk``).
 - ``_buffer``: a block of complete lines (``_Buffer``): its commas and keys, and the numbers, literals and
   names in its byte spans.
 - ``_fast``: the fast path, the fields of a line of the runner's exact shape (``_fast_rows``).
@@ -36,7 +41,8 @@ The package has one module per job, all private (import from ``eval_harness.aggr
 - ``_load``: samples.jsonl in blocks (``_Blocks``), in worker processes for a large file, into ``RunColumns``
   (``load_columns``); whole records read back by byte offset (``read_records_at``).
 - ``_cache``: the columns cache, .columns.npz, so that a session reads only the records appended since the last.
-- ``_summary``: aggregation, the statistics of an axis and the run's summary (``summarize``).
+- ``_summary``: aggregation, the statistics of an axis and the run's summary (``summarize``); the rows of each
+  axis and of each tag, and the answers cut at the output-token limit.
 - ``_epochs``: pass@k and agreement across epochs; the distributions of scorers' values.
 
 Imports flow one way, down these rows: a module imports only from rows below its own, never from its row::
@@ -76,14 +82,19 @@ from eval_harness.aggregate._summary import (
     BY_SAMPLE,
     axis_stats,
     errors_by_type,
+    finish_reasons,
     group_means,
     judge_cost,
+    length_stopped,
     per_axis,
     per_sample_means,
+    per_tag,
     sample_index,
     summarize,
     summarize_columns,
     summarize_tally,
+    units_without_errors,
+    untagged,
 )
 
 __all__ = [
@@ -97,13 +108,16 @@ __all__ = [
     "default_workers",
     "epoch_stats",
     "errors_by_type",
+    "finish_reasons",
     "group_means",
     "iter_records_at",
     "judge_cost",
+    "length_stopped",
     "load_columns",
     "load_columns_cached",
     "per_axis",
     "per_sample_means",
+    "per_tag",
     "read_records_at",
     "sample_index",
     "save_columns_cache",
@@ -113,4 +127,6 @@ __all__ = [
     "summarize",
     "summarize_columns",
     "summarize_tally",
+    "units_without_errors",
+    "untagged",
 ]

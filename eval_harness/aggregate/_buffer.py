@@ -106,7 +106,18 @@ def _parse_texts(texts: NDArray[np.bytes_]) -> tuple[F64, Bool]:
         return values, good
 
 
-_BACKSLASH = ord("\\")
+_QUOTES = np.uint64(0x2222222222222222)
+_BACKSLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
+_LOW_BITS = np.uint64(0x0101010101010101)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+
+
+def _has_zero_byte(words: U64) -> Bool:
+    """Whether each word has a zero byte (the SWAR test: exact, with no false positives)."""
+    result: Bool = ((words - _LOW_BITS) & ~words & _HIGH_BITS) != 0
+    return result
+
+
 _PATTERN_WORDS: dict[bytes, list[tuple[int, np.uint64, np.uint64]]] = {}
 
 
@@ -239,6 +250,16 @@ class _Buffer:
 
     def no_backslash(self, start: I64, end: I64) -> Bool:
         """Whether each span is short enough for the fast path and holds no escape sequence."""
+        return self._free_of(start, end, (_BACKSLASHES,))
+
+    def plain(self, start: I64, end: I64) -> Bool:
+        """Whether each span is short enough for the fast path and holds no quote or backslash: a JSON string's
+        text that reads as its bytes."""
+        return self._free_of(start, end, (_QUOTES, _BACKSLASHES))
+
+    def _free_of(self, start: I64, end: I64, repeated: Sequence[np.uint64]) -> Bool:
+        """Whether each span is at most ``_MAX_NAME_BYTES`` long and holds none of the bytes that ``repeated``
+        (each a byte eight times over) are made of: eight bytes at a time."""
         length = end - start
         ok = (length >= 0) & (length <= _MAX_NAME_BYTES)
         if not ok.any():
@@ -246,8 +267,10 @@ class _Buffer:
         length = np.where(ok, length, 0)
         at = np.maximum(start, 0)
         for j in range(-(-int(length.max()) // 8)):
-            cells = _masked_words(self.words, at, length, j).view(np.uint8).reshape(-1, 8)
-            ok &= ~np.any(cells == _BACKSLASH, axis=1)
+            word = _masked_words(self.words, at, length, j)
+            # a byte of word ^ byte is zero where it is that byte (the zeros past the span's end become nonzero)
+            for byte in repeated:
+                ok &= ~_has_zero_byte(word ^ byte)
         return ok
 
     def numbers(self, start: I64, end: I64) -> tuple[F64, Bool]:

@@ -14,7 +14,16 @@ from typing import Any, Final
 import numpy as np
 import orjson
 
-from eval_harness.aggregate._columns import _NON_NEGATIVE_COLUMNS, _ROW_COLUMNS, RunColumns, _code, _out_of_range
+from eval_harness.aggregate._columns import (
+    _NAMED_COLUMNS,
+    _NON_NEGATIVE_COLUMNS,
+    _ROW_COLUMNS,
+    RunColumns,
+    _join_lists,
+    _lists_problem,
+    _out_of_range,
+    _run_wide_codes,
+)
 from eval_harness.aggregate._load import _CHUNK_BYTES, load_columns
 from eval_harness.artifacts import tail_digest
 from eval_harness.durable import atomic_file
@@ -22,7 +31,8 @@ from eval_harness.durable import atomic_file
 COLUMNS_CACHE = ".columns.npz"
 # 3: the values are held to their fields' ranges (``_out_of_range``); a cache of version 2 may hold a value out
 # of range that its build read without a word, so it is read again (and refused) rather than used.
-_CACHE_VERSION: Final[int] = 3
+# 4: the records' finish reasons and tags; a cache of version 3 has neither, so it is read again.
+_CACHE_VERSION: Final[int] = 4
 # The cache names the bytes it covers by their length and a digest of their last few KB (tail_digest):
 # samples.jsonl is append-only, so a file that still ends that way at that length is the one it was made from.
 # That alone misses a hand edit of earlier bytes that keeps the length (a score changed from 0.0 to 1.0), so
@@ -47,13 +57,20 @@ def save_columns_cache(samples_path: Path, columns: RunColumns, scorer_keys: Seq
         "scorer_keys": list(scorer_keys),
         "axes": columns.axes,
         "error_types": columns.error_types,
+        "finish_reasons": columns.finish_reasons,
+        "tag_names": columns.tag_names,
         "scorers": list(columns.scorers),
         "retries": columns.retries,
         "lines_read": columns.lines_read,
         "fast_lines": columns.fast_lines,
     }
     arrays: dict[str, Any] = {name: getattr(columns, name) for name in _ROW_COLUMNS}
-    arrays.update(sample_hash=columns.sample_hash, key_hash=columns.key_hash)
+    arrays.update(
+        sample_hash=columns.sample_hash,
+        key_hash=columns.key_hash,
+        tag_offsets=columns.tag_offsets,
+        tag_ids=columns.tag_ids,
+    )
     arrays.update({f"scorer_{i}": values for i, values in enumerate(columns.scorers.values())})
     arrays["meta"] = np.frombuffer(orjson.dumps(meta), dtype=np.uint8)
     # A lost rename only means a slower next read (the cache names the bytes it covers): no directory fsync.
@@ -85,9 +102,13 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
             columns = RunColumns(
                 axes=list(meta["axes"]),
                 error_types=list(meta["error_types"]),
+                finish_reasons=list(meta["finish_reasons"]),
                 scorers={name: data[f"scorer_{i}"] for i, name in enumerate(meta["scorers"])},
                 sample_hash=data["sample_hash"],
                 key_hash=data["key_hash"],
+                tag_names=list(meta["tag_names"]),
+                tag_offsets=data["tag_offsets"],
+                tag_ids=data["tag_ids"],
                 retries=dict(meta["retries"]),
                 lines_read=int(meta["lines_read"]),
                 fast_lines=int(meta["fast_lines"]),
@@ -97,6 +118,8 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
         return None  # a damaged cache is only a slower read, never an error
     if _cached_out_of_range(columns):
         return None  # the full read refuses the line, naming the file, the line and the field
+    if _lists_problem(columns.tag_offsets, columns.tag_ids, columns.n, len(columns.tag_names)):
+        return None
     return columns, covered
 
 
@@ -138,34 +161,37 @@ def load_columns_cached(
 
 def _concat_columns(first: RunColumns, second: RunColumns) -> RunColumns:
     """``second``'s rows after ``first``'s, with its name codes and line numbers made run-wide."""
-    axes, types = list(first.axes), list(first.error_types)
-    axis_index = {name: i for i, name in enumerate(axes)}
-    type_index = {name: i for i, name in enumerate(types)}
-    axis_lut = np.array([_code(axes, axis_index, a) for a in second.axes] or [0], dtype=np.int32)
-    type_lut = np.array([_code(types, type_index, t) for t in second.error_types] + [-1], dtype=np.int32)
-    remapped: dict[str, Any] = {
-        "axis": axis_lut[second.axis],
-        "error_type": type_lut[second.error_type],
-        "line": second.line + first.lines_read,
-    }
+    tables: dict[str, list[str]] = {}
+    remapped: dict[str, Any] = {"line": second.line + first.lines_read}
+    for column, (table, _) in _NAMED_COLUMNS.items():
+        tables[column] = list(getattr(first, table))
+        index = {name: i for i, name in enumerate(tables[column])}
+        remapped[column] = _run_wide_codes(tables[column], index, getattr(second, table))[getattr(second, column)]
+    tag_names = list(first.tag_names)
+    tag_index = {name: i for i, name in enumerate(tag_names)}
+    second_ids = _run_wide_codes(tag_names, tag_index, second.tag_names)[second.tag_ids]
+    tag_offsets, tag_ids = _join_lists([(first.tag_offsets, first.tag_ids), (second.tag_offsets, second_ids)])
     rows = {
         name: np.concatenate((getattr(first, name), remapped.get(name, getattr(second, name)))) for name in _ROW_COLUMNS
     }
-    names = list(dict.fromkeys([*first.scorers, *second.scorers]))
     scorers = {
         name: np.concatenate(
             (first.scorers.get(name, np.full(first.n, np.nan)), second.scorers.get(name, np.full(second.n, np.nan)))
         )
-        for name in names
+        for name in dict.fromkeys([*first.scorers, *second.scorers])
     }
     retries = Counter(first.retries)
     retries.update(second.retries)
     return RunColumns(
-        axes=axes,
-        error_types=types,
+        axes=tables["axis"],
+        error_types=tables["error_type"],
+        finish_reasons=tables["finish_reason"],
         scorers=scorers,
         sample_hash=np.concatenate((first.sample_hash, second.sample_hash)),
         key_hash=np.concatenate((first.key_hash, second.key_hash)),
+        tag_names=tag_names,
+        tag_offsets=tag_offsets,
+        tag_ids=tag_ids,
         retries=dict(retries),
         lines_read=first.lines_read + second.lines_read,
         fast_lines=first.fast_lines + second.fast_lines,

@@ -4,7 +4,7 @@ being read (``_Chunk``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -14,13 +14,14 @@ from numpy.typing import NDArray
 from eval_harness.aggregate._arrays import F64, I64, U64, Bool
 
 # The per-row columns shared by RunColumns and a chunk being read: dtype, and the value of a row that has
-# not been read (NaN: unknown; -1: no error type).
+# not been read (NaN: unknown; -1: no error type, no finish reason).
 _ROW_COLUMNS: Final[dict[str, tuple[Any, Any]]] = {
     "axis": (np.int32, 0),
     "epoch": (np.int64, 0),
     "score": (np.float64, np.nan),
     "error": (np.bool_, False),
     "error_type": (np.int32, -1),
+    "finish_reason": (np.int32, -1),
     "passed": (np.bool_, False),
     "latency_ms": (np.float64, np.nan),
     "cost_usd": (np.float64, np.nan),
@@ -82,6 +83,8 @@ class _Rows:
     """True when the record holds an error or has no final score: counted as wrong (score 0)."""
     error_type: NDArray[np.int32]
     """Index into the error type names; -1 when the record holds no error."""
+    finish_reason: NDArray[np.int32]
+    """Index into the finish reason names; -1 when the record has none (no answer, or none reported)."""
     passed: Bool
     latency_ms: F64
     """NaN when unknown."""
@@ -102,20 +105,42 @@ class _Rows:
     """1-based line number of the record."""
 
 
+# The row columns that hold a code into a table of names: the table's attribute in RunColumns and in a chunk being
+# read (whose codes are per chunk until the run's tables are joined).
+_NAMED_COLUMNS: Final[dict[str, tuple[str, str]]] = {
+    "axis": ("axes", "axis_name"),
+    "error_type": ("error_types", "error_type_name"),
+    "finish_reason": ("finish_reasons", "finish_reason_name"),
+}
+
+_NO_IDS: Final = np.zeros(0, dtype=np.int32)
+
+
 @dataclass
 class RunColumns(_Rows):
-    """A run's records as numpy columns, one row per ``(sample_id, epoch)`` (the latest record), in file order."""
+    """A run's records as numpy columns, one row per ``(sample_id, epoch)`` (the latest record), in file order.
+
+    A record's tags, a list of any length, are held as one list per row in compressed sparse rows: row ``i``'s
+    tags are ``tag_names[tag_ids[tag_offsets[i]:tag_offsets[i + 1]]]``, in the record's order."""
 
     axes: list[str]
     """Axis names; ``axis`` holds indices into this list."""
     error_types: list[str]
     """Error type names; ``error_type`` holds indices into this list."""
+    finish_reasons: list[str]
+    """Finish reasons as the providers reported them; ``finish_reason`` holds indices into this list."""
     scorers: dict[str, F64]
     """Per-scorer values; NaN where the scorer has no value for the record."""
     sample_hash: U64
     """``(n, 2)`` 128-bit identity of the sample id."""
     key_hash: U64
     """``(n, 2)`` 128-bit identity of ``(sample_id, epoch)``."""
+    tag_names: list[str]
+    """Tag names; ``tag_ids`` holds indices into this list."""
+    tag_offsets: I64
+    """``(n + 1,)``: row ``i``'s tags are ``tag_ids[tag_offsets[i]:tag_offsets[i + 1]]``."""
+    tag_ids: NDArray[np.int32]
+    """Every row's tags one after another, as indices into ``tag_names``."""
     retries: dict[str, int] = field(default_factory=dict)
     """Retries by cause, summed over the rows."""
     lines_read: int = 0
@@ -135,13 +160,64 @@ class RunColumns(_Rows):
 
     def take(self, rows: NDArray[np.intp] | Bool) -> RunColumns:
         """A subset of the rows (an index array or a mask), every column alike."""
+        tag_offsets, tag_ids = _take_lists(self.tag_offsets, self.tag_ids, rows)
         return replace(
             self,
             scorers={name: values[rows] for name, values in self.scorers.items()},
             sample_hash=self.sample_hash[rows],
             key_hash=self.key_hash[rows],
+            tag_offsets=tag_offsets,
+            tag_ids=tag_ids,
             **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS},
         )
+
+    def tag_rows(self) -> I64:
+        """The row of each entry of ``tag_ids``."""
+        return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.tag_offsets))
+
+    def with_tag(self, name: str) -> Bool:
+        """Which rows carry the tag ``name`` (none when no row does)."""
+        rows = np.zeros(self.n, dtype=np.bool_)
+        if name in self.tag_names:
+            rows[self.tag_rows()[self.tag_ids == self.tag_names.index(name)]] = True
+        return rows
+
+
+def _take_lists(offsets: I64, ids: NDArray[np.int32], rows: NDArray[np.intp] | Bool) -> tuple[I64, NDArray[np.int32]]:
+    """The lists of ``rows`` (an index array or a mask) of compressed sparse rows ``offsets``, ``ids``, in the
+    order of ``rows``."""
+    if not ids.size:  # most runs carry no tags: their rows' lists are all empty, whichever rows
+        size = int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else int(rows.size)
+        return np.zeros(size + 1, dtype=np.int64), _NO_IDS
+    counts = np.diff(offsets)[rows]
+    taken = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=taken[1:])
+    # each entry: its row's start in ``ids``, plus its place within the row's list
+    index = np.repeat(offsets[:-1][rows] - taken[:-1], counts) + np.arange(int(taken[-1]), dtype=np.int64)
+    return taken, ids[index]
+
+
+def _join_lists(parts: Sequence[tuple[I64, NDArray[np.int32]]]) -> tuple[I64, NDArray[np.int32]]:
+    """Compressed sparse rows, one part's rows after another's."""
+    if not any(part_ids.size for _, part_ids in parts):  # no tags: zeros the system gives untouched, no memory
+        return np.zeros(sum(part_offsets.size - 1 for part_offsets, _ in parts) + 1, dtype=np.int64), _NO_IDS
+    offsets, base = [np.zeros(1, dtype=np.int64)], 0
+    for part_offsets, part_ids in parts:
+        offsets.append(part_offsets[1:] + base)
+        base += part_ids.size
+    ids = [part_ids for _, part_ids in parts if part_ids.size]
+    return np.concatenate(offsets), np.concatenate(ids) if ids else _NO_IDS
+
+
+def _lists_problem(offsets: I64, ids: NDArray[np.int32], rows: int, names: int) -> bool:
+    """Whether compressed sparse rows are not ``rows`` lists of indices into ``names`` names (a damaged cache)."""
+    return bool(
+        offsets.shape != (rows + 1,)
+        or offsets[0] != 0
+        or offsets[-1] != ids.size
+        or np.any(np.diff(offsets) < 0)
+        or (ids.size and (int(ids.min()) < 0 or int(ids.max()) >= names))
+    )
 
 
 @dataclass
@@ -151,9 +227,13 @@ class _Chunk(_Rows):
     size: int
     axis_name: list[str]
     error_type_name: list[str]
+    finish_reason_name: list[str]
+    tag_name: list[str]
     scorers: dict[str, F64]
     sample_hash: U64
     retries: dict[int, dict[str, int]]
+    tag_entries: list[tuple[I64, NDArray[np.int32]]] = field(default_factory=list)
+    """Tags as (rows, codes into ``tag_name``) pairs, a row's in its record's order; a row's tags are in one pair."""
     fast: int = 0
 
     @classmethod
@@ -165,6 +245,8 @@ class _Chunk(_Rows):
             size=size,
             axis_name=[],
             error_type_name=[],
+            finish_reason_name=[],
+            tag_name=[],
             scorers={},
             sample_hash=np.zeros((size, 2), dtype=np.uint64),
             retries={},
@@ -177,6 +259,19 @@ class _Chunk(_Rows):
             column = self.scorers[name] = np.full(self.size, np.nan)
         return column
 
+    def tag_lists(self) -> tuple[I64, NDArray[np.int32]]:
+        """The rows' tags as compressed sparse rows (``RunColumns.tag_offsets`` and ``tag_ids``)."""
+        offsets = np.zeros(self.size + 1, dtype=np.int64)
+        entries = [(rows, codes) for rows, codes in self.tag_entries if rows.size]
+        if not entries:
+            return offsets, _NO_IDS
+        rows = np.concatenate([rows for rows, _ in entries])
+        codes = np.concatenate([codes for _, codes in entries]).astype(np.int32, copy=False)
+        if np.any(rows[1:] < rows[:-1]):  # the slow path's rows come after the fast path's
+            codes = codes[np.argsort(rows, kind="stable")]  # stable: keeps each row's tags in their order
+        np.cumsum(np.bincount(rows, minlength=self.size), out=offsets[1:])
+        return offsets, codes
+
 
 def _code(names: list[str], index: dict[str, int], name: str) -> int:
     code = index.get(name)
@@ -184,3 +279,9 @@ def _code(names: list[str], index: dict[str, int], name: str) -> int:
         code = index[name] = len(names)
         names.append(name)
     return code
+
+
+def _run_wide_codes(names: list[str], index: dict[str, int], part_names: Sequence[str]) -> NDArray[np.int32]:
+    """For a part's codes into ``part_names``: the codes into the run's ``names`` (extended as needed), the code
+    -1 (none) staying -1: index the result with the part's codes."""
+    return np.array([_code(names, index, name) for name in part_names] + [-1], dtype=np.int32)

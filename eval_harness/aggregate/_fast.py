@@ -43,7 +43,57 @@ _FINISHED_AT = b',"finished_at":"'
 # attempts of one digit, as the fast path reads it on the other lines: other values are left to orjson.
 _FINISHED_AFTER_ERROR = re.compile(rb'\},"attempts":[0-9],"finished_at":"')
 _SCHEMA_VERSION = b',"schema_version":'
-_QUOTE, _BRACE = ord('"'), ord("}")
+_MODEL = b',"model":'
+_REQUEST_ID = b',"request_id":'
+_FINISH = b',"finish_reason":'
+_THINKING = b',"thinking":'
+_NULL = b"null"
+_QUOTE, _BRACE, _OPEN_LIST, _CLOSE_LIST = ord('"'), ord("}"), ord("["), ord("]")
+# A record with more tags than this goes to orjson: it bounds the fast path's work on a line of many commas.
+_MAX_TAGS = 64
+
+
+def _tag_lists(b: _Buffer, i_tags: I64, c_tags: I64, ends: I64) -> tuple[Bool, I64, I64, I64]:
+    """Which lines' tags the fast path reads, and the tags it reads: (lines, and per tag its line and the span of
+    its text).
+
+    A list it reads is ``[]`` or ``["t1","t2",...]`` whose tags hold no quote, backslash or comma, followed by
+    ``,"input":``: then every comma between the tags' comma and the input's separates two tags, so the tags
+    lie between consecutive commas. Any other list (a tag with a comma in it, an escape, a number) goes to
+    orjson, which reads or refuses it."""
+    open_at = c_tags + len(_TAGS)
+    opened = b.byte(open_at) == _OPEN_LIST
+    c_next = b.at(i_tags, 1)
+    empty = opened & (b.byte(open_at + 1) == _CLOSE_LIST) & (c_next == open_at + 2) & b.match(c_next, _INPUT)
+    listed = np.flatnonzero(opened & (b.byte(open_at + 1) == _QUOTE))
+    read = empty.copy()
+    none = np.zeros(0, dtype=np.int64)
+    if not listed.size:
+        return read, none, none, none
+    first = i_tags[listed]
+    # the input's comma, the first after the tags' to match: a comma further per tag, so a few steps for all
+    count = np.zeros(listed.size, dtype=np.int64)
+    pending = np.arange(listed.size)
+    for step in range(1, _MAX_TAGS + 1):
+        hit = b.match(b.at(first[pending], step), _INPUT)
+        count[pending[hit]] = step
+        pending = pending[~hit]
+        if not pending.size:
+            break
+    c_input = b.at(first + count)
+    good = (count > 0) & (c_input < ends[listed]) & (b.byte(c_input - 1) == _CLOSE_LIST)
+    count = np.where(good, count, 0)
+    owner = np.repeat(np.arange(listed.size), count)
+    place = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    left = first[owner] + place  # the comma before the tag (the tags' own comma for the first)
+    start = np.where(place == 0, open_at[listed][owner] + 1, b.at(left) + 1)
+    end = b.at(left + 1) - (place == count[owner] - 1)  # the comma after it, or the list's closing bracket
+    quoted = (end - start >= 2) & (b.byte(start) == _QUOTE) & (b.byte(end - 1) == _QUOTE)
+    quoted &= b.plain(start + 1, end - 1)
+    good &= np.bincount(owner[~quoted], minlength=listed.size) == 0
+    read[listed[good]] = True
+    kept = good[owner]
+    return read, listed[owner[kept]], start[kept] + 1, end[kept] - 1
 
 
 def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = False) -> Bool:
@@ -109,6 +159,8 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     scorer_spans: list[tuple[I64, I64]] = []
     walk_ok = np.zeros(starts.size, dtype=np.bool_)
     judge_object = np.zeros(starts.size, dtype=np.bool_)
+    finish_named = np.zeros(starts.size, dtype=np.bool_)
+    finish_start = finish_end = tag_line = tag_start = tag_end = np.zeros(0, dtype=np.int64)
     if not light:
         # The scores dict, walked backwards from its closing brace: one comma per scorer in the task's order.
         empty = c_score - len(_SCORES_EMPTY)
@@ -152,6 +204,20 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         c_attempts = c_error + len(_NO_ERROR)
         one_digit = (c_finished - c_attempts == 1) & (_NUMBER_BITS[b.byte(c_attempts)] == _IS_DIGIT)
         ok &= has_error | one_digit
+
+        # finish_reason, null or a string, after cached, model and request_id (a comma in the model's name or the
+        # request's id sends the line to orjson), thinking just after it.
+        c_model, c_request, c_finish, c_thinking = (b.at(i_judge, k) for k in (2, 3, 4, 5))
+        ok &= b.match(c_model, _MODEL) & b.match(c_request, _REQUEST_ID) & b.match(c_finish, _FINISH)
+        ok &= b.match(c_thinking, _THINKING) & (c_thinking < c_retries)
+        finish_start, finish_end = c_finish + len(_FINISH), c_thinking
+        finish_null = (finish_end - finish_start == len(_NULL)) & b.match(finish_start, _NULL)
+        finish_named = (finish_end - finish_start >= 2) & (b.byte(finish_start) == _QUOTE)
+        finish_named &= (b.byte(finish_end - 1) == _QUOTE) & b.plain(finish_start + 1, finish_end - 1)
+        ok &= finish_null | finish_named
+
+        tags_read, tag_line, tag_start, tag_end = _tag_lists(b, i_epoch + 2, c_tags, ends)
+        ok &= tags_read
 
         spans |= {
             "prompt_tokens": (c_usage + len(_USAGE), c_completion),
@@ -219,4 +285,12 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     if error_rows.size:
         type_start = c_error[error_rows] + len(_ERROR)
         chunk.error_type_name, chunk.error_type[error_rows] = b.names(type_start, c_message[error_rows] - 1)
+    named = rows[finish_named[rows]]
+    if named.size:
+        finish_names = b.names(finish_start[named] + 1, finish_end[named] - 1)
+        chunk.finish_reason_name, chunk.finish_reason[named] = finish_names
+    tagged = ok[tag_line]
+    if tagged.any():
+        chunk.tag_name, codes = b.names(tag_start[tagged], tag_end[tagged])
+        chunk.tag_entries.append((tag_line[tagged], codes))
     return ok

@@ -17,10 +17,17 @@ from numpy.typing import NDArray
 
 from eval_harness.aggregate._arrays import U64
 from eval_harness.aggregate._buffer import _Buffer
-from eval_harness.aggregate._columns import _ROW_COLUMNS, RunColumns, _Chunk, _code
+from eval_harness.aggregate._columns import (
+    _NAMED_COLUMNS,
+    _ROW_COLUMNS,
+    RunColumns,
+    _Chunk,
+    _join_lists,
+    _run_wide_codes,
+)
 from eval_harness.aggregate._fast import _fast_rows
 from eval_harness.aggregate._hashing import _hash_strings, _key_hash
-from eval_harness.aggregate._slow import _BadField, _slow_row
+from eval_harness.aggregate._slow import _BadField, _slow_row, _SlowNames
 from eval_harness.artifacts import line_number_at, record_error
 from eval_harness.errors import ArtifactError
 from eval_harness.types import RunManifest
@@ -52,18 +59,19 @@ def _parse_chunk(b: _Buffer, base_offset: int, keys: Sequence[str], fast: bool, 
     chunk.fast = chunk.size - slow.size
     if slow.size == 0:
         return chunk
-    axis_index = {name: i for i, name in enumerate(chunk.axis_name)}
-    type_index = {name: i for i, name in enumerate(chunk.error_type_name)}
+    names = _SlowNames.of(chunk)
     ids: list[str] = []
     for row in slow.tolist():
         try:
             record = orjson.loads(b.text(int(b.starts[row]), int(b.ends[row])))
-            _slow_row(record, chunk, row, axis_index, type_index, ids, light)
+            _slow_row(record, chunk, row, names, ids, light)
         except orjson.JSONDecodeError:
             raise _DamagedLine(base_offset + int(b.starts[row]), None) from None
         except _BadField as exc:
             raise _DamagedLine(base_offset + int(b.starts[row]), exc.problem) from None
     chunk.sample_hash[slow] = _hash_strings(ids)
+    if names.tag_rows:
+        chunk.tag_entries.append((np.array(names.tag_rows, dtype=np.int64), np.array(names.tag_codes, dtype=np.int32)))
     return chunk
 
 
@@ -209,19 +217,22 @@ def load_columns(
     chunks = [chunk for part, _ in parts for chunk in part]
     torn = parts[-1][1] if parts else 0
     del parts  # the chunks alone now hold the data, freed as soon as they are concatenated
-    axes: list[str] = []
-    axis_index: dict[str, int] = {}
-    types: list[str] = []
-    type_index: dict[str, int] = {}
+    tables: dict[str, list[str]] = {column: [] for column in _NAMED_COLUMNS}
+    indexes: dict[str, dict[str, int]] = {column: {} for column in _NAMED_COLUMNS}
+    tag_names: list[str] = []
+    tag_index: dict[str, int] = {}
+    tag_lists = []
     lines = 0
     for chunk in chunks:
         chunk.line = lines + 1 + np.arange(chunk.size, dtype=np.int64)
         lines += chunk.size
         # Per-chunk name codes become run-wide codes.
-        axis_lut = np.array([_code(axes, axis_index, a) for a in chunk.axis_name] or [0], dtype=np.int32)
-        chunk.axis = axis_lut[chunk.axis]
-        type_lut = np.array([_code(types, type_index, t) for t in chunk.error_type_name] + [-1], dtype=np.int32)
-        chunk.error_type = type_lut[chunk.error_type]  # -1 indexes the appended -1
+        for column, (_, chunk_names) in _NAMED_COLUMNS.items():
+            lut = _run_wide_codes(tables[column], indexes[column], getattr(chunk, chunk_names))
+            setattr(chunk, column, lut[getattr(chunk, column)])
+        offsets, codes = chunk.tag_lists()
+        tag_lists.append((offsets, _run_wide_codes(tag_names, tag_index, chunk.tag_name)[codes]))
+        chunk.tag_entries = []
     names = list(dict.fromkeys([*keys, *(name for c in chunks for name in c.scorers)]))
     scorers = {}
     for name in names:
@@ -242,10 +253,16 @@ def load_columns(
     sample_hash = _concat([c.sample_hash for c in chunks], np.uint64, (2,))
     for c in chunks:
         c.sample_hash = _EMPTY_HASHES
+    tag_offsets, tag_ids = _join_lists(tag_lists)
+    del tag_lists
     columns = RunColumns(
-        axes=axes,
-        error_types=types,
+        axes=tables["axis"],
+        error_types=tables["error_type"],
+        finish_reasons=tables["finish_reason"],
         scorers=scorers,
+        tag_names=tag_names,
+        tag_offsets=tag_offsets,
+        tag_ids=tag_ids,
         sample_hash=sample_hash,
         key_hash=_key_hash(sample_hash, rows["epoch"]),
         lines_read=lines,

@@ -5,10 +5,12 @@ what is read and what is refused (naming the field).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from eval_harness.aggregate._columns import _Chunk, _code
-from eval_harness.artifacts import json_type_name, record_problem
+from eval_harness.artifacts import record_problem
+from eval_harness.errors import json_type_name
 
 
 class _BadField(Exception):
@@ -73,15 +75,33 @@ def _usage_tokens(usage: Any, name: str) -> tuple[int, int]:
     return _count(prompt, f"{name}.prompt_tokens"), _count(completion, f"{name}.completion_tokens")
 
 
-def _slow_row(
-    record: Any,
-    chunk: _Chunk,
-    row: int,
-    axis_index: dict[str, int],
-    type_index: dict[str, int],
-    ids: list[str],
-    light: bool,
-) -> None:
+@dataclass
+class _SlowNames:
+    """What the slow path adds to a chunk's name tables as it goes: their indexes, and the tags it reads."""
+
+    axis: dict[str, int]
+    error_type: dict[str, int]
+    finish_reason: dict[str, int]
+    tag: dict[str, int]
+    tag_rows: list[int] = field(default_factory=list)
+    tag_codes: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, chunk: _Chunk) -> _SlowNames:
+        """The indexes of the names the fast path put in ``chunk``."""
+
+        def index(names: list[str]) -> dict[str, int]:
+            return {name: i for i, name in enumerate(names)}
+
+        return cls(
+            index(chunk.axis_name),
+            index(chunk.error_type_name),
+            index(chunk.finish_reason_name),
+            index(chunk.tag_name),
+        )
+
+
+def _slow_row(record: Any, chunk: _Chunk, row: int, names: _SlowNames, ids: list[str], light: bool) -> None:
     """Fill row ``row`` of ``chunk`` from a parsed line; raises ``_BadField`` when it is not a record of this
     schema version (``record_problem``) or a field read here has the wrong type. ``light`` reads (and checks)
     what the fast path's light read does, and nothing else."""
@@ -89,7 +109,7 @@ def _slow_row(
     if problem is not None:
         raise _BadField(*problem)
     chunk.epoch[row] = _int64(record["epoch"], "epoch")
-    chunk.axis[row] = _code(chunk.axis_name, axis_index, record["axis"])
+    chunk.axis[row] = _code(chunk.axis_name, names.axis, record["axis"])
     score = _number(record.get("score"), "score", unit=True)
     error = record.get("error")
     chunk.score[row] = score
@@ -98,19 +118,19 @@ def _slow_row(
         error_type = _object(error, "error").get("type")
         if not isinstance(error_type, str):
             raise _BadField("error.type", f"expected a string, got {json_type_name(error_type)}")
-        chunk.error_type[row] = _code(chunk.error_type_name, type_index, error_type)
+        chunk.error_type[row] = _code(chunk.error_type_name, names.error_type, error_type)
     chunk.passed[row] = _flag(record.get("passed"), "passed")
     chunk.latency_ms[row] = _number(record.get("latency_ms"), "latency_ms")
     chunk.cost_usd[row] = _number(record.get("cost_usd"), "cost_usd")
     ids.append(record["sample_id"])
     if not light:
-        _slow_heavy_fields(record, chunk, row)
+        _slow_heavy_fields(record, chunk, row, names)
 
 
-def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int) -> None:
+def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int, names: _SlowNames) -> None:
     """The fields of a record that a light read leaves out, unread and unchecked on both paths: usage,
-    attempts (checked, not kept), judge_usage, judge_cost_usd, cached, backoff_s, scores and retries
-    (``compare`` reads none of them)."""
+    attempts (checked, not kept), judge_usage, judge_cost_usd, cached, backoff_s, scores, retries, tags and
+    finish_reason (``compare`` reads none of them)."""
     chunk.prompt_tokens[row], chunk.completion_tokens[row] = _usage_tokens(record.get("usage"), "usage")
     _count(record.get("attempts"), "attempts")
     judge_usage = record.get("judge_usage")
@@ -125,3 +145,23 @@ def _slow_heavy_fields(record: dict[str, Any], chunk: _Chunk, row: int) -> None:
     retries = _object(record.get("retries"), "retries")
     if retries:
         chunk.retries[row] = {cause: _count(count, f"retries.{cause}") for cause, count in retries.items()}
+    finish = record.get("finish_reason")
+    if finish is not None:
+        if not isinstance(finish, str):
+            raise _BadField("finish_reason", f"expected a string or null, got {json_type_name(finish)}")
+        chunk.finish_reason[row] = _code(chunk.finish_reason_name, names.finish_reason, finish)
+    for tag in _tags(record.get("tags")):
+        names.tag_rows.append(row)
+        names.tag_codes.append(_code(chunk.tag_name, names.tag, tag))
+
+
+def _tags(value: Any) -> list[str]:
+    """A record's tags: a list of strings (null or missing: none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _BadField("tags", f"expected an array of strings or null, got {json_type_name(value)}")
+    for i, tag in enumerate(value):
+        if not isinstance(tag, str):
+            raise _BadField(f"tags[{i}]", f"expected a string, got {json_type_name(tag)}")
+    return value

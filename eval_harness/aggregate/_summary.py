@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from eval_harness.aggregate._arrays import F64, U64
+from eval_harness.aggregate._arrays import F64, I64, U64, Bool
 from eval_harness.aggregate._cache import load_columns_cached, save_columns_cache
 from eval_harness.aggregate._columns import RunColumns
 from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
 from eval_harness.stats import NO_INTERVAL, mean_ci
 from eval_harness.tally import (
+    LENGTH_STOPS,
     AxisFigures,
     AxisTally,
     SessionTally,
@@ -64,14 +65,9 @@ class _AxisInputs:
     @classmethod
     def of_columns(cls, columns: RunColumns) -> _AxisInputs:
         latency, cost = columns.latency_ms, columns.cost_usd
-        units = per_sample_means(columns, columns.final)
-        clean_units = columns.final[~columns.error]
-        if units is not None:
-            clean = columns.take(~columns.error)
-            clean_units = _or_records(per_sample_means(clean, clean.final), clean.final)
         return cls(
-            units=units,
-            clean_units=clean_units,
+            units=per_sample_means(columns, columns.final),
+            clean_units=units_without_errors(columns),
             final=columns.final,
             latency_ms=latency[~np.isnan(latency)],
             cost_usd=cost[~np.isnan(cost)],
@@ -134,9 +130,22 @@ def per_sample_means(columns: RunColumns, values: F64) -> F64 | None:
 
     Several epochs of one sample are not independent evidence (a temperature-0 model repeats itself), so
     with epochs the intervals and tests take one unit per sample, the mean of its epochs."""
-    if values.size == 0 or not np.any(columns.epoch != 0):
+    return _sample_means(columns.epoch, columns.sample_hash[:, 0], values)
+
+
+def units_without_errors(columns: RunColumns) -> F64:
+    """What an interval excluding errors is over: the final scores of the rows without an error, or with epochs
+    each sample's mean over them (a sample with only errors drops out)."""
+    clean = ~columns.error
+    final = columns.final[clean]
+    # only the two columns the grouping reads: a take of every column cost a copy of the run at the report's peak
+    return _or_records(_sample_means(columns.epoch[clean], columns.sample_hash[clean, 0], final), final)
+
+
+def _sample_means(epoch: I64, sample_ids: U64, values: F64) -> F64 | None:
+    if values.size == 0 or not np.any(epoch != 0):
         return None
-    sample = sample_index(columns.sample_hash[:, 0])
+    sample = sample_index(sample_ids)
     return None if sample is None else group_means(values, sample)
 
 
@@ -223,6 +232,43 @@ def per_axis(columns: RunColumns) -> list[tuple[str, RunColumns]]:
         if rows.size:
             out.append((columns.axes[code], columns.take(rows)))
     return out
+
+
+def per_tag(columns: RunColumns) -> Iterator[tuple[str, RunColumns]]:
+    """The rows carrying each tag, tags sorted by name: a row with several tags is in each of theirs (once, even
+    when its record names a tag twice), a row without one in none. One tag's rows at a time: a record is in
+    several, so all of them at once could hold more than the run."""
+    if not columns.tag_ids.size:
+        return
+    # (tag, row) pairs, each once, sorted by tag then row: every tag's rows in file order. Sorted and deduplicated
+    # by hand: np.unique hashes (numpy 2), which took 3 s for a million records of 1.4 tags each, the sort 0.1 s
+    pairs = np.sort(columns.tag_ids.astype(np.int64) * columns.n + columns.tag_rows())
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+    tags, rows = np.divmod(pairs, columns.n)
+    del pairs
+    bounds = np.searchsorted(tags, np.arange(len(columns.tag_names) + 1))
+    for code in sorted(range(len(columns.tag_names)), key=lambda code: columns.tag_names[code]):
+        if bounds[code + 1] > bounds[code]:
+            yield columns.tag_names[code], columns.take(rows[bounds[code] : bounds[code + 1]])
+
+
+def untagged(columns: RunColumns) -> int:
+    """Rows without a tag."""
+    return int(np.count_nonzero(np.diff(columns.tag_offsets) == 0))
+
+
+def length_stopped(columns: RunColumns) -> Bool:
+    """Which rows hold an answer that stopped at the output-token limit (``tally.LENGTH_STOPS``: OpenAI's
+    ``length``, Anthropic's ``max_tokens``)."""
+    codes = [code for code, name in enumerate(columns.finish_reasons) if name in LENGTH_STOPS]
+    return np.isin(columns.finish_reason, codes)
+
+
+def finish_reasons(columns: RunColumns) -> dict[str, int]:
+    """Rows by finish reason as reported (rows without one are left out)."""
+    codes = columns.finish_reason[columns.finish_reason >= 0]
+    counts = np.bincount(codes, minlength=len(columns.finish_reasons))
+    return {columns.finish_reasons[i]: int(c) for i, c in enumerate(counts) if c}
 
 
 def judge_cost(columns: RunColumns) -> float | None:

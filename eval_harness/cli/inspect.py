@@ -20,6 +20,9 @@ def inspect_command(
     ] = False,
     n: Annotated[int, typer.Option("--n", min=1, help="How many samples to list.")] = 5,
     axis: Annotated[str | None, typer.Option(help="Only samples and errors of this axis.")] = None,
+    tag: Annotated[
+        str | None, typer.Option(help="Only samples and errors whose records carry this tag (a sample's tags).")
+    ] = None,
     scorer: Annotated[
         str | None,
         typer.Option(
@@ -62,6 +65,7 @@ def inspect_command(
         run,
         n=n,
         axis=axis,
+        tag=tag,
         scorer=scorer,
         failures_only=show_failures,
         show_worst=show_failures or both,

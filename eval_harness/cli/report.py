@@ -25,6 +25,14 @@ def report_command(
     fail_below_axis: FailBelowAxis = None,
     gate_on: GateOn = "mean",
     max_error_rate: MaxErrorRate = None,
+    by_tag: Annotated[
+        bool,
+        typer.Option(
+            "--by-tag",
+            help="After the axes, a table with a row per tag of the samples (a record with several tags counts in "
+            "each). JSON always carries it as by_tag.",
+        ),
+    ] = False,
 ) -> None:
     """Per axis: n, mean with 95% CI, pass rate, cost, accuracy per $, latency p50/p95, errors; the headline,
     epochs, scorer distributions, totals and gates. Works on interrupted runs."""
@@ -45,8 +53,8 @@ def report_command(
             format_,
             output,
             json_text=lambda: report_json(report),
-            markdown_text=lambda: report_markdown(report),
-            draw=lambda console: print_report(report, console),
+            markdown_text=lambda: report_markdown(report, by_tag=by_tag),
+            draw=lambda console: print_report(report, console, by_tag=by_tag),
         )
     failure = gate_failure(report.gates)
     if failure is not None:

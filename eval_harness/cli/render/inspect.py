@@ -105,7 +105,7 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         out.print(f"continue it with: eval-harness resume {ins.run_dir}", markup=False, soft_wrap=True)
     if ins.torn_bytes:
         out.print(f"note: a torn last line ({ins.torn_bytes:,} bytes) was ignored", markup=False, soft_wrap=True)
-    scope = f" in axis {ins.axis}" if ins.axis else ""
+    scope = (f" in axis {ins.axis}" if ins.axis else "") + (f" with tag {ins.tag}" if ins.tag is not None else "")
     if ins.worst is not None:
         kind = "failed sample" if ins.failures_only else "sample"
         errors = "; error records count as wrong, at 0 unless they have a value" if ins.failures_only else ""

@@ -116,8 +116,8 @@ def _with_method(rows: Sequence[_Row]) -> bool:
 _BAR = Column("", "left", rank=9, drawn=(20, 10), label="bar")
 
 
-def _columns(with_excluding: bool, with_method: bool = False) -> list[Column]:
-    columns = [Column("axis", "left"), Column("n", rank=2), Column("mean %"), Column("95% CI")]
+def _columns(with_excluding: bool, with_method: bool = False, name: str = "axis") -> list[Column]:
+    columns = [Column(name, "left"), Column("n", rank=2), Column("mean %"), Column("95% CI")]
     if with_method:
         columns.append(Column("CI method", "left", rank=3))
     if with_excluding:
@@ -133,13 +133,18 @@ def _columns(with_excluding: bool, with_method: bool = False) -> list[Column]:
     return columns
 
 
-def _table(rows: Sequence[_Row], overall: _Row, title: str, with_excluding: bool, hint: str) -> FittedTable:
-    with_method = _with_method([*rows, overall])
-    table = FittedTable([*_columns(with_excluding, with_method), _BAR], title=title, title_justify="left", hint=hint)
+def _table(
+    rows: Sequence[_Row], overall: _Row | None, title: str, with_excluding: bool, hint: str, name: str = "axis"
+) -> FittedTable:
+    """The rows, then the overall row under a rule (the tags' table has none: its rows overlap)."""
+    with_method = _with_method([*rows, *([overall] if overall is not None else [])])
+    columns = [*_columns(with_excluding, with_method, name), _BAR]
+    table = FittedTable(columns, title=title, title_justify="left", hint=hint)
     for row in rows:
         table.add_row(*row.cells(with_excluding, with_method), partial(bar, row.mean))
-    table.add_section()
-    table.add_row(*overall.cells(with_excluding, with_method), partial(bar, overall.mean), style="bold")
+    if overall is not None:
+        table.add_section()
+        table.add_row(*overall.cells(with_excluding, with_method), partial(bar, overall.mean), style="bold")
     return table
 
 
@@ -231,6 +236,31 @@ def _report_rows(report: ProfileReport) -> list[_Row]:
 
 def _with_excluding(report: ProfileReport) -> bool:
     return report.overall.errors > 0
+
+
+_TAG_TITLE = "by tag (a record with several tags counts in each)"
+
+
+def _tag_rows(report: ProfileReport) -> list[_Row]:
+    unbilled = _report_unbilled(report)
+    return [_Row.of(t, unbilled) for t in report.by_tag]
+
+
+def _untagged_note(report: ProfileReport) -> str:
+    """Under the tags' table: how many records are in none of its rows."""
+    records = report.overall.n
+    if not report.by_tag:
+        return "no record has a tag (a sample's tags field): no row to show"
+    if not report.untagged_records:
+        return f"every record has a tag ({counted(records, 'record')})"
+    return f"{report.untagged_records:,} of {counted(records, 'record')} have no tag and are in no row"
+
+
+def _tag_hint(report: ProfileReport) -> list[str]:
+    """Without --by-tag: that the records carry tags, and how to see them."""
+    if not report.by_tag:
+        return []
+    return [f"records carry {counted(len(report.by_tag), 'distinct tag')}: --by-tag shows a row for each"]
 
 
 def _headline_lines(report: ProfileReport) -> list[str]:
@@ -371,13 +401,18 @@ def _gate_lines(report: ProfileReport) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 
 
-def print_report(report: ProfileReport, console: Console | None = None) -> None:
-    """The full report on a terminal (or a file console for ``--output``)."""
+def print_report(report: ProfileReport, console: Console | None = None, *, by_tag: bool = False) -> None:
+    """The full report on a terminal (or a file console for ``--output``); ``by_tag``: with the tags' table."""
     out = console or stdout
     *rows, overall = _report_rows(report)
     out.print(_table(rows, overall, _title(report), _with_excluding(report), LEFT_OUT_HINT))
     for line in _headline_lines(report):
         out.print(line, markup=False, soft_wrap=True)
+    if by_tag:
+        if report.by_tag:
+            with_excluding = _with_excluding(report)
+            out.print(_table(_tag_rows(report), None, _TAG_TITLE, with_excluding, LEFT_OUT_HINT, name="tag"))
+        out.print(f"note: {_untagged_note(report)}", markup=False, soft_wrap=True)
     if report.epochs:
         title = f"epochs: pass@k (unbiased estimator) and agreement across {report.epochs[0].k} epochs"
         table = FittedTable(_epoch_columns(report), title=title)
@@ -405,7 +440,7 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
     out.print(_totals_line(report), markup=False, soft_wrap=True)
     for line in _gate_lines(report):
         out.print(f"gate {line}", style=None if line.startswith("PASS") else "bold red", markup=False, soft_wrap=True)
-    for note in report.notes:
+    for note in [*report.notes, *([] if by_tag else _tag_hint(report))]:
         out.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
@@ -414,8 +449,8 @@ def print_report(report: ProfileReport, console: Console | None = None) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def report_markdown(report: ProfileReport) -> str:
-    """The full report as GitHub-flavoured Markdown."""
+def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
+    """The full report as GitHub-flavoured Markdown; ``by_tag``: with the tags' table."""
     with_excluding = _with_excluding(report)
     profile_rows = _report_rows(report)
     with_method = _with_method(profile_rows)
@@ -423,6 +458,14 @@ def report_markdown(report: ProfileReport) -> str:
     rows[-1] = [f"**{c}**" if c not in ("", "–") else c for c in rows[-1]]
     lines = [f"## {_title(report)}", "", *markdown_table(_columns(with_excluding, with_method), rows), ""]
     lines += [f"- {line}" for line in _headline_lines(report)]
+    if by_tag:
+        lines += ["", f"### {_TAG_TITLE[0].upper()}{_TAG_TITLE[1:]}", ""]
+        if report.by_tag:
+            tag_rows = _tag_rows(report)
+            tag_method = _with_method(tag_rows)
+            tag_cells = [row.cells(with_excluding, tag_method) for row in tag_rows]
+            lines += [*markdown_table(_columns(with_excluding, tag_method, "tag"), tag_cells), ""]
+        lines.append(f"- {_untagged_note(report)}")
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
         lines += markdown_table(_epoch_columns(report), [_epoch_cells(e) for e in report.epochs])
@@ -444,8 +487,9 @@ def report_markdown(report: ProfileReport) -> str:
     lines += ["", "### Totals", "", f"- {_totals_line(report)}"]
     if report.gates:
         lines += ["", f"### Gates (on {report.gate_on})", ""] + [f"- {line}" for line in _gate_lines(report)]
-    if report.notes:
-        lines += ["", "### Notes", ""] + [f"- {note}" for note in report.notes]
+    notes = [*report.notes, *([] if by_tag else _tag_hint(report))]
+    if notes:
+        lines += ["", "### Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 
