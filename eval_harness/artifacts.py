@@ -28,8 +28,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.durable import write_atomic
-from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError
-from eval_harness.errors import json_type_name as json_type_name  # re-exported: aggregate reads it from here
+from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError, json_type_name
 from eval_harness.types import (
     SCHEMA_VERSION,
     ResumePoint,
