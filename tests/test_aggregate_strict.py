@@ -355,3 +355,17 @@ def test_report_inspect_compare_and_resume_give_the_same_one_line_error(
     ):
         result = cli(*args)
         assert (result.code, result.err) == (2, expected), args[0]
+
+
+@pytest.mark.parametrize("light", [False, True], ids=["full", "light"])
+@pytest.mark.parametrize("field", ["sample_id", "axis"])
+def test_a_raw_quote_inside_the_id_or_axis_makes_the_line_damaged_on_both_paths(
+    run_dir: Path, tmp_path: Path, field: str, light: bool
+) -> None:
+    # '"a"b"' is not JSON (orjson refuses the line); the fast path must not read it as the id or axis 'a"b'
+    index = line_index(run_dir, "passed")
+    old = rb'"sample_id":"' if field == "sample_id" else rb'"axis":"'
+    samples = edited_copy(run_dir, tmp_path / "run", index, old, old + b'x"')
+    message = refusal(samples, light=light)
+    assert message == refusal(samples, light=light, fast=False)
+    assert message == f"{samples}:{index + 1}: not a sample record; the file is damaged"

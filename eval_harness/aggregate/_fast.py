@@ -113,7 +113,7 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     ok &= (b.byte(c_tags - 1) == _QUOTE) & b.match(c_tags, _TAGS)
     id_start, id_end = starts + len(_HEAD), c_epoch - 1
     axis_start, axis_end = c_axis + len(_AXIS), c_tags - 1
-    ok &= b.no_backslash(id_start, id_end) & b.no_backslash(axis_start, axis_end)
+    ok &= b.plain(id_start, id_end) & b.plain(axis_start, axis_end)  # a raw quote: not JSON, left to orjson
 
     # The anchor: ,"latency_ms": occurs once per line, after the text fields; its neighbours by comma.
     i_latency, once = b.keyed_comma_index(_LATENCY)
