@@ -31,6 +31,7 @@ from typing import Any
 from eval_harness.cache import default_cache_dir
 from eval_harness.config import Settings, redact_shown
 from eval_harness.errors import ConfigError
+from eval_harness.providers._retry import RetryPolicy
 from eval_harness.providers.embeddings import DEFAULT_API_MODEL, EmbeddingsClient, OpenAIEmbeddingsClient
 from eval_harness.scorers.answers import read_answer
 from eval_harness.scorers.base import Scorer, register_scorer
@@ -213,8 +214,12 @@ def embedding_similarity(
     cache: bool = True,
     cache_path: str | None = None,
     timeout_s: float = 60.0,
+    max_retries: int = 5,
 ) -> Scorer:
     """Cosine similarity of answer and reference embeddings (``backend`` api or local).
+
+    ``max_retries`` bounds the api backend's retries of one request (429, 5xx, timeouts...), as ``--max-retries``
+    bounds the model's (which does not reach scorers).
 
     The api backend reads ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` from the environment or ``.env``; the key
     never appears in a task spec. A base URL holding credentials (``user:password@`` or a configured key) is
@@ -222,6 +227,8 @@ def embedding_similarity(
     """
     client: EmbeddingsClient
     settings: Settings | None = None
+    if max_retries < 0:
+        raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
     if backend == "api":
         settings = Settings.load()
         try:
@@ -231,6 +238,7 @@ def embedding_similarity(
                 settings.openai_api_key,
                 timeout_s,
                 secrets=settings.secrets(),
+                policy=RetryPolicy(max_retries=max_retries),
                 base_url_name="base_url" if base_url or not settings.openai_base_url else "OPENAI_BASE_URL",
             )
         except ConfigError as exc:  # as a ValueError, build_scorer names the spec and the scorer
