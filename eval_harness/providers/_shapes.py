@@ -7,6 +7,12 @@ accessor here returns the value when its type is the documented one and raises `
 its path otherwise: ``usage.prompt_tokens_details: expected an object, got a string``. A field that is absent
 and one that is null read the same (None): the APIs leave optional fields out or send null.
 
+Only what the answer is read from is held to its documented type (``object_at``, ``string_at``, ``objects``).
+What only describes the answer — usage counts, the model's name, the request id, the finish reason, a refusal
+or reasoning text — is read leniently (``*_or_none``): a value of another type is "not reported", never the
+failure of an answer the server did give (servers that speak the wire loosely — llama.cpp, vLLM, Ollama,
+gateways — vary most in those fields).
+
 Plain checks rather than pydantic models of the replies: the parsers read about a dozen values of each reply,
 on every call, and each check here is one ``type()`` test of a value already in hand.
 """
@@ -17,6 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_harness.errors import ProviderResponseError, json_type_name
+
+_MAX_COUNT = 2**53
+"""The largest token count read (a float holds every integer up to it; no reply counts near it)."""
 
 
 def wrong_shape(path: str, expected: str, value: object) -> ProviderResponseError:
@@ -44,14 +53,38 @@ def string_at(parent: Mapping[str, Any], key: str, at: str = "") -> str | None:
     raise wrong_shape(_path(at, key), "a string", value)
 
 
-def count_at(parent: Mapping[str, Any], key: str, at: str = "") -> int | None:
-    """``parent[key]`` as an integer when it is a number (a token count), None when absent or null."""
+def count_or_none(parent: Mapping[str, Any], key: str) -> int | None:
+    """``parent[key]`` as a token count when it is one — a whole number from 0 to 2**53, written as an integer or
+    a float — else None (absent, null, negative, fractional, a string...): a count the report could not read
+    back must not reach a record, and a wrong one is metadata, not a failed answer."""
     value = parent.get(key)
-    if value is None or type(value) is int:
-        return value
-    if type(value) is float:
+    if type(value) is int:
+        return value if 0 <= value <= _MAX_COUNT else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= _MAX_COUNT:
         return int(value)
-    raise wrong_shape(_path(at, key), "a number", value)
+    return None
+
+
+def object_or_none(parent: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """``parent[key]`` when it is an object, else None (metadata of another type reads as not reported)."""
+    value = parent.get(key)
+    return value if type(value) is dict else None
+
+
+def string_or_none(parent: Mapping[str, Any], key: str) -> str | None:
+    """``parent[key]`` when it is a string, else None (metadata of another type reads as not reported)."""
+    value = parent.get(key)
+    return value if type(value) is str else None
+
+
+def name_or_none(parent: Mapping[str, Any], key: str) -> str | None:
+    """``parent[key]`` as a name (an id, a model): a string, or a number written as text; else None."""
+    value = parent.get(key)
+    if type(value) is str:
+        return value
+    if type(value) in (int, float):
+        return str(value)
+    return None
 
 
 def objects(value: Any, at: str, *, required: bool = False) -> list[dict[str, Any]]:
@@ -69,4 +102,13 @@ def objects(value: Any, at: str, *, required: bool = False) -> list[dict[str, An
     return value
 
 
-__all__ = ["count_at", "object_at", "objects", "string_at", "wrong_shape"]
+__all__ = [
+    "count_or_none",
+    "name_or_none",
+    "object_at",
+    "object_or_none",
+    "objects",
+    "string_at",
+    "string_or_none",
+    "wrong_shape",
+]

@@ -29,7 +29,14 @@ from pydantic import Field
 
 from eval_harness.errors import ConfigError, ProviderError
 from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_detail, error_details_code, sampling
-from eval_harness.providers._shapes import count_at, object_at, objects, string_at
+from eval_harness.providers._shapes import (
+    count_or_none,
+    name_or_none,
+    object_or_none,
+    objects,
+    string_at,
+    string_or_none,
+)
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
@@ -178,29 +185,29 @@ class AnthropicProvider(HTTPProvider):
             if kind == "text":
                 texts.append(string_at(block, "text", f"content[{index}]") or "")
             elif kind == "thinking":
-                thoughts.append(string_at(block, "thinking", f"content[{index}]") or "")
+                thoughts.append(string_or_none(block, "thinking") or "")
             elif kind == "redacted_thinking":
                 thoughts.append("[redacted thinking]")
-        raw = object_at(data, "usage")
+        raw = object_or_none(data, "usage")
         cache_write = 0
         usage = Usage()
         if raw is not None:
-            fresh = count_at(raw, "input_tokens", "usage") or 0
-            cache_read = count_at(raw, "cache_read_input_tokens", "usage")
-            cache_write = count_at(raw, "cache_creation_input_tokens", "usage") or 0
+            fresh = count_or_none(raw, "input_tokens") or 0
+            cache_read = count_or_none(raw, "cache_read_input_tokens")
+            cache_write = count_or_none(raw, "cache_creation_input_tokens") or 0
             usage = Usage(
                 prompt_tokens=fresh + (cache_read or 0) + cache_write,
-                completion_tokens=count_at(raw, "output_tokens", "usage") or 0,
+                completion_tokens=count_or_none(raw, "output_tokens") or 0,
                 cached_tokens=cache_read,
             )
         return Completion(
             text="".join(texts),
-            finish_reason=string_at(data, "stop_reason"),
+            finish_reason=string_or_none(data, "stop_reason"),
             usage=usage,
             cost_usd=self.priced(usage, raw is not None, cache_write),
             latency_ms=reply.latency_ms,
-            model=string_at(data, "model"),
-            request_id=self.request_id(reply, string_at(data, "id")),
+            model=name_or_none(data, "model"),
+            request_id=self.request_id(reply, name_or_none(data, "id")),
             thinking="\n\n".join(thoughts) or None,
         )
 

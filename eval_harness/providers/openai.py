@@ -35,7 +35,16 @@ from eval_harness.errors import (
     json_type_name,
 )
 from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, sampling
-from eval_harness.providers._shapes import count_at, object_at, objects, string_at
+from eval_harness.providers._shapes import (
+    count_or_none,
+    name_or_none,
+    object_at,
+    object_or_none,
+    objects,
+    string_at,
+    string_or_none,
+    wrong_shape,
+)
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import ChatMessage, Completion, GenerateConfig, GenerateRequest, Usage
 
@@ -175,12 +184,12 @@ class OpenAIWire(HTTPProvider):
         return _cut_at(completion, self.stop_applied_after(request))
 
     def _usage(self, data: dict[str, Any], input_key: str, output_key: str) -> tuple[Usage, bool]:
-        raw = object_at(data, "usage")
+        raw = object_or_none(data, "usage")
         if raw is None:
             return Usage(), False
         usage = Usage(
-            prompt_tokens=count_at(raw, input_key, "usage") or 0,
-            completion_tokens=count_at(raw, output_key, "usage") or 0,
+            prompt_tokens=count_or_none(raw, input_key) or 0,
+            completion_tokens=count_or_none(raw, output_key) or 0,
             cached_tokens=_detail(raw, f"{input_key}_details", "cached_tokens"),
             reasoning_tokens=_detail(raw, f"{output_key}_details", "reasoning_tokens"),
         )
@@ -202,19 +211,21 @@ class OpenAIWire(HTTPProvider):
             usage=usage,
             cost_usd=self.priced(usage, reported),
             latency_ms=reply.latency_ms,
-            model=string_at(data, "model"),
-            request_id=self.request_id(reply, string_at(data, "id")),
+            model=name_or_none(data, "model"),
+            request_id=self.request_id(reply, name_or_none(data, "id")),
             thinking=thinking or None,
         )
 
     def _from_choices(self, reply: Reply, endpoint: Endpoint) -> Completion:
         data = reply.data
         self.raise_for_error_body(reply, "choices")
-        choices = objects(data.get("choices"), "choices")
+        choices = data.get("choices")
+        if choices is not None and type(choices) is not list:
+            raise wrong_shape("choices", "an array", choices)
         if not choices:
             raise ProviderResponseError("the response has no choices[0]")
-        choice = choices[0]
-        finish = string_at(choice, "finish_reason", "choices[0]")
+        (choice,) = objects(choices[:1], "choices")  # only the first is read: n = 1
+        finish = string_or_none(choice, "finish_reason")
         thinking = None
         if endpoint == "completions":
             text = string_at(choice, "text", "choices[0]")
@@ -227,25 +238,23 @@ class OpenAIWire(HTTPProvider):
             # content is "string or null": null when the filter fired, when max_tokens ran out while a
             # reasoning model was still thinking, or when the answer is a refusal. The first two are answers
             # (empty ones, with the tokens they cost), not failures.
-            text = string_at(message, "content", "choices[0].message")
-            refusal = string_at(message, "refusal", "choices[0].message")
+            text = _content_text(message, "choices[0].message")
+            refusal = string_or_none(message, "refusal")
             if not text and refusal:
                 text, finish = refusal, REFUSAL
             elif text is None:
                 text = ""
-            thinking = string_at(message, "reasoning_content", "choices[0].message") or string_at(
-                message, "reasoning", "choices[0].message"
-            )
+            thinking = string_or_none(message, "reasoning_content") or string_or_none(message, "reasoning")
         return self._completion(reply, data, text, finish, ("prompt_tokens", "completion_tokens"), thinking)
 
     def _from_responses(self, reply: Reply) -> Completion:
         data = reply.data
         self.raise_for_error_body(reply, "output")
-        status = string_at(data, "status")
+        status = string_or_none(data, "status")
         if status == "failed":
-            error = object_at(data, "error") or {}
-            code = string_at(error, "code", "error")
-            message = string_at(error, "message", "error")
+            error = object_or_none(data, "error") or {}
+            code = name_or_none(error, "code")
+            message = name_or_none(error, "message")
             cause: RetryCause | None = "server_error" if code in ("server_error", None) else None
             raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
         texts: list[str] = []
@@ -270,8 +279,8 @@ class OpenAIWire(HTTPProvider):
             raise ProviderResponseError("the response has no output_text in output[].content")
         finish: str | None
         if status == "incomplete":
-            details = object_at(data, "incomplete_details")
-            reason = None if details is None else string_at(details, "reason", "incomplete_details")
+            details = object_or_none(data, "incomplete_details")
+            reason = None if details is None else string_or_none(details, "reason")
             finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
         else:
             finish = "stop" if status == "completed" else status
@@ -329,8 +338,18 @@ def quota_used_up(status: int, body: bytes) -> bool:
 
 def _detail(usage: dict[str, Any], details: str, key: str) -> int | None:
     """``usage.<details>.<key>``, a token count the API may leave out (or send its ``details`` as null)."""
-    found = object_at(usage, details, "usage")
-    return None if found is None else count_at(found, key, f"usage.{details}")
+    found = object_or_none(usage, details)
+    return None if found is None else count_or_none(found, key)
+
+
+def _content_text(message: dict[str, Any], at: str) -> str | None:
+    """``message.content``: a string or null as documented, or a list of content parts (some servers answer
+    with the request's part form), whose text parts are joined."""
+    content = message.get("content")
+    if type(content) is not list:
+        return string_at(message, "content", at)
+    parts = objects(content, f"{at}.content")
+    return "".join(string_at(part, "text", f"{at}.content[{i}]") or "" for i, part in enumerate(parts))
 
 
 def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
@@ -362,16 +381,16 @@ class _Stream:
             detail = orjson.dumps(event["error"]).decode()
             raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
         meta = self.meta
-        meta.setdefault("id", string_at(event, "id"))
-        model = string_at(event, "model")
+        meta.setdefault("id", name_or_none(event, "id"))
+        model = name_or_none(event, "model")
         if model is not None:
             meta["model"] = model
-        usage = object_at(event, "usage")
+        usage = object_or_none(event, "usage")
         if usage is not None:
             meta["usage"] = usage
         for position, choice in enumerate(objects(event.get("choices"), "choices")):
             at = f"choices[{position}]"
-            if count_at(choice, "index", at) not in (0, None):
+            if count_or_none(choice, "index") not in (0, None):
                 continue
             if self.endpoint == "completions":
                 self.text.append(string_at(choice, "text", at) or "")
@@ -379,16 +398,16 @@ class _Stream:
                 delta = object_at(choice, "delta", at)
                 if delta is not None:
                     self._read_delta(delta, f"{at}.delta")
-            finish = string_at(choice, "finish_reason", at)
+            finish = string_or_none(choice, "finish_reason")
             if finish is not None:
                 self.finish = finish
 
     def _read_delta(self, delta: dict[str, Any], at: str) -> None:
         self.text.append(string_at(delta, "content", at) or "")
-        refusal = string_at(delta, "refusal", at)
+        refusal = string_or_none(delta, "refusal")
         if refusal is not None:
             self.refusal.append(refusal)
-        reasoning = string_at(delta, "reasoning_content", at) or string_at(delta, "reasoning", at)
+        reasoning = string_or_none(delta, "reasoning_content") or string_or_none(delta, "reasoning")
         if reasoning:
             self.thinking.append(reasoning)
 
