@@ -117,6 +117,10 @@ def preflight(path: Path, task: str) -> Preflight:
     # before the dataset is read: a template that cannot load is refused without a pass over a big file
     prompt_template(loaded, FewShot())
     few_shot = spec.few_shot
+    if few_shot is not None and few_shot.path is not None and loaded.resolve(few_shot.path).resolve() == path.resolve():
+        # the task's own few-shot file, checked under the task's field mapping: its lines are what matters here
+        report = validate_dataset(path, spec.dataset, task=spec.name)
+        return Preflight(report, None, None, f"{path} is the few-shot file of task {spec.name!r} (its lines are checked)")
     if few_shot is not None and few_shot.k > 0 and few_shot.holdout_fraction is None:
         return _with_pool(loaded, path)
     report = validate_dataset(path, spec.dataset, task=spec.name)

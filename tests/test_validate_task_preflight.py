@@ -287,3 +287,14 @@ def test_preflight_reports_the_overlap_count_for_a_library_caller(root: TaskRoot
         40,
         2,
     )
+
+
+def test_the_tasks_own_few_shot_file_is_checked_line_by_line_under_its_mapping(cli: Cli, root: TaskRoot) -> None:
+    # run refuses a dataset that is the few-shot file; validating that file with --task checks its lines (exit 0)
+    pool = _with_pool(root, _CLEAN)
+    result = _validate(cli, "data/shots.jsonl")
+    assert result.code == 0, result.out + result.err
+    assert result.out.splitlines() == [
+        *_dataset_lines(pool, lines=2, axes="default 2"),
+        "template: not rendered: data/shots.jsonl is the few-shot file of task 'adder' (its lines are checked)",
+    ]
