@@ -95,6 +95,15 @@ def test_control_characters_from_the_data_are_shown_not_sent_to_the_terminal(cli
     assert "evil\\x1b[2J\\x1b]0;pwned\\x07" in shown.out and "What is 1 + 1?\\x1b[31m" in shown.out
 
 
+def test_control_characters_from_the_data_in_an_error_message_are_shown_not_sent(cli: Cli, task_root: TaskRoot) -> None:
+    # an error lists the run's tags as the data spells them: one holding ESC[2J must not clear the screen
+    task_root.data("adder.jsonl", [{"id": "q", "input": "What is 1 + 1?", "target": "2", "tags": ["x\x1b[2J"]}])
+    run = make_run(cli, task_root)
+    refused = cli("inspect", "--run", run, "--tag", "nope")
+    assert refused.code == 2
+    assert "\x1b" not in refused.err and "its tags: x\\x1b[2J" in refused.err
+
+
 def rewrite(run: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
     """Rewrite every record of ``run`` through ``change`` (as a run whose records say so would be written)."""
     records = [change(record) for record in read_records(run)]

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from eval_harness.cli import EXIT_BROKEN_PIPE
+from eval_harness.cli import EXIT_BROKEN_PIPE, visible
 from eval_harness.cli.launch import resume_collection
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
@@ -158,7 +158,7 @@ def _redacted(text: str) -> str:
         secrets = Settings.load().secrets()
     except EvalHarnessError:  # an unreadable .env is what is being reported: the environment's keys at least
         secrets = Settings.load(env_file=None).secrets()
-    return redact(text, secrets)
+    return visible(redact(text, secrets))  # a message may quote a dataset value holding an escape sequence
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from eval_harness.cli import EXIT_BROKEN_PIPE
+from eval_harness.cli import EXIT_BROKEN_PIPE, visible
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
 # COLUMNS says how wide the reader is (rich reads it then).
@@ -26,20 +26,10 @@ from eval_harness.cli import EXIT_BROKEN_PIPE
 # are text ("[/messages/0]" would fail as a closing tag, "[local-embeddings]" would vanish as a style).
 
 
-# Control characters other than line breaks and tabs, shown as escapes: a dataset value or a model's output
-# holding ESC[2J (clear the screen), an OSC title sequence or a bare carriage return must not act on the
-# terminal of the user who inspects it.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
-
-
 class _Console(Console):
     def render_str(self, text: str, **options: Any) -> Text:
         """Every string printed (table cells included) reaches the terminal without its control characters."""
-        return super().render_str(_visible(text), **options)
+        return super().render_str(visible(text), **options)
 
     def on_broken_pipe(self) -> None:
         """The reader of our output went away (`| head`): stop quietly with the shell's code for it (rich
