@@ -120,7 +120,8 @@ def preflight(path: Path, task: str) -> Preflight:
     if few_shot is not None and few_shot.path is not None and loaded.resolve(few_shot.path).resolve() == path.resolve():
         # the task's own few-shot file, checked under the task's field mapping: its lines are what matters here
         report = validate_dataset(path, spec.dataset, task=spec.name)
-        return Preflight(report, None, None, f"{path} is the few-shot file of task {spec.name!r} (its lines are checked)")
+        own = f"{path} is the few-shot file of task {spec.name!r} (its lines are checked)"
+        return Preflight(report, None, None, own)
     if few_shot is not None and few_shot.k > 0 and few_shot.holdout_fraction is None:
         return _with_pool(loaded, path)
     report = validate_dataset(path, spec.dataset, task=spec.name)

@@ -321,3 +321,14 @@ def test_inspect_an_unknown_tag_is_refused_naming_the_runs_tags(cli: Cli, tagged
 def test_inspect_a_tag_in_a_run_without_tags_says_there_are_none(cli: Cli, untagged_run: Path) -> None:
     result = cli("inspect", "--run", untagged_run, "--tag", "odd", "--errors")
     assert (result.code, result.err) == (2, "error: --tag: the run has no tag 'odd' (no record has a tag)\n")
+
+
+def test_a_tag_holding_a_line_break_or_a_pipe_stays_one_markdown_row(
+    cli: Cli, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tagged_task_root(tmp_path_factory.mktemp("breaks") / "project", lambda i: ["two\nlines|x"] if i < 3 else [])
+    run = run_to_end(adder_run_config(root)).run_dir
+    result = cli("report", "--run", run, "--format", "markdown", "--by-tag")
+    assert result.code == 0, result.err
+    table = result.out.split("### By tag (a record with several tags counts in each)\n\n")[1].split("\n\n")[0]
+    assert table.splitlines()[2].startswith("| two lines\\|x | 3 |")

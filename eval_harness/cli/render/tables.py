@@ -222,7 +222,8 @@ def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> 
     """A GitHub-flavoured Markdown table of ``rows`` under the columns' headers, aligned as they are."""
 
     def cell(text: str) -> str:
-        return text.replace("|", "\\|")
+        # a line break inside a cell ends the table row (a tag or axis from the data may hold one)
+        return " ".join(text.splitlines()).replace("|", "\\|")
 
     lines = ["| " + " | ".join(cell(c.header) for c in columns) + " |"]
     lines.append("|" + "|".join("---:" if c.justify == "right" else ":---" for c in columns) + "|")
