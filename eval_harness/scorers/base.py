@@ -350,6 +350,18 @@ def _unit(value: object, part: object = None) -> float:
     return number
 
 
+def _check_metadata(metadata: object) -> None:
+    """``_BrokenContract`` when a verdict's metadata is not a mapping, or its ``breakdown`` holds a part outside
+    [0, 1] (a record holds each part as a score)."""
+    if metadata.__class__ is not dict and not isinstance(metadata, Mapping):
+        raise _BrokenContract(f"returned metadata of type {_type_name(metadata)}; metadata must be a dict")
+    breakdown = metadata.get("breakdown")
+    if breakdown is not None and (breakdown.__class__ is dict or isinstance(breakdown, Mapping)):
+        for part, part_value in breakdown.items():
+            if part_value.__class__ is not float or not 0.0 <= part_value <= 1.0:
+                _unit(part_value, part)
+
+
 def _checked(verdict: object) -> float:
     """The value of a verdict that keeps the scorer contract (see the module docstring); ``_BrokenContract``
     naming what breaks it otherwise. Runs on every verdict: a few comparisons for a valid ``Score``."""
@@ -361,15 +373,8 @@ def _checked(verdict: object) -> float:
     value = verdict.value
     if value.__class__ is not float or not 0.0 <= value <= 1.0:  # changed after it was built, or never validated
         value = _unit(value)
-    metadata = verdict.metadata
-    if metadata:
-        if metadata.__class__ is not dict and not isinstance(metadata, Mapping):
-            raise _BrokenContract(f"returned metadata of type {_type_name(metadata)}; metadata must be a dict")
-        breakdown = metadata.get("breakdown")
-        if breakdown is not None and (breakdown.__class__ is dict or isinstance(breakdown, Mapping)):
-            for part, part_value in breakdown.items():
-                if part_value.__class__ is not float or not 0.0 <= part_value <= 1.0:
-                    _unit(part_value, part)
+    if verdict.metadata:
+        _check_metadata(verdict.metadata)
     explanation, answer = verdict.explanation, verdict.answer
     if (explanation is not None and explanation.__class__ is not str) or (
         answer is not None and answer.__class__ is not str
@@ -599,11 +604,9 @@ class ScoringPipeline:
         breakdown with the explanation and metadata, its spend apart from them."""
         if cut.running is not None:
             result.running = f"{cut.running} inside {step.label}"
-        breakdown = cut.metadata.get("breakdown") if cut.metadata else None
         try:
-            if isinstance(breakdown, Mapping):
-                for part, part_value in breakdown.items():
-                    _unit(part_value, part)
+            if cut.metadata:
+                _check_metadata(cut.metadata)
             _keep(result, step.key, cut.explanation, cut.metadata)
         except _BrokenContract:
             pass
