@@ -256,11 +256,12 @@ def _untagged_note(report: ProfileReport) -> str:
     return f"{report.untagged_records:,} of {counted(records, 'record')} have no tag and are in no row"
 
 
-def _tag_hint(report: ProfileReport) -> list[str]:
-    """Without --by-tag: that the records carry tags, and how to see them."""
-    if not report.by_tag:
-        return []
-    return [f"records carry {counted(len(report.by_tag), 'distinct tag')}: --by-tag shows a row for each"]
+def _notes_shown(report: ProfileReport, by_tag: bool) -> list[str]:
+    """The report's notes; without --by-tag, then that the records carry tags and how to see them."""
+    if by_tag or not report.by_tag:
+        return report.notes
+    tags = counted(len(report.by_tag), "distinct tag")
+    return [*report.notes, f"records carry {tags}: --by-tag shows a row for each"]
 
 
 def _headline_lines(report: ProfileReport) -> list[str]:
@@ -440,7 +441,7 @@ def print_report(report: ProfileReport, console: Console | None = None, *, by_ta
     out.print(_totals_line(report), markup=False, soft_wrap=True)
     for line in _gate_lines(report):
         out.print(f"gate {line}", style=None if line.startswith("PASS") else "bold red", markup=False, soft_wrap=True)
-    for note in [*report.notes, *([] if by_tag else _tag_hint(report))]:
+    for note in _notes_shown(report, by_tag):
         out.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
@@ -487,7 +488,7 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     lines += ["", "### Totals", "", f"- {_totals_line(report)}"]
     if report.gates:
         lines += ["", f"### Gates (on {report.gate_on})", ""] + [f"- {line}" for line in _gate_lines(report)]
-    notes = [*report.notes, *([] if by_tag else _tag_hint(report))]
+    notes = _notes_shown(report, by_tag)
     if notes:
         lines += ["", "### Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
