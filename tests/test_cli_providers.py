@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,6 +281,38 @@ def test_a_server_that_is_not_running_stops_the_run_with_one_line(tmp_path: Path
     assert json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())["status"] == "failed"
     # 240 samples used to be recorded as errors, each after its backoff, with exit 0
     assert len((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()) == 0
+
+
+def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_back(tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    with FakeLLMServer(answers=answers_from_jsonl(DATASET), latency_s=0.05) as server:
+        args = run_args(server, "openai-compatible/fake", "--concurrency", "2", "--max-retries", "2", "-q")
+        run = subprocess.Popen(
+            [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
+        )
+        samples = tmp_path / "results" / "r1" / "samples.jsonl"
+        for _ in range(600):  # up to 30 s for the first records
+            if samples.exists() and samples.read_text().count("\n") >= 6:
+                break
+            run.poll()
+            assert run.returncode is None, "the run ended before the server went down"
+            time.sleep(0.05)
+        server.stop()
+        _, stderr = run.communicate(timeout=60)  # 2 retries: 0.5-1 s, then 1-2 s, and the run stops
+        assert run.returncode == 2, stderr
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and "no request sent since this sample's first try reached the server" in lines[0]
+        before = records(tmp_path)
+        assert 6 <= len(before) < 240 and all(row["error"] is None for row in before), [
+            r["error"] for r in before if r["error"]
+        ]
+        server.start()  # same port
+        resumed = cli(tmp_path, "resume", "results/r1", "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    rows = records(tmp_path)
+    assert len(rows) == 240 and all(row["error"] is None for row in rows)
+    assert len({(row["sample_id"], row["epoch"]) for row in rows}) == 240  # each sample once: none lost, none twice
 
 
 def test_after_an_auth_failure_resume_with_the_right_key_completes(server: FakeLLMServer, tmp_path: Path) -> None:

@@ -452,6 +452,62 @@ async def test_after_one_answer_a_refused_connection_is_that_sample_s_error(serv
     assert isinstance(outcome.error, ProviderConnectionError) and outcome.error.unreachable
 
 
+async def test_a_server_that_stops_answering_mid_run_stops_the_run_once_a_sample_retried_in_vain(
+    server: FakeLLMServer,
+) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=2, initial_wait_s=0.01))
+    try:
+        assert (await gateway.generate(request())).completion is not None
+        server.stop()
+        with pytest.raises(
+            ServerUnreachableError, match=r"3 attempts .* since this sample's first try reached the server: it stopped"
+        ):
+            await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+
+
+async def test_a_server_back_within_a_sample_s_retries_costs_that_sample_a_retry_only(server: FakeLLMServer) -> None:
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=3, initial_wait_s=0.4))
+    try:
+        assert (await gateway.generate(request())).completion is not None
+        server.stop()
+        pending = asyncio.ensure_future(gateway.generate(request()))
+        await asyncio.sleep(0.15)  # its first try is refused; it waits 0.4-0.8 s before the next
+        server.start()  # same port
+        outcome = await pending
+    finally:
+        await gateway.aclose()
+    assert outcome.completion is not None and outcome.completion.text == "4"
+    assert outcome.attempts >= 2 and outcome.retries.get("connection", 0) >= 1
+
+
+async def test_an_answer_to_another_sample_during_a_retry_window_keeps_the_refused_sample_its_own_error(
+    server: FakeLLMServer,
+) -> None:
+    """A refused connection while other requests are answered is one sample's bad luck, not a server gone."""
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    gateway = Gateway(make("openai/gpt-4o", server, concurrency=2), RetryPolicy(max_retries=1, initial_wait_s=0.8))
+    try:
+        assert (await gateway.generate(request())).completion is not None
+        server.stop()
+        refused = asyncio.ensure_future(gateway.generate(request()))
+        await asyncio.sleep(0.1)  # refused once, waiting 0.8-1.6 s for its retry
+        server.start()
+        answered = await gateway.generate(request())  # an answer after the refused sample's first try
+        server.stop()  # and gone again before its retry
+        outcome = await refused
+    finally:
+        await gateway.aclose()
+    assert answered.completion is not None
+    assert isinstance(outcome.error, ProviderConnectionError) and outcome.error.unreachable
+
+
 # openai-compatible ---------------------------------------------------------------------------------------
 def test_openai_compatible_requires_a_base_url() -> None:
     with pytest.raises(ConfigError, match="base_url"):

@@ -71,6 +71,8 @@ class CallTally:
     """Seconds between attempts (backoff), the wait in progress not included (see ``end_wait``)."""
     on_first_send: Callable[[], None] | None = None
     """Called once, when the first request may be sent (admitted and paced): the per-sample clock starts."""
+    first_sent: int | None = None
+    """The session's number for this sample's first request (requests are numbered as they are sent)."""
     _wait_started: float | None = None
 
     def begin_wait(self) -> None:
@@ -120,7 +122,12 @@ class Gateway:
         """The provider's secrets, each once: taken out of its answers and of the errors it raises."""
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
-        self._reached = False  # whether any call of this session got through to the server
+        self._connected = False  # whether any call of this session got a connection to the server
+        self._sent = 0  # requests sent so far: each request's number
+        self._last_answered = -1
+        """The highest number of a request the server answered (any status, or a timeout; a connection it
+        dropped is no answer): by send order, so an answer to a request sent before the server went down (a
+        graceful shutdown drains them) is no sign it is back."""
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
@@ -196,16 +203,31 @@ class Gateway:
     def _outcome(
         self, completion: Completion | None, error: ProviderError | None, tally: CallTally
     ) -> GenerationOutcome:
-        if isinstance(error, ProviderConnectionError) and error.unreachable and not self._reached:
-            tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
-            raise ServerUnreachableError(
-                f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
-                "base URL right? The run stops; resume it once the server answers)"
-            )
+        if isinstance(error, ProviderConnectionError) and error.unreachable:
+            self._stop_if_server_down(error, tally)
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
+
+    def _stop_if_server_down(self, error: ProviderConnectionError, tally: CallTally) -> None:
+        """Raise ``ServerUnreachableError`` when a sample out of retries without a connection shows the server is
+        gone, not that this one request was unlucky: no request of the session ever reached it (not started,
+        wrong port), or none sent since this sample's first try did although the sample retried (the server
+        went down mid-run). Either way every sample to come would fail the same way, each after its backoff (a 1,319-
+        sample run took 24 minutes to record nothing but errors), so the run stops and resume picks it up.
+        A sample that was not retried (``--max-retries 0``) after the server had answered stays its own error."""
+        tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
+        if not self._connected:
+            raise ServerUnreachableError(
+                f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
+                "base URL right? The run stops; resume it once the server answers)"
+            )
+        if tally.attempts > 1 and tally.first_sent is not None and self._last_answered < tally.first_sent:
+            raise ServerUnreachableError(
+                f"{error} ({tries}, and no request sent since this sample's first try reached the server: "
+                "it stopped answering. The run stops with what it recorded; resume it once the server answers)"
+            )
 
     async def _attempt(self, request: GenerateRequest, tally: CallTally, retrying: str | None = None) -> Completion:
         """One call: admission, then the provider; feeds the adaptive limit and the token budget.
@@ -215,11 +237,16 @@ class Gateway:
         concurrency = self.concurrency
         await concurrency.acquire()
         booking = None
+        sent = -1  # this request's number, once it is sent
         try:
             tally.end_wait()
             if self.rpm is not None or self.tpm is not None:
                 booking = await self._pace(request)
             tally.first_send()
+            sent = self._sent
+            self._sent += 1
+            if tally.first_sent is None:
+                tally.first_sent = sent
             tally.attempts += 1
             if retrying is not None:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
@@ -233,14 +260,17 @@ class Gateway:
                 raise self._not_a_completion(answer)
             completion = answer
         except ProviderError as exc:
+            if not isinstance(exc, ProviderConnectionError):
+                self._last_answered = max(self._last_answered, sent)  # even an error status: the server is there
             if not (isinstance(exc, ProviderConnectionError) and exc.unreachable):
-                self._reached = True  # an answer, even an error status: the server is there
+                self._connected = True
             if exc.retry_cause == "rate_limit":
                 concurrency.on_rate_limit(exc.retry_after)
             raise
         finally:
             concurrency.release()
-        self._reached = True
+        self._connected = True
+        self._last_answered = max(self._last_answered, sent)
         usage = completion.usage
         spent = usage.prompt_tokens + usage.completion_tokens
         if booking is not None and spent > 0:  # no usage reported: the estimate stays spent
