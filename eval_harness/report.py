@@ -50,7 +50,7 @@ from eval_harness.stats import (
     sample_size,
     wilson_sample_size,
 )
-from eval_harness.tally import LENGTH_STOPS, nothing_billed
+from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
 from eval_harness.types import AxisStats, RunManifest, RunSummary, ScorerSpec
 
 __all__ = [
@@ -423,6 +423,8 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
     limit = manifest.task.generation.max_tokens
     where = run_dir if run_dir is not None else "RUN_DIR"
     at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
+    if CONTEXT_WINDOW_STOP in totals.finish_reasons:
+        at += " or the model's context window"
     unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
     return [
         f"{totals.length_stops:,} of {answers:,} answers stopped at {at} (finish_reason {reasons}){unset}: raise "

@@ -27,9 +27,14 @@ from typing import Any
 from eval_harness.proportions import wilson_interval
 from eval_harness.types import AxisStats, RunManifest, RunSummary
 
-LENGTH_STOPS = frozenset({"length", "max_tokens"})
+CONTEXT_WINDOW_STOP = "model_context_window_exceeded"
+"""Anthropic's finish reason for an answer that filled the model's context window before ``max_tokens``."""
+
+LENGTH_STOPS = frozenset({"length", "max_tokens", CONTEXT_WINDOW_STOP})
 """Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
-Anthropic's ``max_tokens``): the answer may be cut short of its last line."""
+Anthropic's ``max_tokens``) or at the end of the model's context window (Anthropic's
+``model_context_window_exceeded``): the answer may be cut short of its last line. Matched exactly, as the
+APIs document them (each lower case)."""
 
 
 def nothing_billed(records: int, errors: int, cached: int, cost_total: float | None) -> bool:
@@ -296,6 +301,7 @@ def run_summary_of(
 
 
 __all__ = [
+    "CONTEXT_WINDOW_STOP",
     "LENGTH_STOPS",
     "AxisFigures",
     "AxisTally",

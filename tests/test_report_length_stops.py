@@ -56,6 +56,12 @@ PROVIDERS = {
     "openai chat": ("openai/gpt-4o-mini", "length", "length", []),
     "openai responses": ("openai/gpt-4o-mini", "max_output_tokens", "length", ["--model-arg", "api=responses"]),
     "anthropic": ("anthropic/claude-sonnet-4-5", "max_tokens", "max_tokens", []),
+    "anthropic context window": (
+        "anthropic/claude-sonnet-4-5",
+        "model_context_window_exceeded",
+        "model_context_window_exceeded",
+        [],
+    ),
 }
 """The model, what the server says, what the record holds, and extra arguments."""
 
@@ -128,3 +134,18 @@ def test_each_tag_row_counts_its_answers_cut_at_max_tokens(tmp_path: Path) -> No
     report = build_report(run_of(tmp_path / "run", records))
     assert {row.axis: row.length_stops for row in report.by_tag} == {"x": 2, "y": 1}
     assert report.totals.length_stops == 2
+
+
+def test_an_answer_that_filled_the_context_window_is_counted_and_named_in_the_note(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    run = served_run(
+        cli, task_root, "anthropic/claude-sonnet-4-5", "model_context_window_exceeded", "--max-tokens", "8"
+    )
+    notes = [line for line in cli("report", "--run", run).out.splitlines() if "stopped at" in line]
+    assert notes == [
+        "note: 3 of 4 answers stopped at max_tokens 8 or the model's context window (finish_reason "
+        "model_context_window_exceeded): raise --max-tokens if they were cut short, or see them with "
+        f"eval-harness inspect --run {run} --show-failures"
+    ]

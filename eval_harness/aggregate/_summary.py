@@ -258,8 +258,8 @@ def untagged(columns: RunColumns) -> int:
 
 
 def length_stopped(columns: RunColumns) -> Bool:
-    """Which rows hold an answer that stopped at the output-token limit (``tally.LENGTH_STOPS``: OpenAI's
-    ``length``, Anthropic's ``max_tokens``)."""
+    """Which rows hold an answer that stopped at the output-token limit or the context window
+    (``tally.LENGTH_STOPS``: OpenAI's ``length``, Anthropic's ``max_tokens`` and ``model_context_window_exceeded``)."""
     codes = [code for code, name in enumerate(columns.finish_reasons) if name in LENGTH_STOPS]
     return np.isin(columns.finish_reason, codes)
 
