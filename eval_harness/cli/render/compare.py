@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from eval_harness.cli.render import counted_n, interval, millis, money, p_value, pct, signed_points, stdout
-from eval_harness.cli.render.tables import Column, FittedTable, markdown_table
+from eval_harness.cli.render.tables import Column, FittedTable, markdown_code, markdown_table, markdown_text
 
 if TYPE_CHECKING:
     from eval_harness.compare import CompareAxis, Comparison, UnpairedAxis
@@ -121,7 +121,7 @@ def _differs_line(c: Comparison, code: bool = False) -> str:
     """The settings that tell the runs apart: the one clue beyond the run ids when the model is the same."""
     if not c.differs:
         return f"differs: {_SAME_SETTINGS}"
-    return "differs: " + " · ".join(_code(change.text) if code else change.text for change in c.differs)
+    return "differs: " + " · ".join(markdown_code(change.text) if code else change.text for change in c.differs)
 
 
 def _incomplete_lines(c: Comparison) -> list[str]:
@@ -141,11 +141,6 @@ def _incomplete_lines(c: Comparison) -> list[str]:
             f"comparison pairs the rest (continue it with: eval-harness resume {run.run_dir})"
         )
     return lines
-
-
-def _code(text: str) -> str:
-    """``text`` as a Markdown code span: a setting's value printed as it is, not read as Markdown."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _summary_lines(c: Comparison) -> list[str]:
@@ -243,13 +238,13 @@ def comparison_markdown(c: Comparison) -> str:
     score_rows = [_score_cells(a) for a in c.axes] + [_unpaired_cells(u) for u in c.unpaired_axes]
     score_rows.append(_score_cells(c.overall, overall=True))
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
-    lines = [f"## {_title(c)}", "", _differs_line(c, code=True), ""]
-    lines += [f"**{line}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
+    lines = [f"## {markdown_text(_title(c))}", "", _differs_line(c, code=True), ""]
+    lines += [f"**{markdown_text(line)}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
     lines += [*markdown_table(_SCORE_COLUMNS, score_rows), ""]
     lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
-    lines += [f"- {line}" for line in _summary_lines(c)]
-    lines += [f"- **FORCED**: compared although the runs have {item}" for item in c.forced]
-    lines += [f"- note: {note}" for note in c.notes]
+    lines += [f"- {markdown_text(line)}" for line in _summary_lines(c)]
+    lines += [f"- **FORCED**: compared although the runs have {markdown_text(item)}" for item in c.forced]
+    lines += [f"- note: {markdown_text(note)}" for note in c.notes]
     return "\n".join(lines) + "\n"
 
 

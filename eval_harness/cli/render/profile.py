@@ -24,7 +24,7 @@ from eval_harness.cli.render import (
     sparkline,
     stdout,
 )
-from eval_harness.cli.render.tables import LEFT_OUT_HINT, Column, FittedTable, markdown_table
+from eval_harness.cli.render.tables import LEFT_OUT_HINT, Column, FittedTable, markdown_table, markdown_text
 from eval_harness.tally import nothing_billed
 from eval_harness.types import AxisStats, RunSummary
 
@@ -456,9 +456,9 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     profile_rows = _report_rows(report)
     with_method = _with_method(profile_rows)
     rows = [row.cells(with_excluding, with_method) for row in profile_rows]
-    rows[-1] = [f"**{c}**" if c not in ("", "–") else c for c in rows[-1]]
-    lines = [f"## {_title(report)}", "", *markdown_table(_columns(with_excluding, with_method), rows), ""]
-    lines += [f"- {line}" for line in _headline_lines(report)]
+    table = markdown_table(_columns(with_excluding, with_method), rows, strong_last_row=True)
+    lines = [f"## {markdown_text(_title(report))}", "", *table, ""]
+    lines += [f"- {markdown_text(line)}" for line in _headline_lines(report)]
     if by_tag:
         lines += ["", f"### {_TAG_TITLE[0].upper()}{_TAG_TITLE[1:]}", ""]
         if report.by_tag:
@@ -466,31 +466,31 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
             tag_method = _with_method(tag_rows)
             tag_cells = [row.cells(with_excluding, tag_method) for row in tag_rows]
             lines += [*markdown_table(_columns(with_excluding, tag_method, "tag"), tag_cells), ""]
-        lines.append(f"- {_untagged_note(report)}")
+        lines.append(f"- {markdown_text(_untagged_note(report))}")
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
         lines += markdown_table(_epoch_columns(report), [_epoch_cells(e) for e in report.epochs])
     if report.scorers:
         lines += ["", "### Scorers", ""]
         scorer_rows = [
-            [s.name, f"{s.n:,}", _num(s.mean), _num(s.median), _num(s.std), _num(s.p10), _num(s.p90), ""]
+            [s.name, f"{s.n:,}", _num(s.mean), _num(s.median), _num(s.std), _num(s.p10), _num(s.p90),
+             sparkline(s.histogram)]
             for s in report.scorers
-        ]
-        for row, s in zip(scorer_rows, report.scorers, strict=True):
-            row[7] = "`" + sparkline(s.histogram) + "`"
-        lines += markdown_table(_SCORER_COLUMNS, scorer_rows)
+        ]  # fmt: skip
+        lines += markdown_table(_SCORER_COLUMNS, scorer_rows, code_columns=frozenset({7}))
     if report.judge_reliability:
         lines += ["", f"### {_RELIABILITY_TITLE[0].upper()}{_RELIABILITY_TITLE[1:]}", ""]
         reliability_rows = [_reliability_cells(r) for r in report.judge_reliability]
         lines += markdown_table(_RELIABILITY_COLUMNS, reliability_rows)
     if report.precision:
-        lines += ["", "### Precision", ""] + [f"- {line}" for line in _precision_lines(report)]
-    lines += ["", "### Totals", "", f"- {_totals_line(report)}"]
+        lines += ["", "### Precision", ""] + [f"- {markdown_text(line)}" for line in _precision_lines(report)]
+    lines += ["", "### Totals", "", f"- {markdown_text(_totals_line(report))}"]
     if report.gates:
-        lines += ["", f"### Gates (on {report.gate_on})", ""] + [f"- {line}" for line in _gate_lines(report)]
+        gate_lines = [f"- {markdown_text(line)}" for line in _gate_lines(report)]
+        lines += ["", f"### Gates (on {markdown_text(report.gate_on)})", "", *gate_lines]
     notes = _notes_shown(report, by_tag)
     if notes:
-        lines += ["", "### Notes", ""] + [f"- {note}" for note in notes]
+        lines += ["", "### Notes", ""] + [f"- {markdown_text(note)}" for note in notes]
     return "\n".join(lines) + "\n"
 
 

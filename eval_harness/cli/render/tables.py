@@ -218,14 +218,47 @@ class FittedTable:
             yield Text(f"left out to fit {options.max_width} columns: {', '.join(left_out)} ({self.hint})")
 
 
-def markdown_table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A GitHub-flavoured Markdown table of ``rows`` under the columns' headers, aligned as they are."""
+_MARKDOWN_MARKUP = re.compile(r"[`*<~]|\\(?=[!-/:-@\[-`{-~])|(?<![^\W_])_|_(?![^\W_])")
+"""What GitHub would read as markup in text from the data: code (`), emphasis (*), HTML (<), strike-through (~), a
+backslash that escapes the punctuation after it, and an ``_`` at a word's edge. An ``_`` between letters or digits
+emphasises nothing in GFM, so ``snake_case`` names and paths stay as they are, and copyable."""
 
-    def cell(text: str) -> str:
-        # a line break inside a cell ends the table row (a tag or axis from the data may hold one)
-        return " ".join(text.splitlines()).replace("|", "\\|")
 
+def markdown_text(text: str) -> str:
+    """``text`` (an axis, a tag, a run id, a note naming them) as literal Markdown on one line: a line break
+    would end a table row or a list item, and a tag such as ``*new*`` would render as emphasis."""
+    return _MARKDOWN_MARKUP.sub(lambda found: "\\" + found.group(), " ".join(text.splitlines()))
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as a Markdown code span (literal, monospaced), whatever backticks it holds."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def markdown_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    *,
+    strong_last_row: bool = False,
+    code_columns: frozenset[int] = frozenset(),
+) -> list[str]:
+    """A GitHub-flavoured Markdown table of ``rows`` under the columns' headers, aligned as they are; every cell
+    is literal text (``markdown_text``), then the last row is bold (``strong_last_row``: a total) and the
+    ``code_columns`` monospaced (a sparkline)."""
+
+    def cell(text: str, column: int = -1, strong: bool = False) -> str:
+        if column in code_columns:
+            shown = markdown_code(text)
+        else:
+            shown = markdown_text(text)
+            shown = f"**{shown}**" if strong and shown not in ("", "–") else shown
+        return shown.replace("|", "\\|")
+
+    last = len(rows) - 1
     lines = ["| " + " | ".join(cell(c.header) for c in columns) + " |"]
     lines.append("|" + "|".join("---:" if c.justify == "right" else ":---" for c in columns) + "|")
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    lines += [
+        "| " + " | ".join(cell(c, i, strong_last_row and n == last) for i, c in enumerate(row)) + " |"
+        for n, row in enumerate(rows)
+    ]
     return lines
