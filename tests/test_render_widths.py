@@ -252,3 +252,21 @@ def test_compare_latency_deltas_name_their_unit() -> None:
     from eval_harness.cli.render.compare import _TRADE_COLUMNS
 
     assert {"Δ p50 ms", "Δ p95 ms"} <= {column.header for column in _TRADE_COLUMNS}
+
+
+def test_a_tag_of_a_sentence_wraps_and_leaves_the_columns_a_48_character_tag_keeps(tmp_path: Path) -> None:
+    from tests.test_report_tags import run_of, scored
+
+    sentence = "_".join(["a_tag_written_as_a_whole_sentence_by_a_labelling_script"] * 5)  # 284 characters
+
+    def tag_table(tag: str) -> str:
+        records = [scored(f"s{n}", [tag] if n % 2 else ["short"], float(n % 3 == 0)) for n in range(12)]
+        report = build_report(run_of(tmp_path / str(len(tag)), records))
+        return _tables(_draw(lambda console: print_report(report, console, by_tag=True), 120))[1]
+
+    short, long = tag_table(sentence[:48]), tag_table(sentence)
+    assert _left_out(long, 120) == _left_out(short, 120)  # it used to push every optional column out
+    assert _widest_line(long) <= 120 and "…" not in long
+    fragments = [line.split("│")[1].strip() for line in long.split("┡")[1].splitlines() if line.startswith("│")]
+    assert sentence in "".join(fragments)  # whole, over several lines
+    assert max(len(fragment) for fragment in fragments) <= 48

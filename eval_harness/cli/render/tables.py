@@ -29,10 +29,15 @@ from rich.text import Text
 #    reader match 57 rows across tables;
 # 4. only when the always-shown columns still do not fit on one line do their cells wrap; and the name,
 #    last of all (an axis name of 50+ characters at 80 columns), onto more lines at its underscores,
-#    hyphens, dots or spaces, so it stays whole.
+#    hyphens, dots or spaces, so it stays whole. A name longer than _NAME_FLOOR (a tag of a sentence) wraps
+#    down to that width before any column is left out: one such name would otherwise empty every row.
 # The markdown and json formats always carry every column.
 
 _HEADER_LINES = 2  # a header may wrap onto two lines before a column is left out
+_NAME_FLOOR = 48
+"""Cells a name is kept whole in before it may wrap to keep columns: MMLU's longest subject
+(high_school_government_and_politics) is 35; a tag of a sentence (300 characters) wraps instead of pushing
+every other column out of the table."""
 LEFT_OUT_HINT = "--format markdown or json shows every column"
 
 Cell = str | Callable[[int], str]
@@ -146,6 +151,7 @@ def _fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) 
         core = [i for i, c in enumerate(columns) if not c.rank]
         if _span(one_line[i] for i in core) <= width:
             floor = one_line
+    floor[0] = min(floor[0], max(_NAME_FLOOR, cell_len(columns[0].header)))
     kept = _keep(columns, floor, width)
     widths = {i: natural[i] for i in kept}
     excess = _span(widths.values()) - width
@@ -157,9 +163,11 @@ def _fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) 
         widths[widest] -= 1
         excess -= 1
     name_width = None
-    if excess > 0 and kept and kept[0] == 0:
-        name_width = max(1, widths[0] - excess)
-        widths[0] = name_width
+    if kept and kept[0] == 0:
+        if excess > 0:
+            widths[0] = max(1, widths[0] - excess)
+        if widths[0] < natural[0]:
+            name_width = widths[0]
     return _Layout(kept, [widths[i] for i in kept], name_width)
 
 
