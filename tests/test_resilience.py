@@ -22,7 +22,7 @@ from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
 from eval_harness.gates import GateSpec
-from eval_harness.planning import plan_resume, plan_run
+from eval_harness.planning import SessionOverrides, plan_resume, plan_run
 from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import CallTally, Gateway, RetryPolicy
@@ -172,7 +172,7 @@ def test_a_resume_override_of_the_rpm_is_recorded_for_the_next_resume(task_root:
     run_dir = task_root.root / "results" / "r1"
     run(RunConfig(task=str(task_root.root / "tasks" / "adder.toml"), model="mock/m", output_dir=run_dir.parent,
                   run_id="r1", rpm=6000, max_retries=0, limit=2))  # fmt: skip
-    asyncio.run(Runner(plan_resume(run_dir, {"rpm": 9000.0})).run())
+    asyncio.run(Runner(plan_resume(run_dir, SessionOverrides(rpm=9000.0))).run())
     again = plan_resume(run_dir)
     assert (again.config.rpm, again.config.max_retries) == (9000, 0)
 
@@ -327,7 +327,7 @@ def test_the_gates_of_a_run_are_recorded_and_a_resume_keeps_them(task_root: Task
     gates = GateSpec.from_flags(0.9, ["alpha=0.5"], "ci-low", 0.1).record()
     asyncio.run(Runner(plan_run(adder_run_config(task_root, limit=2), gates=gates)).run())
     assert read_manifest(run_dir).gates == gates
-    asyncio.run(Runner(plan_resume(run_dir, {"rpm": 9000.0})).run())  # a session that gives no gate
+    asyncio.run(Runner(plan_resume(run_dir, SessionOverrides(rpm=9000.0))).run())  # a session that gives no gate
     assert plan_resume(run_dir).gates == gates
 
 

@@ -14,7 +14,7 @@ from conftest import TaskRoot, adder_run_config, arithmetic_records, read_record
 
 from eval_harness.artifacts import read_manifest, read_summary
 from eval_harness.errors import ArtifactError, DatasetError, ResumeMismatchError
-from eval_harness.planning import dry_run, plan_resume, plan_run
+from eval_harness.planning import SessionOverrides, dry_run, plan_resume, plan_run
 from eval_harness.runner import Runner, RunResult
 from eval_harness.types import SampleRecord
 
@@ -180,7 +180,7 @@ def test_scoring_failure_keeps_the_output_and_retry_errors_rescores_without_call
 def test_retry_errors_regenerates_failed_generations(task_root: TaskRoot) -> None:
     run(config(task_root, model_args={"latency_ms": "300"}, timeout_s=0.05, limit=2))
     run_dir = task_root.root / "results" / "r1"
-    result = resume(run_dir, retry_errors=True, overrides={"timeout_s": 30.0})
+    result = resume(run_dir, retry_errors=True, overrides=SessionOverrides(timeout_s=30.0))
     assert result.new_records == 2 and result.summary.overall.errors == 0
     assert len(read_records(run_dir)) == 4  # superseded records stay in the file; readers keep the last
 

@@ -16,7 +16,7 @@ from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
     from eval_harness.gates import GateSpec
-    from eval_harness.planning import RunPlan
+    from eval_harness.planning import RunPlan, SessionOverrides
     from eval_harness.runner import Progress, RunResult
 
 EXIT_INTERRUPTED = 130
@@ -287,9 +287,16 @@ def run_command(
                 f"{'it' if len(given) == 1 else 'them'}, or start a new run"
             )
         # concurrency and timeout have defaults here (a new run's): only values given replace the recorded ones
-        overrides = {"concurrency": concurrency if _given(ctx, "concurrency") else None,
-                     "timeout_s": timeout if _given(ctx, "timeout") else None, "max_retries": max_retries,
-                     "rpm": rpm, "tpm": tpm, "cache": cache}  # fmt: skip
+        from eval_harness.planning import SessionOverrides
+
+        overrides = SessionOverrides(
+            concurrency=concurrency if _given(ctx, "concurrency") else None,
+            timeout_s=timeout if _given(ctx, "timeout") else None,
+            max_retries=max_retries,
+            rpm=rpm,
+            tpm=tpm,
+            cache=cache,
+        )
         given_gates = _gates_given(gates, _given(ctx, "gate_on"))
         _resume(resume, overrides, model_arg, retry_errors, force, _Gates(given_gates, not no_gates), quiet)
         return
@@ -420,7 +427,7 @@ def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
 
 def _resume(
     run_dir: Path,
-    overrides: dict[str, Any],
+    overrides: SessionOverrides,
     model_arg: list[str] | None,
     retry_errors: bool,
     force: bool,
@@ -491,10 +498,12 @@ def resume_command(
     """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append. The run's
     recorded gates apply unless given anew."""
     from eval_harness.gates import GateSpec
+    from eval_harness.planning import SessionOverrides
 
     gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
-    overrides = {"concurrency": concurrency, "timeout_s": timeout, "max_retries": max_retries, "rpm": rpm,
-                 "tpm": tpm, "cache": cache}  # fmt: skip
+    overrides = SessionOverrides(
+        concurrency=concurrency, timeout_s=timeout, max_retries=max_retries, rpm=rpm, tpm=tpm, cache=cache
+    )
     given = _Gates(_gates_given(gates, _given(ctx, "gate_on")), not no_gates)
     _resume(run_dir, overrides, model_arg, retry_errors, force, given, quiet)
 

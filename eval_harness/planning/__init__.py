@@ -55,7 +55,13 @@ from eval_harness.planning._fingerprint import (
     _model_update,
     _prompt_inputs_sha256,
 )
-from eval_harness.planning._session import _resume_config, gate_changes, resumed_gates, session_settings
+from eval_harness.planning._session import (
+    SessionOverrides,
+    _resume_config,
+    gate_changes,
+    resumed_gates,
+    session_settings,
+)
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway
 from eval_harness.providers.replay import ReplayProvider
@@ -437,7 +443,7 @@ def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
 
 def plan_resume(
     run_dir: Path,
-    overrides: dict[str, Any] | None = None,
+    overrides: SessionOverrides | None = None,
     *,
     retry_errors: bool = False,
     force: bool = False,
@@ -458,7 +464,7 @@ def plan_resume(
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
     task = find_task(task_ref)
-    config = _resume_config(manifest, run_dir, task_ref, overrides or {}, model_args or {})
+    config = _resume_config(manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {})
     dataset_path = Path(manifest.dataset.path)
     stamp = file_stamp(dataset_path)
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
@@ -579,6 +585,7 @@ __all__ = [
     "Pool",
     "RunPlan",
     "ScoringSetup",
+    "SessionOverrides",
     "choose_few_shot",
     "dry_run",
     "few_shot_file",

@@ -6,14 +6,17 @@ now replace the recorded ones (the manifest records the last session's, so that 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from eval_harness.artifacts import RunPaths
 from eval_harness.config import RunConfig, invalid_config
 from eval_harness.types import GateSettings, RunManifest
+
+T = TypeVar("T")
 
 
 def session_settings(config: RunConfig) -> dict[str, Any]:
@@ -28,12 +31,30 @@ def session_settings(config: RunConfig) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class SessionOverrides:
+    """The pacing and retry settings given to a resume (the flags the CLI checked); None keeps the value the
+    manifest recorded. The fields are ``session_settings``'s."""
+
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    rpm: float | None = None
+    """0: no limit from here on."""
+    tpm: float | None = None
+    """0: no limit from here on."""
+    cache: bool | None = None
+
+
 def _resume_config(
-    manifest: RunManifest, run_dir: Path, task_ref: str, overrides: dict[str, Any], model_args: dict[str, Any]
+    manifest: RunManifest,
+    run_dir: Path,
+    task_ref: str,
+    overrides: SessionOverrides,
+    model_args: dict[str, Any],
 ) -> RunConfig:
     """The configuration the run started with, from its manifest, with the operational overrides and the model
     arguments given now (each replacing the recorded one)."""
-    overrides = dict(overrides)
     explicit_scorers = manifest.task.scorers_source is None
     try:
         return RunConfig(
@@ -48,25 +69,23 @@ def _resume_config(
             dataset=Path(manifest.dataset.path),
             output_dir=run_dir.parent,
             run_id=manifest.run_id,
-            concurrency=_kept(overrides, "concurrency", manifest.concurrency),
+            concurrency=_kept(overrides.concurrency, manifest.concurrency),
             epochs=manifest.epochs,
             limit=manifest.limit,
             seed=manifest.seed,
-            timeout_s=_kept(overrides, "timeout_s", manifest.timeout_s),
-            rpm=_kept(overrides, "rpm", manifest.rpm) or None,  # 0 given now: no limit from here on
-            tpm=_kept(overrides, "tpm", manifest.tpm) or None,
-            max_retries=_kept(overrides, "max_retries", manifest.max_retries),
-            cache=_kept(overrides, "cache", manifest.cache),
+            timeout_s=_kept(overrides.timeout_s, manifest.timeout_s),
+            rpm=_kept(overrides.rpm, manifest.rpm) or None,  # 0 given now: no limit from here on
+            tpm=_kept(overrides.tpm, manifest.tpm) or None,
+            max_retries=_kept(overrides.max_retries, manifest.max_retries),
+            cache=_kept(overrides.cache, manifest.cache),
             generation=manifest.task.generation.model_dump(exclude_none=True),
-            **{k: v for k, v in overrides.items() if v is not None},
         )
     except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
         raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
 
 
-def _kept(overrides: dict[str, Any], name: str, recorded: Any) -> Any:
-    """The override given now (None: not given), else the value the manifest recorded."""
-    given = overrides.pop(name, None)
+def _kept(given: T | None, recorded: T) -> T:
+    """The value given now, else (None: not given) the one the manifest recorded."""
     return recorded if given is None else given
 
 
