@@ -131,6 +131,11 @@ class InspectedSample(BaseModel):
     epochs: list[EpochOutcome] | None = Field(
         default=None, description="With --by-sample: every epoch of the sample in scope, by epoch; None otherwise."
     )
+    dataset_line: int | None = Field(
+        default=None,
+        description="The line of the run's dataset file (``dataset_path``) the sample was read from; None in a "
+        "record written before it was recorded.",
+    )
 
 
 class ErrorGroup(BaseModel):
@@ -153,6 +158,9 @@ class Inspection(BaseModel):
 
     run_id: str
     run_dir: str = Field(default="", description="The run directory inspected, as given.")
+    dataset_path: str = Field(
+        default="", description="The run's dataset file as its manifest records it: what dataset_line counts in."
+    )
     model: str
     task: str
     status: str
@@ -387,6 +395,7 @@ def inspect_run(
     return Inspection(
         run_id=manifest.run_id,
         run_dir=str(run_dir),
+        dataset_path=manifest.dataset.path,
         model=manifest.model.id,
         task=manifest.task.name,
         status=observed_status(run_dir, manifest),
@@ -524,7 +533,14 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,
         failed_gates=[key for key in gates if _below_one((record.get("scores") or {}).get(key))],
+        dataset_line=_line_number(record.get("dataset_line")),
     )
+
+
+def _line_number(value: Any) -> int | None:
+    """A record's ``dataset_line`` when it is one: no reader checks this field, and a hand-edited value only
+    loses the location shown, never the listing."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:

@@ -1,7 +1,9 @@
 """Re-scoring without re-generating: a new run whose "model" replays the outputs of an earlier run.
 
 The new run is an ordinary run in every other way (manifest, samples.jsonl, summary, resume); its
-manifest names the source run, keeps the source's model and dataset, and lists the new scorers.
+manifest names the source run, keeps the source's model and dataset, and lists the new scorers. It reads
+the source's dataset file again (refused when its sha256 changed), so its records name the dataset lines
+the source's records name (and name one where a source record written before lines were recorded has none).
 """
 
 from __future__ import annotations

@@ -248,7 +248,7 @@ class Runner:
                     return True
                 return False
 
-            def todo() -> Iterator[tuple[Sample, int, dict[str, Any] | None]]:
+            def todo() -> Iterator[_Work]:
                 items = work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
                 for position, sample, epoch in items:
                     if epoch == 0:
@@ -256,7 +256,7 @@ class Runner:
                         tracker.seen(sample.id, position, done)
                     key = record_key(sample.id, epoch)
                     if not recorded(key):
-                        yield sample, epoch, previous.get(key)
+                        yield sample, epoch, position.line, previous.get(key)
 
             if self._tally is None:
                 _import_aggregate_meanwhile()
@@ -445,7 +445,7 @@ class Runner:
                 kept[key] = record
         return kept
 
-    async def _execute(self, work: Iterator[tuple[Sample, int, dict[str, Any] | None]], started: float) -> None:
+    async def _execute(self, work: Iterator[_Work], started: float) -> None:
         self._deadlines = _Deadlines(self.plan.config.timeout_s)
         watchdog = asyncio.create_task(self._deadlines.watch())
         workers = [asyncio.create_task(self._worker(work, started)) for _ in range(self.plan.config.concurrency)]
@@ -469,15 +469,15 @@ class Runner:
                 everything.cancel()
             await asyncio.gather(everything, stop_wait, watchdog, return_exceptions=True)
 
-    async def _worker(self, work: Iterator[tuple[Sample, int, dict[str, Any] | None]], started: float) -> None:
+    async def _worker(self, work: Iterator[_Work], started: float) -> None:
         task = asyncio.current_task()
         assert task is not None
         try:
-            for sample, epoch, previous in work:
+            for sample, epoch, line, previous in work:
                 if self._stop.is_set():
                     return
                 try:
-                    record = await self._process(sample, epoch, previous, task)
+                    record = await self._process(sample, epoch, line, previous, task)
                 except AuthenticationError:
                     raise
                 except Exception as exc:  # a template that fails on this sample's fields, a bug
@@ -533,12 +533,12 @@ class Runner:
             self.listener.update(progress)
 
     async def _process(
-        self, sample: Sample, epoch: int, previous: dict[str, Any] | None, task: asyncio.Task[None]
+        self, sample: Sample, epoch: int, line: int, previous: dict[str, Any] | None, task: asyncio.Task[None]
     ) -> dict[str, Any]:
         plan = self.plan
         messages = plan.template.render(sample, plan.examples)
         if previous is not None:
-            return await self._rescore(sample, epoch, messages, previous, task)
+            return await self._rescore(sample, epoch, line, messages, previous, task)
         request = GenerateRequest(
             messages=messages, config=plan.generation, sample=sample, epoch=epoch, seed=plan.config.seed
         )
@@ -558,13 +558,14 @@ class Runner:
         if outcome.completion is None:
             failure = outcome.error or ProviderError("no completion")
             error = self._generation_error(failure)
-            return _record(sample, epoch, messages, spent, error=error, request_id=failure.request_id)
-        return await self._scored(sample, epoch, messages, spent, outcome.completion, task)
+            return _record(sample, epoch, line, messages, spent, error=error, request_id=failure.request_id)
+        return await self._scored(sample, epoch, line, messages, spent, outcome.completion, task)
 
     async def _scored(
         self,
         sample: Sample,
         epoch: int,
+        line: int,
         messages: list[ChatMessage],
         spent: _Spent,
         completion: Completion,
@@ -589,12 +590,13 @@ class Runner:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
         for key in result.skipped:  # a weight-0 scorer's failure is kept as its explanation: its message too
             result.explanations[key] = redact(result.explanations[key], self._secrets)
-        return _record(sample, epoch, messages, spent, completion, result, error, self._threshold)
+        return _record(sample, epoch, line, messages, spent, completion, result, error, self._threshold)
 
     async def _rescore(
         self,
         sample: Sample,
         epoch: int,
+        line: int,
         messages: list[ChatMessage],
         previous: dict[str, Any],
         task: asyncio.Task[None],
@@ -611,7 +613,7 @@ class Runner:
             cached=bool(previous.get("cached")),
         )
         spent = (previous.get("attempts", 1), previous.get("retries") or {}, previous.get("backoff_s") or 0.0)
-        return await self._scored(sample, epoch, messages, spent, completion, task)
+        return await self._scored(sample, epoch, line, messages, spent, completion, task)
 
     def _scoring_timed_out(self, partial: ScoringResult) -> ScoringResult:
         """The verdict on an answer whose scorers outlived the timeout: a scoring error naming the scorer cut
@@ -689,6 +691,10 @@ class _Deadlines:
 _Spent = tuple[int, dict[str, int], float]
 """What a sample's generation took: attempts, retries by cause, seconds of backoff."""
 
+_Work = tuple[Sample, int, int, dict[str, Any] | None]
+"""One record to make: the sample, its epoch, its dataset line, and the record whose answer is scored again
+(``--retry-errors`` of a scoring error) or None."""
+
 
 class _SampleFailedError(EvalHarnessError):
     """What stopped the run happened while processing one sample (outside the provider and the scorers,
@@ -722,6 +728,7 @@ _NO_USAGE = _usage_fields(Usage())
 def _record(
     sample: Sample,
     epoch: int,
+    line: int,
     messages: list[ChatMessage],
     spent: _Spent,
     completion: Completion | None = None,
@@ -763,6 +770,8 @@ def _record(
         "request_id": completion.request_id if completion is not None else request_id,
         "finish_reason": completion.finish_reason if completion is not None else None,
         "thinking": completion.thinking if completion is not None else None,
+        # before retries and backoff_s, not last: the columns reader's fast path finds a line's end by them
+        "dataset_line": line,
         "retries": retries,
         "backoff_s": backoff_s,
     }

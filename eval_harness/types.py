@@ -183,6 +183,12 @@ class SampleRecord(BaseModel):
     request_id: str | None = None
     finish_reason: str | None = None
     thinking: str | None = None
+    # before retries and backoff_s, not last: the columns reader's fast path finds a line's end by them
+    dataset_line: int | None = Field(
+        default=None,
+        description="1-based line of the dataset file the sample was read from (of a CSV row: the line it ends "
+        "on; of a gzipped file: of the decompressed text); None in records written before it was recorded.",
+    )
     retries: dict[str, int] = Field(default_factory=dict, description="Retries of this sample by cause.")
     backoff_s: float = Field(default=0.0, description="Seconds this sample waited in retry backoff.")
 

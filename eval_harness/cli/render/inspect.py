@@ -3,6 +3,7 @@ the error records grouped by cause."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -36,8 +37,20 @@ def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
     return f"{reason} (cut off at max_tokens {max_tokens:,})"
 
 
+def _shown_path(path: str) -> str:
+    """The dataset's path (recorded absolute) as the user would type it: relative to the working directory
+    when the file is under it."""
+    if not path:
+        return path
+    try:
+        relative = Path(path).relative_to(Path.cwd())
+    except (ValueError, OSError):  # elsewhere, or the working directory is gone
+        return path
+    return str(relative)
+
+
 def _print_sample(
-    out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool, max_tokens: int | None
+    out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool, max_tokens: int | None, dataset: str
 ) -> None:
     def cut(text: str) -> str:
         return text if full else shorten(text, INPUT_CHARS, head=HEAD_CHARS)
@@ -61,6 +74,9 @@ def _print_sample(
         out.rule(title, align="left", style="dim")
         out.print(f"epochs: {' · '.join(_outcome(e) for e in s.epochs)}", markup=False, soft_wrap=True)
         out.print(f"shown:  epoch {s.epoch}{verdict} · {spent}", markup=False, soft_wrap=True)
+    if s.dataset_line is not None and dataset:
+        # PATH:LINE, the form editors and terminals open at the line
+        out.print(f"source: {dataset}:{s.dataset_line}", markup=False, soft_wrap=True)
     out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
@@ -127,7 +143,7 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         if not ins.worst:
             out.print("  none", markup=False)
         for rank, sample in enumerate(ins.worst, 1):
-            _print_sample(out, rank, sample, ins.ranked_by, full, ins.max_tokens)
+            _print_sample(out, rank, sample, ins.ranked_by, full, ins.max_tokens, _shown_path(ins.dataset_path))
         if ins.failures_only and ins.errors is None and ins.error_records:
             out.print(
                 f"{counted(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
