@@ -761,6 +761,30 @@ def test_a_reader_that_goes_away_gets_the_shells_broken_pipe_code_not_a_gates(ar
     assert (process.wait(timeout=60), err) == (141, b"")
 
 
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_a_reader_that_goes_away_from_a_long_document_gets_the_broken_pipe_code(
+    tmp_path: Path, unbuffered: str
+) -> None:
+    """A JSON document (Markdown goes the same way) longer than a pipe holds, its reader gone after the first
+    bytes: exit 141, not 0 with the rest dropped (under PYTHONUNBUFFERED=1 the text stream dropped it
+    silently)."""
+    run = run_subprocess("run", "--task", "capability_profile", "--output-dir", tmp_path, "--run-id", "r", "-q")
+    assert run.code == 0, run.err
+    args = ["inspect", "--run", str(tmp_path / "r"), "--n", "240", "--format", "json"]
+    full = run_subprocess(*args)
+    assert full.code == 0 and len(full.out.encode()) > 2 * 65536, len(full.out)  # more than a pipe holds
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert len(process.stdout.read(100)) == 100
+    process.stdout.close()
+    err = process.stderr.read()
+    process.stderr.close()
+    assert (process.wait(timeout=60), err) == (141, b"")
+
+
 def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     args = ("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "4", "-q")

@@ -182,10 +182,32 @@ def emit_text(text: str, output: Path | None, *, is_json: bool = False) -> None:
     """Write ``text`` (JSON, Markdown) to ``output``, or to standard output when None (JSON as escaped ASCII when
     standard output is not UTF-8: a script's parser then reads the same document)."""
     if output is None:
-        sys.stdout.write(ascii_json(text) if is_json and not _stdout_is_utf8() else text)
-        sys.stdout.flush()
+        _write_stdout(ascii_json(text) if is_json and not _stdout_is_utf8() else text)
     else:
         output.write_text(text, encoding="utf-8")
+
+
+def _write_stdout(text: str) -> None:
+    """``text`` on standard output whole, or exit ``EXIT_BROKEN_PIPE`` when its reader went away.
+
+    Written to the file descriptor, not through ``sys.stdout``: under ``PYTHONUNBUFFERED=1`` (common in
+    containers) a text stream drops what a pipe did not take when its reader closed, raising nothing, so a
+    JSON document cut by ``| head`` exited 0. ``os.write`` says EPIPE on the next write."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture): it takes the text whole
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()  # what was printed before comes first
+    data = memoryview(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    try:
+        while data:
+            data = data[os.write(descriptor, data) :]
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, descriptor)  # the interpreter's last flush must not fail on the closed pipe
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
 
 
 def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
