@@ -580,8 +580,14 @@ class CompletionClient(Protocol):
     async def complete(self, request: GenerateRequest) -> Completion: ...
 
 
+_UNION_MEMBER = re.compile(r"(str|int|float|bool|bytes|none|[\w-]+\[.*\])")
+"""How pydantic names the member of a union a value was checked against, in an error's location
+(``fields.input.str``): a type, not a place in the user's file."""
+
+
 def first_problem(error: ValidationError) -> tuple[str, str]:
     """The first problem of a validation error as ``(location, message)``; the location is its dotted field
-    path ("" for the value as a whole)."""
+    path ("" for the value as a whole), without the union members pydantic tried."""
     first = error.errors()[0]
-    return ".".join(str(part) for part in first["loc"]), first["msg"]
+    parts = [str(part) for part in first["loc"] if not (isinstance(part, str) and _UNION_MEMBER.fullmatch(part))]
+    return ".".join(parts), first["msg"]

@@ -171,6 +171,8 @@ def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli,
     assert "What is 2 + 1?" in result.out and "What is 3 + 1?" not in result.out
     assert "40 prompts rendered; nothing was called or written" in result.out
     assert not (task_root.root / "results").exists()
+    one = cli("run", "--task", adder(task_root), "--dry-run", "--limit", "1")
+    assert "1 prompt rendered; nothing was called or written" in one.out
 
 
 def test_run_refuses_a_broken_dataset_with_exit_2_and_no_run_directory(cli: Cli, task_root: TaskRoot) -> None:

@@ -117,6 +117,16 @@ def test_a_bad_dataset_pattern_is_refused_when_the_spec_loads_naming_file_and_fi
     assert result.err == f"error: {task}:4: {message}\n"  # the line of the bad field
 
 
+def test_a_field_of_the_wrong_type_is_named_by_its_place_not_by_the_union_member_tried(
+    cli: Cli, root: TaskRoot
+) -> None:
+    task = _spec(root, "typed", dataset="fields = { input = 3 }")
+    result = _validate(cli, "data/adder.jsonl", task)
+    assert result.code == 2
+    # pydantic's location was dataset.fields.input.str: 'str' is the type it tried, not a key of the file
+    assert result.err == f"error: {task}:4: dataset.fields.input: Input should be a valid string\n"
+
+
 _BAD_REWRITES = [
     ("(adder => x", _UNTERMINATED),
     (r"adder => \9", "invalid replacement: invalid group reference 9 at position 1"),

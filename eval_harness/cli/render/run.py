@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from eval_harness.cli.render import money, pct, stderr, stdout
+from eval_harness.cli.render import counted, money, pct, stderr, stdout
 from eval_harness.cli.render.profile import print_profile
 from eval_harness.planning import DryRun
 from eval_harness.runner import Progress as RunProgress
@@ -41,7 +41,7 @@ def print_dry_run(dry: DryRun) -> None:
         cost = f"cost ≤ {money(dry.estimated_cost_usd)}"
     outputs = f"≤ {dry.max_output_tokens:,}" if dry.max_output_tokens is not None else "unbounded (no max_tokens)"
     stdout.print(
-        f"{dry.count:,} prompts rendered; nothing was called or written. Estimated prompt tokens "
+        f"{counted(dry.count, 'prompt')} rendered; nothing was called or written. Estimated prompt tokens "
         f"{dry.prompt_tokens:,}, output tokens {outputs}, {cost}",
         soft_wrap=True,
     )
