@@ -18,7 +18,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     ├── AuthenticationError              401/403 from a provider: the run stops early
     │   ├── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
     │   ├── ModelNotFoundError           404: no such model or endpoint (a typo, a wrong base_url): it stops too
-    │   └── ServerUnreachableError       no connection to the server could be made, nor ever was: it stops too
+    │   ├── ServerUnreachableError       no connection to the server could be made, nor ever was: it stops too
+    │   └── ServerUntrustedError         TLS: the certificate is not trusted, or no TLS at that port: it stops too
     ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
     ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
     │   ├── ProviderHTTPError            an HTTP error status with the provider's own message
@@ -113,6 +114,13 @@ class ServerUnreachableError(AuthenticationError):
     """A sample ran out of retries without a connection to the server (refused, no such host) and no request of
     the session ever reached it: a server not started or a wrong port fails every sample the same way, each
     after its backoff (a 1,319-sample run took 24 minutes to record nothing but errors), so the run stops."""
+
+
+class ServerUntrustedError(AuthenticationError):
+    """The TLS handshake failed in a way no retry changes: the server's certificate is not trusted (self-signed,
+    a private CA's, a proxy's, another host's, expired) or the server does not speak TLS at that port (an
+    http:// server behind an https:// base URL). Every sample would fail the same way, each after its backoff,
+    so the run stops at once, saying which."""
 
 
 class GateFailedError(EvalHarnessError):

@@ -35,6 +35,7 @@ import json
 import math
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -280,8 +281,10 @@ class FakeLLMServer:
         host: str = "127.0.0.1",
         port: int = 0,
         hang_s: float = 60.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.latency_s = latency_s
+        self.ssl_context = ssl_context  # serve https with this context (a test's self-signed certificate)
         self.api_key = api_key
         self.answers = dict(answers or {})
         self.model_name = model_name
@@ -304,8 +307,8 @@ class FakeLLMServer:
     # control -------------------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://{self.host}:{self.port}"
+        """``http://127.0.0.1:PORT`` (``https://`` with an ``ssl_context``)."""
+        return f"{'https' if self.ssl_context else 'http'}://{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -347,7 +350,7 @@ class FakeLLMServer:
         self._stopping = asyncio.Event()
         self._runner = web.AppRunner(self._app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock).start()
+        await web.SockSite(self._runner, sock, ssl_context=self.ssl_context).start()
 
     def _bind(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -39,6 +39,7 @@ from eval_harness.errors import (
     ProviderResponseError,
     QuotaExhaustedError,
     RetryCause,
+    ServerUntrustedError,
     json_type_name,
 )
 from eval_harness.providers._wires import Wire, WireKind, open_wire
@@ -464,6 +465,8 @@ class HTTPProvider(Provider):
             status, headers, content = await wire.post(path, payload)
         except ProviderError as exc:  # transport failures arrive as ProviderErrors; name the provider in them
             raise self.labelled(exc) from None
+        except ServerUntrustedError as exc:  # the run stops: the line names the provider too
+            raise ServerUntrustedError(self._clean(f"{self.label}: {exc}")) from None
         latency_ms = (time.perf_counter() - started) * 1000
         if status >= 400:
             self._raise_for_status(status, headers, content)

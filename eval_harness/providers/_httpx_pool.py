@@ -17,6 +17,7 @@ from eval_harness.providers._transport import (
     ConnectTimedOut,
     MalformedResponse,
     ReadTimedOut,
+    TLSRefused,
     origin_of,
 )
 
@@ -44,6 +45,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
             raise httpx.ReadTimeout(str(exc), request=request) from None
         except ConnectFailed as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
+        except TLSRefused as exc:  # chained: the wire tells it from a refused connection by its cause
+            raise httpx.ConnectError(str(exc), request=request) from exc
         except ConnectionDropped as exc:
             raise httpx.ReadError(str(exc), request=request) from None
         except MalformedResponse as exc:

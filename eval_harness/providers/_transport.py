@@ -45,6 +45,10 @@ class ConnectFailed(TransportError):
     """The TCP/TLS connection could not be made."""
 
 
+class TLSRefused(TransportError):
+    """The TLS handshake failed for good (``tls_refusal`` says why): a retry would fail the same way."""
+
+
 class ConnectTimedOut(TransportError):
     """The TCP/TLS handshake took longer than the connect timeout."""
 
@@ -276,6 +280,13 @@ class _Connection(asyncio.BufferedProtocol):
         self.closed = True
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+    def abort(self) -> None:
+        """Close the socket at once: a TLS connection's ``close`` sends its close-notify and waits for the
+        loop to finish, and a pool closed as its loop ends would leave the socket open (ResourceWarning)."""
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
 
     # parsing --------------------------------------------------------------------------------------------
     def _parse(self) -> None:
@@ -515,6 +526,11 @@ class ConnectionPool:
                 )
         except TimeoutError:
             raise ConnectTimedOut(f"connecting to {host}:{port} took over {self.connect_timeout:g}s") from None
+        except ssl.SSLError as exc:  # before OSError, its base: most handshake failures are for good
+            refusal = tls_refusal(exc, host, port)
+            if refusal is not None:
+                raise TLSRefused(refusal) from None
+            raise ConnectFailed(f"cannot connect to {host}:{port}: {exc}") from None
         except OSError as exc:
             raise ConnectFailed(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
         return protocol
@@ -526,8 +542,29 @@ class ConnectionPool:
             self._watchdog.cancel()  # else it ends by itself once the answers in flight are in
         for idle in self._idle.values():
             while idle:
-                idle.pop().close()
+                idle.pop().abort()  # idle: nothing is being written that an abort could cut
         self._idle.clear()
+
+
+_UNKNOWN_ISSUER = frozenset({18, 19, 20, 21})
+"""OpenSSL's verify codes for a certificate whose issuer is not in the trusted bundle: self-signed (18, 19),
+unable to get the local issuer (20), unable to verify the first certificate (21)."""
+
+
+def tls_refusal(error: ssl.SSLError, host: str, port: int) -> str | None:
+    """What a TLS handshake failure that no retry changes means for the user, or None for one that may pass
+    (the connection reset mid-handshake, an overloaded proxy's EOF)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        why = error.verify_message or error.reason or "not verified"
+        hint = (
+            "; if the server is yours, name the CA bundle that signed it in SSL_CERT_FILE"
+            if error.verify_code in _UNKNOWN_ISSUER
+            else ""
+        )
+        return f"TLS: the certificate of {host}:{port} is not trusted ({why}){hint}"
+    if error.reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE"):
+        return f"TLS: {host}:{port} does not answer in TLS ({error.reason}): is the base URL http://, not https://?"
+    return None
 
 
 __all__ = [
@@ -541,6 +578,8 @@ __all__ = [
     "ReadTimedOut",
     "ResponseHead",
     "StaleConnection",
+    "TLSRefused",
     "TransportError",
     "origin_of",
+    "tls_refusal",
 ]

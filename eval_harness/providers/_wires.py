@@ -15,20 +15,32 @@ no redirects.
 
 from __future__ import annotations
 
+import ssl
 import zlib
 from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import urlsplit
 
-from eval_harness.errors import ConfigError, ProviderConnectionError, ProviderResponseError, ProviderTimeoutError
+from eval_harness.errors import (
+    ConfigError,
+    ProviderConnectionError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+    ServerUntrustedError,
+)
 from eval_harness.providers._transport import (
     ConnectFailed,
     ConnectionPool,
     ConnectTimedOut,
     ReadTimedOut,
+    TLSRefused,
     TransportError,
     origin_of,
+    tls_refusal,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 WireKind = Literal["pooled", "httpx", "httpx-pooled"]
 
@@ -111,6 +123,8 @@ class PooledWire:
             status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
+        except TLSRefused as exc:
+            raise ServerUntrustedError(str(exc)) from None
         except TransportError as exc:
             raise ProviderConnectionError(
                 f"{type(exc).__name__}: {exc}", retry_cause="connection", unreachable=isinstance(exc, ConnectFailed)
@@ -119,6 +133,19 @@ class PooledWire:
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+
+def _tls_refusal(error: BaseException, url: httpx.URL) -> str | None:
+    """``tls_refusal`` of the handshake failure behind an httpx ``ConnectError``, found among its causes
+    (httpx wraps httpcore's error, which wraps the ssl module's; the lean pool's own comes as ``TLSRefused``)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TLSRefused):
+            return str(seen)
+        if isinstance(seen, ssl.SSLError):
+            return tls_refusal(seen, url.host, url.port or (443 if url.scheme == "https" else 80))
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class HttpxWire:
@@ -154,6 +181,9 @@ class HttpxWire:
         except httpx.TimeoutException as exc:
             raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            refusal = _tls_refusal(exc, url) if isinstance(exc, httpx.ConnectError) else None
+            if refusal is not None:
+                raise ServerUntrustedError(refusal) from None
             raise ProviderConnectionError(
                 f"{type(exc).__name__}: {exc}",
                 retry_cause="connection",
