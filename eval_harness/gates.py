@@ -10,24 +10,22 @@ policy: errors counted as wrong.
 
 A gate judges a whole run: on a run with records missing (interrupted, still running, or records lost) every
 gate set fails as well, naming why, since a few percent of the data can clear any bar. A run records its gates
-in its manifest (``GateSettings``), so that ``resume``, whose printed command names none, applies them again.
+in its manifest (``types.GateSettings``, the one type of a run's gates, from the flags or from the manifest), so
+that ``resume``, whose printed command names none, applies them again.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from eval_harness.errors import ConfigError, GateFailedError
-from eval_harness.types import AxisStats, GateSettings, RunSummary
+from eval_harness.types import AxisStats, GateBasis, GateSettings, RunSummary
 
-__all__ = ["GateBasis", "GateResult", "GateSpec", "evaluate_gates", "gate_failure", "gate_flags"]
-
-GateBasis = Literal["mean", "ci-low"]
+__all__ = ["GateBasis", "GateResult", "evaluate_gates", "gate_failure", "gate_flags", "gates_from_flags"]
 
 
 def _fraction(text: str, flag: str) -> float:
@@ -40,64 +38,32 @@ def _fraction(text: str, flag: str) -> float:
     return value
 
 
-@dataclass(frozen=True)
-class GateSpec:
-    """The gates asked for on the command line; build it with :meth:`from_flags`."""
-
-    fail_below: float | None = None
-    """Minimum overall score."""
-    fail_below_axis: tuple[tuple[str, float], ...] = ()
-    """Minimum score per named axis."""
-    gate_on: GateBasis = "mean"
-    """Compare the mean, or the lower end of the 95% interval (which must clear the threshold: strict)."""
-    max_error_rate: float | None = None
-    """Maximum overall error rate."""
-
-    @classmethod
-    def from_flags(
-        cls,
-        fail_below: float | None = None,
-        fail_below_axis: Sequence[str] | None = None,
-        gate_on: str = "mean",
-        max_error_rate: float | None = None,
-    ) -> GateSpec:
-        """Validate the flags; a bad value is a ``ConfigError`` naming the flag."""
-        if gate_on not in get_args(GateBasis):
-            raise ConfigError(f"--gate-on: {gate_on!r} is not one of {', '.join(get_args(GateBasis))}")
-        if fail_below is not None:
-            _fraction(str(fail_below), "--fail-below")
-        if max_error_rate is not None:
-            _fraction(str(max_error_rate), "--max-error-rate")
-        axes: list[tuple[str, float]] = []
-        for item in fail_below_axis or []:
-            axis, sep, value = item.rpartition("=")
-            if not sep or not axis:
-                raise ConfigError(f"--fail-below-axis: {item!r} is not AXIS=X, e.g. arithmetic=0.8")
-            axes.append((axis, _fraction(value, f"--fail-below-axis {axis}")))
-        return cls(fail_below, tuple(axes), gate_on, max_error_rate)  # type: ignore[arg-type]
-
-    @property
-    def active(self) -> bool:
-        """True when at least one gate is set."""
-        return self.record() is not None
-
-    def record(self) -> GateSettings | None:
-        """The gates as a manifest records them; None when no gate is set (``--gate-on`` alone gates nothing)."""
-        settings = GateSettings(
-            fail_below=self.fail_below,
-            fail_below_axis=list(self.fail_below_axis),
-            gate_on=self.gate_on,
-            max_error_rate=self.max_error_rate,
-        )
-        return settings if settings.active else None
-
-    @classmethod
-    def recorded(cls, settings: GateSettings | None) -> GateSpec:
-        """The gates a manifest records (none: ``None``)."""
-        if settings is None:
-            return cls()
-        axes = tuple((axis, threshold) for axis, threshold in settings.fail_below_axis)
-        return cls(settings.fail_below, axes, settings.gate_on, settings.max_error_rate)
+def gates_from_flags(
+    fail_below: float | None = None,
+    fail_below_axis: Sequence[str] | None = None,
+    gate_on: str = "mean",
+    max_error_rate: float | None = None,
+) -> GateSettings:
+    """The gates the command-line flags ask for; a bad value is a ``ConfigError`` naming its flag (the model's
+    own validation would name a field, not the flag the user typed)."""
+    if gate_on not in get_args(GateBasis):
+        raise ConfigError(f"--gate-on: {gate_on!r} is not one of {', '.join(get_args(GateBasis))}")
+    if fail_below is not None:
+        _fraction(str(fail_below), "--fail-below")
+    if max_error_rate is not None:
+        _fraction(str(max_error_rate), "--max-error-rate")
+    axes: list[tuple[str, float]] = []
+    for item in fail_below_axis or []:
+        axis, sep, value = item.rpartition("=")
+        if not sep or not axis:
+            raise ConfigError(f"--fail-below-axis: {item!r} is not AXIS=X, e.g. arithmetic=0.8")
+        axes.append((axis, _fraction(value, f"--fail-below-axis {axis}")))
+    return GateSettings(
+        fail_below=fail_below,
+        fail_below_axis=axes,
+        gate_on=gate_on,  # checked against GateBasis above
+        max_error_rate=max_error_rate,
+    )
 
 
 class GateResult(BaseModel):
@@ -165,7 +131,7 @@ def _completeness(summary: RunSummary) -> GateResult | None:
     return GateResult(target="overall", measure="complete", threshold=1.0, value=present, passed=False, reason=reason)
 
 
-def evaluate_gates(summary: RunSummary, spec: GateSpec) -> list[GateResult]:
+def evaluate_gates(summary: RunSummary, spec: GateSettings) -> list[GateResult]:
     """Every gate of ``spec`` against ``summary``, after a failed ``complete`` result first when records are
     missing. An axis a complete run does not have is a ``ConfigError``; in an incomplete run it may only have
     no records yet, and its gate fails saying so."""

@@ -39,7 +39,7 @@ from eval_harness.aggregate import (
 )
 from eval_harness.artifacts import RunPaths, judged_records, observed_status, read_manifest
 from eval_harness.errors import ConfigError, EvalHarnessError
-from eval_harness.gates import GateResult, GateSpec, evaluate_gates
+from eval_harness.gates import GateResult, evaluate_gates
 from eval_harness.scorers.base import SCORERS
 from eval_harness.scorers.reliability import JudgeReliability, judge_reliability
 from eval_harness.stats import (
@@ -51,7 +51,7 @@ from eval_harness.stats import (
     wilson_sample_size,
 )
 from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
-from eval_harness.types import AxisStats, RunManifest, RunSummary, ScorerSpec
+from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec
 
 __all__ = [
     "CI_CHOICES",
@@ -508,7 +508,7 @@ def build_report(
     run_dir: Path,
     *,
     ci: str = "auto",
-    gates: GateSpec | None = None,
+    gates: GateSettings | None = None,
     workers: int | None = None,
 ) -> ProfileReport:
     """The profile of the run in ``run_dir``.
@@ -547,7 +547,7 @@ def report_from_columns(
     manifest: RunManifest,
     *,
     ci: str = "auto",
-    gates: GateSpec | None = None,
+    gates: GateSettings | None = None,
     run_dir: Path | None = None,
     reliability: list[JudgeReliability] | None = None,
 ) -> ProfileReport:
@@ -610,7 +610,7 @@ def report_from_columns(
         length_stops=overall.length_stops,
         finish_reasons=finish_reasons(columns),
     )
-    spec = gates or GateSpec()
+    spec = gates or GateSettings()
     scorers = scorer_distributions(columns)
     unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)

@@ -264,9 +264,13 @@ class ModelInfo(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+GateBasis = Literal["mean", "ci-low"]
+"""What a score gate compares: the mean, or the lower end of the 95% interval (which must clear the bar)."""
+
+
 class GateSettings(BaseModel):
-    """The quality gates of a run as its manifest records them (``--fail-below`` ...), so that a resume, whose
-    printed command names none of them, applies them again."""
+    """The quality gates of a run (``--fail-below`` ...), as given and as its manifest records them, so that a
+    resume, whose printed command names none of them, applies them again."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -274,7 +278,7 @@ class GateSettings(BaseModel):
     fail_below_axis: list[tuple[str, Annotated[float, Field(ge=0, le=1)]]] = Field(
         default_factory=list, description="--fail-below-axis: (axis, minimum) pairs, in the order given."
     )
-    gate_on: Literal["mean", "ci-low"] = Field(default="mean", description="--gate-on: what the score gates compare.")
+    gate_on: GateBasis = Field(default="mean", description="--gate-on: what the score gates compare.")
     max_error_rate: float | None = Field(default=None, ge=0, le=1, description="--max-error-rate: the maximum.")
 
     @property

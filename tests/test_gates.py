@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from eval_harness.errors import ConfigError, GateFailedError
-from eval_harness.gates import GateSpec, evaluate_gates, gate_failure, gate_flags
+from eval_harness.gates import evaluate_gates, gate_failure, gate_flags, gates_from_flags
 from eval_harness.types import AxisStats, GateSettings, RunSummary
 
 
@@ -54,15 +54,15 @@ SUMMARY = RunSummary(
 
 
 def test_overall_gate_on_the_mean() -> None:
-    passed, failed = (evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=x))[0] for x in (0.8, 0.81))
+    passed, failed = (evaluate_gates(SUMMARY, gates_from_flags(fail_below=x))[0] for x in (0.8, 0.81))
     assert (passed.passed, passed.value) == (True, 0.80)
     assert (failed.passed, failed.measure, failed.target) == (False, "mean", "overall")
 
 
 def test_ci_low_gate_fails_when_the_interval_reaches_below_the_threshold() -> None:
     # mean 0.80 clears 0.78, but the interval's lower end 0.74 does not: only ci-low fails.
-    on_mean = evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.78))
-    on_low = evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.78, gate_on="ci-low"))
+    on_mean = evaluate_gates(SUMMARY, gates_from_flags(fail_below=0.78))
+    on_low = evaluate_gates(SUMMARY, gates_from_flags(fail_below=0.78, gate_on="ci-low"))
     assert on_mean[0].passed
     assert not on_low[0].passed and on_low[0].value == 0.74 and on_low[0].measure == "ci-low"
 
@@ -71,8 +71,8 @@ def test_ci_low_gate_passes_only_when_the_lower_end_clears_the_threshold() -> No
     # the strict basis: mean 0.80 is 30 points above 0.5, but an interval of 0.376-0.964 (Wilson 4 of 5) has not
     # shown the run is above it, so the gate fails; once the lower end clears the bar it passes
     small = SUMMARY.model_copy(update={"overall": stats("overall", 0.80, (0.3755, 0.9638))})
-    assert not evaluate_gates(small, GateSpec.from_flags(fail_below=0.5, gate_on="ci-low"))[0].passed
-    assert evaluate_gates(small, GateSpec.from_flags(fail_below=0.37, gate_on="ci-low"))[0].passed
+    assert not evaluate_gates(small, gates_from_flags(fail_below=0.5, gate_on="ci-low"))[0].passed
+    assert evaluate_gates(small, gates_from_flags(fail_below=0.37, gate_on="ci-low"))[0].passed
 
 
 def no_interval(units: int, samples: int | None = None) -> AxisStats:
@@ -84,38 +84,38 @@ def no_interval(units: int, samples: int | None = None) -> AxisStats:
 
 def test_ci_low_gate_on_one_sample_fails_saying_there_is_no_interval() -> None:
     summary = SUMMARY.model_copy(update={"overall": no_interval(1)})
-    (result,) = evaluate_gates(summary, GateSpec.from_flags(fail_below=0.55, gate_on="ci-low"))
+    (result,) = evaluate_gates(summary, gates_from_flags(fail_below=0.55, gate_on="ci-low"))
     assert (result.passed, result.value, result.reason) == (False, None, "no interval from 1 sample")
     assert str(gate_failure([result])) == "gate failed: overall ci-low: no interval from 1 sample"
-    assert evaluate_gates(summary, GateSpec.from_flags(fail_below=0.55))[0].passed  # the mean gate is unaffected
+    assert evaluate_gates(summary, gates_from_flags(fail_below=0.55))[0].passed  # the mean gate is unaffected
 
 
 def test_ci_low_gate_on_equal_values_says_so() -> None:
     for overall, text in ((no_interval(5), "all 5 values equal"), (no_interval(1, samples=4), "all 4 values equal")):
         summary = SUMMARY.model_copy(update={"overall": overall})
-        (result,) = evaluate_gates(summary, GateSpec.from_flags(fail_below=0.5, gate_on="ci-low"))
+        (result,) = evaluate_gates(summary, gates_from_flags(fail_below=0.5, gate_on="ci-low"))
         assert not result.passed and result.reason == f"no interval: {text}"
 
 
 def test_axis_gates_each_get_a_result() -> None:
-    spec = GateSpec.from_flags(fail_below_axis=["alpha=0.85", "beta=0.75"])
+    spec = gates_from_flags(fail_below_axis=["alpha=0.85", "beta=0.75"])
     results = evaluate_gates(SUMMARY, spec)
     assert [(r.target, r.passed) for r in results] == [("alpha", True), ("beta", False)]
 
 
 def test_axis_names_may_contain_equals_signs() -> None:
-    spec = GateSpec.from_flags(fail_below_axis=["a=b=0.5"])
-    assert spec.fail_below_axis == (("a=b", 0.5),)
+    spec = gates_from_flags(fail_below_axis=["a=b=0.5"])
+    assert spec.fail_below_axis == [("a=b", 0.5)]
 
 
 def test_max_error_rate_gate() -> None:
-    ok, bad = (evaluate_gates(SUMMARY, GateSpec.from_flags(max_error_rate=x))[0] for x in (0.03, 0.02))
+    ok, bad = (evaluate_gates(SUMMARY, gates_from_flags(max_error_rate=x))[0] for x in (0.03, 0.02))
     assert ok.passed and not bad.passed and bad.measure == "error-rate"
 
 
 def test_gate_on_an_axis_the_run_lacks_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"no axis 'gamma' \(its axes: alpha, beta\)"):
-        evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below_axis=["gamma=0.5"]))
+        evaluate_gates(SUMMARY, gates_from_flags(fail_below_axis=["gamma=0.5"]))
 
 
 @pytest.mark.parametrize(
@@ -130,24 +130,24 @@ def test_gate_on_an_axis_the_run_lacks_is_a_config_error() -> None:
 )
 def test_bad_gate_flags_are_one_line_config_errors(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        GateSpec.from_flags(**kwargs)  # type: ignore[arg-type]
+        gates_from_flags(**kwargs)  # type: ignore[arg-type]
 
 
 def test_gate_failure_names_every_failed_gate_and_exits_1() -> None:
-    spec = GateSpec.from_flags(fail_below=0.9, fail_below_axis=["alpha=0.5", "beta=0.75"])
+    spec = gates_from_flags(fail_below=0.9, fail_below_axis=["alpha=0.5", "beta=0.75"])
     error = gate_failure(evaluate_gates(SUMMARY, spec))
     assert isinstance(error, GateFailedError) and error.exit_code == 1
     assert str(error) == "gate failed: overall mean 80.0% is below 90%; beta mean 70.0% is below 75%"
 
 
 def test_no_failure_when_all_gates_pass_or_none_are_set() -> None:
-    assert gate_failure(evaluate_gates(SUMMARY, GateSpec.from_flags(fail_below=0.5))) is None
-    assert evaluate_gates(SUMMARY, GateSpec()) == []
-    assert not GateSpec().active and GateSpec.from_flags(fail_below=0.5).active
+    assert gate_failure(evaluate_gates(SUMMARY, gates_from_flags(fail_below=0.5))) is None
+    assert evaluate_gates(SUMMARY, GateSettings()) == []
+    assert not GateSettings().active and gates_from_flags(fail_below=0.5).active
 
 
 def test_error_rate_gate_text_matches_the_run_command() -> None:
-    error = gate_failure(evaluate_gates(SUMMARY, GateSpec.from_flags(max_error_rate=0.02)))
+    error = gate_failure(evaluate_gates(SUMMARY, gates_from_flags(max_error_rate=0.02)))
     assert str(error) == "gate failed: error rate 3.0% is above 2%"
 
 
@@ -160,13 +160,13 @@ def incomplete(status: str, records: int = 157) -> RunSummary:
 
 def test_a_gate_on_an_interrupted_run_fails_naming_the_records_missing() -> None:
     # before: `report --fail-below 0.5` on 157 of 2,000 records passed, exit 0
-    results = evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(fail_below=0.5))
+    results = evaluate_gates(incomplete("interrupted"), gates_from_flags(fail_below=0.5))
     assert [(r.measure, r.passed) for r in results] == [("complete", False), ("mean", True)]
     assert str(gate_failure(results)) == "gate failed: run incomplete: 1,843 of 2,000 records missing; resume it first"
 
 
 def test_a_gate_on_a_run_still_running_fails_saying_to_wait_for_it() -> None:
-    error = gate_failure(evaluate_gates(incomplete("running"), GateSpec.from_flags(max_error_rate=0.5)))
+    error = gate_failure(evaluate_gates(incomplete("running"), gates_from_flags(max_error_rate=0.5)))
     assert str(error) == (
         "gate failed: run incomplete: still running, 1,843 of 2,000 records not written yet; wait for it to end"
     )
@@ -174,7 +174,7 @@ def test_a_gate_on_a_run_still_running_fails_saying_to_wait_for_it() -> None:
 
 def test_an_axis_an_incomplete_run_has_no_record_of_yet_fails_its_gate_instead_of_being_refused() -> None:
     # complete, an axis the run lacks is a typo (exit 2); cut off, its samples may just not have run yet
-    (_, gamma) = evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(fail_below_axis=["gamma=0.5"]))
+    (_, gamma) = evaluate_gates(incomplete("interrupted"), gates_from_flags(fail_below_axis=["gamma=0.5"]))
     assert (gamma.target, gamma.passed, gamma.reason, gamma.text) == (
         "gamma",
         False,
@@ -184,18 +184,17 @@ def test_an_axis_an_incomplete_run_has_no_record_of_yet_fails_its_gate_instead_o
 
 
 def test_an_incomplete_run_without_a_gate_has_no_gate_result() -> None:
-    assert evaluate_gates(incomplete("interrupted"), GateSpec.from_flags(gate_on="ci-low")) == []
+    assert evaluate_gates(incomplete("interrupted"), gates_from_flags(gate_on="ci-low")) == []
 
 
 def test_gates_recorded_in_a_manifest_come_back_as_they_were_given() -> None:
-    spec = GateSpec.from_flags(0.9, ["alpha=0.8", "beta=0.7"], "ci-low", 0.05)
-    record = spec.record()
-    assert record is not None and GateSpec.recorded(GateSettings.model_validate_json(record.model_dump_json())) == spec
-    assert gate_flags(record) == [
+    spec = gates_from_flags(0.9, ["alpha=0.8", "beta=0.7"], "ci-low", 0.05)
+    assert GateSettings.model_validate_json(spec.model_dump_json()) == spec
+    assert gate_flags(spec) == [
         "--fail-below 0.9", "--fail-below-axis alpha=0.8", "--fail-below-axis beta=0.7", "--gate-on ci-low",
         "--max-error-rate 0.05",
     ]  # fmt: skip
 
 
-def test_gate_on_alone_records_no_gate() -> None:
-    assert GateSpec.from_flags(gate_on="ci-low").record() is None and GateSpec.recorded(None) == GateSpec()
+def test_gate_on_alone_sets_no_gate() -> None:
+    assert not gates_from_flags(gate_on="ci-low").active and gates_from_flags(gate_on="ci-low").gate_on == "ci-low"

@@ -18,7 +18,7 @@ from conftest import CliResult, TaskRoot, as_three_identical_epochs, read_record
 from eval_harness.aggregate import summarize
 from eval_harness.artifacts import read_manifest
 from eval_harness.errors import ArtifactError, ConfigError
-from eval_harness.gates import GateSpec
+from eval_harness.gates import gates_from_flags
 from eval_harness.report import build_report
 from eval_harness.stats import wilson_sample_size
 
@@ -162,7 +162,7 @@ def test_interrupted_run_reports_what_is_there_and_what_is_missing(cli: Cli, tas
 
 def test_gates_are_part_of_the_report(cli: Cli, task_root: TaskRoot) -> None:
     run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=0.7")
-    report = build_report(run, gates=GateSpec.from_flags(fail_below=0.99, fail_below_axis=["alpha=0.0"]))
+    report = build_report(run, gates=gates_from_flags(fail_below=0.99, fail_below_axis=["alpha=0.0"]))
     assert [(g.target, g.passed) for g in report.gates] == [("overall", False), ("alpha", True)]
     assert [g.target for g in report.gates_failed] == ["overall"]
 

@@ -21,7 +21,7 @@ from fake_llm_server import FakeLLMServer, Reply, rate_limited
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
 from eval_harness.errors import ProviderTimeoutError
-from eval_harness.gates import GateSpec
+from eval_harness.gates import gates_from_flags
 from eval_harness.planning import SessionOverrides, plan_resume, plan_run
 from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
 from eval_harness.providers.base import ProviderContext, create_provider
@@ -324,7 +324,7 @@ async def test_a_retry_cut_off_by_the_timeout_before_it_was_sent_is_not_counted(
 # 9. a resume keeps the run's gates (audit of eval-harness as a CI release gate) ----------------------------
 def test_the_gates_of_a_run_are_recorded_and_a_resume_keeps_them(task_root: TaskRoot) -> None:
     run_dir = task_root.root / "results" / "r1"
-    gates = GateSpec.from_flags(0.9, ["alpha=0.5"], "ci-low", 0.1).record()
+    gates = gates_from_flags(0.9, ["alpha=0.5"], "ci-low", 0.1)
     asyncio.run(Runner(plan_run(adder_run_config(task_root, limit=2), gates=gates)).run())
     assert read_manifest(run_dir).gates == gates
     asyncio.run(Runner(plan_resume(run_dir, SessionOverrides(rpm=9000.0))).run())  # a session that gives no gate

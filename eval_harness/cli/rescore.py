@@ -32,8 +32,8 @@ def rescore_command(
     from eval_harness.cli.output import refuse_inside_runs
     from eval_harness.cli.run import finish_run, start_run
     from eval_harness.config import parse_key_values
-    from eval_harness.gates import GateSpec
     from eval_harness.rescore import plan_rescore
+    from eval_harness.types import GateSettings
 
     if output_dir is not None:  # the new run would be written inside the one it re-scores
         refuse_inside_runs("--output-dir", output_dir, [run], "rescore")
@@ -48,7 +48,7 @@ def rescore_command(
         judge_model=judge_model,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )
-    finish_run(start_run(plan, quiet), GateSpec(), quiet)
+    finish_run(start_run(plan, quiet), GateSettings(), quiet)
 
 
 def register(app: typer.Typer) -> None:

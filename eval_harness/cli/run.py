@@ -15,9 +15,9 @@ from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxE
 from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from eval_harness.gates import GateSpec
     from eval_harness.planning import RunPlan, SessionOverrides
     from eval_harness.runner import Progress, RunResult
+    from eval_harness.types import GateSettings
 
 EXIT_INTERRUPTED = 130
 
@@ -112,7 +112,7 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
             loop.remove_signal_handler(sig)
 
 
-def finish_run(result: RunResult, gates: GateSpec, quiet: bool) -> None:
+def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.gates import evaluate_gates, gate_failure
 
@@ -272,9 +272,9 @@ def run_command(
     quiet: Quiet = False,
 ) -> None:
     """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
-    from eval_harness.gates import GateSpec
+    from eval_harness.gates import gates_from_flags
 
-    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
+    gates = gates_from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
     if no_gates and resume is None:
         raise ConfigError("--no-gates drops the gates a run recorded, for --resume; a new run has none to drop")
     if resume is not None:
@@ -332,7 +332,9 @@ def run_command(
         )
     except ValidationError as exc:
         raise invalid_config(exc, _FLAGS, "run") from None
-    plan = plan_run(config, gates=gates.record())  # recorded, so that a resume applies them; axes checked now
+    plan = plan_run(
+        config, gates=gates if gates.active else None
+    )  # recorded, so that a resume applies them; axes checked now
     for note in plan.notes:
         print(note, file=sys.stderr)
     if not plan.dataset_report.ok:
@@ -374,7 +376,7 @@ class _Gates:
     keep: bool
 
 
-def _gates_given(spec: GateSpec, gate_on_given: bool) -> dict[str, Any]:
+def _gates_given(spec: GateSettings, gate_on_given: bool) -> dict[str, Any]:
     """The gate settings given on the command line, each to replace the run's recorded one."""
     given: dict[str, Any] = {}
     if spec.fail_below is not None:
@@ -435,8 +437,8 @@ def _resume(
     quiet: bool,
 ) -> None:
     from eval_harness.config import parse_key_values
-    from eval_harness.gates import GateSpec
     from eval_harness.planning import plan_resume, replaced_settings
+    from eval_harness.types import GateSettings
 
     plan = plan_resume(
         run_dir, overrides, retry_errors=retry_errors, force=force,
@@ -462,7 +464,7 @@ def _resume(
             "well, so the run's fingerprint cannot be remade with them): give them again to a later resume",
             file=sys.stderr,
         )
-    finish_run(start_run(plan, quiet), GateSpec.recorded(plan.gates), quiet)
+    finish_run(start_run(plan, quiet), plan.gates or GateSettings(), quiet)
 
 
 def resume_command(
@@ -497,10 +499,10 @@ def resume_command(
 ) -> None:
     """Continue an interrupted run: skip every recorded (sample_id, epoch), run the rest, append. The run's
     recorded gates apply unless given anew."""
-    from eval_harness.gates import GateSpec
+    from eval_harness.gates import gates_from_flags
     from eval_harness.planning import SessionOverrides
 
-    gates = GateSpec.from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
+    gates = gates_from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
     overrides = SessionOverrides(
         concurrency=concurrency, timeout_s=timeout, max_retries=max_retries, rpm=rpm, tpm=tpm, cache=cache
     )
