@@ -1,6 +1,7 @@
 """The on-disk response cache: one file per answer, keyed by a hash of what was asked.
 
-``<dir>/<first two hex digits>/<sha256>.json`` holds ``{"schema_version", "key", "completion"}``. Each entry
+``<dir>/<first two hex digits>/<sha256>.json`` holds a ``CacheEntry``: ``{"schema_version", "key",
+"completion", "origin"}``. Each entry
 is written to a temporary file in the same directory, fsync-ed and renamed into place, so a crash leaves
 either the whole entry or none of it; an unreadable entry is treated as a miss. ``clear`` deletes only
 files this module writes, never anything else a user keeps in the directory.
@@ -15,10 +16,10 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from eval_harness.durable import TEMP_SUFFIX, atomic_file
 from eval_harness.errors import ConfigError
@@ -71,6 +72,19 @@ class Origin(NamedTuple):
         return self.run == other.run and self.session != other.session
 
 
+class CacheEntry(BaseModel):
+    """One cache file: the answer to one request, and the run session that paid for it (the format on disk)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    schema_version: Literal[1] = Field(description="CACHE_SCHEMA_VERSION: an entry of another version is a miss.")
+    key: str = Field(description="The request's key, which also names the file: a file renamed by hand is a miss.")
+    completion: Completion = Field(description="The answer as the provider gave it (``cached`` left out).")
+    origin: tuple[StrictStr, StrictInt] | None = Field(
+        default=None, description="(run directory, session) that paid for it; None when not recorded."
+    )
+
+
 class ResponseCache:
     """Completions stored on disk under their request's key."""
 
@@ -101,19 +115,12 @@ class ResponseCache:
     def entry(self, key: str) -> tuple[Completion, Origin | None] | None:
         """The stored completion for ``key`` and the run session that paid for it (None: not recorded)."""
         try:
-            raw = orjson.loads(self._path(key).read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            stored = CacheEntry.model_validate_json(self._path(key).read_bytes())
+        except (OSError, ValidationError):  # absent, torn, of another version, or not ours: a miss
             return None
-        if not isinstance(raw, dict) or raw.get("schema_version") != CACHE_SCHEMA_VERSION or raw.get("key") != key:
+        if stored.key != key:
             return None
-        try:
-            completion = Completion.model_validate(raw["completion"])
-        except (KeyError, ValidationError):
-            return None
-        origin = raw.get("origin")
-        if isinstance(origin, list) and len(origin) == 2 and isinstance(origin[0], str) and type(origin[1]) is int:
-            return completion, Origin(origin[0], origin[1])
-        return completion, None
+        return stored.completion, None if stored.origin is None else Origin(*stored.origin)
 
     def put(self, key: str, completion: Completion, origin: Origin | None = None) -> None:
         """Store ``completion`` atomically: temp file, fsync, rename (``durable.atomic_file``)."""
@@ -126,7 +133,7 @@ class ResponseCache:
                 "completion": completion.model_dump(mode="json", exclude={"cached"}),
                 "origin": None if origin is None else [origin.run, origin.session],
             }
-        )
+        )  # CacheEntry's fields, dumped from a dict: the completion's dump is the one pass that matters
         # Entries are cheap to recompute: no directory fsync per entry (a lost rename is a cache miss).
         with atomic_file(path, mode=0o600, sync_directory=False) as handle:
             handle.write(data)
@@ -172,4 +179,12 @@ class ResponseCache:
         return removed
 
 
-__all__ = ["CACHE_SCHEMA_VERSION", "CacheInfo", "Origin", "ResponseCache", "cache_key", "default_cache_dir"]
+__all__ = [
+    "CACHE_SCHEMA_VERSION",
+    "CacheEntry",
+    "CacheInfo",
+    "Origin",
+    "ResponseCache",
+    "cache_key",
+    "default_cache_dir",
+]
