@@ -39,11 +39,11 @@ from eval_harness.types import (
     first_problem,
 )
 
-MANIFEST = "manifest.json"
-SAMPLES = "samples.jsonl"
-SUMMARY = "summary.json"
-LOCK = ".lock"
-RESUME_POINT = ".resume.json"
+_MANIFEST = "manifest.json"
+_SAMPLES = "samples.jsonl"
+_SUMMARY = "summary.json"
+_LOCK = ".lock"
+_RESUME_POINT = ".resume.json"
 _DIGEST_BYTES = 4096
 
 # Records are written by pydantic with ``sample_id`` then ``epoch`` first and no spaces, so the key of a
@@ -80,23 +80,23 @@ class RunPaths:
 
     @property
     def manifest(self) -> Path:
-        return self.dir / MANIFEST
+        return self.dir / _MANIFEST
 
     @property
     def samples(self) -> Path:
-        return self.dir / SAMPLES
+        return self.dir / _SAMPLES
 
     @property
     def summary(self) -> Path:
-        return self.dir / SUMMARY
+        return self.dir / _SUMMARY
 
     @property
     def lock(self) -> Path:
-        return self.dir / LOCK
+        return self.dir / _LOCK
 
     @property
     def resume_point(self) -> Path:
-        return self.dir / RESUME_POINT
+        return self.dir / _RESUME_POINT
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -596,3 +596,28 @@ def iter_records(path: Path) -> Iterator[SampleRecord]:
         except ValidationError as exc:
             location, message = first_problem(exc)
             raise ArtifactError(f"{path}:{line}: {location}: {message}") from None
+
+
+__all__ = [
+    "KeyScan",
+    "RunLock",
+    "RunPaths",
+    "SampleWriter",
+    "iter_record_dicts",
+    "iter_records",
+    "judged_records",
+    "line_number_at",
+    "observed_status",
+    "read_manifest",
+    "read_resume_point",
+    "read_summary",
+    "record_error",
+    "record_key",
+    "record_line",
+    "record_problem",
+    "repair_tail",
+    "scan_keys",
+    "tail_digest",
+    "write_model",
+    "writer_pid",
+]

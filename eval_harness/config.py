@@ -208,3 +208,17 @@ def redact_shown(
     if limit < 1:
         return ""
     return text[: limit - 1] + "…" if keep == "head" else "…" + text[len(text) - limit + 1 :]
+
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_OUTPUT_DIR",
+    "MAX_CONCURRENCY",
+    "MAX_EPOCHS",
+    "RunConfig",
+    "Settings",
+    "invalid_config",
+    "parse_key_values",
+    "redact",
+    "redact_shown",
+]

@@ -63,3 +63,6 @@ class FrontierTracker:
             del self._window[sample_id]
             self.frontier = Position(entry.position.next_offset, entry.position.line + 1, -1)
             self.taken_before += 1
+
+
+__all__ = ["START", "FrontierTracker"]

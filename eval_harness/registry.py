@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 from eval_harness.errors import ConfigError, EvalHarnessError, UnknownNameError
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 _PACKAGE = __name__.partition(".")[0]
 
@@ -35,14 +35,14 @@ def _is_builtin(module: str) -> bool:
     return module == _PACKAGE or module.startswith(_PACKAGE + ".")
 
 
-class Registry(Generic[T]):
+class Registry(Generic[_T]):
     """Name → object, filled by decorators in modules found through entry points."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.group = f"eval_harness.{kind}s"
         """The entry-point group of this registry."""
-        self._entries: dict[str, T] = {}
+        self._entries: dict[str, _T] = {}
         self._discovered = False
         self._plugins_loaded = False
         self._plugin_error: ConfigError | None = None
@@ -50,10 +50,10 @@ class Registry(Generic[T]):
         self._found: EntryPoints | None = None
         self._builtins: dict[str, str] | None = None  # built-in name -> its module, once entry points are read
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str) -> Callable[[_T], _T]:
         """Decorator: register ``obj`` under ``name``; a name already taken is a ``ConfigError``."""
 
-        def decorate(obj: T) -> T:
+        def decorate(obj: _T) -> _T:
             taken = self._taken_by(name, obj)
             if taken is not None:
                 raise self._name_taken(name, taken, obj)
@@ -62,7 +62,7 @@ class Registry(Generic[T]):
 
         return decorate
 
-    def get(self, name: str) -> T:
+    def get(self, name: str) -> _T:
         """Look ``name`` up, importing plugin modules on first use; suggest close names on failure.
 
         A built-in entry point named like the lookup is imported first, alone; every built-in module only
@@ -124,7 +124,7 @@ class Registry(Generic[T]):
             f"{self.kind} {name!r} is already registered by {holder}; {_qualified(obj)} needs another name"
         )
 
-    def _taken_by(self, name: str, obj: T) -> str | None:
+    def _taken_by(self, name: str, obj: _T) -> str | None:
         """Who holds ``name`` already, when it is not ``obj`` itself; None when ``obj`` may take it."""
         if name in self._entries:
             existing = self._entries[name]
@@ -189,3 +189,6 @@ def _same_definition(a: object, b: object) -> bool:
         return False
     files = [getattr(sys.modules.get(_module_of(x)), "__file__", None) for x in (a, b)]
     return files[0] == files[1] if None not in files else _module_of(a) == _module_of(b)
+
+
+__all__ = ["Registry"]

@@ -95,3 +95,6 @@ def plan_rescore(
             "recorded prompts would not be the ones the model saw"
         )
     return plan
+
+
+__all__ = ["parse_scorer", "plan_rescore"]

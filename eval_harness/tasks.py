@@ -131,3 +131,6 @@ def scan_tasks() -> tuple[list[LoadedTask], list[str]]:
                 continue
             seen.setdefault(task.lookup_name, task)  # the first root wins, as in find_task
     return list(seen.values()), problems
+
+
+__all__ = ["LoadedTask", "find_task", "list_tasks", "load_task_file", "scan_tasks", "search_roots"]

@@ -279,3 +279,6 @@ def _located(exc: Exception, path: Path) -> str:
         tb = tb.tb_next
     where = f"{filename}:{line}" if line else filename
     return f"{where}: {type(exc).__name__}: {exc}"
+
+
+__all__ = ["PromptTemplate", "load_template"]

@@ -102,3 +102,6 @@ def line_of(text: str, location: Sequence[str | int]) -> int | None:
         if path[:depth] in lines:
             return lines[path[:depth]]
     return None
+
+
+__all__ = ["KeyPath", "key_lines", "line_of"]

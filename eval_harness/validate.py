@@ -199,3 +199,6 @@ def _shown(path: Path) -> str:
     absolute = Path(os.path.abspath(path))
     cwd = Path.cwd()
     return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)
+
+
+__all__ = ["FewShotCheck", "Preflight", "RenderCheck", "preflight", "validate"]

@@ -15,3 +15,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def visible(text: str) -> str:
     """``text`` with its control characters (but line breaks and tabs) written as escapes (``\\x1b``)."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+
+
+__all__ = ["EXIT_BROKEN_PIPE", "visible"]
