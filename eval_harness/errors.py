@@ -211,3 +211,33 @@ def json_type_name(value: object) -> str:
     """What a parsed JSON value is, in JSON's words, for error messages: "null", "an integer", "an array"..."""
     names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
     return names.get(type(value), "an array" if isinstance(value, list) else "an object")
+
+
+__all__ = [
+    "ArtifactError",
+    "AuthenticationError",
+    "ConfigError",
+    "DatasetError",
+    "DatasetUnreadableError",
+    "EvalHarnessError",
+    "GateFailedError",
+    "ModelNotFoundError",
+    "ProviderConnectionError",
+    "ProviderContractError",
+    "ProviderError",
+    "ProviderHTTPError",
+    "ProviderResponseError",
+    "ProviderTimeoutError",
+    "QuotaExhaustedError",
+    "ReplayedError",
+    "ResumeMismatchError",
+    "RetryCause",
+    "RunLockedError",
+    "SchemaVersionError",
+    "ScoringError",
+    "ServerUnreachableError",
+    "ServerUntrustedError",
+    "TemplateError",
+    "UnknownNameError",
+    "json_type_name",
+]

@@ -53,14 +53,6 @@ from eval_harness.stats import (
 from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
 from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec
 
-__all__ = [
-    "CI_CHOICES",
-    "PRECISION_TARGET",
-    "PRECISION_WARNING",
-    "ProfileReport",
-    "build_report",
-]
-
 REPORT_SCHEMA_VERSION = 1
 CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
 PRECISION_WARNING = 0.05
@@ -527,7 +519,7 @@ def build_report(
         samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
     )
     reliability = run_judge_reliability(run_dir, manifest)
-    return report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir, reliability=reliability)
+    return _report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir, reliability=reliability)
 
 
 def run_judge_reliability(run_dir: Path, manifest: RunManifest | None = None) -> list[JudgeReliability]:
@@ -542,7 +534,7 @@ def run_judge_reliability(run_dir: Path, manifest: RunManifest | None = None) ->
     return judge_reliability(judged_records(RunPaths(run_dir).samples, ("error", "scores", "score_metadata")))
 
 
-def report_from_columns(
+def _report_from_columns(
     columns: RunColumns,
     manifest: RunManifest,
     *,
@@ -633,3 +625,22 @@ def report_from_columns(
         by_tag=[_report_axis(axis_stats(rows, tag, ci, seed), rows, ci, seed) for tag, rows in per_tag(columns)],
         untagged_records=untagged(columns),
     )
+
+
+__all__ = [
+    "BOOTSTRAP_APPROXIMATE_BELOW",
+    "CI_CHOICES",
+    "ERROR_POLICY",
+    "PRECISION_TARGET",
+    "PRECISION_WARNING",
+    "REPORT_SCHEMA_VERSION",
+    "EpochReport",
+    "Headline",
+    "PrecisionNote",
+    "ProfileReport",
+    "ReportAxis",
+    "RunInfo",
+    "Totals",
+    "build_report",
+    "run_judge_reliability",
+]

@@ -14,6 +14,7 @@ from fake_llm_server import FakeLLMServer
 from pydantic import SecretStr
 
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, ProviderResponseError
+from eval_harness.providers.embeddings import OpenAIEmbeddingsClient
 from eval_harness.providers.gateway import RetryPolicy
 from eval_harness.scorers import build_scorer
 from eval_harness.scorers.embeddings import (
@@ -21,7 +22,6 @@ from eval_harness.scorers.embeddings import (
     EmbeddingCache,
     EmbeddingSimilarity,
     LocalEmbeddingsClient,
-    OpenAIEmbeddingsClient,
     cosine,
     default_cache_path,
 )

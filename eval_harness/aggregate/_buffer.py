@@ -347,3 +347,6 @@ class _Buffer:
         _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         names = [self.text(int(start[i]), int(end[i])).decode(errors="replace") for i in first]
         return names, inverse.astype(np.int32).reshape(-1)
+
+
+__all__ = []

@@ -198,3 +198,6 @@ def _concat_columns(first: RunColumns, second: RunColumns) -> RunColumns:
         torn_bytes=second.torn_bytes,
         **rows,
     )
+
+
+__all__ = ["COLUMNS_CACHE", "load_columns_cached", "save_columns_cache"]

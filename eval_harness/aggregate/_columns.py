@@ -285,3 +285,6 @@ def _run_wide_codes(names: list[str], index: dict[str, int], part_names: Sequenc
     """For a part's codes into ``part_names``: the codes into the run's ``names`` (extended as needed), the code
     -1 (none) staying -1: index the result with the part's codes."""
     return np.array([_code(names, index, name) for name in part_names] + [-1], dtype=np.int32)
+
+
+__all__ = ["RunColumns"]

@@ -101,3 +101,6 @@ def scorer_distribution(name: str, values: F64, bins: int = 10) -> ScorerDistrib
 def scorer_distributions(columns: RunColumns) -> list[ScorerDistribution]:
     """One distribution per scorer, in the task's order."""
     return [scorer_distribution(name, values) for name, values in columns.scorers.items()]
+
+
+__all__ = ["EpochStats", "ScorerDistribution", "epoch_stats", "scorer_distribution", "scorer_distributions"]

@@ -294,3 +294,6 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
         chunk.tag_name, codes = b.names(tag_start[tagged], tag_end[tagged])
         chunk.tag_entries.append((tag_line[tagged], codes))
     return ok
+
+
+__all__ = []

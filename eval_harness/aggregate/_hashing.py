@@ -90,3 +90,6 @@ def _key_hash(sample_hash: U64, epoch: I64) -> U64:
     for column, seed in enumerate(_SEEDS):
         out[:, column] = _mix(sample_hash[:, column] ^ _mix(e + seed))
     return out
+
+
+__all__ = []

@@ -326,3 +326,6 @@ def iter_records_at(samples_path: Path, offsets: Sequence[int]) -> Iterator[dict
 def scorer_keys(manifest: RunManifest) -> list[str]:
     """The keys under which the run's scorers store their values, in the task's order."""
     return [spec.key for spec in manifest.task.scorers]
+
+
+__all__ = ["SMALL_BLOCK_BYTES", "default_workers", "iter_records_at", "load_columns", "read_records_at", "scorer_keys"]

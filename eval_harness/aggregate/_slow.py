@@ -165,3 +165,6 @@ def _tags(value: Any) -> list[str]:
         if not isinstance(tag, str):
             raise _BadField(f"tags[{i}]", f"expected a string, got {json_type_name(tag)}")
     return value
+
+
+__all__ = []

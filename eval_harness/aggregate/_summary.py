@@ -325,3 +325,23 @@ def summarize(
     columns = load_columns_cached(samples_path, keys, block_bytes=SMALL_BLOCK_BYTES)
     save_columns_cache(samples_path, columns, keys)
     return summarize_columns(columns, manifest, ci_method)
+
+
+__all__ = [
+    "BY_SAMPLE",
+    "axis_stats",
+    "errors_by_type",
+    "finish_reasons",
+    "group_means",
+    "judge_cost",
+    "length_stopped",
+    "per_axis",
+    "per_sample_means",
+    "per_tag",
+    "sample_index",
+    "summarize",
+    "summarize_columns",
+    "summarize_tally",
+    "units_without_errors",
+    "untagged",
+]

@@ -211,3 +211,6 @@ def run_process() -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()
     os._exit(code)
+
+
+__all__ = ["app", "main", "run_process"]

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-cache_app = typer.Typer(
+_cache_app = typer.Typer(
     help="Inspect or clear the response cache (run --cache).", no_args_is_help=True, rich_markup_mode=None
 )
 
-CacheDirOption = Annotated[
+_CacheDirOption = Annotated[
     Path | None,
     typer.Option(
         "--cache-dir",
@@ -33,8 +33,8 @@ def _directory(cache_dir: Path | None) -> Path:
     return directory
 
 
-@cache_app.command("info")
-def info_command(cache_dir: CacheDirOption = None) -> None:
+@_cache_app.command("info")
+def info_command(cache_dir: _CacheDirOption = None) -> None:
     """Show where the cache is, how many answers it holds and their size."""
     from eval_harness.cache import ResponseCache
     from eval_harness.cli.render.cache import print_cache_info
@@ -42,8 +42,8 @@ def info_command(cache_dir: CacheDirOption = None) -> None:
     print_cache_info(ResponseCache(_directory(cache_dir)).info())
 
 
-@cache_app.command("clear")
-def clear_command(cache_dir: CacheDirOption = None) -> None:
+@_cache_app.command("clear")
+def clear_command(cache_dir: _CacheDirOption = None) -> None:
     """Delete every cached answer (only files the cache wrote)."""
     from eval_harness.cache import ResponseCache
     from eval_harness.cli.render.cache import print_cache_cleared
@@ -53,4 +53,7 @@ def clear_command(cache_dir: CacheDirOption = None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(cache_app, name="cache")
+    app.add_typer(_cache_app, name="cache")
+
+
+__all__ = ["clear_command", "info_command", "register"]

@@ -71,3 +71,6 @@ def _missing(run: CompareRun) -> str:
 
 def register(app: typer.Typer) -> None:
     app.command("compare")(compare_command)
+
+
+__all__ = ["compare_command", "register"]

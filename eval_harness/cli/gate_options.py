@@ -27,3 +27,6 @@ MaxErrorRate = Annotated[
     float | None,
     typer.Option(help="Exit 1 when the error rate is above X (0-1), or when the run has records missing."),
 ]
+
+
+__all__ = ["FailBelow", "FailBelowAxis", "GateOn", "MaxErrorRate"]

@@ -83,3 +83,6 @@ def inspect_command(
 
 def register(app: typer.Typer) -> None:
     app.command("inspect")(inspect_command)
+
+
+__all__ = ["inspect_command", "register"]

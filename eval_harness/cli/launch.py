@@ -41,3 +41,6 @@ def resume_collection() -> None:
         _paused = False
         gc.freeze()
         gc.enable()
+
+
+__all__ = ["resume_collection", "run"]

@@ -35,3 +35,6 @@ def plan_command(
 
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_command)
+
+
+__all__ = ["plan_command", "register"]

@@ -63,3 +63,6 @@ def report_command(
 
 def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
+
+
+__all__ = ["register", "report_command"]

@@ -53,3 +53,6 @@ def rescore_command(
 
 def register(app: typer.Typer) -> None:
     app.command("rescore")(rescore_command)
+
+
+__all__ = ["register", "rescore_command"]

@@ -513,3 +513,12 @@ def resume_command(
 def register(app: typer.Typer) -> None:
     app.command("run")(run_command)
     app.command("resume")(resume_command)
+
+
+__all__ = [
+    "finish_run",
+    "register",
+    "resume_command",
+    "run_command",
+    "start_run",
+]

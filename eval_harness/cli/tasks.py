@@ -20,3 +20,6 @@ def tasks_command() -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("tasks")(tasks_command)
+
+
+__all__ = ["register", "tasks_command"]

@@ -39,3 +39,6 @@ def validate_dataset_command(
 
 def register(app: typer.Typer) -> None:
     app.command("validate-dataset")(validate_dataset_command)
+
+
+__all__ = ["register", "validate_dataset_command"]

@@ -178,3 +178,6 @@ def _load_both(path_a: Path, keys_a: list[str], path_b: Path, keys_b: list[str],
 def _load_run(path: Path, keys: list[str]) -> _Run:
     # light: a comparison needs identity, axis, score, error, latency and cost only.
     return _Run.of(load_columns_cached(path, keys, light=True))
+
+
+__all__ = ["compare_runs"]

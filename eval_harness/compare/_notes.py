@@ -248,3 +248,6 @@ def _both_error_notes(
             left = f"all {gone:,} samples are {every}: no sample is left to tell the runs apart"
         notes.append(f"{axis.axis}: {errors} paired records are errors in both runs (a difference of 0 each); {left}")
     return notes
+
+
+__all__ = []

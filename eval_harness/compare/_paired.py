@@ -295,3 +295,6 @@ def _decide(axis: CompareAxis, p_adjusted: float) -> CompareAxis:
     if separable and axis.diff is not None:
         verdict = "b_better" if axis.diff > 0 else "a_better"
     return axis.model_copy(update={"p_adjusted": p_adjusted, "separable": separable, "verdict": verdict})
+
+
+__all__ = ["join_keys"]

@@ -189,3 +189,17 @@ def judged_rows(axes: Sequence[_Row], overall: _Row) -> list[_Row]:
     """The rows with a verdict of their own: the axes, then overall when there are several (with one axis,
     overall is that axis again); also what goes with each row, given in the axes' order."""
     return [*axes, overall] if len(axes) > 1 else list(axes)
+
+
+__all__ = [
+    "ALPHA",
+    "COMPARE_SCHEMA_VERSION",
+    "CompareAxis",
+    "CompareHeadline",
+    "CompareRun",
+    "Comparison",
+    "SettingChange",
+    "UnpairedAxis",
+    "Verdict",
+    "judged_rows",
+]

@@ -192,3 +192,6 @@ def _threshold_notes(a: RunManifest, b: RunManifest) -> list[str]:
     if a.task.pass_threshold == b.task.pass_threshold:
         return []
     return ["the runs use different pass thresholds; scores are compared, not pass rates"]
+
+
+__all__ = ["differing_settings", "incomparable"]

@@ -317,3 +317,6 @@ def _compiled(pattern: str, flags: int = TARGET_PATTERN_FLAGS) -> re.Pattern[str
     if key not in _PATTERNS:
         _PATTERNS[key] = re.compile(pattern, flags)
     return _PATTERNS[key]
+
+
+__all__ = []

@@ -128,3 +128,6 @@ def _read_line(reader: _HashingReader) -> tuple[bytes, bool, int]:
         line = reader.readline(1 << 20)
         consumed += len(line)
     return b"", True, consumed
+
+
+__all__ = ["MAX_LINE_BYTES", "file_sha256", "is_compressed"]

@@ -53,3 +53,6 @@ def split(
             parts[name].extend(ordered[start : start + counts[name]])
             start += counts[name]
     return parts
+
+
+__all__ = ["sample", "split"]

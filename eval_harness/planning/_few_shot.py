@@ -240,3 +240,15 @@ def holdout_refusal(
         f"{task.path}: few_shot.holdout_fraction leaves no sample to evaluate "
         f"(it holds out {len(excluded)} of the {report.valid} in {dataset_path})"
     )
+
+
+__all__ = [
+    "FewShot",
+    "Pool",
+    "PoolOverlap",
+    "choose_few_shot",
+    "few_shot_file",
+    "holdout_refusal",
+    "load_pool",
+    "prompt_template",
+]

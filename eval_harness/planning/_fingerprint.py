@@ -199,3 +199,6 @@ def _arg_text(value: Any) -> str:
     if value is None:
         return "unset"
     return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+__all__ = ["ModelUpdate", "ScoringSetup"]

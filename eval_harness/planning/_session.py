@@ -105,3 +105,11 @@ def gate_changes(before: GateSettings | None, now: GateSettings | None) -> dict[
     set (``gate_on`` is 'mean' when no gate is)."""
     old, new = (settings.model_dump() if settings else GateSettings().model_dump() for settings in (before, now))
     return {name: (old[name], new[name]) for name in old if old[name] != new[name]}
+
+
+__all__ = [
+    "SessionOverrides",
+    "gate_changes",
+    "resumed_gates",
+    "session_settings",
+]

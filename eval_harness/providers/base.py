@@ -163,3 +163,15 @@ def create_provider(
             f"{flag} {key or flag.removeprefix('--')}: {message} (provider {prefix}; options: {known})"
         ) from None
     return cls(model, options, context)
+
+
+__all__ = [
+    "PROVIDERS",
+    "Provider",
+    "ProviderContext",
+    "ProviderOptions",
+    "create_provider",
+    "estimate_tokens",
+    "option_secrets",
+    "register_provider",
+]

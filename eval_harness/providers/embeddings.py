@@ -132,3 +132,6 @@ class OpenAIEmbeddingsClient:
         if len(vectors) != expected:
             raise ProviderResponseError(f"embeddings {url}: asked for {expected} vectors, got {len(vectors)}")
         return vectors
+
+
+__all__ = ["DEFAULT_API_MODEL", "EmbeddingsClient", "OpenAIEmbeddingsClient"]

@@ -157,3 +157,6 @@ class MockProvider(Provider):
         options = self.options
         assert isinstance(options, MockOptions)
         return options.cost_per_1k_tokens * (usage.prompt_tokens + usage.completion_tokens) / 1000
+
+
+__all__ = ["MockOptions", "MockProvider"]

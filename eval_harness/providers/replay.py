@@ -64,3 +64,6 @@ class ReplayProvider(Provider):
             raise ProviderResponseError(
                 f"replay: {self.source_run}: this sample's record: {location}: {message}"
             ) from None
+
+
+__all__ = ["ReplayProvider"]

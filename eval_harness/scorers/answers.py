@@ -59,3 +59,6 @@ def read_answer(output: str) -> Answer:
     docstring for the rule)."""
     tagged = answer_tag(output)
     return Answer(output, tagged=False) if tagged is None else Answer(tagged, tagged=True)
+
+
+__all__ = ["Answer", "answer_tag", "read_answer"]

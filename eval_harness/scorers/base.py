@@ -641,3 +641,26 @@ def best_reference(references: Sequence[str], measure: Callable[[str], float]) -
         if value > best_value:
             best_value, best = value, reference
     return best_value, best
+
+
+__all__ = [
+    "INJECTED",
+    "SCORERS",
+    "STAGE_ARG",
+    "Condition",
+    "FunctionScorer",
+    "Scorer",
+    "ScorerFactory",
+    "ScoringPipeline",
+    "ScoringResult",
+    "SkipScore",
+    "SpentScoringError",
+    "add_spend",
+    "best_reference",
+    "build_scorer",
+    "combine",
+    "keep_when_cut_short",
+    "parse_conditions",
+    "register_scorer",
+    "shortened",
+]

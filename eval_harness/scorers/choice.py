@@ -193,3 +193,6 @@ def _whole_choice(output: str, choices: list[str] | None, letters: str) -> str |
 
 def _as_choice_text(text: str) -> str:
     return " ".join(text.strip().strip("*_`").strip().rstrip(".").split()).casefold()
+
+
+__all__ = ["choice_letter", "choice_scorer"]

@@ -358,3 +358,22 @@ def code_execution_scorer(
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb, allow_processes=allow_processes)
     parallel = max_parallel or os.cpu_count() or 1
     return CodeExecutionScorer(limits, test_field, entry_point_field, parallel, Settings.load().secrets())
+
+
+__all__ = [
+    "ALLOW_VARIABLE",
+    "FILE_SIZE_LIMIT",
+    "MAX_CAPTURED_BYTES",
+    "RECORDED_CHARS",
+    "CodeExecutionScorer",
+    "Execution",
+    "Limits",
+    "allowed",
+    "build_program",
+    "code_execution_scorer",
+    "defines",
+    "explain",
+    "extract_code",
+    "preamble",
+    "run_program",
+]

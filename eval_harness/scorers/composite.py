@@ -106,3 +106,6 @@ def composite_scorer(
             location, message = first_problem(exc)
             raise ValueError(f"scorers[{index}].{location}: {message}") from None
     return CompositeScorer(ScoringPipeline(specs, judge, where))
+
+
+__all__ = ["CompositeScorer", "composite_scorer"]

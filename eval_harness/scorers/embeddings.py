@@ -255,3 +255,18 @@ def embedding_similarity(
         path = Path(cache_path) if cache_path else default_cache_path()
         client = CachedEmbeddings(client, EmbeddingCache(path), (settings or Settings.load()).secrets())
     return EmbeddingSimilarity(client)
+
+
+__all__ = [
+    "LOCAL_EXTRA_NEEDED",
+    "LOCAL_MODEL",
+    "LOCAL_PACKAGE",
+    "CachedEmbeddings",
+    "EmbeddingCache",
+    "EmbeddingSimilarity",
+    "LocalEmbeddingsClient",
+    "cosine",
+    "default_cache_path",
+    "embedding_similarity",
+    "vector_space",
+]

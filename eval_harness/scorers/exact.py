@@ -306,3 +306,6 @@ def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
         return Score(value=best, answer=answer.extracted, explanation=f"{mode}: {what} {verdict} {expected}")
 
     return FunctionScorer(score)
+
+
+__all__ = ["MODES", "Number", "exact_match", "exact_match_scorer", "extract_number", "numbers_in", "same_number"]

@@ -140,3 +140,6 @@ def faithfulness_scorer(source: str = "input") -> Scorer:
         )
 
     return FunctionScorer(score)
+
+
+__all__ = ["faithfulness", "faithfulness_scorer"]

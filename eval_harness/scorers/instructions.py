@@ -437,3 +437,27 @@ def instructions_scorer(
         )
 
     return FunctionScorer(score)
+
+
+__all__ = [
+    "CHECKS",
+    "SCHEMA_KEYWORDS",
+    "CheckResult",
+    "bullet_count",
+    "check_schema",
+    "count_bullets",
+    "count_paragraphs",
+    "count_sentences",
+    "count_words",
+    "ends_with",
+    "exclude",
+    "include",
+    "instructions_scorer",
+    "json_check",
+    "lowercase",
+    "paragraph_count",
+    "run_check",
+    "schema_problems",
+    "sentence_count",
+    "word_count",
+]

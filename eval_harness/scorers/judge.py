@@ -59,7 +59,7 @@ _REPAIR = (
 )
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
 _REASON_CHARS = 200
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class VerdictError(ValueError):
@@ -246,9 +246,9 @@ class _Judge(Scorer):
         sample: Sample,
         index: int,
         seeded: bool,
-        parse: Callable[[str], T],
+        parse: Callable[[str], _T],
         spend: _Spend,
-    ) -> T:
+    ) -> _T:
         config = GenerateConfig(
             temperature=self.settings.temperature, max_tokens=self.settings.max_tokens, seed=index if seeded else None
         )
@@ -543,3 +543,17 @@ def pairwise_judge(
     _sampling(temperature, max_tokens)
     settings = JudgeSettings(judge, find_rubric(rubric, where), system_prompt, temperature, max_tokens)
     return PairwiseJudge(settings, baseline)
+
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "JudgeSettings",
+    "PairwiseJudge",
+    "RubricJudge",
+    "VerdictError",
+    "find_rubric",
+    "pairwise_judge",
+    "parse_pairwise_verdict",
+    "parse_rubric_verdict",
+    "rubric_judge",
+]

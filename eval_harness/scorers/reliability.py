@@ -124,3 +124,6 @@ def _agreement(
     if pairs:
         report.disagreement_rate = report.disagreements / len(pairs)
         report.kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
+
+
+__all__ = ["JUDGE_KINDS", "JudgeReliability", "judge_reliability"]

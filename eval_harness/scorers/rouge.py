@@ -182,3 +182,17 @@ def rouge_scorer(
         )
 
     return FunctionScorer(score)
+
+
+__all__ = [
+    "MEASURES",
+    "TOKENIZERS",
+    "VARIANTS",
+    "lcs_length",
+    "porter_stem",
+    "rouge",
+    "rouge_scorer",
+    "rouge_tokens",
+    "tokenize",
+    "unicode_tokenize",
+]

@@ -57,3 +57,6 @@ def mostly_non_latin(text: str) -> bool:
 def split_ideographs(token: str) -> list[str]:
     """``token`` with each ideograph or kana split off as a token of its own: "gpt的答案" -> gpt 的 答 案."""
     return _IDEOGRAPH_OR_RUN.findall(token)
+
+
+__all__ = ["IDEOGRAPHS", "mostly_ideographs", "mostly_non_latin", "split_ideographs", "word_tokens"]

@@ -118,3 +118,15 @@ def squad_exact_match_scorer(tokenizer: str = "squad") -> Scorer:
         )
 
     return FunctionScorer(score)
+
+
+__all__ = [
+    "TOKENIZERS",
+    "normalize_answer",
+    "normalize_unicode",
+    "normalized_f1",
+    "squad_exact_match",
+    "squad_exact_match_scorer",
+    "token_f1",
+    "token_f1_scorer",
+]

@@ -234,3 +234,27 @@ def emit(
         emit_text(markdown_text(), output)
     else:
         emit_view(draw, output)
+
+
+__all__ = [
+    "ascii_json",
+    "bar",
+    "counted",
+    "counted_n",
+    "emit",
+    "emit_text",
+    "emit_view",
+    "file_console",
+    "interval",
+    "method_name",
+    "millis",
+    "money",
+    "p_value",
+    "pct",
+    "per_dollar",
+    "run_state",
+    "signed_points",
+    "sparkline",
+    "stderr",
+    "stdout",
+]

@@ -30,3 +30,9 @@ def print_cache_info(info: CacheInfo) -> None:
 
 def print_cache_cleared(directory: Path, removed: int) -> None:
     stdout.print(f"{directory}: removed {counted(removed, 'cached answer')}", markup=False)
+
+
+__all__ = [
+    "print_cache_cleared",
+    "print_cache_info",
+]

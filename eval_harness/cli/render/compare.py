@@ -251,3 +251,10 @@ def comparison_markdown(c: Comparison) -> str:
 def comparison_json(c: Comparison) -> str:
     """The comparison as indented JSON (the scripting interface)."""
     return c.model_dump_json(indent=2) + "\n"
+
+
+__all__ = [
+    "comparison_json",
+    "comparison_markdown",
+    "print_comparison",
+]

@@ -96,3 +96,10 @@ def print_tasks(tasks: Sequence[LoadedTask]) -> None:
         scorers = ", ".join(s.key for s in spec.scorers)
         table.add_row(task.lookup_name, spec.dataset.path or "(--dataset)", spec.template, scorers, spec.description)
     stdout.print(table)
+
+
+__all__ = [
+    "print_dataset_report",
+    "print_preflight",
+    "print_tasks",
+]

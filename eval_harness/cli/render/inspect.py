@@ -172,3 +172,10 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
 def inspection_json(ins: Inspection) -> str:
     """The inspection as indented JSON."""
     return ins.model_dump_json(indent=2) + "\n"
+
+
+__all__ = [
+    "finish_note",
+    "inspection_json",
+    "print_inspection",
+]

@@ -497,3 +497,14 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
 def report_json(report: ProfileReport) -> str:
     """The report as indented JSON (the scripting interface)."""
     return report.model_dump_json(indent=2) + "\n"
+
+
+__all__ = [
+    "headline",
+    "print_profile",
+    "print_report",
+    "profile_table",
+    "reliability_table",
+    "report_json",
+    "report_markdown",
+]

@@ -162,3 +162,13 @@ class ProgressDisplay:
 
     def note(self, message: str) -> None:
         stderr.print(message, markup=False)
+
+
+__all__ = [
+    "ProgressDisplay",
+    "longest_prompt_line",
+    "print_dry_run",
+    "print_result",
+    "rate_text",
+    "time_left",
+]

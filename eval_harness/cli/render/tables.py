@@ -270,3 +270,13 @@ def markdown_table(
         for n, row in enumerate(rows)
     ]
     return lines
+
+
+__all__ = [
+    "LEFT_OUT_HINT",
+    "Column",
+    "FittedTable",
+    "markdown_code",
+    "markdown_table",
+    "markdown_text",
+]
