@@ -2,6 +2,14 @@
 
 import re
 
+# The exit codes of every command (README "Exit codes"); an EvalHarnessError carries its own (2, or 1 for a
+# failed gate), since errors.py, a building block, cannot import the CLI.
+EXIT_CHECK_FAILED = 1
+"""A quality gate failed, or validate-dataset found problems: the command worked and the answer is no."""
+EXIT_BAD_INPUT = 2
+"""Bad flags, configuration or data, or an error from the OS (disk full, permission denied)."""
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT: Ctrl-C or SIGTERM stopped the command (a run can be resumed)."""
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE, what a shell reports when the reader of stdout went away (`| head`): not 1, which is a failed
 gate or a dataset with problems."""
@@ -17,4 +25,4 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
 
 
-__all__ = ["EXIT_BROKEN_PIPE", "visible"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_BROKEN_PIPE", "EXIT_CHECK_FAILED", "EXIT_INTERRUPTED", "visible"]

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from eval_harness.cli import EXIT_BROKEN_PIPE, visible
+from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
 from eval_harness.cli.launch import resume_collection
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
@@ -181,10 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
         print(f"error: {_redacted(str(exc))}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def run_process() -> NoReturn:
@@ -204,7 +204,7 @@ def run_process() -> NoReturn:
             code = exc.code or 0
         else:
             print(exc.code, file=sys.stderr)
-            code = 1
+            code = 1  # Python's own code for SystemExit("message")
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
     for stream in (sys.stdout, sys.stderr):

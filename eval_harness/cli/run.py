@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from eval_harness.cli import EXIT_INTERRUPTED
 from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate
 from eval_harness.errors import ConfigError
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from eval_harness.runner import Progress, RunResult
     from eval_harness.types import GateSettings
 
-EXIT_INTERRUPTED = 130
 
 # Options shared by `run` and `resume`, declared once.
 ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]

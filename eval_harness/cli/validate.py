@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from eval_harness.cli import EXIT_CHECK_FAILED
+
 
 def validate_dataset_command(
     path: Annotated[Path, typer.Option("--path", "-p", help="The JSONL (or CSV) file to check.")],
@@ -34,7 +36,7 @@ def validate_dataset_command(
         print_preflight(checked)
         ok = checked.ok
     if not ok:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def register(app: typer.Typer) -> None:
