@@ -17,10 +17,12 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -50,6 +52,23 @@ _DIGEST_BYTES = 4096
 # line can be read without parsing it: resuming over a million records takes a second, not ten.
 _KEY_PREFIX = re.compile(rb'\{"sample_id":"((?:[^"\\]|\\.)*)","epoch":(\d+),')
 _ERROR_MARK = b',"error":{"type":'
+
+
+_second_text: tuple[int, str] = (-1, "")  # utc_now's last second and its text
+
+
+def utc_now() -> str:
+    """UTC time in ISO 8601 with milliseconds; the text of the second is reused, as this runs once per record."""
+    global _second_text
+    second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
+    if second != _second_text[0]:
+        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second_text[1]}.{millisecond:03d}Z"
+
+
+def new_run_id() -> str:
+    """A sortable, unique default run id: UTC timestamp plus a short random suffix."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -607,6 +626,7 @@ __all__ = [
     "iter_records",
     "judged_records",
     "line_number_at",
+    "new_run_id",
     "observed_status",
     "read_manifest",
     "read_resume_point",
@@ -618,6 +638,7 @@ __all__ = [
     "repair_tail",
     "scan_keys",
     "tail_digest",
+    "utc_now",
     "write_model",
     "writer_pid",
 ]

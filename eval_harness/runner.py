@@ -28,11 +28,12 @@ from eval_harness.artifacts import (
     repair_tail,
     scan_keys,
     tail_digest,
+    utc_now,
     write_model,
 )
 from eval_harness.cache import Origin
 from eval_harness.config import redact
-from eval_harness.datasets import Position
+from eval_harness.datasets import Position, file_stamp
 from eval_harness.durable import write_atomic
 from eval_harness.errors import (
     ArtifactError,
@@ -45,7 +46,7 @@ from eval_harness.errors import (
     ReplayedError,
 )
 from eval_harness.frontier import START, FrontierTracker
-from eval_harness.planning import RunPlan, file_stamp, session_settings, utc_now, work_items
+from eval_harness.planning import RunPlan, session_settings, work_items
 from eval_harness.providers.gateway import CallTally, Gateway
 from eval_harness.scorers.base import ScoringResult
 from eval_harness.tally import LENGTH_STOPS, SessionTally

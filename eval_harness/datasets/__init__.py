@@ -39,6 +39,7 @@ from eval_harness.datasets._files import (
     _open,
     _read_line,
     file_sha256,
+    file_stamp,
     is_compressed,
 )
 from eval_harness.datasets._subsets import sample, split
@@ -445,6 +446,7 @@ __all__ = [
     "Problem",
     "UnlistedLines",
     "file_sha256",
+    "file_stamp",
     "is_compressed",
     "iter_positioned",
     "iter_samples",

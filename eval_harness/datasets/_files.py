@@ -40,6 +40,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """Size and modification time (ns): cheap evidence that a file was not rewritten (None: unreadable).
+
+    The runner reads the dataset twice, to check it and then to run it; comparing this stamp taken before
+    the check with one taken after the run catches a file edited in between (hashing it again would cost a
+    second full read)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
+
+
 @contextlib.contextmanager
 def _gzip_errors(path: Path) -> Iterator[None]:
     try:
@@ -130,4 +143,4 @@ def _read_line(reader: _HashingReader) -> tuple[bytes, bool, int]:
     return b"", True, consumed
 
 
-__all__ = ["MAX_LINE_BYTES", "file_sha256", "is_compressed"]
+__all__ = ["MAX_LINE_BYTES", "file_sha256", "file_stamp", "is_compressed"]

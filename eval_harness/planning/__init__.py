@@ -22,18 +22,23 @@ Imports flow one way, down these rows: a module imports only from rows below its
 from __future__ import annotations
 
 import re
-import secrets
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from eval_harness import __version__
-from eval_harness.artifacts import RunPaths, read_manifest
+from eval_harness.artifacts import RunPaths, new_run_id, read_manifest, utc_now
 from eval_harness.config import RunConfig, Settings, redact
-from eval_harness.datasets import DatasetReport, Position, file_sha256, is_compressed, iter_positioned, validate_dataset
+from eval_harness.datasets import (
+    DatasetReport,
+    Position,
+    file_sha256,
+    file_stamp,
+    is_compressed,
+    iter_positioned,
+    validate_dataset,
+)
 from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError
 from eval_harness.planning._few_shot import (
     FewShot,
@@ -81,22 +86,6 @@ from eval_harness.types import (
 )
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-_second_text: tuple[int, str] = (-1, "")
-
-
-def utc_now() -> str:
-    """UTC time in ISO 8601 with milliseconds; the text of the second is reused, as this runs once per record."""
-    global _second_text
-    second, millisecond = divmod(time.time_ns() // 1_000_000, 1000)
-    if second != _second_text[0]:
-        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second_text[1]}.{millisecond:03d}Z"
-
-
-def new_run_id() -> str:
-    """A sortable, unique default run id: UTC timestamp plus a short random suffix."""
-    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 @dataclass
@@ -502,19 +491,6 @@ def _check_new_gate_axes(plan: RunPlan, axes: list[str]) -> None:
             )
 
 
-def file_stamp(path: Path) -> tuple[int, int] | None:
-    """Size and modification time (ns): cheap evidence that a file was not rewritten (None: unreadable).
-
-    The runner reads the dataset twice, to check it and then to run it; comparing this stamp taken before
-    the check with one taken after the run catches a file edited in between (hashing it again would cost a
-    second full read)."""
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return status.st_size, status.st_mtime_ns
-
-
 def work_items(
     plan: RunPlan,
     finished: Callable[[str, Position], bool] | None = None,
@@ -589,18 +565,15 @@ __all__ = [
     "choose_few_shot",
     "dry_run",
     "few_shot_file",
-    "file_stamp",
     "gate_changes",
     "holdout_refusal",
     "judge_info",
     "load_pool",
-    "new_run_id",
     "plan_resume",
     "plan_run",
     "prompt_template",
     "replaced_settings",
     "resumed_gates",
     "session_settings",
-    "utc_now",
     "work_items",
 ]
