@@ -18,7 +18,7 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     ├── AuthenticationError              401/403 from a provider: the run stops early
     │   ├── QuotaExhaustedError          the account's quota or spend limit is used up: the run stops too
     │   ├── ModelNotFoundError           404: no such model or endpoint (a typo, a wrong base_url): it stops too
-    │   ├── ServerUnreachableError       no connection to the server could be made, nor ever was: it stops too
+    │   ├── ServerUnreachableError       no server at the base URL, or no longer (refusals in a row): it stops too
     │   └── ServerUntrustedError         TLS: the certificate is not trusted, or no TLS at that port: it stops too
     ├── GateFailedError                  exit 1: a --fail-below / --max-error-rate gate failed
     ├── ProviderError                    one generation call failed (recorded per sample, run goes on)
@@ -34,7 +34,7 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
 
@@ -111,9 +111,10 @@ class ModelNotFoundError(AuthenticationError):
 
 
 class ServerUnreachableError(AuthenticationError):
-    """A sample ran out of retries without a connection to the server (refused, no such host) and no request of
-    the session ever reached it: a server not started or a wrong port fails every sample the same way, each
-    after its backoff (a 1,319-sample run took 24 minutes to record nothing but errors), so the run stops."""
+    """No server answers at the base URL: no request of the session ever got a connection (not started, a wrong
+    port), or requests in a row found none after it had answered (it went down). Every sample to come would
+    fail the same way, each after its backoff (a 1,319-sample run took 24 minutes to record nothing but
+    errors), so the run stops (see ``Gateway._stop_if_server_down``)."""
 
 
 class ServerUntrustedError(AuthenticationError):
@@ -131,9 +132,12 @@ class GateFailedError(EvalHarnessError):
 
 class ProviderError(EvalHarnessError):
     """One provider call failed. ``retry_cause`` is set when trying again may succeed; ``request_id`` is the
-    provider's id of the failed request when it sent one (for support tickets)."""
+    provider's id of the failed request when it sent one (for support tickets); ``unreachable`` when no
+    connection to the server could be made at all (refused, no such host, a connect timeout): what tells a
+    server gone from one request's failure."""
 
     exit_code = 1
+    unreachable: bool = False  # also for a plugin's subclass whose __init__ does not call this one
 
     def __init__(
         self,
@@ -143,12 +147,14 @@ class ProviderError(EvalHarnessError):
         retry_after: float | None = None,
         status_code: int | None = None,
         request_id: str | None = None,
+        unreachable: bool = False,
     ) -> None:
         super().__init__(message)
         self.retry_cause = retry_cause
         self.retry_after = retry_after
         self.status_code = status_code
         self.request_id = request_id
+        self.unreachable = unreachable
 
     def with_message(self, message: str) -> Self:
         """A copy of this error with another message and every other attribute kept (a subclass's too)."""
@@ -189,16 +195,12 @@ class ProviderResponseError(ProviderError):
 
 
 class ProviderTimeoutError(ProviderError):
-    """The call timed out."""
+    """The call timed out (``unreachable``: connecting did, so no server answered at all)."""
 
 
 class ProviderConnectionError(ProviderError):
-    """The connection could not be made or was dropped; ``unreachable`` when it could not be made at all (the
-    server refused it, or the host name does not resolve)."""
-
-    def __init__(self, message: str, *, unreachable: bool = False, **details: Any) -> None:
-        super().__init__(message, **details)
-        self.unreachable = unreachable
+    """The connection could not be made (``unreachable``: refused, or the host name does not resolve) or was
+    dropped."""
 
 
 class ScoringError(EvalHarnessError):

@@ -283,11 +283,23 @@ def test_a_server_that_is_not_running_stops_the_run_with_one_line(tmp_path: Path
     assert len((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()) == 0
 
 
-def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "limits",
+    [
+        ["--max-retries", "2"],  # a sample runs out of retries: 0.5-1 s, then 1-2 s
+        ["--max-retries", "5", "--timeout", "1"],  # cut short by its timeout between retries: it used to be a
+        # per-sample timeout error, every remaining sample too, exit 0
+        ["--max-retries", "0"],  # two samples refused in a row: it used to record all the rest as errors
+    ],
+    ids=["out-of-retries", "timeout-shorter-than-backoff", "no-retries"],
+)
+def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_back(
+    tmp_path: Path, limits: list[str]
+) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
     clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
     with FakeLLMServer(answers=answers_from_jsonl(DATASET), latency_s=0.05) as server:
-        args = run_args(server, "openai-compatible/fake", "--concurrency", "2", "--max-retries", "2", "-q")
+        args = run_args(server, "openai-compatible/fake", "--concurrency", "2", *limits, "-q")
         run = subprocess.Popen(
             [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
         )
@@ -299,20 +311,23 @@ def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_b
             assert run.returncode is None, "the run ended before the server went down"
             time.sleep(0.05)
         server.stop()
-        _, stderr = run.communicate(timeout=60)  # 2 retries: 0.5-1 s, then 1-2 s, and the run stops
+        _, stderr = run.communicate(timeout=60)
         assert run.returncode == 2, stderr
         lines = stderr.strip().splitlines()
-        assert len(lines) == 1 and "no request sent since this sample's first try reached the server" in lines[0]
+        assert (
+            len(lines) == 1
+            and "requests in a row found no server, and none sent since the first of them was answered" in lines[0]
+        )
         before = records(tmp_path)
-        assert 6 <= len(before) < 240 and all(row["error"] is None for row in before), [
-            r["error"] for r in before if r["error"]
-        ]
+        errors = [row["error"] for row in before if row["error"]]
+        assert 6 <= len(before) < 240
+        # without retries, the one sample refused first is its own error (one refusal may be bad luck)
+        assert len(errors) <= (1 if limits == ["--max-retries", "0"] else 0), errors
         server.start()  # same port
-        resumed = cli(tmp_path, "resume", "results/r1", "-q")
+        resumed = cli(tmp_path, "resume", "results/r1", "--retry-errors", "-q")
     assert resumed.returncode == 0, resumed.stderr
-    rows = records(tmp_path)
-    assert len(rows) == 240 and all(row["error"] is None for row in rows)
-    assert len({(row["sample_id"], row["epoch"]) for row in rows}) == 240  # each sample once: none lost, none twice
+    latest = {(row["sample_id"], row["epoch"]): row for row in records(tmp_path)}  # readers keep the last of a key
+    assert len(latest) == 240 and all(row["error"] is None for row in latest.values())  # none lost, none twice
 
 
 def test_after_an_auth_failure_resume_with_the_right_key_completes(server: FakeLLMServer, tmp_path: Path) -> None:

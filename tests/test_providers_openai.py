@@ -439,17 +439,21 @@ async def test_a_server_never_reached_stops_the_run_once_a_sample_is_out_of_retr
         await gateway.aclose()
 
 
-async def test_after_one_answer_a_refused_connection_is_that_sample_s_error(server: FakeLLMServer) -> None:
+async def test_with_no_retries_one_refusal_after_an_answer_is_that_sample_s_error_and_two_stop_the_run(
+    server: FakeLLMServer,
+) -> None:
     from eval_harness.providers.gateway import Gateway, RetryPolicy
 
     gateway = Gateway(make("openai/gpt-4o", server, concurrency=1), RetryPolicy(max_retries=0))
     try:
         assert (await gateway.generate(request())).completion is not None
-        server.stop()  # the server goes away mid-run: samples fail one by one, the run goes on
-        outcome = await gateway.generate(request())
+        server.stop()  # the server goes away mid-run
+        outcome = await gateway.generate(request())  # one refusal: this sample's bad luck, perhaps
+        assert isinstance(outcome.error, ProviderConnectionError) and outcome.error.unreachable
+        with pytest.raises(ServerUnreachableError, match="2 requests in a row found no server"):
+            await gateway.generate(request())  # it used to record every remaining sample as an error
     finally:
         await gateway.aclose()
-    assert isinstance(outcome.error, ProviderConnectionError) and outcome.error.unreachable
 
 
 async def test_a_server_that_stops_answering_mid_run_stops_the_run_once_a_sample_retried_in_vain(
@@ -462,7 +466,8 @@ async def test_a_server_that_stops_answering_mid_run_stops_the_run_once_a_sample
         assert (await gateway.generate(request())).completion is not None
         server.stop()
         with pytest.raises(
-            ServerUnreachableError, match=r"3 attempts .* since this sample's first try reached the server: it stopped"
+            ServerUnreachableError,
+            match=r"3 attempts .*; 3 requests in a row found no server, .*: it stopped answering",
         ):
             await gateway.generate(request())
     finally:

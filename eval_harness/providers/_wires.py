@@ -122,7 +122,9 @@ class PooledWire:
         try:
             status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
-            raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
+            raise ProviderTimeoutError(
+                f"{type(exc).__name__}: {exc}", retry_cause="timeout", unreachable=isinstance(exc, ConnectTimedOut)
+            ) from None
         except TLSRefused as exc:
             raise ServerUntrustedError(str(exc)) from None
         except TransportError as exc:
@@ -179,7 +181,9 @@ class HttpxWire:
         try:
             response = await self.client.post(url, content=payload)
         except httpx.TimeoutException as exc:
-            raise ProviderTimeoutError(f"{type(exc).__name__}: {exc}", retry_cause="timeout") from None
+            raise ProviderTimeoutError(
+                f"{type(exc).__name__}: {exc}", retry_cause="timeout", unreachable=isinstance(exc, httpx.ConnectTimeout)
+            ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             refusal = _tls_refusal(exc, url) if isinstance(exc, httpx.ConnectError) else None
             if refusal is not None:

@@ -71,8 +71,9 @@ class CallTally:
     """Seconds between attempts (backoff), the wait in progress not included (see ``end_wait``)."""
     on_first_send: Callable[[], None] | None = None
     """Called once, when the first request may be sent (admitted and paced): the per-sample clock starts."""
-    first_sent: int | None = None
-    """The session's number for this sample's first request (requests are numbered as they are sent)."""
+    last_unreachable: bool = False
+    """Whether the last attempt found no server (refused, no such host, connect timeout): what ``Gateway``
+    checks, when the sample ends so, for a server gone."""
     _wait_started: float | None = None
 
     def begin_wait(self) -> None:
@@ -123,11 +124,15 @@ class Gateway:
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
         self._connected = False  # whether any call of this session got a connection to the server
-        self._sent = 0  # requests sent so far: each request's number
-        self._last_answered = -1
-        """The highest number of a request the server answered (any status, or a timeout; a connection it
-        dropped is no answer): by send order, so an answer to a request sent before the server went down (a
-        graceful shutdown drains them) is no sign it is back."""
+        # Is the server gone? Requests are numbered as they are sent. A refusal (no connection: refused, no such
+        # host, connect timeout) starts a streak that only an answer to a request sent after the streak's first
+        # refusal ends: an answer to one sent before (a graceful shutdown drains them) is no sign it is back.
+        self._sent = 0
+        # requests in flight -> whether one sent after it was refused meanwhile: a refusal comes back at once, so
+        # a request that outlives a later one's refusal got a connection, and the server is there
+        self._in_flight: dict[int, bool] = {}
+        self._refusals = 0  # refusals in the current streak
+        self._first_refusal = -1  # the number of the streak's first refused request (-1: no streak)
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
@@ -196,37 +201,49 @@ class Gateway:
 
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
         """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
-        cancellation cut short counts for the time it lasted)."""
+        cancellation cut short counts for the time it lasted). A sample cut short by its timeout while it
+        retried a server that refused it stops the run like one out of retries (``_stop_if_server_down``): a
+        --timeout shorter than the backoff would otherwise hide a dead server behind per-sample timeouts."""
         tally.end_wait()
+        self._stop_if_server_down(error, tally, cut_short=True)
         return self._outcome(None, error, tally)
 
     def _outcome(
         self, completion: Completion | None, error: ProviderError | None, tally: CallTally
     ) -> GenerationOutcome:
-        if isinstance(error, ProviderConnectionError) and error.unreachable:
+        if error is not None:
             self._stop_if_server_down(error, tally)
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
 
-    def _stop_if_server_down(self, error: ProviderConnectionError, tally: CallTally) -> None:
-        """Raise ``ServerUnreachableError`` when a sample out of retries without a connection shows the server is
-        gone, not that this one request was unlucky: no request of the session ever reached it (not started,
-        wrong port), or none sent since this sample's first try did although the sample retried (the server
-        went down mid-run). Either way every sample to come would fail the same way, each after its backoff (a 1,319-
-        sample run took 24 minutes to record nothing but errors), so the run stops and resume picks it up.
-        A sample that was not retried (``--max-retries 0``) after the server had answered stays its own error."""
+    def _stop_if_server_down(self, error: ProviderError, tally: CallTally, *, cut_short: bool = False) -> None:
+        """Raise ``ServerUnreachableError`` when a sample whose last attempt found no server shows the server is
+        gone, not that one request was unlucky: no request of the session ever got a connection (not started,
+        wrong port), or two requests or more were refused in a row — no request sent after the first of them
+        answered, and none still in flight that outlived the refusal of one sent after it (such a request got a
+        connection and waits for its answer: the server is there; one still connecting says nothing). Every
+        sample to come would fail the same way, each after its backoff (a 1,319-sample run took 24 minutes to
+        record nothing but errors), so the run stops and resume picks it up.
+        ``error``: how the sample ended; ``cut_short``: by its timeout, while it retried."""
+        if not tally.last_unreachable or not (cut_short or error.unreachable):
+            return
         tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
+        if cut_short:
+            tries = f"cut short while retrying a server that refused it: {tries}"
         if not self._connected:
             raise ServerUnreachableError(
                 f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
                 "base URL right? The run stops; resume it once the server answers)"
             )
-        if tally.attempts > 1 and tally.first_sent is not None and self._last_answered < tally.first_sent:
+        first = self._first_refusal
+        connected = any(outlived and number > first for number, outlived in self._in_flight.items())
+        if self._refusals >= 2 and not connected:
             raise ServerUnreachableError(
-                f"{error} ({tries}, and no request sent since this sample's first try reached the server: "
-                "it stopped answering. The run stops with what it recorded; resume it once the server answers)"
+                f"{error} ({tries}; {self._refusals} requests in a row found no server, and none sent since the "
+                "first of them was answered: it stopped answering. The run stops with what it recorded; resume "
+                "it once the server answers)"
             )
 
     async def _attempt(self, request: GenerateRequest, tally: CallTally, retrying: str | None = None) -> Completion:
@@ -245,8 +262,7 @@ class Gateway:
             tally.first_send()
             sent = self._sent
             self._sent += 1
-            if tally.first_sent is None:
-                tally.first_sent = sent
+            self._in_flight[sent] = False
             tally.attempts += 1
             if retrying is not None:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
@@ -260,17 +276,22 @@ class Gateway:
                 raise self._not_a_completion(answer)
             completion = answer
         except ProviderError as exc:
-            if not isinstance(exc, ProviderConnectionError):
-                self._last_answered = max(self._last_answered, sent)  # even an error status: the server is there
-            if not (isinstance(exc, ProviderConnectionError) and exc.unreachable):
+            tally.last_unreachable = exc.unreachable
+            if exc.unreachable:
+                self._refused(sent)
+            else:
                 self._connected = True
+                if not isinstance(exc, ProviderConnectionError):  # a dropped connection is no answer
+                    self._answered(sent)  # even an error status, or a read timeout: the server is there
             if exc.retry_cause == "rate_limit":
                 concurrency.on_rate_limit(exc.retry_after)
             raise
         finally:
             concurrency.release()
+            self._in_flight.pop(sent, None)
+        tally.last_unreachable = False
         self._connected = True
-        self._last_answered = max(self._last_answered, sent)
+        self._answered(sent)
         usage = completion.usage
         spent = usage.prompt_tokens + usage.completion_tokens
         if booking is not None and spent > 0:  # no usage reported: the estimate stays spent
@@ -278,6 +299,19 @@ class Gateway:
             self.tpm.adjust(booking, spent)
         concurrency.on_success()
         return completion
+
+    def _refused(self, sent: int) -> None:
+        if self._refusals == 0:
+            self._first_refusal = sent
+        self._refusals += 1
+        for number in self._in_flight:
+            if number < sent:
+                self._in_flight[number] = True
+
+    def _answered(self, sent: int) -> None:
+        if sent > self._first_refusal:  # sent after the streak began: the server is back
+            self._refusals = 0
+            self._first_refusal = -1
 
     def _foreign(self, error: Exception) -> ProviderContractError:
         """``error``, raised by the provider and none of ours, as this sample's generation error: one line that

@@ -1,0 +1,207 @@
+"""When is the server gone, rather than one request unlucky? (``Gateway._stop_if_server_down``)
+
+The run stops (``ServerUnreachableError``, like a refused key) once two requests or more in a row found no
+server — refused, no such host, a connect timeout — with no request sent after the first of them answered and
+none of them still in flight; or when no request of the session ever got a connection. Each case is one the
+review of the first rule (requests numbered by the sample's first try) found it got wrong.
+
+The gateway cases use ``SwitchedServer``, a test double registered like any provider, whose "server" is a switch:
+up, it answers after a latency; down, it refuses at once (or drops the requests in flight). The transport cases
+use real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import socket
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pytest
+from conftest import provider_request
+from fake_llm_server import FakeLLMServer
+from pydantic import Field
+
+from eval_harness.config import Settings
+from eval_harness.errors import ProviderConnectionError, ProviderTimeoutError, ServerUnreachableError
+from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, create_provider, register_provider
+from eval_harness.providers.gateway import CallTally, Gateway, GenerationOutcome, RetryPolicy
+from eval_harness.types import Completion, GenerateRequest, Usage
+
+
+class SwitchedOptions(ProviderOptions):
+    latency_ms: float = Field(default=0.0)
+
+
+@register_provider("switched-server")
+class SwitchedServer(Provider):
+    """Up: answers after ``latency_ms`` (per sample id, ``LATENCY_MS`` overrides it). Down: refuses at once,
+    and a request in flight when it goes down is dropped. ``REFUSED`` ids are refused even while it is up."""
+
+    Options = SwitchedOptions
+    UP: ClassVar[asyncio.Event | None] = None
+    REFUSED: ClassVar[set[str]] = set()
+    LATENCY_MS: ClassVar[dict[str, float]] = {}
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        assert isinstance(self.options, SwitchedOptions) and self.UP is not None
+        sample = request.sample.id
+        if not self.UP.is_set() or sample in self.REFUSED:
+            raise ProviderConnectionError("cannot connect: refused", retry_cause="connection", unreachable=True)
+        went_down = asyncio.ensure_future(self._down())
+        latency = self.LATENCY_MS.get(sample, self.options.latency_ms) / 1000
+        done, _ = await asyncio.wait([went_down], timeout=latency)
+        went_down.cancel()
+        if done:
+            raise ProviderConnectionError("server closed the connection", retry_cause="connection")
+        return Completion(text="4", usage=Usage(prompt_tokens=3, completion_tokens=1), cost_usd=0.0)
+
+    async def _down(self) -> None:
+        assert self.UP is not None
+        while self.UP.is_set():
+            await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+def switched() -> Iterator[type[SwitchedServer]]:
+    SwitchedServer.REFUSED = set()
+    SwitchedServer.LATENCY_MS = {}
+    yield SwitchedServer
+    SwitchedServer.UP = None
+
+
+def gateway(latency_ms: float = 0.0, retries: int = 3, wait_s: float = 0.05, concurrency: int = 4) -> Gateway:
+    SwitchedServer.UP = asyncio.Event()
+    SwitchedServer.UP.set()
+    context = ProviderContext(settings=Settings(), concurrency=concurrency)
+    provider = create_provider("switched-server/m", {"latency_ms": str(latency_ms)}, context)
+    return Gateway(provider, RetryPolicy(max_retries=retries, initial_wait_s=wait_s), concurrency=concurrency)
+
+
+def sample(sample_id: str) -> GenerateRequest:
+    request = provider_request()
+    return dataclasses.replace(request, sample=request.sample.model_copy(update={"id": sample_id}))
+
+
+async def test_one_sample_refused_while_slow_answers_are_in_flight_is_that_sample_s_error(
+    switched: type[SwitchedServer],
+) -> None:
+    """Answers slower than the backoff (a reasoning model): the requests in flight got their connections, so
+    the server is there and the refused sample (one dead backend behind a balancer) fails alone."""
+    gw = gateway(latency_ms=1500, retries=3, wait_s=0.05)
+    switched.REFUSED = {"s1"}
+    switched.LATENCY_MS = {"s0": 0.0}
+    assert (await gw.generate(sample("s0"))).completion is not None
+    outcomes = await asyncio.gather(*(gw.generate(sample(f"s{n}")) for n in (1, 2, 3, 4)))
+    await gw.aclose()
+    refused, *answered = outcomes
+    assert isinstance(refused.error, ProviderConnectionError) and refused.attempts == 4  # out of retries, alone
+    assert all(o.completion is not None for o in answered)  # it used to stop the run here
+
+
+async def test_a_sample_in_flight_when_the_server_died_stops_the_run_not_records_an_error(
+    switched: type[SwitchedServer],
+) -> None:
+    """Sample a's request is dropped as the server dies; b's, sent after a's but quicker, was answered just
+    before. That answer is to a request sent before the first refusal, so no sign the server is back: a, out of
+    retries, stops the run (it used to be recorded as a's connection error, which plain resume keeps)."""
+    gw = gateway(retries=2, wait_s=0.05)
+    switched.LATENCY_MS = {"a": 1000.0, "b": 50.0}
+    assert switched.UP is not None
+    first = asyncio.ensure_future(gw.generate(sample("a")))
+    await asyncio.sleep(0.01)
+    quick = asyncio.ensure_future(gw.generate(sample("b")))
+    assert (await quick).completion is not None
+    switched.UP.clear()  # the server dies: a's request is dropped, every later one refused
+    with pytest.raises(ServerUnreachableError, match="2 requests in a row found no server"):
+        await first  # its 2 retries refused; its first request, dropped, found a server
+    await gw.aclose()
+
+
+async def test_a_sample_cut_short_by_its_timeout_while_retrying_refusals_stops_the_run(
+    switched: type[SwitchedServer],
+) -> None:
+    """A --timeout shorter than the backoff: the sample is cancelled between its retries and recorded as a
+    timeout, so the refusals were never looked at and the run went on, every sample a timeout."""
+    gw = gateway(retries=5, wait_s=0.3)
+    assert (await gw.generate(sample("s0"))).completion is not None
+    assert switched.UP is not None
+    switched.UP.clear()
+    tally = CallTally()
+    pending = asyncio.ensure_future(gw.generate(sample("s1"), tally))
+    await asyncio.sleep(0.75)  # refused, then again after 0.3-0.6 s; the next try comes 0.6-1.2 s after that
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    timeout = ProviderTimeoutError("no answer within the per-sample timeout of 0.75s")
+    with pytest.raises(ServerUnreachableError, match="cut short while retrying a server that refused it"):
+        gw.cancelled(tally, timeout)
+    await gw.aclose()
+
+
+async def test_a_sample_cut_short_after_an_answer_or_a_drop_is_a_timeout(switched: type[SwitchedServer]) -> None:
+    gw = gateway(latency_ms=2000)
+    pending = asyncio.ensure_future(gw.generate(sample("s1"), tally := CallTally()))
+    await asyncio.sleep(0.05)  # in flight, connected
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    outcome = gw.cancelled(tally, ProviderTimeoutError("no answer within the per-sample timeout of 0.05s"))
+    assert isinstance(outcome, GenerationOutcome) and isinstance(outcome.error, ProviderTimeoutError)
+    await gw.aclose()
+
+
+def blackhole(port: int = 0) -> list[socket.socket]:
+    """A listening socket (on ``port``, or any) whose accept queue is full, so that the kernel drops every
+    further SYN: a connect there times out (a host that is down, a firewall), as nothing ever refuses it. The
+    sockets to close after; the port is the first one's."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(0)
+    held = [listener]
+    for _ in range(4):  # the backlog of listen(0) holds one or two; the rest wait in SYN_SENT
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(listener.getsockname())
+        held.append(filler)
+    return held
+
+
+@pytest.mark.parametrize("wire", ["pooled", "httpx"])
+async def test_a_server_whose_connects_time_out_is_no_server_at_all(wire: str) -> None:
+    """A connect timeout used to count as the server's answer: a host gone (SYNs dropped) never stopped the run."""
+    held = blackhole()
+    port = held[0].getsockname()[1]
+    context = ProviderContext(settings=Settings(), concurrency=1)
+    args = {"base_url": f"http://127.0.0.1:{port}/v1", "connect_timeout_s": "0.3", "http_transport": wire}
+    provider = create_provider("openai-compatible/local", args, context)
+    gw = Gateway(provider, RetryPolicy(max_retries=1, initial_wait_s=0.01))
+    try:
+        with pytest.raises(ServerUnreachableError, match="no request of this session reached the server"):
+            await gw.generate(provider_request())
+    finally:
+        await gw.aclose()
+        for sock in held:
+            sock.close()
+
+
+async def test_a_connect_timeout_after_answers_starts_a_streak_like_a_refusal() -> None:
+    with FakeLLMServer() as server:
+        context = ProviderContext(settings=Settings(), concurrency=1)
+        args = {"base_url": server.base_url, "connect_timeout_s": "0.3"}
+        gw = Gateway(
+            create_provider("openai-compatible/local", args, context), RetryPolicy(max_retries=2, initial_wait_s=0.01)
+        )
+        assert (await gw.generate(provider_request())).completion is not None
+    held = blackhole(server.port)  # the server's port, now a host gone
+    try:
+        with pytest.raises(ServerUnreachableError, match="3 requests in a row found no server"):
+            await gw.generate(provider_request())
+    finally:
+        await gw.aclose()
+        for sock in held:
+            sock.close()
