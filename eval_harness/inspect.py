@@ -117,7 +117,9 @@ class InspectedSample(BaseModel):
     error: SampleError | None = Field(default=None, description="The record's error; None when it was scored.")
     finish_reason: str | None = Field(default=None, description="Why generation stopped, as the provider reported.")
     cut_off: bool = Field(
-        default=False, description="The answer stopped at the output-token limit: its end may be missing."
+        default=False,
+        description="The answer stopped at the output-token limit or the model's context window: its end may be "
+        "missing.",
     )
     failed_gates: list[str] = Field(
         default_factory=list,

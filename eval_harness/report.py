@@ -50,7 +50,7 @@ from eval_harness.stats import (
     sample_size,
     wilson_sample_size,
 )
-from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
+from eval_harness.tally import CONTEXT_WINDOW_ADVICE, CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
 from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec
 
 REPORT_SCHEMA_VERSION = 1
@@ -112,7 +112,8 @@ class ReportAxis(BaseModel):
     length_stops: int = Field(
         default=0,
         description="Records whose answer stopped at the output-token limit (finish_reason length, or "
-        "Anthropic's max_tokens): perhaps cut short.",
+        "Anthropic's max_tokens) or filled the model's context window (model_context_window_exceeded): perhaps cut "
+        "short.",
     )
 
 
@@ -406,22 +407,33 @@ def _skipped_judge_notes(manifest: RunManifest, scorers: list[ScorerDistribution
 
 
 def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | None) -> list[str]:
-    """How many answers stopped at the output-token limit: a score of 0 from a wrong answer and from one cut off
-    before its last line look alike. The answers are the records with a finish reason (a failed call has none)."""
+    """How many answers stopped at the output-token limit, and how many filled the model's context window: a
+    score of 0 from a wrong answer and from one cut off before its last line look alike. The answers are the
+    records with a finish reason (a failed call has none). The two limits have different remedies."""
     if not totals.length_stops:
         return []
     answers = sum(totals.finish_reasons.values())
-    reasons = " or ".join(sorted(reason for reason in totals.finish_reasons if reason in LENGTH_STOPS))
-    limit = manifest.task.generation.max_tokens
     where = run_dir if run_dir is not None else "RUN_DIR"
-    at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
-    if CONTEXT_WINDOW_STOP in totals.finish_reasons:
-        at += " or the model's context window"
-    unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
-    return [
-        f"{totals.length_stops:,} of {answers:,} answers stopped at {at} (finish_reason {reasons}){unset}: raise "
-        f"--max-tokens if they were cut short, or see them with eval-harness inspect --run {where} --show-failures"
-    ]
+    see = f"see them with eval-harness inspect --run {where} --show-failures"
+    context = totals.finish_reasons.get(CONTEXT_WINDOW_STOP, 0)
+    notes = []
+    if totals.length_stops > context:
+        reasons = " or ".join(
+            sorted(r for r in totals.finish_reasons if r in LENGTH_STOPS and r != CONTEXT_WINDOW_STOP)
+        )
+        limit = manifest.task.generation.max_tokens
+        at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
+        unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
+        notes.append(
+            f"{totals.length_stops - context:,} of {answers:,} answers stopped at {at} (finish_reason {reasons})"
+            f"{unset}: raise --max-tokens if they were cut short, or {see}"
+        )
+    if context:
+        notes.append(
+            f"{context:,} of {answers:,} answers stopped at the model's context window (finish_reason "
+            f"{CONTEXT_WINDOW_STOP}): {CONTEXT_WINDOW_ADVICE}; {see}"
+        )
+    return notes
 
 
 def _notes(

@@ -49,7 +49,7 @@ from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
 from eval_harness.providers.gateway import CallTally, Gateway
 from eval_harness.scorers.base import ScoringResult
-from eval_harness.tally import LENGTH_STOPS, SessionTally
+from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally
 from eval_harness.types import (
     ChatMessage,
     Completion,
@@ -93,9 +93,12 @@ class Progress:
     session_unanswered: int = 0
     """This session's records without an answer (the call failed)."""
     session_length_stops: int = 0
-    """This session's answers that stopped at the output-token limit (``tally.LENGTH_STOPS``)."""
+    """This session's answers that stopped at the output-token limit (``tally.LENGTH_STOPS`` but the context
+    window's)."""
     length_stop_reason: str | None = None
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
+    session_context_stops: int = 0
+    """This session's answers that filled the model's context window (``tally.CONTEXT_WINDOW_STOP``)."""
 
     @property
     def mean(self) -> float | None:
@@ -132,6 +135,8 @@ class RunResult:
     """Answers of this session that stopped at the output-token limit: perhaps cut short."""
     length_stop_reason: str | None = None
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
+    context_window_stops: int = 0
+    """Answers of this session that filled the model's context window: cut short, whatever max_tokens."""
 
     @property
     def resume_command(self) -> str:
@@ -323,6 +328,7 @@ class Runner:
             progress.session_errors, progress.first_error,
             answers=progress.session_done - progress.session_unanswered,
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
+            context_window_stops=progress.session_context_stops,
         )  # fmt: skip
 
     def _close_writer(self) -> None:
@@ -516,9 +522,12 @@ class Runner:
                 progress.session_unanswered += 1
         finish = record["finish_reason"]
         if finish in LENGTH_STOPS:  # the one test every record pays: the rest is for the few cut short
-            progress.session_length_stops += 1
-            if progress.length_stop_reason is None:
-                progress.length_stop_reason = finish
+            if finish == CONTEXT_WINDOW_STOP:
+                progress.session_context_stops += 1
+            else:
+                progress.session_length_stops += 1
+                if progress.length_stop_reason is None:
+                    progress.length_stop_reason = finish
         score = record["score"]
         if score is not None:
             progress.scored += 1

@@ -30,6 +30,12 @@ from eval_harness.types import AxisStats, RunManifest, RunSummary
 CONTEXT_WINDOW_STOP = "model_context_window_exceeded"
 """Anthropic's finish reason for an answer that filled the model's context window before ``max_tokens``."""
 
+CONTEXT_WINDOW_ADVICE = (
+    "the prompt and the answer fill it, so raising --max-tokens cannot help: a shorter prompt (fewer few-shot "
+    "examples, a shorter system prompt) or a model with a longer context can"
+)
+"""What to do about answers that filled the context window (the run's warning and the report's note)."""
+
 LENGTH_STOPS = frozenset({"length", "max_tokens", CONTEXT_WINDOW_STOP})
 """Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
 Anthropic's ``max_tokens``) or at the end of the model's context window (Anthropic's
@@ -301,6 +307,7 @@ def run_summary_of(
 
 
 __all__ = [
+    "CONTEXT_WINDOW_ADVICE",
     "CONTEXT_WINDOW_STOP",
     "LENGTH_STOPS",
     "AxisFigures",

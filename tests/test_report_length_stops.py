@@ -136,16 +136,48 @@ def test_each_tag_row_counts_its_answers_cut_at_max_tokens(tmp_path: Path) -> No
     assert report.totals.length_stops == 2
 
 
-def test_an_answer_that_filled_the_context_window_is_counted_and_named_in_the_note(
+def test_an_answer_that_filled_the_context_window_is_counted_and_told_its_own_remedy(
     cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Raising --max-tokens cannot help an answer that filled the context window: the run, the report and inspect
+    name the context window, not max_tokens (they used to say 'stopped at max_tokens ... raise --max-tokens')."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    run = served_run(
-        cli, task_root, "anthropic/claude-sonnet-4-5", "model_context_window_exceeded", "--max-tokens", "8"
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first("model_context_window_exceeded")
+        run = cli(
+            "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "anthropic/claude-sonnet-4-5",
+            "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
+            "--limit", "4", "--max-tokens", "8",
+        )  # fmt: skip
+    assert run.code == 0, run.err
+    run_dir = task_root.root / "results" / "r"
+    advice = (
+        "the prompt and the answer fill it, so raising --max-tokens cannot help: a shorter prompt (fewer few-shot "
+        "examples, a shorter system prompt) or a model with a longer context can"
     )
-    notes = [line for line in cli("report", "--run", run).out.splitlines() if "stopped at" in line]
-    assert notes == [
-        "note: 3 of 4 answers stopped at max_tokens 8 or the model's context window (finish_reason "
-        "model_context_window_exceeded): raise --max-tokens if they were cut short, or see them with "
-        f"eval-harness inspect --run {run} --show-failures"
+    warnings = [line for line in run.err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: 3 of 4 answers stopped at the model's context window (finish_reason "
+        f"model_context_window_exceeded): {advice}"
     ]
+    notes = [line for line in cli("report", "--run", run_dir).out.splitlines() if "stopped at" in line]
+    assert notes == [
+        "note: 3 of 4 answers stopped at the model's context window (finish_reason model_context_window_exceeded): "
+        f"{advice}; see them with eval-harness inspect --run {run_dir} --show-failures"
+    ]
+    shown = cli("inspect", "--run", run_dir, "--show-failures").out
+    assert "finish: model_context_window_exceeded (cut off at the model's context window: the prompt and" in shown
+    assert "max_tokens 8" not in shown
+
+
+def test_a_run_cut_at_both_limits_gets_a_note_for_each(tmp_path: Path) -> None:
+    records = [
+        scored("a", [], 0.0).model_copy(update={"finish_reason": "max_tokens"}),
+        scored("b", [], 0.0).model_copy(update={"finish_reason": "model_context_window_exceeded"}),
+        scored("c", [], 1.0).model_copy(update={"finish_reason": "end_turn"}),
+    ]
+    report = build_report(run_of(tmp_path / "run", records))
+    notes = [note for note in report.notes if "stopped at" in note]
+    assert report.totals.length_stops == 2 and len(notes) == 2
+    assert notes[0].startswith("1 of 3 answers stopped at max_tokens (finish_reason max_tokens)")
+    assert notes[1].startswith("1 of 3 answers stopped at the model's context window")

@@ -140,6 +140,14 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
         )
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
+    if result.context_window_stops:
+        from eval_harness.tally import CONTEXT_WINDOW_ADVICE
+
+        print(
+            f"warning: {result.context_window_stops:,} of {result.answers:,} answers stopped at the model's context "
+            f"window (finish_reason model_context_window_exceeded): {CONTEXT_WINDOW_ADVICE}",
+            file=sys.stderr,
+        )
     if result.fatal is not None:
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from eval_harness.cli.render import counted, millis, money, run_state, stdout
 from eval_harness.inspect import HEAD_CHARS, INPUT_CHARS, shorten
+from eval_harness.tally import CONTEXT_WINDOW_STOP
 
 if TYPE_CHECKING:
     from eval_harness.inspect import EpochOutcome, InspectedSample, Inspection
@@ -32,6 +33,8 @@ def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
         return None
     if not sample.cut_off:
         return reason
+    if reason == CONTEXT_WINDOW_STOP:
+        return f"{reason} (cut off at the model's context window: the prompt and the answer fill it)"
     if max_tokens is None:
         return f"{reason} (cut off at the provider's default or the server's limit: the run set no max_tokens)"
     return f"{reason} (cut off at max_tokens {max_tokens:,})"
