@@ -787,6 +787,26 @@ def test_a_reader_that_goes_away_from_a_long_document_gets_the_broken_pipe_code(
     assert (process.wait(timeout=60), err) == (141, b"")
 
 
+def test_a_long_document_reaches_a_non_blocking_pipe_whole(tmp_path: Path) -> None:
+    """A parent that shares a non-blocking pipe (node, some CI runners): the write that finds it full waits for
+    room instead of failing with a traceback after 64 KiB."""
+    script = (
+        "import os; os.set_blocking(1, False)\n"
+        "from eval_harness.cli.render import emit_text\n"
+        "emit_text('x' * 1_000_000 + '\\n', None)\n"
+    )
+    reader = "import sys, time; time.sleep(0.5); print(len(sys.stdin.buffer.read()))"
+    writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    counted = subprocess.run(
+        [sys.executable, "-c", reader], stdin=writer.stdout, capture_output=True, text=True, timeout=60
+    )
+    assert writer.stdout is not None and writer.stderr is not None
+    writer.stdout.close()
+    err = writer.stderr.read()
+    writer.stderr.close()
+    assert (writer.wait(timeout=60), err, counted.stdout.strip()) == (0, b"", "1000001")
+
+
 def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     args = ("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "4", "-q")

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import select
 import sys
 from collections.abc import Callable
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
@@ -203,7 +204,10 @@ def _write_stdout(text: str) -> None:
     data = memoryview(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     try:
         while data:
-            data = data[os.write(descriptor, data) :]
+            try:
+                data = data[os.write(descriptor, data) :]
+            except BlockingIOError:  # a non-blocking pipe a parent shares (node, some CI runners): wait for room
+                select.select([], [descriptor], [])
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, descriptor)  # the interpreter's last flush must not fail on the closed pipe
