@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
 from eval_harness.toml_lines import key_lines, line_of
-from eval_harness.types import TaskSpec, first_problem
+from eval_harness.types import TaskSpec, error_places, first_problem
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -104,7 +104,7 @@ def load_task_file(path: Path, root: Path) -> LoadedTask:
         spec = TaskSpec.model_validate(data)
     except ValidationError as exc:
         location, message = first_problem(exc)
-        line = line_of(text, [part for part in exc.errors()[0]["loc"] if isinstance(part, (str, int))])
+        line = line_of(text, error_places(exc, 1)[0].loc)  # the union members pydantic tried are no keys
         place = f"{path}:{line}" if line else str(path)
         raise ConfigError(f"{place}: {location or 'spec'}: {message}") from None
     lines = key_lines(text)

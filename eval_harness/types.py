@@ -6,13 +6,14 @@ that a resume can read the keys of a million records without parsing whole lines
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final, Literal, Protocol
+from typing import Annotated, Any, Final, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
@@ -584,17 +585,141 @@ class CompletionClient(Protocol):
     async def complete(self, request: GenerateRequest) -> Completion: ...
 
 
-_UNION_MEMBER = re.compile(r"(str|int|float|bool|bytes|none|[\w-]+\[.*\])")
-"""How pydantic names the member of a union a value was checked against, in an error's location
-(``fields.input.str``): a type, not a place in the user's file."""
+class ErrorPlace(NamedTuple):
+    """Where one error of a ``ValidationError`` is."""
+
+    loc: tuple[int | str, ...]
+    """pydantic's location without the names of the union members it tried: a place in the user's data."""
+    tags: frozenset[int]
+    """The positions in pydantic's location that named a union member."""
+
+
+def error_places(error: ValidationError, count: int | None = None) -> list[ErrorPlace]:
+    """Where each of the first ``count`` errors of ``error`` (all by default) is, without union members.
+
+    pydantic tries each member of a union on the value and reports one error per member, its location the
+    union's place followed by the member's name: ``fields.input.str`` and ``fields.input.list[str]``. Such a
+    name (``int``, ``list[str]``, ``constrained-str``, a model class's) can also be a key of the data, an axis
+    called ``int``, so the errors' shape decides: the parts after one place name union members when the
+    errors under them were given the same value there, and keys or fields when they were given different ones.
+    """
+    problems = error.errors(include_url=False)
+    verdicts: dict[tuple[int | str, ...], bool] = {}
+    places = []
+    for problem in problems[:count]:
+        loc = problem["loc"]
+        tags = frozenset(
+            i for i, part in enumerate(loc) if isinstance(part, str) and _union_at(problems, loc[:i], verdicts)
+        )
+        places.append(ErrorPlace(tuple(part for i, part in enumerate(loc) if i not in tags), tags))
+    return places
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """One error under a place: the branch it is under, and the value it was given, found at ``rest`` within
+    the value the branch was given."""
+
+    branch: int | str
+    rest: tuple[int | str, ...]
+    value: Any
+    kind: str
+
+
+_COMPARED = 64
+"""The errors under one place that are compared pairwise: enough for any union, and bounded for a list of
+thousands of bad items."""
+
+_NOT_FOUND: Final = object()
+
+
+def _union_at(
+    problems: list[ErrorDetails], place: tuple[int | str, ...], verdicts: dict[tuple[int | str, ...], bool]
+) -> bool:
+    """Whether the errors under ``place`` branch there into the members of a union (not into keys or fields)."""
+    if place not in verdicts:
+        seen = _seen_under(problems, place)
+        verdicts[place] = seen is not None and _one_value(seen)
+    return verdicts[place]
+
+
+def _seen_under(problems: list[ErrorDetails], place: tuple[int | str, ...]) -> list[_Seen] | None:
+    """The errors under ``place``; None when a field is missing right under it, which makes it a table."""
+    depth = len(place)
+    seen: list[_Seen] = []
+    for problem in problems:
+        loc = problem["loc"]
+        if len(loc) <= depth or loc[:depth] != place:
+            continue
+        rest = loc[depth + 1 :]
+        if problem["type"].startswith("missing"):  # its value is the table the field is missing from
+            if not rest:
+                return None
+            rest = rest[:-1]
+        seen.append(_Seen(loc[depth], rest, problem["input"], problem["type"]))
+        if len(seen) == _COMPARED:
+            break
+    return seen
+
+
+def _one_value(seen: list[_Seen]) -> bool:
+    """Whether errors under different branches were given one value: its members, if the place is a union."""
+    agreed = False
+    for a, b in itertools.combinations(seen, 2):
+        if a.branch == b.branch:
+            continue
+        if len(a.rest) > len(b.rest):
+            a, b = b, a
+        if b.rest[: len(a.rest)] != a.rest:
+            continue
+        found = _value_at(a.value, b.rest[len(a.rest) :])
+        if found is _NOT_FOUND:
+            continue
+        if found is not b.value:
+            return False  # two values at one place: the branches are keys or fields of a table
+        agreed = agreed or len(b.rest) > len(a.rest) or _members(a, b, found)
+    return agreed
+
+
+def _members(a: _Seen, b: _Seen, value: Any) -> bool:
+    """Whether ``a`` and ``b``, given the same ``value`` at the same place, are members of a union."""
+    if not isinstance(value, str | bytes | int | float | None):
+        return True  # one table or list at two places of parsed data is one place
+    # Python shares one object for small ints, None, True and short strings, so two keys given 1 may hold the
+    # same one. Keys of one table reject it the same way, members of a union each in its own; and pydantic names
+    # members by their type.
+    if a.kind != b.kind:
+        return _type_name(a.branch) or _type_name(b.branch)
+    return not (str(a.branch).isidentifier() or str(b.branch).isidentifier())
+
+
+def _value_at(value: Any, path: tuple[int | str, ...]) -> Any:
+    """The part of ``value`` at ``path``, or ``_NOT_FOUND``."""
+    for part in path:
+        if isinstance(value, list | tuple):
+            held = isinstance(part, int) and -len(value) <= part < len(value)
+        else:
+            held = isinstance(value, Mapping) and part in value
+        if not held:
+            return _NOT_FOUND
+        value = value[part]
+    return value
+
+
+_SCALAR_MEMBERS = frozenset({"str", "int", "float", "bool", "bytes", "none"})
+
+
+def _type_name(branch: int | str) -> bool:
+    """Whether ``branch`` reads as pydantic's name of a type (``list[str]``, ``constrained-str``, ``int``)
+    rather than as a field's."""
+    return isinstance(branch, str) and (not branch.isidentifier() or branch in _SCALAR_MEMBERS)
 
 
 def first_problem(error: ValidationError) -> tuple[str, str]:
     """The first problem of a validation error as ``(location, message)``; the location is its dotted field
     path ("" for the value as a whole), without the union members pydantic tried."""
-    first = error.errors()[0]
-    parts = [str(part) for part in first["loc"] if not (isinstance(part, str) and _UNION_MEMBER.fullmatch(part))]
-    return ".".join(parts), first["msg"]
+    place = error_places(error, 1)[0]
+    return ".".join(map(str, place.loc)), error.errors(include_url=False)[0]["msg"]
 
 
 __all__ = [
@@ -614,6 +739,7 @@ __all__ = [
     "DatasetInfo",
     "DatasetSpec",
     "ErrorInfo",
+    "ErrorPlace",
     "FewShotSpec",
     "GateBasis",
     "GateSettings",
@@ -633,6 +759,7 @@ __all__ = [
     "TaskInfo",
     "TaskSpec",
     "Usage",
+    "error_places",
     "first_problem",
     "split_rewrite",
 ]

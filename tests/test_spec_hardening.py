@@ -127,6 +127,39 @@ def test_a_field_of_the_wrong_type_is_named_by_its_place_not_by_the_union_member
     assert result.err == f"error: {task}:4: dataset.fields.input: Input should be a valid string\n"
 
 
+def test_a_fields_key_named_like_a_type_is_kept_in_the_place_of_its_error(cli: Cli, root: TaskRoot) -> None:
+    task = _spec(root, "typed", dataset="fields = { str = 3 }")
+    result = _validate(cli, "data/adder.jsonl", task)
+    assert result.code == 2
+    # the first 'str' is the file's key, the second the union member pydantic tried, and only that one goes
+    assert result.err == f"error: {task}:4: dataset.fields.str: Input should be a valid string\n"
+
+
+@pytest.mark.parametrize("axis", ["int", "float", "level[2]"])
+def test_a_bad_skill_of_an_axis_named_like_a_type_names_the_axis(cli: Cli, root: TaskRoot, axis: str) -> None:
+    err = _refused_run(cli, _spec(root, "ok"), "--model-arg", f"skill.{axis}=high")
+    assert err.startswith(f"error: --model-arg skill_by_axis.{axis}: Input should be a valid number"), err
+
+
+@pytest.mark.parametrize(
+    ("criteria", "problem"),
+    [
+        ("5", "criteria: Input should be a valid dictionary or a valid list (got 5)"),
+        (
+            "{ accuracy = 3 }",
+            "criteria.accuracy: Input should be a valid string (got 3), or criteria: Input should be a valid list",
+        ),
+    ],
+)
+def test_the_alternatives_of_a_scorer_argument_are_named_by_place_not_by_the_union_member(
+    cli: Cli, root: TaskRoot, criteria: str, problem: str
+) -> None:
+    root.template("rubric.jinja2", "Grade {{ output }} against {{ target }}.\n")
+    judge = f'[[scorers]]\nname = "rubric_judge"\nargs = {{ rubric = "rubric.jinja2", criteria = {criteria} }}\n'
+    err = _refused_run(cli, _spec(root, "judged", scorer=judge), "--judge-model", "mock/j")
+    assert f"scorer 'rubric_judge': {problem}\n" in err
+
+
 _BAD_REWRITES = [
     ("(adder => x", _UNTERMINATED),
     (r"adder => \9", "invalid replacement: invalid group reference 9 at position 1"),

@@ -45,7 +45,17 @@ from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
 from eval_harness.errors import AuthenticationError, ConfigError, EvalHarnessError, ScoringError, UnknownNameError
 from eval_harness.registry import Registry
-from eval_harness.types import Completion, CompletionClient, ErrorInfo, Sample, Score, ScorerSpec, Usage
+from eval_harness.types import (
+    Completion,
+    CompletionClient,
+    ErrorInfo,
+    ErrorPlace,
+    Sample,
+    Score,
+    ScorerSpec,
+    Usage,
+    error_places,
+)
 
 INJECTED = ("judge", "where")
 """Factory parameters filled by ``build_scorer``, never from a task spec."""
@@ -186,15 +196,53 @@ def _coerce(adapter: TypeAdapter[Any], value: Any) -> Any:
     return adapter.validate_python(value)
 
 
+_SHOWN_PROBLEMS = 3
+
+
 def _problems(name: str, error: ValidationError) -> str:
-    """``name[.location]: message (got value)`` for the first problems of a validation error, on one line."""
-    problems = []
-    for problem in error.errors()[:3]:
-        location = ".".join([name, *map(str, problem["loc"])] if name else map(str, problem["loc"]))
+    """``name[.location]: message (got value)`` for the first problems of a validation error, on one line.
+
+    Locations leave out the union members pydantic tried. The members' problems are alternatives, so "or" joins
+    them: once at one place (``criteria: Input should be a valid dictionary or a valid list (got 5)``), with a
+    comma between places (``criteria.accuracy: Input should be a valid string (got 3), or criteria: Input should
+    be a valid list``); other problems are joined by a semicolon, all of them to be fixed.
+    """
+    shown: list[tuple[str, str, list[str], str]] = []  # the joint before, location, messages, value
+    previous: tuple[tuple[int | str, ...], ErrorPlace] | None = None
+    places = error_places(error, 4 * _SHOWN_PROBLEMS)  # enough for three places with their alternatives
+    for problem, place in zip(error.errors(include_url=False), places, strict=False):
+        location = ".".join(map(str, [name, *place.loc] if name else place.loc))
+        either = previous is not None and _alternatives(*previous, problem["loc"], place)
+        previous = (problem["loc"], place)
+        if either and shown[-1][1] == location:
+            if problem["msg"] not in shown[-1][2]:
+                shown[-1][2].append(problem["msg"])
+            continue
+        if len(shown) == _SHOWN_PROBLEMS:
+            break
         value = problem["input"]
-        shown = f" (got {shortened(repr(value), 60)})" if isinstance(value, str | int | float) else ""
-        problems.append(f"{location}: {problem['msg']}{shown}")
-    return "; ".join(problems)
+        got = f" (got {shortened(repr(value), 60)})" if isinstance(value, str | int | float) else ""
+        shown.append((", or " if either else "; ", location, [problem["msg"]], got))
+    return "".join(
+        f"{joint if number else ''}{location}: {_either(messages)}{got}"
+        for number, (joint, location, messages, got) in enumerate(shown)
+    )
+
+
+def _alternatives(
+    loc_a: tuple[int | str, ...], place_a: ErrorPlace, loc_b: tuple[int | str, ...], place_b: ErrorPlace
+) -> bool:
+    """Whether two errors come from different members of one union: pydantic's locations part at a member."""
+    parting = next((i for i, (a, b) in enumerate(zip(loc_a, loc_b, strict=False)) if a != b), None)
+    return parting is not None and parting in place_a.tags and parting in place_b.tags
+
+
+def _either(messages: list[str]) -> str:
+    """The members' messages about one value as one: ``Input should be a valid dictionary or a valid list``."""
+    lead = "Input should be "
+    if all(message.startswith(lead) for message in messages):
+        return lead + " or ".join(message.removeprefix(lead) for message in messages)
+    return " or ".join(messages)
 
 
 def shortened(text: str, limit: int) -> str:
