@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_subprocess, write_jsonl
+from rich.cells import cell_len
 from rich.console import Console
 
 from eval_harness.cli.app import main
@@ -18,7 +19,7 @@ from eval_harness.cli.render import interval, pct
 from eval_harness.cli.render.compare import print_comparison
 from eval_harness.cli.render.profile import print_report, profile_table
 from eval_harness.compare import compare_runs
-from eval_harness.report import build_report
+from eval_harness.report import ProfileReport, build_report
 from eval_harness.types import RunSummary
 
 WIDTHS = (80, 120, 200)
@@ -270,3 +271,38 @@ def test_a_tag_of_a_sentence_wraps_and_leaves_the_columns_a_48_character_tag_kee
     fragments = [line.split("│")[1].strip() for line in long.split("┡")[1].splitlines() if line.startswith("│")]
     assert sentence in "".join(fragments)  # whole, over several lines
     assert max(len(fragment) for fragment in fragments) <= 48
+
+
+def _one_axis_report(tmp_path: Path, name: str) -> ProfileReport:
+    from tests.test_report_tags import run_of, scored
+
+    records = [
+        scored(f"s{n}", [], float(n % 2)).model_copy(update={"axis": name if n % 2 else "short"}) for n in range(12)
+    ]
+    return build_report(run_of(tmp_path / "run", records))
+
+
+def test_a_60_character_name_stays_on_one_line_while_the_bar_can_give_way(tmp_path: Path) -> None:
+    name = "an_axis_name_that_is_quite_long_with_underscores_sixty_chars"
+    report = _one_axis_report(tmp_path, name)
+    at_170 = _tables(_draw(lambda console: print_report(report, console), 170))[0]
+    assert _widest_line(at_170) <= 170 and not _left_out(at_170, 170)
+    _row(at_170, name)  # whole on one line
+    bar = next(line for line in at_170.splitlines() if line.startswith("│ overall")).split("│")[-2]
+    assert 10 <= len(bar) - 2 < 20, at_170  # the bar gave way instead
+    # narrower still, the bar goes before the name wraps (as before the 48-cell floor for a tag of a sentence)
+    at_150 = _tables(_draw(lambda console: print_report(report, console), 150))[0]
+    _row(at_150, name)
+    assert _left_out(at_150, 150) == ["bar"] and _widest_line(at_150) <= 150
+
+
+def test_a_cjk_name_wraps_by_cells_without_a_character_left_alone(tmp_path: Path) -> None:
+    name = "日本語の長い軸の名前です" * 3  # 36 characters, 72 cells
+    report = _one_axis_report(tmp_path, name)
+    table = _tables(_draw(lambda console: print_report(report, console), 40))[0]
+    assert "…" not in table and max(cell_len(line) for line in table.splitlines() if line[:1] in "┏┃┡│├└") <= 40
+    body = table.split("┡")[1].split("├")[0]
+    fragments = [line.split("│")[1].strip() for line in body.splitlines() if line.startswith("│")]
+    fragments = fragments[fragments.index("short") + 1 :]
+    assert "".join(fragments) == name, fragments
+    assert all(len(fragment) > 1 for fragment in fragments[:-1]), fragments

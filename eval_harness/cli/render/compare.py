@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from eval_harness.cli.render import counted_n, interval, millis, money, p_value, pct, signed_points, stdout
-from eval_harness.cli.render.tables import Column, FittedTable, markdown_code, markdown_table, markdown_text
+from eval_harness.cli.render.tables import (
+    Column,
+    FittedTable,
+    markdown_code,
+    markdown_line,
+    markdown_table,
+    markdown_text,
+)
 
 if TYPE_CHECKING:
     from eval_harness.compare import CompareAxis, Comparison, UnpairedAxis
@@ -238,11 +245,11 @@ def comparison_markdown(c: Comparison) -> str:
     score_rows = [_score_cells(a) for a in c.axes] + [_unpaired_cells(u) for u in c.unpaired_axes]
     score_rows.append(_score_cells(c.overall, overall=True))
     trade_rows = [_trade_cells(a) for a in c.axes] + [_trade_cells(c.overall)]
-    lines = [f"## {markdown_text(_title(c))}", "", _differs_line(c, code=True), ""]
-    lines += [f"**{markdown_text(line)}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
+    lines = [f"## {markdown_line(_title(c), heading=True)}", "", _differs_line(c, code=True), ""]
+    lines += [f"**{markdown_line(line)}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
     lines += [*markdown_table(_SCORE_COLUMNS, score_rows), ""]
     lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
-    lines += [f"- {markdown_text(line)}" for line in _summary_lines(c)]
+    lines += [f"- {markdown_line(line)}" for line in _summary_lines(c)]
     lines += [f"- **FORCED**: compared although the runs have {markdown_text(item)}" for item in c.forced]
     lines += [f"- note: {markdown_text(note)}" for note in c.notes]
     return "\n".join(lines) + "\n"

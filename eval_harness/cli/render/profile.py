@@ -24,7 +24,14 @@ from eval_harness.cli.render import (
     sparkline,
     stdout,
 )
-from eval_harness.cli.render.tables import LEFT_OUT_HINT, Column, FittedTable, markdown_table, markdown_text
+from eval_harness.cli.render.tables import (
+    LEFT_OUT_HINT,
+    Column,
+    FittedTable,
+    markdown_line,
+    markdown_table,
+    markdown_text,
+)
 from eval_harness.tally import nothing_billed
 from eval_harness.types import AxisStats, RunSummary
 
@@ -457,8 +464,8 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     with_method = _with_method(profile_rows)
     rows = [row.cells(with_excluding, with_method) for row in profile_rows]
     table = markdown_table(_columns(with_excluding, with_method), rows, strong_last_row=True)
-    lines = [f"## {markdown_text(_title(report))}", "", *table, ""]
-    lines += [f"- {markdown_text(line)}" for line in _headline_lines(report)]
+    lines = [f"## {markdown_line(_title(report), heading=True)}", "", *table, ""]
+    lines += [f"- {markdown_line(line)}" for line in _headline_lines(report)]
     if by_tag:
         lines += ["", f"### {_TAG_TITLE[0].upper()}{_TAG_TITLE[1:]}", ""]
         if report.by_tag:
@@ -466,7 +473,7 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
             tag_method = _with_method(tag_rows)
             tag_cells = [row.cells(with_excluding, tag_method) for row in tag_rows]
             lines += [*markdown_table(_columns(with_excluding, tag_method, "tag"), tag_cells), ""]
-        lines.append(f"- {markdown_text(_untagged_note(report))}")
+        lines.append(f"- {markdown_line(_untagged_note(report))}")
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
         lines += markdown_table(_epoch_columns(report), [_epoch_cells(e) for e in report.epochs])
@@ -483,14 +490,14 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
         reliability_rows = [_reliability_cells(r) for r in report.judge_reliability]
         lines += markdown_table(_RELIABILITY_COLUMNS, reliability_rows)
     if report.precision:
-        lines += ["", "### Precision", ""] + [f"- {markdown_text(line)}" for line in _precision_lines(report)]
-    lines += ["", "### Totals", "", f"- {markdown_text(_totals_line(report))}"]
+        lines += ["", "### Precision", ""] + [f"- {markdown_line(line)}" for line in _precision_lines(report)]
+    lines += ["", "### Totals", "", f"- {markdown_line(_totals_line(report))}"]
     if report.gates:
-        gate_lines = [f"- {markdown_text(line)}" for line in _gate_lines(report)]
+        gate_lines = [f"- {markdown_line(line)}" for line in _gate_lines(report)]
         lines += ["", f"### Gates (on {markdown_text(report.gate_on)})", "", *gate_lines]
     notes = _notes_shown(report, by_tag)
     if notes:
-        lines += ["", "### Notes", ""] + [f"- {markdown_text(note)}" for note in notes]
+        lines += ["", "### Notes", ""] + [f"- {markdown_line(note)}" for note in notes]
     return "\n".join(lines) + "\n"
 
 

@@ -29,15 +29,17 @@ from rich.text import Text
 #    reader match 57 rows across tables;
 # 4. only when the always-shown columns still do not fit on one line do their cells wrap; and the name,
 #    last of all (an axis name of 50+ characters at 80 columns), onto more lines at its underscores,
-#    hyphens, dots or spaces, so it stays whole. A name longer than _NAME_FLOOR (a tag of a sentence) wraps
-#    down to that width before any column is left out: one such name would otherwise empty every row.
+#    hyphens, dots or spaces, so it stays whole. A name too long for the always-shown columns to fit beside it
+#    (a tag of a sentence) wraps anyway, so it wraps down to _NAME_FLOOR before any column is left out for
+#    it: one such name would otherwise empty every row. A name that fits beside them is not wrapped to keep
+#    an optional column: like any name, it gives way last.
 # The markdown and json formats always carry every column.
 
 _HEADER_LINES = 2  # a header may wrap onto two lines before a column is left out
 _NAME_FLOOR = 48
-"""Cells a name is kept whole in before it may wrap to keep columns: MMLU's longest subject
-(high_school_government_and_politics) is 35; a tag of a sentence (300 characters) wraps instead of pushing
-every other column out of the table."""
+"""The width a name that has to wrap anyway wraps to before columns are left out for it: MMLU's longest
+subject (high_school_government_and_politics) is 35; a tag of a sentence (300 characters) wraps to this instead
+of pushing every other column out of the table."""
 LEFT_OUT_HINT = "--format markdown or json shows every column"
 
 Cell = str | Callable[[int], str]
@@ -92,6 +94,18 @@ def _span(widths: Iterable[int]) -> int:
     return sum(widths) + 3 * len(widths) + 1
 
 
+def _cells_prefix(text: str, width: int) -> int:
+    """How many characters of ``text`` fill at most ``width`` cells (at least one: a character wider than the
+    line still has to go somewhere). A CJK character takes two cells: cut by characters, rich would fold the
+    line again and leave one character on a line of its own."""
+    used = 0
+    for count, char in enumerate(text):
+        used += cell_len(char)
+        if used > width:
+            return max(1, count)
+    return len(text)
+
+
 def _break_name(name: str, width: int) -> str:
     """``name`` on lines of at most ``width`` cells, broken after '_', '-', '/', '.' or ' ' where it can be."""
     lines = [""]
@@ -104,7 +118,8 @@ def _break_name(name: str, width: int) -> str:
             elif lines[-1]:
                 lines.append("")
             else:  # one piece longer than a line: the only place left to break it is inside it
-                lines[-1], piece = piece[:width], piece[width:]
+                cut = _cells_prefix(piece, width)
+                lines[-1], piece = piece[:cut], piece[cut:]
                 lines.append("")
     return "\n".join(line for line in lines if line)
 
@@ -146,12 +161,12 @@ def _fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) 
     if _span(natural) <= width:
         return _Layout(list(range(len(columns))), None, None)
     floor = _floors(columns, texts, keep_columns=True)
-    if _span(floor) > width:  # columns go: rows keep to one line, unless the always-shown ones cannot
-        one_line = _floors(columns, texts, keep_columns=False)
-        core = [i for i, c in enumerate(columns) if not c.rank]
-        if _span(one_line[i] for i in core) <= width:
-            floor = one_line
-    floor[0] = min(floor[0], max(_NAME_FLOOR, cell_len(columns[0].header)))
+    one_line = _floors(columns, texts, keep_columns=False)
+    core_fits = _span(one_line[i] for i, c in enumerate(columns) if not c.rank) <= width
+    if _span(floor) > width and core_fits:  # columns go: rows keep to one line
+        floor = one_line
+    if not core_fits:  # the name wraps whatever goes, so no column goes for more of it than _NAME_FLOOR
+        floor[0] = min(floor[0], max(_NAME_FLOOR, cell_len(columns[0].header)))
     kept = _keep(columns, floor, width)
     widths = {i: natural[i] for i in kept}
     excess = _span(widths.values()) - width
@@ -226,21 +241,60 @@ class FittedTable:
             yield Text(f"left out to fit {options.max_width} columns: {', '.join(left_out)} ({self.hint})")
 
 
-_MARKDOWN_MARKUP = re.compile(r"[`*<~]|\\(?=[!-/:-@\[-`{-~])|(?<![^\W_])_|_(?![^\W_])")
-"""What GitHub would read as markup in text from the data: code (`), emphasis (*), HTML (<), strike-through (~), a
-backslash that escapes the punctuation after it, and an ``_`` at a word's edge. An ``_`` between letters or digits
-emphasises nothing in GFM, so ``snake_case`` names and paths stay as they are, and copyable."""
+_MARKDOWN_MARKUP = re.compile(r"[`*<~]|\\(?=[!-/:-@\[-`{-~]|$)|(?<![^\W_])_|_(?![^\W_])|\](?=[(\[:])|&(?=#?\w+;)")
+"""What GitHub would read as markup in text from the data: code (`), emphasis (*), HTML and autolinks (<),
+strike-through (~), a backslash that escapes the punctuation (or, at the end, the ``**`` closing a bold line)
+after it, an ``_`` at a word's edge, a ``]`` that closes a link, an image or a reference definition (``[x](y)``,
+``![a](b)``, ``[x][y]``, ``[x]: y``) and an ``&`` that starts an entity (``&amp;``). An ``_`` between letters or
+digits emphasises nothing in GFM, so ``snake_case`` names and paths stay as they are, and copyable; a bracket
+that closes nothing (the report's own ``[95% CI 72.8–88.0]``) stays bare too: with every ``]:`` escaped, the
+document defines no reference a bare ``[x]`` could link to."""
+
+_BLOCK_MARKER = re.compile(r"[#>+\-=]|\[(?=[ xX]\])|\d{1,9}(?=[.)](?:[ \t]|$))")
+"""What starts a block when a line begins with it (the text of a bullet, a heading, a bold line): a heading (#),
+a quote (>), a list item or a thematic break (+, -, and * and _ which every place escapes), a setext underline
+(=), a task list's box ([ ] or [x]) and an ordered list item (1. or 1)), whose dot or parenthesis is escaped."""
+
+_CLOSING_HASHES = re.compile(r"(?:^|(?<=[ \t]))#(?=#*[ \t]*$)")
+"""A run of # at the end of a heading, after a space: CommonMark drops it as the heading's closing sequence."""
 
 
 def markdown_text(text: str) -> str:
-    """``text`` (an axis, a tag, a run id, a note naming them) as literal Markdown on one line: a line break
-    would end a table row or a list item, and a tag such as ``*new*`` would render as emphasis."""
+    """``text`` (an axis, a tag, a run id, a note naming them) as literal Markdown inside a line: a line break
+    would end a table row or a list item, a tag such as ``*new*`` would render as emphasis, ``[x](y)`` as a link
+    and ``&amp;`` as ``&``. Text that begins a line needs ``markdown_line`` as well."""
     return _MARKDOWN_MARKUP.sub(lambda found: "\\" + found.group(), " ".join(text.splitlines()))
 
 
+def _leading_blanks(shown: str) -> str:
+    """``shown`` with its leading spaces and tabs as character references: Markdown drops them at the start of
+    a table cell, and four of them start a code block at the start of a line."""
+    kept = shown.lstrip(" \t")
+    return "".join(f"&#{ord(blank)};" for blank in shown[: len(shown) - len(kept)]) + kept
+
+
+def markdown_line(text: str, *, heading: bool = False) -> str:
+    """``text`` as literal Markdown where it begins a line (a bullet's text, a heading, a bold line): as
+    ``markdown_text``, and what would start a block at a line's start is escaped too (``# x``, ``> x``,
+    ``- x``, ``1. x``, ``---``, leading spaces); ``heading``: also a closing run of ``#`` at its end."""
+    shown = _leading_blanks(markdown_text(text))
+    marker = _BLOCK_MARKER.match(shown)
+    if marker:
+        at = marker.end() if marker.group()[0].isdigit() else 0
+        shown = f"{shown[:at]}\\{shown[at:]}"
+    return _CLOSING_HASHES.sub(r"\\#", shown) if heading else shown
+
+
 def markdown_code(text: str) -> str:
-    """``text`` as a Markdown code span (literal, monospaced), whatever backticks it holds."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    """``text`` as a Markdown code span (literal, monospaced), whatever backticks it holds: its fence is one
+    backtick longer than its longest run of them, and a space pads text that starts or ends with one (or
+    with a space at both ends, which CommonMark would strip)."""
+    text = " ".join(text.splitlines())
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padded = text[0] == "`" or text[-1] == "`" or (text[0] == text[-1] == " " and text.strip() != "")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 def markdown_table(
@@ -251,14 +305,14 @@ def markdown_table(
     code_columns: frozenset[int] = frozenset(),
 ) -> list[str]:
     """A GitHub-flavoured Markdown table of ``rows`` under the columns' headers, aligned as they are; every cell
-    is literal text (``markdown_text``), then the last row is bold (``strong_last_row``: a total) and the
-    ``code_columns`` monospaced (a sparkline)."""
+    is literal text (``markdown_text``, its leading spaces kept), then the last row is bold (``strong_last_row``:
+    a total) and the ``code_columns`` monospaced (a sparkline)."""
 
     def cell(text: str, column: int = -1, strong: bool = False) -> str:
         if column in code_columns:
             shown = markdown_code(text)
         else:
-            shown = markdown_text(text)
+            shown = _leading_blanks(markdown_text(text))
             shown = f"**{shown}**" if strong and shown not in ("", "–") else shown
         return shown.replace("|", "\\|")
 
@@ -277,6 +331,7 @@ __all__ = [
     "Column",
     "FittedTable",
     "markdown_code",
+    "markdown_line",
     "markdown_table",
     "markdown_text",
 ]
