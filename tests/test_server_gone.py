@@ -115,7 +115,7 @@ async def test_a_sample_in_flight_when_the_server_died_stops_the_run_not_records
     quick = asyncio.ensure_future(gw.generate(sample("b")))
     assert (await quick).completion is not None
     switched.UP.clear()  # the server dies: a's request is dropped, every later one refused
-    with pytest.raises(ServerUnreachableError, match="2 requests in a row found no server"):
+    with pytest.raises(ServerUnreachableError, match="no request sent since this sample's first refusal was answered"):
         await first  # its 2 retries refused; its first request, dropped, found a server
     await gw.aclose()
 
@@ -199,9 +199,58 @@ async def test_a_connect_timeout_after_answers_starts_a_streak_like_a_refusal() 
         assert (await gw.generate(provider_request())).completion is not None
     held = blackhole(server.port)  # the server's port, now a host gone
     try:
-        with pytest.raises(ServerUnreachableError, match="3 requests in a row found no server"):
+        with pytest.raises(ServerUnreachableError, match="no request sent since this sample's first refusal"):
             await gw.generate(provider_request())
     finally:
         await gw.aclose()
         for sock in held:
             sock.close()
+
+
+async def test_a_sample_cut_short_on_a_connected_retry_is_a_timeout(switched: type[SwitchedServer]) -> None:
+    """Refused, then the server came back and the retry got a connection; the timeout cut that slow answer. The
+    last attempt found a server: a timeout, not a server gone (the first refusal's flag used to linger)."""
+    gw = gateway(latency_ms=2000, retries=3, wait_s=0.05)
+    assert switched.UP is not None
+    switched.UP.clear()
+    pending = asyncio.ensure_future(gw.generate(sample("s1"), tally := CallTally()))
+    await asyncio.sleep(0.02)  # refused once
+    switched.UP.set()  # back: the retry connects and waits for its slow answer
+    await asyncio.sleep(0.3)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    outcome = gw.cancelled(tally, ProviderTimeoutError("no answer within the per-sample timeout of 0.32s"))
+    assert isinstance(outcome.error, ProviderTimeoutError) and tally.attempts == 2
+    await gw.aclose()
+
+
+async def test_a_refused_sample_at_the_start_while_slow_answers_are_in_flight_is_that_sample_s_error(
+    switched: type[SwitchedServer],
+) -> None:
+    """Before any answer has come: the requests in flight outlived the refused sample's retries, so they got
+    connections, and 'no request of this session reached the server' would be false."""
+    gw = gateway(latency_ms=1500, retries=3, wait_s=0.05)
+    switched.REFUSED = {"s1"}
+    outcomes = await asyncio.gather(*(gw.generate(sample(f"s{n}")) for n in (1, 2, 3, 4)))
+    await gw.aclose()
+    refused, *answered = outcomes
+    assert isinstance(refused.error, ProviderConnectionError) and all(o.completion for o in answered)
+
+
+async def test_half_the_connections_refused_with_fast_answers_fails_those_samples_alone(
+    switched: type[SwitchedServer],
+) -> None:
+    """A balancer with one dead backend of two: refusals of two samples can come a few ms apart with no answer
+    between them, but each refused sample's retries see answers to requests sent after its first refusal."""
+    gw = gateway(latency_ms=20, retries=2, wait_s=0.05, concurrency=4)
+    switched.REFUSED = {f"s{n}" for n in range(0, 24, 2)}
+    semaphore = asyncio.Semaphore(4)
+
+    async def one(n: int) -> GenerationOutcome:
+        async with semaphore:
+            return await gw.generate(sample(f"s{n}"))
+
+    outcomes = await asyncio.gather(*(one(n) for n in range(24)))
+    await gw.aclose()
+    assert [o.completion is None for o in outcomes] == [n % 2 == 0 for n in range(24)]

@@ -74,6 +74,8 @@ class CallTally:
     last_unreachable: bool = False
     """Whether the last attempt found no server (refused, no such host, connect timeout): what ``Gateway``
     checks, when the sample ends so, for a server gone."""
+    first_refusal: int | None = None
+    """The number of this sample's first request that found no server (requests are numbered as sent)."""
     _wait_started: float | None = None
 
     def begin_wait(self) -> None:
@@ -133,6 +135,7 @@ class Gateway:
         self._in_flight: dict[int, bool] = {}
         self._refusals = 0  # refusals in the current streak
         self._first_refusal = -1  # the number of the streak's first refused request (-1: no streak)
+        self._last_answered = -1  # the highest number of a request the server answered
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
@@ -221,9 +224,11 @@ class Gateway:
     def _stop_if_server_down(self, error: ProviderError, tally: CallTally, *, cut_short: bool = False) -> None:
         """Raise ``ServerUnreachableError`` when a sample whose last attempt found no server shows the server is
         gone, not that one request was unlucky: no request of the session ever got a connection (not started,
-        wrong port), or two requests or more were refused in a row — no request sent after the first of them
-        answered, and none still in flight that outlived the refusal of one sent after it (such a request got a
-        connection and waits for its answer: the server is there; one still connecting says nothing). Every
+        wrong port); or, for a sample that retried, no request sent since its first refusal was answered; or,
+        for one that did not (``--max-retries 0``), two requests or more were refused in a row with none sent
+        since the first of them answered. Either way none may be in flight that outlived the refusal of one sent
+        after it (such a request got a connection and waits for its answer: the server is there; one still
+        connecting says nothing). Every
         sample to come would fail the same way, each after its backoff (a 1,319-sample run took 24 minutes to
         record nothing but errors), so the run stops and resume picks it up.
         ``error``: how the sample ended; ``cut_short``: by its timeout, while it retried."""
@@ -232,19 +237,31 @@ class Gateway:
         tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
         if cut_short:
             tries = f"cut short while retrying a server that refused it: {tries}"
-        if not self._connected:
+        if not self._connected and not self._connected_since(-1):
             raise ServerUnreachableError(
                 f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
                 "base URL right? The run stops; resume it once the server answers)"
             )
-        first = self._first_refusal
-        connected = any(outlived and number > first for number, outlived in self._in_flight.items())
-        if self._refusals >= 2 and not connected:
+        first = tally.first_refusal
+        if tally.attempts > 1 and first is not None:
+            # it retried: judged over its own retries, whose backoff lets the answers of a live server come in
+            # (refusals in a row across samples, a few ms apart, also happen behind a half-dead balancer)
+            if self._last_answered < first and not self._connected_since(first):
+                raise ServerUnreachableError(
+                    f"{error} ({tries}; no request sent since this sample's first refusal was answered: it stopped "
+                    "answering. The run stops with what it recorded; resume it once the server answers)"
+                )
+        elif self._refusals >= 2 and not self._connected_since(self._first_refusal):
             raise ServerUnreachableError(
                 f"{error} ({tries}; {self._refusals} requests in a row found no server, and none sent since the "
                 "first of them was answered: it stopped answering. The run stops with what it recorded; resume "
                 "it once the server answers)"
             )
+
+    def _connected_since(self, first: int) -> bool:
+        """Whether a request sent after number ``first`` is in flight with a connection (it outlived the refusal
+        of one sent after it: refusals come back at once)."""
+        return any(outlived and number > first for number, outlived in self._in_flight.items())
 
     async def _attempt(self, request: GenerateRequest, tally: CallTally, retrying: str | None = None) -> Completion:
         """One call: admission, then the provider; feeds the adaptive limit and the token budget.
@@ -263,6 +280,7 @@ class Gateway:
             sent = self._sent
             self._sent += 1
             self._in_flight[sent] = False
+            tally.last_unreachable = False  # until this request says otherwise (a timeout may cut it connected)
             tally.attempts += 1
             if retrying is not None:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
@@ -278,6 +296,8 @@ class Gateway:
         except ProviderError as exc:
             tally.last_unreachable = exc.unreachable
             if exc.unreachable:
+                if tally.first_refusal is None:
+                    tally.first_refusal = sent
                 self._refused(sent)
             else:
                 self._connected = True
@@ -289,7 +309,6 @@ class Gateway:
         finally:
             concurrency.release()
             self._in_flight.pop(sent, None)
-        tally.last_unreachable = False
         self._connected = True
         self._answered(sent)
         usage = completion.usage
@@ -309,6 +328,7 @@ class Gateway:
                 self._in_flight[number] = True
 
     def _answered(self, sent: int) -> None:
+        self._last_answered = max(self._last_answered, sent)
         if sent > self._first_refusal:  # sent after the streak began: the server is back
             self._refusals = 0
             self._first_refusal = -1
