@@ -184,7 +184,9 @@ class Totals(BaseModel):
     backoff_s: float
     cached_records: int
     length_stops: int = Field(
-        default=0, description="Records whose answer stopped at the output-token limit (as the axes' sum)."
+        default=0,
+        description="Records whose answer stopped at the output-token limit or filled the model's context window "
+        "(as the axes' sum; finish_reasons tells the two apart).",
     )
     finish_reasons: dict[str, int] = Field(
         default_factory=dict, description="Records by finish reason as the providers reported it (null left out)."
