@@ -126,15 +126,15 @@ class Gateway:
         self.origin: Origin | None = None
         """The run session calling (set by the runner): stored with each answer it caches."""
         self._connected = False  # whether any call of this session got a connection to the server
-        # Is the server gone? Requests are numbered as they are sent. A refusal (no connection: refused, no such
-        # host, connect timeout) starts a streak that only an answer to a request sent after the streak's first
-        # refusal ends: an answer to one sent before (a graceful shutdown drains them) is no sign it is back.
+        # Is the server gone (``_stop_if_server_down``)? Requests are numbered as they are sent, so that only an
+        # answer to a request sent after a refusal (no connection: refused, no such host, connect timeout) says
+        # the server is back: one sent before (a graceful shutdown drains them) is no sign of it.
         self._sent = 0
         # requests in flight -> whether one sent after it was refused meanwhile: a refusal comes back at once, so
         # a request that outlives a later one's refusal got a connection, and the server is there
         self._in_flight: dict[int, bool] = {}
-        self._refusals = 0  # refusals in the current streak
-        self._first_refusal = -1  # the number of the streak's first refused request (-1: no streak)
+        self._refusals = 0  # refusals in a row (no answer to a request sent since the first): --max-retries 0's rule
+        self._first_refusal = -1  # the number of that streak's first refused request (-1: no streak)
         self._last_answered = -1  # the highest number of a request the server answered
 
     @classmethod
@@ -208,14 +208,13 @@ class Gateway:
         retried a server that refused it stops the run like one out of retries (``_stop_if_server_down``): a
         --timeout shorter than the backoff would otherwise hide a dead server behind per-sample timeouts."""
         tally.end_wait()
-        self._stop_if_server_down(error, tally, cut_short=True)
-        return self._outcome(None, error, tally)
+        return self._outcome(None, error, tally, cut_short=True)
 
     def _outcome(
-        self, completion: Completion | None, error: ProviderError | None, tally: CallTally
+        self, completion: Completion | None, error: ProviderError | None, tally: CallTally, *, cut_short: bool = False
     ) -> GenerationOutcome:
         if error is not None:
-            self._stop_if_server_down(error, tally)
+            self._stop_if_server_down(error, tally, cut_short=cut_short)
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
@@ -228,9 +227,8 @@ class Gateway:
         for one that did not (``--max-retries 0``), two requests or more were refused in a row with none sent
         since the first of them answered. Either way none may be in flight that outlived the refusal of one sent
         after it (such a request got a connection and waits for its answer: the server is there; one still
-        connecting says nothing). Every
-        sample to come would fail the same way, each after its backoff (a 1,319-sample run took 24 minutes to
-        record nothing but errors), so the run stops and resume picks it up.
+        connecting says nothing). Every sample to come would fail the same way, each after its backoff (a
+        1,319-sample run took 24 minutes to record nothing but errors), so the run stops and resume picks it up.
         ``error``: how the sample ended; ``cut_short``: by its timeout, while it retried."""
         if not tally.last_unreachable or not (cut_short or error.unreachable):
             return
