@@ -338,3 +338,11 @@ def test_a_manifest_written_before_the_gates_were_recorded_resumes_without_gates
     del manifest["gates"]
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     assert plan_resume(run_dir).gates is None
+
+
+def test_the_least_backoff_is_every_retry_s_wait_without_jitter_each_capped() -> None:
+    """What a sample out of retries waited at least in all: the grace a refused server gets before a sample cut
+    short by its timeout stops the run."""
+    assert RetryPolicy().least_backoff_s() == 0.5 + 1 + 2 + 4 + 8
+    assert RetryPolicy(max_retries=5, initial_wait_s=0.5, max_wait_s=3).least_backoff_s() == 0.5 + 1 + 2 + 3 + 3
+    assert RetryPolicy(max_retries=0).least_backoff_s() == 0

@@ -120,24 +120,65 @@ async def test_a_sample_in_flight_when_the_server_died_stops_the_run_not_records
     await gw.aclose()
 
 
-async def test_a_sample_cut_short_by_its_timeout_while_retrying_refusals_stops_the_run(
-    switched: type[SwitchedServer],
-) -> None:
-    """A --timeout shorter than the backoff: the sample is cancelled between its retries and recorded as a
-    timeout, so the refusals were never looked at and the run went on, every sample a timeout."""
-    gw = gateway(retries=5, wait_s=0.3)
-    assert (await gw.generate(sample("s0"))).completion is not None
-    assert switched.UP is not None
-    switched.UP.clear()
+async def cut_short(gw: Gateway, sample_id: str, after_s: float) -> GenerationOutcome:
+    """``sample_id``'s generation, cancelled after ``after_s`` as the runner's per-sample timeout does."""
     tally = CallTally()
-    pending = asyncio.ensure_future(gw.generate(sample("s1"), tally))
-    await asyncio.sleep(0.75)  # refused, then again after 0.3-0.6 s; the next try comes 0.6-1.2 s after that
+    pending = asyncio.ensure_future(gw.generate(sample(sample_id), tally))
+    await asyncio.sleep(after_s)
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pending
-    timeout = ProviderTimeoutError("no answer within the per-sample timeout of 0.75s")
-    with pytest.raises(ServerUnreachableError, match="cut short while retrying a server that refused it"):
-        gw.cancelled(tally, timeout)
+    return gw.cancelled(tally, ProviderTimeoutError(f"no answer within the per-sample timeout of {after_s:g}s"))
+
+
+async def test_samples_cut_short_by_their_timeout_while_retrying_refusals_stop_the_run_after_the_backoff(
+    switched: type[SwitchedServer],
+) -> None:
+    """A --timeout shorter than the backoff: each sample is cancelled between its retries and recorded as a
+    timeout, so the refusals were never looked at and the run went on, every sample a timeout. Now a sample cut
+    short once the refusals have lasted the whole backoff (0.05 + 0.1 + 0.2 s here) stops the run, naming the
+    server's refusal rather than the timeout."""
+    gw = gateway(retries=3, wait_s=0.05)
+    assert (await gw.generate(sample("s0"))).completion is not None
+    assert switched.UP is not None
+    switched.UP.clear()
+    early = await cut_short(gw, "s1", 0.2)  # refused for 0.2 s: within the backoff, its timeout
+    assert isinstance(early.error, ProviderTimeoutError)
+    with pytest.raises(ServerUnreachableError) as stopped:
+        await cut_short(gw, "s2", 0.25)  # refused for 0.45 s
+    message = str(stopped.value)
+    assert message.startswith("cannot connect: refused (cut short by the per-sample timeout while it retried:")
+    assert "no request sent since this sample's first refusal was answered" in message
+    await gw.aclose()
+
+
+async def test_a_sample_cut_short_by_refusals_of_a_server_never_reached_stops_the_run_at_once(
+    switched: type[SwitchedServer],
+) -> None:
+    """No request of the session got a connection (not started, wrong port): there is no outage to ride out, so
+    the first sample cut short stops the run rather than record a timeout for each sample of the grace."""
+    gw = gateway(retries=3, wait_s=0.05)
+    assert switched.UP is not None
+    switched.UP.clear()
+    with pytest.raises(ServerUnreachableError, match="no request of this session reached the server"):
+        await cut_short(gw, "s1", 0.2)  # refused for 0.2 s of a 0.35 s backoff
+    await gw.aclose()
+
+
+async def test_a_sample_cut_short_inside_an_outage_shorter_than_the_backoff_is_its_timeout_and_the_run_goes_on(
+    switched: type[SwitchedServer],
+) -> None:
+    """A server restarted in 0.3 s, which a sample out of retries (0.1 + 0.2 + 0.4 + 0.8 + 1.6 s of backoff)
+    would have ridden out: a sample whose --timeout fell inside it used to stop the run."""
+    gw = gateway(retries=5, wait_s=0.1)
+    assert (await gw.generate(sample("s0"))).completion is not None
+    assert switched.UP is not None
+    switched.UP.clear()
+    asyncio.get_running_loop().call_later(0.3, switched.UP.set)
+    outcome = await cut_short(gw, "s1", 0.25)  # refused, then cut in its backoff
+    assert isinstance(outcome.error, ProviderTimeoutError) and outcome.attempts >= 1
+    await asyncio.sleep(0.1)
+    assert (await gw.generate(sample("s2"))).completion is not None  # the server is back, the run goes on
     await gw.aclose()
 
 

@@ -32,6 +32,10 @@ class RetryPolicy:
     initial_wait_s: float = 0.5
     max_wait_s: float = 60.0
 
+    def least_backoff_s(self) -> float:
+        """The least time a call that uses up its retries waits between its tries in all (jitter only adds)."""
+        return sum(min(self.initial_wait_s * 2.0**retry, self.max_wait_s) for retry in range(self.max_retries))
+
 
 def is_transient(error: BaseException) -> bool:
     """Whether trying again may help: a ``ProviderError`` carrying a ``retry_cause`` (never a refused key)."""

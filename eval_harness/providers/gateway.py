@@ -71,9 +71,9 @@ class CallTally:
     """Seconds between attempts (backoff), the wait in progress not included (see ``end_wait``)."""
     on_first_send: Callable[[], None] | None = None
     """Called once, when the first request may be sent (admitted and paced): the per-sample clock starts."""
-    last_unreachable: bool = False
-    """Whether the last attempt found no server (refused, no such host, connect timeout): what ``Gateway``
-    checks, when the sample ends so, for a server gone."""
+    unreachable: ProviderError | None = None
+    """The last attempt's error when it found no server (refused, no such host, connect timeout), else None:
+    what ``Gateway`` checks, when the sample ends so, for a server gone (and quotes, when it is)."""
     first_refusal: int | None = None
     """The number of this sample's first request that found no server (requests are numbered as sent)."""
     _wait_started: float | None = None
@@ -135,6 +135,7 @@ class Gateway:
         self._in_flight: dict[int, bool] = {}
         self._refusals = 0  # refusals in a row (no answer to a request sent since the first): --max-retries 0's rule
         self._first_refusal = -1  # the number of that streak's first refused request (-1: no streak)
+        self._streak_since = 0.0  # when that request was refused (monotonic): how long the server has been gone
         self._last_answered = -1  # the highest number of a request the server answered
 
     @classmethod
@@ -205,8 +206,10 @@ class Gateway:
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
         """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
         cancellation cut short counts for the time it lasted). A sample cut short by its timeout while it
-        retried a server that refused it stops the run like one out of retries (``_stop_if_server_down``): a
-        --timeout shorter than the backoff would otherwise hide a dead server behind per-sample timeouts."""
+        retried a server that refused it stops the run like one out of retries (``_stop_if_server_down``), once
+        the server has refused for as long as a sample's retries wait in all: a --timeout shorter than the
+        backoff would otherwise hide a dead server behind per-sample timeouts, and without that grace a restart
+        the backoff rides out would stop the run whenever a sample's deadline fell inside it."""
         tally.end_wait()
         return self._outcome(None, error, tally, cut_short=True)
 
@@ -229,13 +232,21 @@ class Gateway:
         after it (such a request got a connection and waits for its answer: the server is there; one still
         connecting says nothing). Every sample to come would fail the same way, each after its backoff (a
         1,319-sample run took 24 minutes to record nothing but errors), so the run stops and resume picks it up.
-        ``error``: how the sample ended; ``cut_short``: by its timeout, while it retried."""
-        if not tally.last_unreachable or not (cut_short or error.unreachable):
+        ``error``: how the sample ended; ``cut_short``: by its timeout, while it retried — which, once the server
+        has answered, stops the run only when the refusals have lasted the least time a sample out of retries
+        would have waited: a sample whose deadline falls inside a shorter outage (a restart) is its timeout."""
+        refusal = tally.unreachable
+        if refusal is None or not (cut_short or error.unreachable):
             return
+        never_reached = not self._connected and not self._connected_since(-1)
         tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
         if cut_short:
-            tries = f"cut short while retrying a server that refused it: {tries}"
-        if not self._connected and not self._connected_since(-1):
+            outage_s = time.monotonic() - self._streak_since if self._refusals else 0.0
+            if not never_reached and outage_s < self.policy.least_backoff_s():
+                return
+            tries = f"cut short by the per-sample timeout while it retried: {tries}"
+            error = refusal  # which server and why, not the timeout
+        if never_reached:
             raise ServerUnreachableError(
                 f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
                 "base URL right? The run stops; resume it once the server answers)"
@@ -278,7 +289,7 @@ class Gateway:
             sent = self._sent
             self._sent += 1
             self._in_flight[sent] = False
-            tally.last_unreachable = False  # until this request says otherwise (a timeout may cut it connected)
+            tally.unreachable = None  # until this request says otherwise (a timeout may cut it connected)
             tally.attempts += 1
             if retrying is not None:
                 tally.retries[retrying] = tally.retries.get(retrying, 0) + 1
@@ -292,7 +303,7 @@ class Gateway:
                 raise self._not_a_completion(answer)
             completion = answer
         except ProviderError as exc:
-            tally.last_unreachable = exc.unreachable
+            tally.unreachable = exc if exc.unreachable else None
             if exc.unreachable:
                 if tally.first_refusal is None:
                     tally.first_refusal = sent
@@ -320,6 +331,7 @@ class Gateway:
     def _refused(self, sent: int) -> None:
         if self._refusals == 0:
             self._first_refusal = sent
+            self._streak_since = time.monotonic()
         self._refusals += 1
         for number in self._in_flight:
             if number < sent:
