@@ -690,7 +690,9 @@ def _members(a: _Seen, b: _Seen, value: Any) -> bool:
     # members by their type.
     if a.kind != b.kind:
         return _type_name(a.branch) or _type_name(b.branch)
-    return not (str(a.branch).isidentifier() or str(b.branch).isidentifier())
+    # alike: two members of the same shape (list[int] | list[str]); a key that is no identifier (an axis called
+    # multi-step) is not one
+    return all(isinstance(x.branch, str) and _COMPOSITE_MEMBER.fullmatch(x.branch) for x in (a, b))
 
 
 def _value_at(value: Any, path: tuple[int | str, ...]) -> Any:
@@ -707,6 +709,9 @@ def _value_at(value: Any, path: tuple[int | str, ...]) -> Any:
 
 
 _SCALAR_MEMBERS = frozenset({"str", "int", "float", "bool", "bytes", "none"})
+_COMPOSITE_MEMBER = re.compile(r"(?:constrained|function)-[\w-]+|[\w-]+\[.*\]", re.DOTALL)
+"""How pydantic names a union member that is not a scalar or a model: ``list[str]``, ``constrained-str``,
+``function-after[...]``, ``json-or-python[...]``."""
 
 
 def _type_name(branch: int | str) -> bool:

@@ -106,3 +106,12 @@ def test_problems_of_one_member_are_joined_by_a_semicolon_and_the_other_member_b
         "criteria.accuracy: Input should be a valid string (got 3); "
         "criteria.clarity: Input should be a valid string (got 4), or criteria: Input should be a valid list"
     )
+
+
+def test_two_hyphenated_keys_given_the_same_small_value_keep_their_keys() -> None:
+    """Python holds one object for 5 and for "x", so two keys rejecting it alike looked like union members
+    unless one was an identifier: an axis called multi-step lost its name from the message."""
+    assert _first_place(dict[str, Annotated[float, Field(ge=0, le=1)]], {"multi-step": 5, "long-context": 5}) == (
+        "multi-step"
+    )
+    assert _first_place(dict[str, float], {"multi-step": "x", "long context": "x"}) == "multi-step"
