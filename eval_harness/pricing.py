@@ -41,7 +41,8 @@ class Price:
             + cache_write_tokens * write_rate
             + usage.completion_tokens * self.output
         )
-        return total / PER_TOKENS
+        # to the picodollar: a record shows 1.71e-05, not float noise such as 1.7100000000000002e-05
+        return round(total / PER_TOKENS, 12)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from fake_llm_server import (
     cut_connection,
     hang,
     html_page,
+    rate_limited,
     server_error,
 )
 
@@ -249,6 +250,16 @@ def test_authentication_failure_stops_the_run_early_with_one_line(server: FakeLL
     assert len(server.generation_requests()) <= 4  # not one request per sample
     manifest = json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
+
+
+def test_a_run_stopped_before_its_first_record_prints_no_empty_profile(server: FakeLLMServer, tmp_path: Path) -> None:
+    """An empty table, a headline of dashes and 'cost $0' used to come before the one error line."""
+    server.api_key = "sk-the-right-key-000000"
+    args = run_args(server, "openai/gpt-4o-mini", "--concurrency", "4")
+    result = cli(tmp_path, *args, env={"OPENAI_API_KEY": CANARY})
+    assert result.returncode == 2
+    assert result.stdout.strip() == "run r1: failed, 0 new records, 0 already done → results/r1"
+    assert "authentication failed" in result.stderr
 
 
 def test_a_model_name_the_server_does_not_know_stops_the_run_with_one_line(
@@ -478,3 +489,14 @@ def test_cache_info_says_when_there_is_no_cache_or_the_path_is_a_file(tmp_path: 
     a_file = cli(tmp_path, "cache", "info", "--cache-dir", str(tmp_path / "notes.txt"))
     assert a_file.returncode == 2
     assert a_file.stderr == f"error: {tmp_path / 'notes.txt'}: not a directory; the cache is a directory of answers\n"
+
+
+def test_the_printed_totals_give_retries_by_cause(server: FakeLLMServer, tmp_path: Path) -> None:
+    """The issue asks the summary for the retries by cause: summary.json had them, the printed line only
+    their total."""
+    server.script(rate_limited("0.1"), server_error(), rate_limited("0.1"))
+    ran = cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "3", "--concurrency", "1"))
+    assert ran.returncode == 0, ran.stderr
+    assert "retries 3 (rate_limit 2, server_error 1) · backoff" in ran.stdout
+    reported = cli(tmp_path, "report", "--run", "results/r1")
+    assert "retries 3 (rate_limit 2, server_error 1) · backoff" in reported.stdout

@@ -86,3 +86,9 @@ def test_a_price_override_needs_both_directions() -> None:
     context = ProviderContext(settings=Settings())
     with pytest.raises(ConfigError, match="price_in and price_out"):
         create_provider("openai-compatible/llama", {"base_url": "http://127.0.0.1:1/v1", "price_in": "2"}, context)
+
+
+def test_a_cost_is_recorded_without_float_noise() -> None:
+    """30 × 0.15 + 21 × 0.60 = 17.1 USD per million tokens; divided in binary floating point it read
+    0.000017100000000000002 in the record."""
+    assert Price(input=0.15, output=0.6).cost(Usage(prompt_tokens=30, completion_tokens=21)) == 1.71e-05

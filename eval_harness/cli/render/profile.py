@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -197,6 +197,13 @@ def headline(summary: RunSummary) -> str:
     return " · ".join(parts)
 
 
+def _retries_text(by_cause: Mapping[str, int]) -> str:
+    """``retries 14 (rate_limit 12, server_error 2)``: the total, and by cause when there were any."""
+    text = f"retries {sum(by_cause.values()):,}"
+    causes = [f"{cause} {count:,}" for cause, count in sorted(by_cause.items()) if count]
+    return f"{text} ({', '.join(causes)})" if causes else text
+
+
 def print_profile(summary: RunSummary, title: str | None = None) -> None:
     """The profile of a run summary with its headline and totals (shown at the end of ``run``)."""
     stdout.print(profile_table(summary, title))
@@ -204,10 +211,10 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
     totals = summary.overall
     cost = UNBILLED_COST if _unbilled(summary) else money(totals.cost_total_usd)
     extra = f" · judge cost {money(summary.judge_cost_usd)}" if summary.judge_cost_usd is not None else ""
-    retries = sum(summary.retries_by_cause.values())
     stdout.print(
         f"tokens {totals.prompt_tokens:,} in / {totals.completion_tokens:,} out · cost {cost}{extra}"
-        f" · wall {summary.wall_time_s or 0:.1f}s · retries {retries} · backoff {summary.backoff_s:.1f}s"
+        f" · wall {summary.wall_time_s or 0:.1f}s · {_retries_text(summary.retries_by_cause)}"
+        f" · backoff {summary.backoff_s:.1f}s"
         + (f" · cached {summary.cached_records:,}" if summary.cached_records else ""),
         markup=False,
     )
@@ -355,8 +362,7 @@ def _totals_line(report: ProfileReport) -> str:
     parts.append(f"errors {t.errors:,}")
     if t.errors_by_type:
         parts[-1] += " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(t.errors_by_type.items())) + ")"
-    retries = sum(t.retries_by_cause.values())
-    parts.append(f"retries {retries:,} · backoff {t.backoff_s:.1f}s")
+    parts.append(f"{_retries_text(t.retries_by_cause)} · backoff {t.backoff_s:.1f}s")
     if t.cached_records:
         parts.append(f"cached {t.cached_records:,}")
     return " · ".join(parts)

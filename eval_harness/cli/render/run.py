@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def print_result(result: RunResult) -> None:
-    print_profile(result.summary)
+    if result.summary.records:  # a run stopped before its first record (a refused key, no server) has no profile
+        print_profile(result.summary)
     stdout.print(
         f"run {result.manifest.run_id}: {result.status}, {result.new_records:,} new records, "
         f"{result.skipped:,} already done → {result.run_dir}"
