@@ -536,8 +536,9 @@ def mcnemar_test(b: int, c: int, exact: bool = True) -> tuple[float, float]:
     ``exact=True``: two-sided exact binomial test of ``b`` vs ``c`` under p = 0.5; the statistic is
     ``min(b, c)``. ``exact=False``: chi-square with 1 degree of freedom and continuity correction,
     ``max(|b - c| - 1, 0)**2 / (b + c)``. The correction is floored at zero so that ``b == c`` gives
-    statistic 0 and p = 1 (R's ``mcnemar.test`` and statsmodels omit the floor and report a p-value
-    below 1 for perfectly balanced discordance). ``b + c == 0`` returns ``(0.0, 1.0)``.
+    statistic 0 and p = 1, as R's ``mcnemar.test`` does (it drops the correction when b == c);
+    statsmodels subtracts the 1 anyway, reporting ``1 / (b + c)`` and a p-value below 1 for perfectly
+    balanced discordance. ``b + c == 0`` returns ``(0.0, 1.0)``.
     """
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be non-negative, got b={b}, c={c}")

@@ -464,3 +464,14 @@ def test_a_gate_recorded_as_null_is_no_failed_gate_and_shows_a_dash(cli: Cli, ta
     assert inspection.worst is not None and all(s.failed_gates == [] for s in inspection.worst)
     table = cli("inspect", "--run", out / "g", "--n", "1")
     assert table.code == 0 and "  strict –" in table.out
+
+
+@pytest.mark.parametrize("view", [[], ["--errors"], ["--show-failures"], ["--by-sample"]])
+def test_a_run_without_samples_jsonl_is_inspected_as_empty(cli: Cli, task_root: TaskRoot, view: list[str]) -> None:
+    """A run killed before its first record has no samples.jsonl: report shows it as incomplete, inspect gave
+    the OS's 'No such file or directory' and exit 2."""
+    run = make_run(cli, task_root, "--limit", "3")
+    (run / "samples.jsonl").unlink()
+    result = cli("inspect", "--run", run, *view)
+    assert result.code == 0, result.err
+    assert "0 records · INCOMPLETE: 3 of 3 records missing" in result.out

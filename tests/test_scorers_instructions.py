@@ -255,3 +255,62 @@ def test_ends_with_ignores_trailing_quotes_on_both_sides(text: str, phrase: str)
 def test_lowercase_needs_a_lower_case_letter_and_no_other_cased_one_as_in_ifeval(text: str, passed: bool) -> None:
     # IFEval's check is value.islower() (and English): false with no cased letter, and for titlecase "ǅ"
     assert run_check(text, {"type": "lowercase"})[0] is passed
+
+
+@pytest.mark.parametrize(
+    ("check", "problem"),
+    [
+        ({"type": "word_count", "min": "ten"}, "min: Input should be a valid integer, got 'ten'"),
+        ({"type": "sentence_count", "exactly": "3"}, "exactly: Input should be a valid integer, got '3'"),
+        ({"type": "word_count", "min": True}, "min: Input should be a valid integer, got True"),
+        ({"type": "word_count", "min": 1.5}, "min: Input should be a valid integer, got 1.5"),
+        ({"type": "word_count", "min": -5}, "min: Input should be greater than or equal to 0, got -5"),
+        ({"type": "word_count"}, "needs min, max or exactly"),
+        ({"type": "bullet_count", "min": 1, "exactly": 2}, "give exactly alone, or min and/or max"),
+        ({"type": "paragraph_count", "min": 5, "max": 2}, "min 5 is above max 2: no answer could pass"),
+        ({"type": "bullet_count", "min": 1, "numbered": "yes"}, "numbered: Input should be a valid boolean, got 'yes'"),
+        ({"type": "ends_with", "phrase": 5}, "phrase: Input should be a valid string, got 5"),
+        ({"type": "ends_with", "phrase": "  "}, "phrase: an empty phrase ends every answer"),
+        ({"type": "include", "keywords": []}, "keywords must be a non-empty list of non-empty strings, got []"),
+        ({"type": "exclude", "keywords": 5}, "keywords must be a non-empty list of non-empty strings, got 5"),
+        ({"type": "json", "allow_fence": 1}, "allow_fence: Input should be a valid boolean, got 1"),
+    ],
+)
+def test_a_check_parameter_of_the_wrong_kind_is_refused_when_the_scorer_is_built(
+    check: dict[str, Any], problem: str
+) -> None:
+    """Only the names were checked: min = "ten" failed every sample with a TypeError, exactly = "3" failed
+    every answer ("3 sentences, expected exactly 3"), min = -5 passed every one."""
+    with pytest.raises(ConfigError) as caught:
+        build_scorer(ScorerSpec(name="instructions", args={"checks": [check]}))
+    assert str(caught.value) == f"task: scorer 'instructions': checks[0]: check {check['type']!r}: {problem}"
+
+
+def test_one_keyword_may_be_given_as_a_string() -> None:
+    assert run_check("a budget plan", {"type": "include", "keywords": "budget"}) == (True, "all keywords present")
+
+
+async def test_a_sample_check_parameter_of_the_wrong_kind_is_that_sample_s_error_naming_it() -> None:
+    """It used to be the raw TypeError of a comparison, naming neither the check nor the parameter."""
+    pipeline = ScoringPipeline([ScorerSpec(name="instructions")])
+    checks = [{"type": "lowercase"}, {"type": "word_count", "min": "ten"}]
+    result = await pipeline.score("text", Sample(id="s", input="?", target="x", metadata={"checks": checks}))
+    assert result.error is not None and result.final is None
+    assert result.error.message == (
+        "instructions: metadata.checks[1]: check 'word_count': min: Input should be a valid integer, got 'ten'"
+    )
+
+
+def test_a_check_parameter_of_the_wrong_kind_in_a_task_spec_stops_the_run_with_one_line_and_exit_2(
+    cli: Callable[..., Any], task_root: TaskRoot
+) -> None:
+    spec = task_root.task(
+        "badcheck",
+        'name = "badcheck"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "instructions"\nargs = { checks = [ { type = "word_count", min = "ten" } ] }\n',
+    )
+    result = cli("run", "--task", spec, "--model", "mock/m", "--output-dir", task_root.root / "out", "--quiet")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert f"{spec}:5: scorer 'instructions': checks[0]: check 'word_count': min: Input should be a valid integer" in (
+        result.err
+    )

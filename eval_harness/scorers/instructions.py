@@ -37,10 +37,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
-from eval_harness.types import Sample, Score
+from eval_harness.types import Sample, Score, first_problem
 
 _WORDS = re.compile(r"\w+(?:['’\-]\w+)*")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
@@ -372,6 +374,51 @@ CHECKS: dict[str, Callable[..., CheckResult]] = {
 }
 
 
+_Count = Annotated[int, Field(ge=0)]
+
+
+class _CheckParams(BaseModel):
+    """The values of a check's parameters (which names a check takes, its signature says): strict, so that
+    ``min = "ten"``, ``exactly = "3"`` or ``min = true`` is refused when the scorer is built rather than
+    failing (or wrongly scoring) every sample."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+    min: _Count | None = None
+    max: _Count | None = None
+    exactly: _Count | None = None
+    numbered: bool = False
+    case_sensitive: bool = False
+    allow_fence: bool = True
+    phrase: str | None = None
+    keywords: Any = None
+    json_schema: Any = Field(default=None, alias="schema")
+
+
+def _params_problem(kind: str, params: dict[str, Any]) -> str | None:
+    """What is wrong with the values of a ``kind`` check's ``params`` (named as its signature takes them)."""
+    try:
+        checked = _CheckParams.model_validate(params)
+    except ValidationError as exc:
+        place, message = first_problem(exc)
+        return f"{place}: {message}, got {params.get(place)!r}" if place in params else message
+    if kind.endswith("_count"):
+        if checked.exactly is None and checked.min is None and checked.max is None:
+            return "needs min, max or exactly"
+        if checked.exactly is not None and (checked.min is not None or checked.max is not None):
+            return "give exactly alone, or min and/or max"
+        if checked.min is not None and checked.max is not None and checked.min > checked.max:
+            return f"min {checked.min} is above max {checked.max}: no answer could pass"
+    if checked.phrase is not None and not checked.phrase.strip():
+        return "phrase: an empty phrase ends every answer"
+    if kind in ("include", "exclude"):
+        try:
+            _keywords(checked.keywords)
+        except ValueError as exc:
+            return f"{exc}, got {checked.keywords!r}"
+    return None
+
+
 def _validated(check: Any, where: str) -> tuple[Callable[..., CheckResult], str, dict[str, Any]]:
     if not isinstance(check, Mapping) or not isinstance(check.get("type"), str):
         raise ValueError(f"{where}: a check is a table with a 'type', got {check!r}")
@@ -384,6 +431,9 @@ def _validated(check: Any, where: str) -> tuple[Callable[..., CheckResult], str,
         inspect.signature(function).bind("", **params)
     except TypeError as exc:
         raise ValueError(f"{where}: check {kind!r}: {exc}") from None
+    problem = _params_problem(kind, params)
+    if problem is not None:
+        raise ValueError(f"{where}: check {kind!r}: {problem}")
     if kind == "json" and params.get("schema") is not None:
         try:
             check_schema(params["schema"])  # the whole schema, nested ones too, now rather than per sample
