@@ -1,4 +1,4 @@
-"""Regenerate data/capability_profile.jsonl: 4 axes x 60 items, deterministic (seed 2026).
+"""Regenerate data/capability_profile.jsonl: 4 axes x 60 distinct items, deterministic (seed 2026).
 
 Run: python data/generate_capability_profile.py > data/capability_profile.jsonl
 """
@@ -87,8 +87,16 @@ def main() -> None:
         "multi_step": multi_step_item,
     }
     for axis, make in makers.items():
+        seen: set[tuple[object, object]] = set()
         for index in range(ITEMS_PER_AXIS):
             item = make(rng, index)
+            redraw = 0
+            while (item["input"], item["target"]) in seen:
+                # an item drawn twice would count twice in the axis's n (and its interval); redrawn from a
+                # generator of its own, so that the main stream, and every other item, stays as it was
+                redraw += 1
+                item = make(random.Random(f"{axis}-{index}-{redraw}"), index)
+            seen.add((item["input"], item["target"]))
             record = {"id": f"{axis}-{index:03d}", "axis": axis, **item}
             print(json.dumps(record, ensure_ascii=False))
 

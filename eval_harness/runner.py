@@ -188,7 +188,10 @@ class Runner:
         """Run the plan to completion, interruption or a fatal error; always leaves a valid artifact."""
         plan = self.plan
         paths = RunPaths(plan.run_dir)
-        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            plan.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file in the way, no permission, a full disk: said without errno's number
+            raise ArtifactError(f"cannot create the run directory {plan.run_dir}: {exc.strerror or exc}") from None
         started = time.monotonic()
         with RunLock(plan.run_dir):
             self._check_unchanged_since_planned(paths)

@@ -46,6 +46,19 @@ def test_run_prints_the_capability_profile_and_writes_the_run(cli: Cli, task_roo
     assert {p.name for p in (out_dir / "r1").iterdir()} >= {"manifest.json", "samples.jsonl", "summary.json"}
 
 
+def test_the_bundled_capability_profile_holds_60_distinct_items_per_axis() -> None:
+    """An item drawn twice counts twice in its axis's n and narrows its interval: string_ops held 43 distinct
+    items of 60, and a hold-out could show one copy's answer to the other."""
+    rows = [json.loads(line) for line in (REPO / "data" / "capability_profile.jsonl").read_text().splitlines()]
+    items: dict[str, set[tuple[str, str]]] = {}
+    for row in rows:
+        items.setdefault(row["axis"], set()).add((row["input"], row["target"]))
+    assert {axis: len(distinct) for axis, distinct in items.items()} == dict.fromkeys(
+        ("arithmetic", "string_ops", "long_context", "multi_step"), 60
+    )
+    assert len(rows) == 240
+
+
 def test_builtin_capability_profile_runs_with_the_bundled_data(cli: Cli, tmp_path: Path) -> None:
     result = cli(
         "run",
@@ -700,7 +713,7 @@ def test_tasks_at_80_columns_keeps_every_name_whole_and_says_what_it_left_out(tm
     assert "left out to fit 80 columns: template, description" in shown
 
 
-@pytest.mark.parametrize("run_id", ["...", ".hidden", "a/b", "x" * 129])
+@pytest.mark.parametrize("run_id", ["...", ".hidden", "a/b", "x" * 129, ""])  # "" ran under a default id
 def test_a_run_id_that_is_not_a_plain_directory_name_is_refused_with_the_rule(
     cli: Cli, tmp_path: Path, run_id: str
 ) -> None:
@@ -1039,6 +1052,22 @@ def test_no_gates_on_a_new_run_is_refused(cli: Cli, task_root: TaskRoot) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("flag", "refusal"),
+    [
+        ("--retry-errors", "--retry-errors runs a run's error records again, for --resume; a new run has none"),
+        ("--force", "--force resumes a run whose inputs changed, for --resume; a new run has nothing to force"),
+    ],
+)
+def test_a_resume_only_flag_on_a_new_run_is_refused_not_ignored(
+    cli: Cli, task_root: TaskRoot, flag: str, refusal: str
+) -> None:
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, flag, "-q")
+    assert (result.code, result.err.strip()) == (2, f"error: {refusal}")
+    assert not out_dir.exists()  # it used to run a new run, as if the flag had done something
+
+
 def test_a_gate_on_an_axis_that_limit_leaves_out_is_refused_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
     # before: refused only after the whole run, which left a run directory that blocked the rerun
     out_dir = task_root.root / "results"
@@ -1124,3 +1153,24 @@ def test_a_gate_on_an_unknown_axis_given_to_resume_is_refused_before_the_session
     assert (run_dir / "samples.jsonl").read_bytes() == before  # nothing ran
     assert json.loads((run_dir / "manifest.json").read_text())["gates"]["fail_below_axis"] == []
     assert cli("resume", run_dir, "-q").code == 0  # the printed command still works
+
+
+def test_an_output_dir_that_cannot_hold_a_run_directory_is_said_without_errno(cli: Cli, task_root: TaskRoot) -> None:
+    in_the_way = task_root.root / "afile"
+    in_the_way.write_text("")
+    result = cli("run", "--task", adder(task_root), "--output-dir", in_the_way, "--run-id", "r", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: cannot create the run directory {in_the_way / 'r'}: Not a directory",  # was "[Errno 20] Not a ..."
+    )
+
+
+def test_an_os_error_reaching_the_cli_names_the_file_and_the_os_words_without_errno() -> None:
+    from eval_harness.cli.app import _os_error_text
+
+    assert _os_error_text(OSError(28, "No space left on device", "r1/summary.json")) == (
+        "r1/summary.json: No space left on device"
+    )
+    moved = OSError(18, "Invalid cross-device link", "a", None, "b")
+    assert _os_error_text(moved) == "a → b: Invalid cross-device link"
+    assert _os_error_text(OSError("no number")) == "no number"

@@ -291,6 +291,13 @@ def test_sample_is_deterministic_and_independent_of_file_order(tmp_path: Path) -
     assert [s.id for s in chosen] == sorted(s.id for s in chosen)  # original order kept
 
 
+def test_a_negative_sample_size_is_refused_not_an_empty_subset(tmp_path: Path) -> None:
+    samples = list(iter_samples(write_jsonl(tmp_path / "d.jsonl", arithmetic_records(5))))
+    with pytest.raises(ValueError, match="a sample size must be 0 or more, got -1"):
+        sample(samples, -1, seed=0)
+    assert sample(samples, 0, seed=0) == []
+
+
 def test_split_is_stratified_by_axis_and_covers_every_sample_once(tmp_path: Path) -> None:
     samples = list(iter_samples(write_jsonl(tmp_path / "d.jsonl", arithmetic_records(30, axes=("a", "b", "c")))))
     parts = split(samples, {"train": 0.2, "test": 0.8}, seed=1)

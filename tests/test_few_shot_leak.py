@@ -243,3 +243,24 @@ def test_the_manifest_records_the_examples_drawn_after_leaving_out(cli: Cli, roo
         for run in ("r", "clean")
     ]
     assert recorded[0] == recorded[1]
+
+
+def test_a_held_out_sample_equal_to_one_under_evaluation_is_not_drawn(cli: Cli, root: TaskRoot) -> None:
+    """A dataset may hold one item twice (the bundled capability profile held 15 such groups): the copy held out
+    as an example showed its answer in the prompt of the copy under evaluation."""
+    twice = [
+        {"id": f"{n}{copy}", "input": f"What is {n} + 1?", "target": str(n + 1)} for n in range(12) for copy in "ab"
+    ]
+    once = [{"id": f"u{n}", "input": f"What is {n} + 100?", "target": str(n + 100)} for n in range(12)]
+    root.data("dup.jsonl", [*twice, *once])
+    root.task(
+        "dup",
+        'name = "dup"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/dup.jsonl"\n'
+        '[few_shot]\nk = 4\nholdout_fraction = 0.5\n[[scorers]]\nname = "exact_match"\n',
+    )
+    result = cli("run", "--task", "dup", "--model", "mock/m", "--run-id", "d", "--output-dir", "results", "-q")
+    assert result.code == 0, result.err
+    records = read_records(root.root / "results" / "d")
+    assert len(records) == 18 and all(len(_example_lines(record)) == 4 for record in records)
+    assert all(_own_example(record) not in _prompt(record) for record in records)
+    assert "held-out samples equal to a sample under evaluation (same input and target)" in result.err

@@ -161,6 +161,15 @@ def _redacted(text: str) -> str:
     return visible(redact(text, secrets))  # a message may quote a dataset value holding an escape sequence
 
 
+def _os_error_text(error: OSError) -> str:
+    """``results/r1/summary.json: No space left on device``: the file and the OS's words, without errno's
+    ``[Errno 28]``."""
+    if error.filename is None or not error.strerror:
+        return str(error)
+    target = f" → {error.filename2}" if error.filename2 is not None else ""
+    return f"{error.filename}{target}: {error.strerror}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
@@ -180,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
-        print(f"error: {_redacted(str(exc))}", file=sys.stderr)
+        print(f"error: {_redacted(_os_error_text(exc))}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

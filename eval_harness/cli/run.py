@@ -283,8 +283,14 @@ def run_command(
     from eval_harness.gates import gates_from_flags
 
     gates = gates_from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
-    if no_gates and resume is None:
-        raise ConfigError("--no-gates drops the gates a run recorded, for --resume; a new run has none to drop")
+    if resume is None:
+        for on, refusal in (
+            (no_gates, "--no-gates drops the gates a run recorded, for --resume; a new run has none to drop"),
+            (retry_errors, "--retry-errors runs a run's error records again, for --resume; a new run has none"),
+            (force, "--force resumes a run whose inputs changed, for --resume; a new run has nothing to force"),
+        ):
+            if on:  # silently accepted, it would read as done
+                raise ConfigError(refusal)
     if resume is not None:
         # an option given at all is refused, even at its default value: "--epochs 1" on a run of 3 epochs
         # would otherwise be ignored without a word

@@ -20,8 +20,10 @@ def sample(samples: Iterable[Sample], n: int, seed: int) -> list[Sample]:
     """A deterministic random subset of ``n`` samples, in their original order.
 
     Each sample's rank is a hash of (seed, id), so the choice does not depend on file order and a
-    superset file gives a superset sample for the same seed.
+    superset file gives a superset sample for the same seed. A negative ``n`` is a ``ValueError``.
     """
+    if n < 0:  # heapq would give no samples, read as "the subset is empty"
+        raise ValueError(f"a sample size must be 0 or more, got {n}")
     ranked = heapq.nsmallest(n, ((_rank(seed, s.id), index, s) for index, s in enumerate(samples)))
     return [s for _, _, s in sorted(ranked, key=lambda item: item[1])]
 

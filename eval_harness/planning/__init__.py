@@ -304,7 +304,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
     parts = _parts(config, task, report, settings, choose_few_shot(task, dataset_path, pool))
     generation = _generation(task, config.generation)
-    run_id = config.run_id or new_run_id()
+    run_id = new_run_id() if config.run_id is None else config.run_id  # "" is refused below, not the default
     if not _RUN_ID.match(run_id):
         raise ConfigError(
             f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-', starting with a letter or a digit "

@@ -162,10 +162,34 @@ def choose_few_shot(task: LoadedTask, dataset_path: Path, pool: Pool | None) -> 
     everything = list(iter_samples(dataset_path, task.spec.dataset))
     parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
     held_out = parts["shots"]
-    examples = sample_subset(held_out, spec.k, spec.seed)
+    # a dataset may hold one item twice: the copy held out must not show its answer to the copy under evaluation
+    overlap = PoolOverlap(held_out)
+    for sample in parts["eval"]:
+        overlap.see(sample.id, {"input": sample.input, "target": sample.target, "choices": sample.choices})
+    kept = [example for example in held_out if example.id not in overlap.found]
+    if held_out and not kept:
+        raise ConfigError(
+            f"{task.path}: few-shot: every one of the {len(held_out)} samples held out is equal to a sample under "
+            "evaluation (same input and target); take the examples from a file of their own"
+        )
+    examples = sample_subset(kept, spec.k, spec.seed)
     # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
     sources = {example.id: str(dataset_path) for example in examples}
-    return FewShot(examples, frozenset(sample.id for sample in held_out), sources)
+    note = _held_out_note(overlap, kept, spec.k)
+    return FewShot(examples, frozenset(sample.id for sample in held_out), sources, note)
+
+
+def _held_out_note(overlap: PoolOverlap, kept: list[Sample], k: int) -> str | None:
+    if not overlap.found:
+        return None
+    named = [f"{held} (= sample {evaluated})" for held, evaluated in overlap.found.items()]
+    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
+    count = len(named)
+    fewer = f"; {len(kept)} left to draw k = {k} from" if len(kept) < k else ""
+    return (
+        f"few-shot: left out {count} held-out sample{'s' if count != 1 else ''} equal to a sample under "
+        f"evaluation (same input and target): {shown}{fewer}"
+    )
 
 
 def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
