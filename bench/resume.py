@@ -134,7 +134,8 @@ def main() -> None:
             f"in {time.perf_counter() - started:.1f}s"
         )
         to_first, slow_total = first_session(run_dir, args.records)
-        result = run_measured([*EVAL_HARNESS, "resume", str(run_dir), "--quiet"], cwd=root)
+        # the first session's --concurrency 1 holds for later resumes (as a resume's flags do): back to the run's 16
+        result = run_measured([*EVAL_HARNESS, "resume", str(run_dir), "--concurrency", "16", "--quiet"], cwd=root)
         if result.returncode != 0:
             raise SystemExit(f"resume failed ({result.returncode}): {result.stderr}")
         lines = sum(1 for _ in RunPaths(run_dir).samples.open("rb"))
