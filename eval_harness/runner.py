@@ -190,7 +190,9 @@ class Runner:
         paths = RunPaths(plan.run_dir)
         try:
             plan.run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # a file in the way, no permission, a full disk: said without errno's number
+        except FileExistsError:
+            raise ArtifactError(f"cannot create the run directory {plan.run_dir}: a file is in the way") from None
+        except OSError as exc:  # no permission, a full disk, a file where a folder should be: without errno's number
             raise ArtifactError(f"cannot create the run directory {plan.run_dir}: {exc.strerror or exc}") from None
         started = time.monotonic()
         with RunLock(plan.run_dir):

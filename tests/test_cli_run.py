@@ -1174,3 +1174,14 @@ def test_an_os_error_reaching_the_cli_names_the_file_and_the_os_words_without_er
     moved = OSError(18, "Invalid cross-device link", "a", None, "b")
     assert _os_error_text(moved) == "a → b: Invalid cross-device link"
     assert _os_error_text(OSError("no number")) == "no number"
+
+
+def test_a_file_where_the_run_directory_should_go_is_said_to_be_in_the_way(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    out_dir.mkdir()
+    (out_dir / "r").write_text("")
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: cannot create the run directory {out_dir / 'r'}: a file is in the way",  # was "File exists"
+    )

@@ -115,3 +115,8 @@ def test_two_hyphenated_keys_given_the_same_small_value_keep_their_keys() -> Non
         "multi-step"
     )
     assert _first_place(dict[str, float], {"multi-step": "x", "long context": "x"}) == "multi-step"
+
+
+def test_two_keys_shaped_like_pydantic_s_words_but_not_its_names_keep_their_keys() -> None:
+    # function-calling is an axis name, not pydantic's function-after[...]
+    assert _first_place(dict[str, float], {"function-calling": "x", "function-chaining": "x"}) == "function-calling"

@@ -245,9 +245,8 @@ def test_the_manifest_records_the_examples_drawn_after_leaving_out(cli: Cli, roo
     assert recorded[0] == recorded[1]
 
 
-def test_a_held_out_sample_equal_to_one_under_evaluation_is_not_drawn(cli: Cli, root: TaskRoot) -> None:
-    """A dataset may hold one item twice (the bundled capability profile held 15 such groups): the copy held out
-    as an example showed its answer in the prompt of the copy under evaluation."""
+def _twins_task(root: TaskRoot) -> None:
+    """Task dup: 12 items each twice and 12 once, half held out, k = 4."""
     twice = [
         {"id": f"{n}{copy}", "input": f"What is {n} + 1?", "target": str(n + 1)} for n in range(12) for copy in "ab"
     ]
@@ -258,9 +257,50 @@ def test_a_held_out_sample_equal_to_one_under_evaluation_is_not_drawn(cli: Cli, 
         'name = "dup"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/dup.jsonl"\n'
         '[few_shot]\nk = 4\nholdout_fraction = 0.5\n[[scorers]]\nname = "exact_match"\n',
     )
-    result = cli("run", "--task", "dup", "--model", "mock/m", "--run-id", "d", "--output-dir", "results", "-q")
+
+
+def _run_task(cli: Cli, task: str, run_id: str) -> CliResult:
+    return cli("run", "--task", task, "--model", "mock/m", "--run-id", run_id, "--output-dir", "results", "-q")
+
+
+def test_a_held_out_sample_equal_to_one_under_evaluation_is_not_drawn(cli: Cli, root: TaskRoot) -> None:
+    """A dataset may hold one item twice (the bundled capability profile held 15 such groups): the copy held out
+    as an example showed its answer in the prompt of the copy under evaluation."""
+    _twins_task(root)
+    result = _run_task(cli, "dup", "d")
     assert result.code == 0, result.err
     records = read_records(root.root / "results" / "d")
     assert len(records) == 18 and all(len(_example_lines(record)) == 4 for record in records)
     assert all(_own_example(record) not in _prompt(record) for record in records)
     assert "held-out samples equal to a sample under evaluation (same input and target)" in result.err
+
+
+def test_a_hold_out_run_that_drew_a_twin_before_they_were_left_out_resumes_with_its_examples(
+    cli: Cli, root: TaskRoot
+) -> None:
+    """A run started before held-out twins were left out may have drawn one: its resume was refused as if the
+    task had changed ('few-shot examples or template variables ... changed'), though only the harness had."""
+    from eval_harness.planning._few_shot import choose_few_shot
+    from eval_harness.planning._fingerprint import _prompt_inputs_sha256
+    from eval_harness.tasks import find_task
+
+    _twins_task(root)
+    assert _run_task(cli, "dup", "d").code == 0
+    run = root.root / "results" / "d"
+    task = find_task("dup")
+    drawn = choose_few_shot(task, root.root / "data" / "dup.jsonl", None, leave_out_equal=False)
+    assert {e.id for e in drawn.examples} != {
+        e.id for e in choose_few_shot(task, root.root / "data" / "dup.jsonl", None).examples
+    }
+    # what such a run looks like: its recorded examples are the old draw's, and it was interrupted
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["task"]["prompt_inputs_sha256"] = _prompt_inputs_sha256(task, drawn.examples)
+    manifest["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
+    (run / "samples.jsonl").write_text("".join(lines[:5]))
+    resumed = cli("resume", run, "-q")
+    assert resumed.code == 0, resumed.err
+    later = read_records(run)[5:]
+    shown = {f"Example: {e.input} => {e.target}" for e in drawn.examples}
+    assert len(later) == 13 and all(set(_example_lines(record)) == shown for record in later)

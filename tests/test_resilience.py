@@ -346,3 +346,5 @@ def test_the_least_backoff_is_every_retry_s_wait_without_jitter_each_capped() ->
     assert RetryPolicy().least_backoff_s() == 0.5 + 1 + 2 + 4 + 8
     assert RetryPolicy(max_retries=5, initial_wait_s=0.5, max_wait_s=3).least_backoff_s() == 0.5 + 1 + 2 + 3 + 3
     assert RetryPolicy(max_retries=0).least_backoff_s() == 0
+    # doubling 2,000 times overflowed a float (OverflowError in the run) where every wait is capped at 60 s
+    assert RetryPolicy(max_retries=2000).least_backoff_s() == 0.5 + 1 + 2 + 4 + 8 + 16 + 32 + 60 * 1993

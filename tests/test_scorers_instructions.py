@@ -314,3 +314,9 @@ def test_a_check_parameter_of_the_wrong_kind_in_a_task_spec_stops_the_run_with_o
     assert f"{spec}:5: scorer 'instructions': checks[0]: check 'word_count': min: Input should be a valid integer" in (
         result.err
     )
+
+
+def test_a_whole_number_written_as_a_float_is_a_count() -> None:
+    """pandas writes a column of counts with a gap as floats (min: 300.0, max: null): such checks scored before
+    the values were checked, and must go on doing so."""
+    assert run_check("a b c", {"type": "word_count", "min": 3.0, "max": None}) == (True, "3 words, expected at least 3")

@@ -144,11 +144,45 @@ async def test_samples_cut_short_by_their_timeout_while_retrying_refusals_stop_t
     switched.UP.clear()
     early = await cut_short(gw, "s1", 0.2)  # refused for 0.2 s: within the backoff, its timeout
     assert isinstance(early.error, ProviderTimeoutError)
+    assert str(early.error) == (  # the record says why no answer came
+        "no answer within the per-sample timeout of 0.2s (retrying a server that refused it: cannot connect: refused)"
+    )
     with pytest.raises(ServerUnreachableError) as stopped:
         await cut_short(gw, "s2", 0.25)  # refused for 0.45 s
     message = str(stopped.value)
-    assert message.startswith("cannot connect: refused (cut short by the per-sample timeout while it retried:")
+    assert message.startswith("cannot connect: refused (cut short by the per-sample timeout before its next try:")
     assert "no request sent since this sample's first refusal was answered" in message
+    # a plain resume would keep the timeout recorded in the grace: the one line says what to do
+    assert message.endswith(
+        "1 sample cut short by its timeout while the server refused was recorded as timeouts: resume with "
+        "--retry-errors once the server answers)"
+    )
+    await gw.aclose()
+
+
+async def test_a_slow_server_s_restart_shorter_than_the_backoff_does_not_stop_the_run(
+    switched: type[SwitchedServer],
+) -> None:
+    """The grace is how long refusals were seen, not the time since the first one: after a 1 s restart, a request
+    sent to the server that is back waits 1 s for its answer, so 'no answer since the first refusal' held past
+    the 1.55 s backoff, and a sample cut short in its last backoff (its last try refused before the restart)
+    stopped a run whose server was back."""
+    gw = gateway(latency_ms=1000, retries=5, wait_s=0.05, concurrency=8)  # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 s
+    switched.LATENCY_MS = {"s0": 0.0}
+    assert (await gw.generate(sample("s0"))).completion is not None
+    assert switched.UP is not None
+    switched.UP.clear()
+    loop = asyncio.get_running_loop()
+    loop.call_later(1.0, switched.UP.set)  # its tries: refused at 0 and by 0.95 s; the last one 1.55-1.8 s
+
+    async def sent_after_the_restart() -> GenerationOutcome:
+        await asyncio.sleep(1.05)
+        return await gw.generate(sample("s2"))  # connected; answered at ~2.05 s
+
+    back = asyncio.ensure_future(sent_after_the_restart())
+    outcome = await cut_short(gw, "s1", 1.56)
+    assert isinstance(outcome.error, ProviderTimeoutError)  # it used to stop the run here
+    assert (await back).completion is not None
     await gw.aclose()
 
 

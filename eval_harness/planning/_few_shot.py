@@ -150,9 +150,12 @@ def load_pool(task: LoadedTask, path: Path) -> Pool:
     return Pool(path, examples, lines, PoolOverlap(examples))
 
 
-def choose_few_shot(task: LoadedTask, dataset_path: Path, pool: Pool | None) -> FewShot:
+def choose_few_shot(
+    task: LoadedTask, dataset_path: Path, pool: Pool | None, *, leave_out_equal: bool = True
+) -> FewShot:
     """Few-shot examples: from the pool (once the dataset's pass compared it with the samples), or held out of
-    the dataset."""
+    the dataset (``leave_out_equal=False``: drawn from every held-out sample, as runs started before held-out
+    samples equal to evaluated ones were left out drew them)."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0:
         return FewShot()
@@ -163,7 +166,7 @@ def choose_few_shot(task: LoadedTask, dataset_path: Path, pool: Pool | None) -> 
     parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
     held_out = parts["shots"]
     # a dataset may hold one item twice: the copy held out must not show its answer to the copy under evaluation
-    overlap = PoolOverlap(held_out)
+    overlap = PoolOverlap(held_out if leave_out_equal else [])
     for sample in parts["eval"]:
         overlap.see(sample.id, {"input": sample.input, "target": sample.target, "choices": sample.choices})
     kept = [example for example in held_out if example.id not in overlap.found]
@@ -235,7 +238,16 @@ def _resumed_few_shot(
     needs reading. Otherwise (an example it left out would be drawn, or the pool changed) one streaming pass
     compares the pool with the dataset, as the run's start did."""
     if pool is None or compared:
-        return choose_few_shot(task, dataset_path, pool)
+        chosen = choose_few_shot(task, dataset_path, pool)
+        spec = task.spec.few_shot
+        if pool is None and spec is not None and spec.holdout_fraction is not None and chosen.note is not None:
+            # a run started before held-out samples equal to evaluated ones were left out may have drawn one:
+            # it resumes with the examples it started with, not refused as changed
+            drawn = choose_few_shot(task, dataset_path, None, leave_out_equal=False)
+            recorded = manifest.task.prompt_inputs_sha256
+            if _prompt_inputs_sha256(task, chosen.examples) != recorded == _prompt_inputs_sha256(task, drawn.examples):
+                return drawn
+        return chosen
     unfiltered = _chosen(task, pool, {})
     if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
         return unfiltered

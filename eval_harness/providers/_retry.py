@@ -34,7 +34,13 @@ class RetryPolicy:
 
     def least_backoff_s(self) -> float:
         """The least time a call that uses up its retries waits between its tries in all (jitter only adds)."""
-        return sum(min(self.initial_wait_s * 2.0**retry, self.max_wait_s) for retry in range(self.max_retries))
+        total, wait = 0.0, self.initial_wait_s
+        for retry in range(self.max_retries):
+            if wait >= self.max_wait_s:  # capped from here on (and 2.0**1024 would overflow)
+                return total + (self.max_retries - retry) * self.max_wait_s
+            total += wait
+            wait *= 2
+        return total
 
 
 def is_transient(error: BaseException) -> bool:

@@ -135,7 +135,9 @@ class Gateway:
         self._in_flight: dict[int, bool] = {}
         self._refusals = 0  # refusals in a row (no answer to a request sent since the first): --max-retries 0's rule
         self._first_refusal = -1  # the number of that streak's first refused request (-1: no streak)
-        self._streak_since = 0.0  # when that request was refused (monotonic): how long the server has been gone
+        self._streak_since = 0.0  # when that request was refused (monotonic)
+        self._last_refused_at = 0.0  # when the streak's latest refusal came: refusals seen for this long
+        self._cut_while_refused = 0  # samples cut short by their timeout inside the grace, recorded as timeouts
         self._last_answered = -1  # the highest number of a request the server answered
 
     @classmethod
@@ -211,6 +213,8 @@ class Gateway:
         backoff would otherwise hide a dead server behind per-sample timeouts, and without that grace a restart
         the backoff rides out would stop the run whenever a sample's deadline fell inside it."""
         tally.end_wait()
+        if tally.unreachable is not None:  # the record says why it had no answer, not only that time ran out
+            error = error.with_message(f"{error} (retrying a server that refused it: {tally.unreachable})")
         return self._outcome(None, error, tally, cut_short=True)
 
     def _outcome(
@@ -241,11 +245,22 @@ class Gateway:
         never_reached = not self._connected and not self._connected_since(-1)
         tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
         if cut_short:
-            outage_s = time.monotonic() - self._streak_since if self._refusals else 0.0
+            # how long refusals were seen, not the time since the first: a slow server's first answer after a
+            # restart comes one model latency after it is back, and that wait is no outage
+            outage_s = self._last_refused_at - self._streak_since if self._refusals else 0.0
             if not never_reached and outage_s < self.policy.least_backoff_s():
+                self._cut_while_refused += 1
                 return
-            tries = f"cut short by the per-sample timeout while it retried: {tries}"
+            tries = f"cut short by the per-sample timeout before its next try: {tries}"
             error = refusal  # which server and why, not the timeout
+        then = "resume it once the server answers"
+        if self._cut_while_refused:
+            cut = self._cut_while_refused
+            then = (
+                f"{cut} sample{'s' if cut != 1 else ''} cut short by {'their' if cut != 1 else 'its'} timeout while "
+                f"the server refused {'were' if cut != 1 else 'was'} recorded as timeouts: resume with --retry-errors "
+                "once the server answers"
+            )
         if never_reached:
             raise ServerUnreachableError(
                 f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
@@ -258,13 +273,12 @@ class Gateway:
             if self._last_answered < first and not self._connected_since(first):
                 raise ServerUnreachableError(
                     f"{error} ({tries}; no request sent since this sample's first refusal was answered: it stopped "
-                    "answering. The run stops with what it recorded; resume it once the server answers)"
+                    f"answering. The run stops with what it recorded; {then})"
                 )
         elif self._refusals >= 2 and not self._connected_since(self._first_refusal):
             raise ServerUnreachableError(
                 f"{error} ({tries}; {self._refusals} requests in a row found no server, and none sent since the "
-                "first of them was answered: it stopped answering. The run stops with what it recorded; resume "
-                "it once the server answers)"
+                f"first of them was answered: it stopped answering. The run stops with what it recorded; {then})"
             )
 
     def _connected_since(self, first: int) -> bool:
@@ -329,9 +343,11 @@ class Gateway:
         return completion
 
     def _refused(self, sent: int) -> None:
+        now = time.monotonic()
         if self._refusals == 0:
             self._first_refusal = sent
-            self._streak_since = time.monotonic()
+            self._streak_since = now
+        self._last_refused_at = now
         self._refusals += 1
         for number in self._in_flight:
             if number < sent:

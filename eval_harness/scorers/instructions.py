@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.types import Sample, Score, first_problem
@@ -374,7 +374,12 @@ CHECKS: dict[str, Callable[..., CheckResult]] = {
 }
 
 
-_Count = Annotated[int, Field(ge=0)]
+def _whole(value: Any) -> Any:
+    """3.0 as 3: a column of counts with a gap is floats once pandas has written it (IFEval's kwargs are)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+_Count = Annotated[int, BeforeValidator(_whole), Field(ge=0)]
 
 
 class _CheckParams(BaseModel):
@@ -393,6 +398,9 @@ class _CheckParams(BaseModel):
     phrase: str | None = None
     keywords: Any = None
     json_schema: Any = Field(default=None, alias="schema")
+
+
+_COUNTS_OF_CHECKS = ("min", "max", "exactly")
 
 
 def _params_problem(kind: str, params: dict[str, Any]) -> str | None:
@@ -434,6 +442,7 @@ def _validated(check: Any, where: str) -> tuple[Callable[..., CheckResult], str,
     problem = _params_problem(kind, params)
     if problem is not None:
         raise ValueError(f"{where}: check {kind!r}: {problem}")
+    params = {name: _whole(value) if name in _COUNTS_OF_CHECKS else value for name, value in params.items()}
     if kind == "json" and params.get("schema") is not None:
         try:
             check_schema(params["schema"])  # the whole schema, nested ones too, now rather than per sample
