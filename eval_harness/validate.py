@@ -67,6 +67,11 @@ class RenderCheck:
     samples: int = 0
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    check_fields: list[str] = field(default_factory=list)
+    """The metadata fields whose instruction checks an ``instructions`` scorer of the task reads."""
+    check_problems: list[Problem] = field(default_factory=list)
+    check_problem_count: int = 0
+    """Samples' own instruction checks that scoring would refuse (a bad type or value: each sample's error)."""
 
     @property
     def rendered(self) -> int:
@@ -82,6 +87,17 @@ class RenderCheck:
         """The shown problems, then a count of the rest."""
         hidden = self.problem_count - len(self.problems)
         return [str(p) for p in self.problems] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+
+    def add_check_problem(self, problem: Problem) -> None:
+        self.check_problem_count += 1
+        if len(self.check_problems) < PROBLEMS_SHOWN:
+            self.check_problems.append(problem)
+
+    def check_problem_lines(self) -> list[str]:
+        """The shown problems of the samples' checks, then a count of the rest."""
+        hidden = self.check_problem_count - len(self.check_problems)
+        shown = [str(p) for p in self.check_problems]
+        return shown + ([f"... and {hidden} more problems"] if hidden > 0 else [])
 
 
 @dataclass
@@ -99,7 +115,8 @@ class Preflight:
     def ok(self) -> bool:
         """True when run would take this dataset as it is (warnings and blank lines allowed)."""
         few_shot_ok = self.few_shot is None or self.few_shot.ok
-        return self.dataset.ok and few_shot_ok and (self.render is None or self.render.problem_count == 0)
+        rendered_ok = self.render is None or self.render.problem_count + self.render.check_problem_count == 0
+        return self.dataset.ok and few_shot_ok and rendered_ok
 
 
 def preflight(path: Path, task: str) -> Preflight:
@@ -170,11 +187,18 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
 def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     """Render the prompt of every valid sample but those held out as examples, as run renders it (its template
     loaded as run loads it, with the examples' sources, for an error one of them causes); a sample whose prompt
-    fails is a problem on its line."""
+    fails is a problem on its line, and so is a sample whose own instruction checks an ``instructions`` scorer of
+    the task would refuse (each such sample would be a scoring error of the run)."""
     from eval_harness.planning import prompt_template
+    from eval_harness.scorers.instructions import sample_check_problems
 
     template = prompt_template(loaded, chosen)
     check = RenderCheck(_shown(template.path), len(chosen.examples))
+    check.check_fields = list(
+        dict.fromkeys(
+            str(spec.args.get("field", "checks")) for spec in loaded.spec.scorers if spec.name == "instructions"
+        )
+    )
     excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
     where = str(path)
@@ -184,6 +208,9 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
             template.render(sample, chosen.examples)
         except TemplateError as exc:
             check.add(Problem(where, position.line, "template", str(exc)))
+        for check_field in check.check_fields:
+            for place, message in sample_check_problems(sample, check_field):
+                check.add_check_problem(Problem(where, position.line, place, message))
     return check
 
 

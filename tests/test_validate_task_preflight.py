@@ -298,3 +298,40 @@ def test_the_tasks_own_few_shot_file_is_checked_line_by_line_under_its_mapping(c
         *_dataset_lines(pool, lines=2, axes="default 2"),
         "template: not rendered: data/shots.jsonl is the few-shot file of task 'adder' (its lines are checked)",
     ]
+
+
+# --- the samples' own instruction checks --------------------------------------------------------------------
+
+
+def test_a_sample_check_the_instructions_scorer_would_refuse_is_a_problem_on_its_line(cli: Cli, root: TaskRoot) -> None:
+    """Each such sample is a scoring error of the run: found before anything is spent, as a bad prompt is."""
+    root.template("t.jinja2", "Q: {{ input }}\n")
+    root.task(
+        "adder",
+        'name = "adder"\ntemplate = "t.jinja2"\n[dataset]\npath = "data/checks.jsonl"\n'
+        '[[scorers]]\nname = "instructions"\n',
+    )
+    records = [
+        {"id": "c1", "input": "Write a haiku.", "target": "x", "metadata": {"checks": [{"type": "lowercase"}]}},
+        {"id": "c2", "input": "Write.", "target": "x", "metadata": {"checks": [{"type": "lowercase"},
+                                                                               {"type": "word_count", "min": "ten"}]}},
+        {"id": "c3", "input": "Write.", "target": "x", "metadata": {"checks": {"type": "lowercase"}}},
+        {"id": "c4", "input": "Write.", "target": "x", "metadata": {"checks": [{"type": "shout"}]}},
+    ]  # fmt: skip
+    root.data("checks.jsonl", records)
+    result = _validate(cli, "data/checks.jsonl")
+    assert result.code == 1
+    assert _after_dataset(result) == [
+        "template: templates/t.jinja2 with 0 few-shot examples: 4 samples, 4 rendered, 0 problems",
+        "instruction checks (metadata.checks): 4 samples, 3 problems",
+        "data/checks.jsonl:2: metadata.checks[1]: check 'word_count': min: Input should be a valid integer, got 'ten'",
+        "data/checks.jsonl:3: metadata.checks: must be a list of check tables",
+        "data/checks.jsonl:4: metadata.checks[0]: unknown check type 'shout' (known: bullet_count, ends_with, "
+        "exclude, include, json, lowercase, paragraph_count, sentence_count, word_count)",
+    ]
+
+
+def test_a_task_without_an_instructions_scorer_gets_no_instruction_checks_line(cli: Cli, root: TaskRoot) -> None:
+    _task(root)
+    result = _validate(cli)
+    assert result.code == 0 and "instruction checks" not in result.out

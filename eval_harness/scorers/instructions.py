@@ -451,6 +451,24 @@ def _validated(check: Any, where: str) -> tuple[Callable[..., CheckResult], str,
     return function, kind, params
 
 
+def sample_check_problems(sample: Sample, field: str = "checks") -> list[tuple[str, str]]:
+    """What is wrong with ``sample``'s own checks (``metadata[field]``), as ``(place, message)``: what scoring it
+    would fail with, found before a run (``validate-dataset --task``). A sample without checks has none."""
+    own = sample.metadata.get(field)
+    if own is None:
+        return []
+    if not isinstance(own, list):
+        return [(f"metadata.{field}", "must be a list of check tables")]
+    problems = []
+    for index, check in enumerate(own):
+        try:
+            _validated(check, f"metadata.{field}[{index}]")
+        except ValueError as exc:
+            place, _, message = str(exc).partition(": ")
+            problems.append((place, message))
+    return problems
+
+
 def run_check(text: str, check: Mapping[str, Any]) -> CheckResult:
     """Apply one check table to ``text``: (passed, why)."""
     function, _, params = _validated(check, "check")
@@ -516,6 +534,7 @@ __all__ = [
     "lowercase",
     "paragraph_count",
     "run_check",
+    "sample_check_problems",
     "schema_problems",
     "sentence_count",
     "word_count",

@@ -54,6 +54,15 @@ def print_preflight(checked: Preflight) -> None:
         soft_wrap=True,
     )
     _print_findings((), render.problem_lines())
+    if render.check_fields:
+        fields = ", ".join(f"metadata.{name}" for name in render.check_fields)
+        stdout.print(
+            f"instruction checks ({fields}): {counted(render.samples, 'sample')}, "
+            f"{counted(render.check_problem_count, 'problem')}",
+            markup=False,
+            soft_wrap=True,
+        )
+        _print_findings((), render.check_problem_lines())
 
 
 def _print_few_shot(check: FewShotCheck) -> None:
