@@ -276,6 +276,8 @@ class Runner:
             finally:
                 self._close_writer()
                 self._write_resume_point()
+            if self._fatal is None and not self._stop.is_set():
+                self._fatal = self.gateway.server_gone_at_end()
             if self._fatal is None and plan.dataset_stamp is not None:
                 self._check_dataset_unchanged()
             status: RunStatus

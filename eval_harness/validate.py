@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eval_harness.datasets import PROBLEMS_SHOWN, DatasetReport, Problem, iter_positioned, validate_dataset
 from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
@@ -67,8 +67,9 @@ class RenderCheck:
     samples: int = 0
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
-    check_fields: list[str] = field(default_factory=list)
-    """The metadata fields whose instruction checks an ``instructions`` scorer of the task reads."""
+    check_fields: list[tuple[str, int]] = field(default_factory=list)
+    """The metadata fields whose instruction checks an ``instructions`` scorer of the task reads, each with the
+    number of checks that scorer has of its own."""
     check_problems: list[Problem] = field(default_factory=list)
     check_problem_count: int = 0
     """Samples' own instruction checks that scoring would refuse (a bad type or value: each sample's error)."""
@@ -194,11 +195,7 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
 
     template = prompt_template(loaded, chosen)
     check = RenderCheck(_shown(template.path), len(chosen.examples))
-    check.check_fields = list(
-        dict.fromkeys(
-            str(spec.args.get("field", "checks")) for spec in loaded.spec.scorers if spec.name == "instructions"
-        )
-    )
+    check.check_fields = list(dict.fromkeys(_instruction_fields([(s.name, s.args) for s in loaded.spec.scorers])))
     excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
     where = str(path)
@@ -208,10 +205,25 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
             template.render(sample, chosen.examples)
         except TemplateError as exc:
             check.add(Problem(where, position.line, "template", str(exc)))
-        for check_field in check.check_fields:
-            for place, message in sample_check_problems(sample, check_field):
+        for check_field, common in check.check_fields:
+            for place, message in sample_check_problems(sample, check_field, common):
                 check.add_check_problem(Problem(where, position.line, place, message))
     return check
+
+
+def _instruction_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, int]]:
+    """The (metadata field, number of its own checks) of every ``instructions`` scorer among ``scorers`` (name and
+    args of each), those inside a ``composite`` too."""
+    found: list[tuple[str, int]] = []
+    for name, args in scorers:
+        args = args if isinstance(args, dict) else {}
+        if name == "instructions":
+            common = args.get("checks")
+            found.append((str(args.get("field", "checks")), len(common) if isinstance(common, list) else 0))
+        elif name == "composite" and isinstance(args.get("scorers"), list):
+            parts = [part for part in args["scorers"] if isinstance(part, dict)]
+            found += _instruction_fields([(part.get("name"), part.get("args")) for part in parts])
+    return found
 
 
 def _naming_the_few_shot_file(exc: EvalHarnessError, loaded: LoadedTask) -> EvalHarnessError:

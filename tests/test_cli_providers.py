@@ -502,3 +502,37 @@ def test_the_printed_totals_give_retries_by_cause(server: FakeLLMServer, tmp_pat
     assert "retries 3 (rate_limit 2, server_error 1) · backoff" in ran.stdout
     reported = cli(tmp_path, "report", "--run", "results/r1")
     assert "retries 3 (rate_limit 2, server_error 1) · backoff" in reported.stdout
+
+
+def test_a_server_gone_near_the_end_under_a_short_timeout_stops_the_run(tmp_path: Path) -> None:
+    """The last samples ran out before the grace did (7.5 s of backoff): the run ended 'complete', exit 0, those
+    samples timeouts scored wrong; the same outage without --timeout stopped it."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    with FakeLLMServer(answers=answers_from_jsonl(DATASET), latency_s=0.2) as server:
+        args = run_args(server, "openai-compatible/fake", "--limit", "20", "--concurrency", "2", "--max-retries", "4",
+                        "--timeout", "1", "-q")  # fmt: skip
+        run = subprocess.Popen(
+            [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
+        )
+        samples = tmp_path / "results" / "r1" / "samples.jsonl"
+        for _ in range(600):
+            if samples.exists() and samples.read_text().count("\n") >= 14:
+                break
+            run.poll()
+            assert run.returncode is None, "the run ended before the server went down"
+            time.sleep(0.02)
+        server.stop()
+        _, stderr = run.communicate(timeout=60)
+        assert run.returncode == 2, stderr
+        (line,) = stderr.strip().splitlines()
+        assert "until the run's last sample, with no request sent since the first refusal answered" in line
+        assert "recorded as timeouts: resume with --retry-errors once the server answers" in line or (
+            "recorded as a timeout: resume with --retry-errors" in line
+        )
+        assert json.loads((tmp_path / "results" / "r1" / "manifest.json").read_text())["status"] == "failed"
+        server.start()
+        resumed = cli(tmp_path, "resume", "results/r1", "--retry-errors", "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    latest = {(row["sample_id"], row["epoch"]): row for row in records(tmp_path)}
+    assert len(latest) == 20 and all(row["error"] is None for row in latest.values())

@@ -154,7 +154,7 @@ async def test_samples_cut_short_by_their_timeout_while_retrying_refusals_stop_t
     assert "no request sent since this sample's first refusal was answered" in message
     # a plain resume would keep the timeout recorded in the grace: the one line says what to do
     assert message.endswith(
-        "1 sample cut short by its timeout while the server refused was recorded as timeouts: resume with "
+        "1 sample cut short by its timeout while the server refused was recorded as a timeout: resume with "
         "--retry-errors once the server answers)"
     )
     await gw.aclose()
@@ -329,3 +329,23 @@ async def test_half_the_connections_refused_with_fast_answers_fails_those_sample
     outcomes = await asyncio.gather(*(one(n) for n in range(24)))
     await gw.aclose()
     assert [o.completion is None for o in outcomes] == [n % 2 == 0 for n in range(24)]
+
+
+async def test_a_server_gone_near_the_end_of_a_run_stops_it_when_no_sample_is_left(
+    switched: type[SwitchedServer],
+) -> None:
+    """The samples ran out before the grace did: the run ended 'complete', its last samples timeouts scored
+    wrong, where the same outage without --timeout stops it."""
+    gw = gateway(retries=3, wait_s=0.2)  # 0.2 + 0.4 + 0.8 s of backoff
+    assert (await gw.generate(sample("s0"))).completion is not None
+    assert switched.UP is not None
+    switched.UP.clear()
+    assert isinstance((await cut_short(gw, "s1", 0.3)).error, ProviderTimeoutError)  # within the grace
+    stopped = gw.server_gone_at_end()
+    assert stopped is not None and str(stopped).startswith("cannot connect: refused (refused for 0 s until the run's ")
+    assert str(stopped).endswith("1 sample cut short by its timeout while the server refused was recorded as a "
+                                 "timeout: resume with --retry-errors once the server answers)")  # fmt: skip
+    switched.UP.set()
+    assert (await gw.generate(sample("s2"))).completion is not None  # answered: the server is back
+    assert gw.server_gone_at_end() is None
+    await gw.aclose()

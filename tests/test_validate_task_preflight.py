@@ -335,3 +335,55 @@ def test_a_task_without_an_instructions_scorer_gets_no_instruction_checks_line(c
     _task(root)
     result = _validate(cli)
     assert result.code == 0 and "instruction checks" not in result.out
+
+
+def _instructions_task(root: TaskRoot, scorers: str) -> None:
+    root.template("t.jinja2", "Q: {{ input }}\n")
+    root.task("adder", f'name = "adder"\ntemplate = "t.jinja2"\n[dataset]\npath = "data/checks.jsonl"\n{scorers}')
+
+
+def test_a_sample_without_checks_for_a_scorer_without_its_own_is_a_problem(cli: Cli, root: TaskRoot) -> None:
+    """Each is a 'no checks' scoring error in the run: IFEval-shaped data (instruction_id_list / kwargs) reads so."""
+    _instructions_task(root, '[[scorers]]\nname = "instructions"\n')
+    root.data(
+        "checks.jsonl",
+        [
+            {"id": "c1", "input": "Write.", "target": "x"},
+            {"id": "c2", "input": "Write.", "target": "x", "metadata": {"checks": []}},
+            {"id": "c3", "input": "Write.", "target": "x", "metadata": {"checks": [{"type": "lowercase"}]}},
+        ],
+    )
+    result = _validate(cli, "data/checks.jsonl")
+    assert result.code == 1
+    no_checks = "metadata.checks: no checks: give the scorer 'checks' or the sample metadata.checks"
+    assert _after_dataset(result)[1:] == [
+        "instruction checks (metadata.checks): 3 samples, 2 problems",
+        f"data/checks.jsonl:1: {no_checks}",
+        f"data/checks.jsonl:2: {no_checks}",
+    ]
+
+
+def test_an_empty_value_is_no_checks_of_the_sample_s_own_as_scoring_reads_it(cli: Cli, root: TaskRoot) -> None:
+    _instructions_task(root, '[[scorers]]\nname = "instructions"\nargs = { checks = [ { type = "lowercase" } ] }\n')
+    records = [{"id": f"c{i}", "input": "W.", "target": "x", "metadata": {"checks": v}} for i, v in enumerate(
+        [{}, "", 0, False, None])]  # fmt: skip
+    root.data("checks.jsonl", records)
+    result = _validate(cli, "data/checks.jsonl")
+    assert result.code == 0, result.out
+    assert "instruction checks (metadata.checks): 5 samples, 0 problems" in result.out
+
+
+def test_an_instructions_scorer_inside_a_composite_has_its_samples_checks_checked(cli: Cli, root: TaskRoot) -> None:
+    _instructions_task(
+        root,
+        '[[scorers]]\nname = "composite"\nargs = { scorers = [ { name = "instructions", args = { field = "ifc" } }, '
+        '{ name = "exact_match" } ] }\n',
+    )
+    checks = [{"type": "word_count", "min": "ten"}]
+    root.data("checks.jsonl", [{"id": "c1", "input": "W.", "target": "x", "metadata": {"ifc": checks}}])
+    result = _validate(cli, "data/checks.jsonl")
+    assert result.code == 1
+    assert _after_dataset(result)[1:] == [
+        "instruction checks (metadata.ifc): 1 sample, 1 problem",
+        "data/checks.jsonl:1: metadata.ifc[0]: check 'word_count': min: Input should be a valid integer, got 'ten'",
+    ]

@@ -138,6 +138,8 @@ class Gateway:
         self._streak_since = 0.0  # when that request was refused (monotonic)
         self._last_refused_at = 0.0  # when the streak's latest refusal came: refusals seen for this long
         self._cut_while_refused = 0  # samples cut short by their timeout inside the grace, recorded as timeouts
+        self._cut_in_streak = 0  # those of the refusals going on now
+        self._streak_refusal: ProviderError | None = None  # the latest refusal such a sample saw
         self._last_answered = -1  # the highest number of a request the server answered
 
     @classmethod
@@ -250,21 +252,16 @@ class Gateway:
             outage_s = self._last_refused_at - self._streak_since if self._refusals else 0.0
             if not never_reached and outage_s < self.policy.least_backoff_s():
                 self._cut_while_refused += 1
+                self._cut_in_streak += 1
+                self._streak_refusal = refusal
                 return
             tries = f"cut short by the per-sample timeout before its next try: {tries}"
             error = refusal  # which server and why, not the timeout
-        then = "resume it once the server answers"
-        if self._cut_while_refused:
-            cut = self._cut_while_refused
-            then = (
-                f"{cut} sample{'s' if cut != 1 else ''} cut short by {'their' if cut != 1 else 'its'} timeout while "
-                f"the server refused {'were' if cut != 1 else 'was'} recorded as timeouts: resume with --retry-errors "
-                "once the server answers"
-            )
+        then = self._what_to_do()
         if never_reached:
             raise ServerUnreachableError(
                 f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
-                "base URL right? The run stops; resume it once the server answers)"
+                f"base URL right? The run stops; {then})"
             )
         first = tally.first_refusal
         if tally.attempts > 1 and first is not None:
@@ -280,6 +277,33 @@ class Gateway:
                 f"{error} ({tries}; {self._refusals} requests in a row found no server, and none sent since the "
                 f"first of them was answered: it stopped answering. The run stops with what it recorded; {then})"
             )
+
+    def server_gone_at_end(self) -> ServerUnreachableError | None:
+        """Called when no sample is left: the error that stops the run when samples were cut short by their
+        timeout inside the grace of refusals that are still going on (no answer to a request sent since they
+        began) — a server gone near the end of a run, which the grace would otherwise let end 'complete' with
+        those timeouts for answers; None when the server answered since, or no sample was cut so."""
+        refusal = self._streak_refusal
+        if not self._refusals or not self._cut_in_streak or refusal is None:
+            return None
+        outage_s = self._last_refused_at - self._streak_since
+        return ServerUnreachableError(
+            f"{refusal} (refused for {outage_s:.0f} s until the run's last sample, with no request sent since the "
+            "first refusal answered: it stopped answering. The run stops with what it recorded; "
+            f"{self._what_to_do()})"
+        )
+
+    def _what_to_do(self) -> str:
+        """How to finish the run once the server is back: a plain resume, unless samples cut short by their
+        timeout while it refused were recorded as timeouts (a plain resume keeps them)."""
+        cut = self._cut_while_refused
+        if not cut:
+            return "resume it once the server answers"
+        if cut == 1:
+            recorded = "1 sample cut short by its timeout while the server refused was recorded as a timeout"
+        else:
+            recorded = f"{cut} samples cut short by their timeout while the server refused were recorded as timeouts"
+        return f"{recorded}: resume with --retry-errors once the server answers"
 
     def _connected_since(self, first: int) -> bool:
         """Whether a request sent after number ``first`` is in flight with a connection (it outlived the refusal
@@ -358,6 +382,7 @@ class Gateway:
         if sent > self._first_refusal:  # sent after the streak began: the server is back
             self._refusals = 0
             self._first_refusal = -1
+            self._cut_in_streak = 0
 
     def _foreign(self, error: Exception) -> ProviderContractError:
         """``error``, raised by the provider and none of ours, as this sample's generation error: one line that

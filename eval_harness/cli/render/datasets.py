@@ -55,7 +55,7 @@ def print_preflight(checked: Preflight) -> None:
     )
     _print_findings((), render.problem_lines())
     if render.check_fields:
-        fields = ", ".join(f"metadata.{name}" for name in render.check_fields)
+        fields = ", ".join(dict.fromkeys(f"metadata.{name}" for name, _ in render.check_fields))
         stdout.print(
             f"instruction checks ({fields}): {counted(render.samples, 'sample')}, "
             f"{counted(render.check_problem_count, 'problem')}",
