@@ -710,7 +710,7 @@ def _value_at(value: Any, path: tuple[int | str, ...]) -> Any:
 
 _SCALAR_MEMBERS = frozenset({"str", "int", "float", "bool", "bytes", "none"})
 _COMPOSITE_MEMBER = re.compile(
-    r"function-(?:after|before|wrap|plain)\[.*\]|constrained-[a-z]+|[a-z-]+\[.*\]", re.DOTALL
+    r"function-(?:after|before|wrap|plain)\[.*\]|constrained-(?:int|str|float|bytes|decimal)|[a-z-]+\[.*\]", re.DOTALL
 )
 """How pydantic names a union member that is not a scalar or a model: ``list[str]``, ``constrained-str``,
 ``function-after[...]``, ``json-or-python[...]``."""

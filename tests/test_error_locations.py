@@ -120,3 +120,9 @@ def test_two_hyphenated_keys_given_the_same_small_value_keep_their_keys() -> Non
 def test_two_keys_shaped_like_pydantic_s_words_but_not_its_names_keep_their_keys() -> None:
     # function-calling is an axis name, not pydantic's function-after[...]
     assert _first_place(dict[str, float], {"function-calling": "x", "function-chaining": "x"}) == "function-calling"
+
+
+def test_keys_named_like_a_constrained_type_but_not_one_keep_their_keys() -> None:
+    assert _first_place(dict[str, float], {"constrained-decoding": "x", "constrained-beam": "x"}) == (
+        "constrained-decoding"
+    )
