@@ -57,6 +57,24 @@ class FewShotCheck:
 
 
 @dataclass
+class Problems:
+    """Problems of one kind: every one counted, the first ``PROBLEMS_SHOWN`` kept to show."""
+
+    shown: list[Problem] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, problem: Problem) -> None:
+        self.count += 1
+        if len(self.shown) < PROBLEMS_SHOWN:
+            self.shown.append(problem)
+
+    def lines(self) -> list[str]:
+        """The shown problems, then a count of the rest."""
+        hidden = self.count - len(self.shown)
+        return [str(p) for p in self.shown] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+
+
+@dataclass
 class RenderCheck:
     """Every sample the run would send, rendered with the task's template and few-shot examples as run does."""
 
@@ -65,40 +83,18 @@ class RenderCheck:
     examples: int
     """The few-shot examples in every prompt."""
     samples: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    problem_count: int = 0
+    problems: Problems = field(default_factory=Problems)
+    """Samples whose prompt failed to render."""
     check_fields: list[tuple[str, int]] = field(default_factory=list)
     """The metadata fields whose instruction checks an ``instructions`` scorer of the task reads, each with the
     number of checks that scorer has of its own."""
-    check_problems: list[Problem] = field(default_factory=list)
-    check_problem_count: int = 0
+    check_problems: Problems = field(default_factory=Problems)
     """Samples' own instruction checks that scoring would refuse (a bad type or value: each sample's error)."""
 
     @property
     def rendered(self) -> int:
         """Samples whose prompt rendered."""
-        return self.samples - self.problem_count
-
-    def add(self, problem: Problem) -> None:
-        self.problem_count += 1
-        if len(self.problems) < PROBLEMS_SHOWN:
-            self.problems.append(problem)
-
-    def problem_lines(self) -> list[str]:
-        """The shown problems, then a count of the rest."""
-        hidden = self.problem_count - len(self.problems)
-        return [str(p) for p in self.problems] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
-
-    def add_check_problem(self, problem: Problem) -> None:
-        self.check_problem_count += 1
-        if len(self.check_problems) < PROBLEMS_SHOWN:
-            self.check_problems.append(problem)
-
-    def check_problem_lines(self) -> list[str]:
-        """The shown problems of the samples' checks, then a count of the rest."""
-        hidden = self.check_problem_count - len(self.check_problems)
-        shown = [str(p) for p in self.check_problems]
-        return shown + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+        return self.samples - self.problems.count
 
 
 @dataclass
@@ -116,7 +112,7 @@ class Preflight:
     def ok(self) -> bool:
         """True when run would take this dataset as it is (warnings and blank lines allowed)."""
         few_shot_ok = self.few_shot is None or self.few_shot.ok
-        rendered_ok = self.render is None or self.render.problem_count + self.render.check_problem_count == 0
+        rendered_ok = self.render is None or self.render.problems.count + self.render.check_problems.count == 0
         return self.dataset.ok and few_shot_ok and rendered_ok
 
 
@@ -204,10 +200,10 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
         try:
             template.render(sample, chosen.examples)
         except TemplateError as exc:
-            check.add(Problem(where, position.line, "template", str(exc)))
+            check.problems.add(Problem(where, position.line, "template", str(exc)))
         for check_field, common in check.check_fields:
             for place, message in sample_check_problems(sample, check_field, common):
-                check.add_check_problem(Problem(where, position.line, place, message))
+                check.check_problems.add(Problem(where, position.line, place, message))
     return check
 
 
@@ -240,4 +236,4 @@ def _shown(path: Path) -> str:
     return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)
 
 
-__all__ = ["FewShotCheck", "Preflight", "RenderCheck", "preflight", "validate"]
+__all__ = ["FewShotCheck", "Preflight", "Problems", "RenderCheck", "preflight", "validate"]

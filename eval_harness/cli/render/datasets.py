@@ -46,23 +46,23 @@ def print_preflight(checked: Preflight) -> None:
     if render is None:
         stdout.print(f"template: not rendered: {checked.not_rendered}", markup=False, soft_wrap=True)
         return
-    problems = counted(render.problem_count, "problem")
+    problems = counted(render.problems.count, "problem")
     stdout.print(
         f"template: {render.template} with {counted(render.examples, 'few-shot example')}: "
         f"{counted(render.samples, 'sample')}, {render.rendered:,} rendered, {problems}",
         markup=False,
         soft_wrap=True,
     )
-    _print_findings((), render.problem_lines())
+    _print_findings((), render.problems.lines())
     if render.check_fields:
         fields = ", ".join(dict.fromkeys(f"metadata.{name}" for name, _ in render.check_fields))
         stdout.print(
             f"instruction checks ({fields}): {counted(render.samples, 'sample')}, "
-            f"{counted(render.check_problem_count, 'problem')}",
+            f"{counted(render.check_problems.count, 'problem')}",
             markup=False,
             soft_wrap=True,
         )
-        _print_findings((), render.check_problem_lines())
+        _print_findings((), render.check_problems.lines())
 
 
 def _print_few_shot(check: FewShotCheck) -> None:
