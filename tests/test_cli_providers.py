@@ -294,6 +294,25 @@ def test_a_server_that_is_not_running_stops_the_run_with_one_line(tmp_path: Path
     assert len((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()) == 0
 
 
+def _stopped_after(server: FakeLLMServer, tmp_path: Path, args: list[str], records: int) -> subprocess.Popen[str]:
+    """``eval-harness *args`` started in ``tmp_path`` (no key or setting of the environment), its server stopped
+    once run r1 has ``records`` records."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
+    )
+    samples = tmp_path / "results" / "r1" / "samples.jsonl"
+    for _ in range(1500):  # up to 30 s for them
+        if samples.exists() and samples.read_text().count("\n") >= records:
+            break
+        run.poll()
+        assert run.returncode is None, "the run ended before the server went down"
+        time.sleep(0.02)
+    server.stop()
+    return run
+
+
 @pytest.mark.parametrize(
     "limits",
     [
@@ -308,21 +327,9 @@ def test_a_server_that_is_not_running_stops_the_run_with_one_line(tmp_path: Path
 def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_back(
     tmp_path: Path, limits: list[str]
 ) -> None:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
-    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
     with FakeLLMServer(answers=answers_from_jsonl(DATASET), latency_s=0.05) as server:
         args = run_args(server, "openai-compatible/fake", "--concurrency", "2", *limits, "-q")
-        run = subprocess.Popen(
-            [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
-        )
-        samples = tmp_path / "results" / "r1" / "samples.jsonl"
-        for _ in range(600):  # up to 30 s for the first records
-            if samples.exists() and samples.read_text().count("\n") >= 6:
-                break
-            run.poll()
-            assert run.returncode is None, "the run ended before the server went down"
-            time.sleep(0.05)
-        server.stop()
+        run = _stopped_after(server, tmp_path, args, records=6)
         _, stderr = run.communicate(timeout=60)
         assert run.returncode == 2, stderr
         lines = stderr.strip().splitlines()
@@ -507,22 +514,10 @@ def test_the_printed_totals_give_retries_by_cause(server: FakeLLMServer, tmp_pat
 def test_a_server_gone_near_the_end_under_a_short_timeout_stops_the_run(tmp_path: Path) -> None:
     """The last samples ran out before the grace did (7.5 s of backoff): the run ended 'complete', exit 0, those
     samples timeouts scored wrong; the same outage without --timeout stopped it."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
-    clean["EVAL_HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
     with FakeLLMServer(answers=answers_from_jsonl(DATASET), latency_s=0.2) as server:
         args = run_args(server, "openai-compatible/fake", "--limit", "20", "--concurrency", "2", "--max-retries", "4",
                         "--timeout", "1", "-q")  # fmt: skip
-        run = subprocess.Popen(
-            [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, env=clean, stderr=subprocess.PIPE, text=True
-        )
-        samples = tmp_path / "results" / "r1" / "samples.jsonl"
-        for _ in range(600):
-            if samples.exists() and samples.read_text().count("\n") >= 14:
-                break
-            run.poll()
-            assert run.returncode is None, "the run ended before the server went down"
-            time.sleep(0.02)
-        server.stop()
+        run = _stopped_after(server, tmp_path, args, records=14)
         _, stderr = run.communicate(timeout=60)
         assert run.returncode == 2, stderr
         (line,) = stderr.strip().splitlines()
