@@ -185,14 +185,19 @@ def choose_few_shot(
 def _held_out_note(overlap: PoolOverlap, kept: list[Sample], k: int) -> str | None:
     if not overlap.found:
         return None
-    named = [f"{held} (= sample {evaluated})" for held, evaluated in overlap.found.items()]
-    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
-    count = len(named)
-    fewer = f"; {len(kept)} left to draw k = {k} from" if len(kept) < k else ""
+    count = len(overlap.found)
     return (
         f"few-shot: left out {count} held-out sample{'s' if count != 1 else ''} equal to a sample under "
-        f"evaluation (same input and target): {shown}{fewer}"
+        f"evaluation (same input and target): {_left_out_listing(overlap.found, len(kept), k)}"
     )
+
+
+def _left_out_listing(found: dict[str, str], kept: int, k: int) -> str:
+    """The examples left out (``found``: example id -> the sample equal to it), the first five named, and how
+    many are left to draw from when fewer than ``k``."""
+    named = [example if sample == example else f"{example} (= sample {sample})" for example, sample in found.items()]
+    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
+    return shown + (f"; {kept} left to draw k = {k} from" if kept < k else "")
 
 
 def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
@@ -216,16 +221,11 @@ def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
 def _left_out_note(pool: Pool, found: dict[str, str], kept: int, k: int) -> str | None:
     if not found:
         return None
-    named = [
-        pool_id if sample_id == pool_id else f"{pool_id} (= sample {sample_id})" for pool_id, sample_id in found.items()
-    ]
-    shown = ", ".join(named[:5]) + (f", ... ({len(named) - 5} more)" if len(named) > 5 else "")
     count = len(found)
-    fewer = f"; {kept} left to draw k = {k} from" if kept < k else ""
     return (
         f"few-shot: left out {count} example{'s' if count != 1 else ''} of {pool.path} that "
         f"{'are' if count != 1 else 'is'} also {'samples' if count != 1 else 'a sample'} of the dataset "
-        f"(same input and target): {shown}{fewer}"
+        f"(same input and target): {_left_out_listing(found, kept, k)}"
     )
 
 
