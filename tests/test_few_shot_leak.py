@@ -304,3 +304,45 @@ def test_a_hold_out_run_that_drew_a_twin_before_they_were_left_out_resumes_with_
     later = read_records(run)[5:]
     shown = {f"Example: {e.input} => {e.target}" for e in drawn.examples}
     assert len(later) == 13 and all(set(_example_lines(record)) == shown for record in later)
+    assert "few-shot: this run keeps the examples it started with (before held-out samples equal" in resumed.err
+
+
+def test_an_old_hold_out_run_whose_held_out_samples_are_all_twins_resumes_with_its_examples_and_says_so(
+    cli: Cli, root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started before held-out twins were left out, whose held-out samples all equal evaluated ones: a fresh
+    start is refused (nothing left to draw from), but that run drew its examples already; its resume was refused
+    the same way before the draw it recorded was tried (review-s19b 6). It resumes with them and says they
+    include a twin."""
+    import functools
+
+    import eval_harness.planning as planning
+    from eval_harness.planning._few_shot import choose_few_shot
+
+    twice = [{"id": f"{n}{c}", "input": f"What is {n} + 1?", "target": str(n + 1)} for n in range(30) for c in "ab"]
+    root.data("dup.jsonl", twice)
+    root.task(
+        "dup",
+        'name = "dup"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/dup.jsonl"\n'
+        '[few_shot]\nk = 2\nholdout_fraction = 0.05\n[[scorers]]\nname = "exact_match"\n',
+    )
+    refused = _run_task(cli, "dup", "fresh")
+    assert refused.code == 2 and "every one of the 3 samples held out is equal to a sample" in refused.err
+    # the harness as it was: held-out twins drawn like any held-out sample
+    with monkeypatch.context() as old:
+        old.setattr(planning, "choose_few_shot", functools.partial(choose_few_shot, leave_out_equal=False))
+        assert _run_task(cli, "dup", "d").code == 0
+    run = root.root / "results" / "d"
+    started = read_records(run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
+    (run / "samples.jsonl").write_text("".join(lines[:10]))
+    resumed = cli("resume", run, "-q")
+    assert resumed.code == 0, resumed.err
+    records = read_records(run)
+    assert len(records) == len(started) == 57
+    assert [_example_lines(r) for r in records[10:]] == [_example_lines(r) for r in started[10:]]
+    assert "few-shot: this run keeps the examples it started with (before held-out samples equal" in resumed.err
+    assert "(= sample " in resumed.err

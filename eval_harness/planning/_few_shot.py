@@ -166,9 +166,16 @@ def choose_few_shot(
     parts = split(everything, {"shots": spec.holdout_fraction, "eval": 1 - spec.holdout_fraction}, spec.seed)
     held_out = parts["shots"]
     # a dataset may hold one item twice: the copy held out must not show its answer to the copy under evaluation
-    overlap = PoolOverlap(held_out if leave_out_equal else [])
+    overlap = PoolOverlap(held_out)
     for sample in parts["eval"]:
         overlap.see(sample.id, {"input": sample.input, "target": sample.target, "choices": sample.choices})
+    # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
+    excluded = frozenset(sample.id for sample in held_out)
+    if not leave_out_equal:
+        examples = sample_subset(held_out, spec.k, spec.seed)
+        sources = {example.id: str(dataset_path) for example in examples}
+        twins = {example.id: overlap.found[example.id] for example in examples if example.id in overlap.found}
+        return FewShot(examples, excluded, sources, _kept_twins_note(twins))
     kept = [example for example in held_out if example.id not in overlap.found]
     if held_out and not kept:
         raise ConfigError(
@@ -176,10 +183,8 @@ def choose_few_shot(
             "evaluation (same input and target); take the examples from a file of their own"
         )
     examples = sample_subset(kept, spec.k, spec.seed)
-    # the file and the id, no line: keeping every sample's position beside the samples would cost more memory
     sources = {example.id: str(dataset_path) for example in examples}
-    note = _held_out_note(overlap, kept, spec.k)
-    return FewShot(examples, frozenset(sample.id for sample in held_out), sources, note)
+    return FewShot(examples, excluded, sources, _held_out_note(overlap, kept, spec.k))
 
 
 def _held_out_note(overlap: PoolOverlap, kept: list[Sample], k: int) -> str | None:
@@ -189,6 +194,20 @@ def _held_out_note(overlap: PoolOverlap, kept: list[Sample], k: int) -> str | No
     return (
         f"few-shot: left out {count} held-out sample{'s' if count != 1 else ''} equal to a sample under "
         f"evaluation (same input and target): {_left_out_listing(overlap.found, len(kept), k)}"
+    )
+
+
+def _kept_twins_note(twins: dict[str, str]) -> str | None:
+    """The note of a resumed run that keeps examples drawn before held-out twins were left out (``twins``:
+    example id -> the sample under evaluation equal to it)."""
+    if not twins:
+        return None
+    many = len(twins) != 1
+    return (
+        "few-shot: this run keeps the examples it started with (before held-out samples equal to one under "
+        f"evaluation were left out), which include held-out sample{'s' if many else ''} "
+        f"{_left_out_listing(twins, len(twins), 0)}: {'their answers show' if many else 'its answer shows'} in "
+        f"the prompt{'s' if many else ''} of the sample{'s' if many else ''} equal to {'them' if many else 'it'}"
     )
 
 
@@ -238,15 +257,23 @@ def _resumed_few_shot(
     needs reading. Otherwise (an example it left out would be drawn, or the pool changed) one streaming pass
     compares the pool with the dataset, as the run's start did."""
     if pool is None or compared:
-        chosen = choose_few_shot(task, dataset_path, pool)
         spec = task.spec.few_shot
-        if pool is None and spec is not None and spec.holdout_fraction is not None and chosen.note is not None:
+        if pool is not None or spec is None or spec.holdout_fraction is None:
+            return choose_few_shot(task, dataset_path, pool)
+        try:
+            chosen: FewShot | None = choose_few_shot(task, dataset_path, None)
+        except ConfigError as refusal:  # every held-out sample is a twin: the run's own draw may still be kept
+            chosen, refused = None, refusal
+        if chosen is None or chosen.note is not None:
             # a run started before held-out samples equal to evaluated ones were left out may have drawn one:
             # it resumes with the examples it started with, not refused as changed
             drawn = choose_few_shot(task, dataset_path, None, leave_out_equal=False)
             recorded = manifest.task.prompt_inputs_sha256
-            if _prompt_inputs_sha256(task, chosen.examples) != recorded == _prompt_inputs_sha256(task, drawn.examples):
+            chosen_is_recorded = chosen is not None and _prompt_inputs_sha256(task, chosen.examples) == recorded
+            if not chosen_is_recorded and _prompt_inputs_sha256(task, drawn.examples) == recorded:
                 return drawn
+        if chosen is None:
+            raise refused
         return chosen
     unfiltered = _chosen(task, pool, {})
     if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
