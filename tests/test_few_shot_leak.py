@@ -259,6 +259,17 @@ def _twins_task(root: TaskRoot) -> None:
     )
 
 
+def _interrupt(run: Path, keep: int, prompt_inputs_sha256: str | None = None) -> None:
+    """Make ``run`` look interrupted after its first ``keep`` records (recording other examples' hash if given)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    if prompt_inputs_sha256 is not None:
+        manifest["task"]["prompt_inputs_sha256"] = prompt_inputs_sha256
+    manifest["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
+    (run / "samples.jsonl").write_text("".join(lines[:keep]))
+
+
 def _run_task(cli: Cli, task: str, run_id: str) -> CliResult:
     return cli("run", "--task", task, "--model", "mock/m", "--run-id", run_id, "--output-dir", "results", "-q")
 
@@ -293,12 +304,7 @@ def test_a_hold_out_run_that_drew_a_twin_before_they_were_left_out_resumes_with_
         e.id for e in choose_few_shot(task, root.root / "data" / "dup.jsonl", None).examples
     }
     # what such a run looks like: its recorded examples are the old draw's, and it was interrupted
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["task"]["prompt_inputs_sha256"] = _prompt_inputs_sha256(task, drawn.examples)
-    manifest["status"] = "interrupted"
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
-    (run / "samples.jsonl").write_text("".join(lines[:5]))
+    _interrupt(run, keep=5, prompt_inputs_sha256=_prompt_inputs_sha256(task, drawn.examples))
     resumed = cli("resume", run, "-q")
     assert resumed.code == 0, resumed.err
     later = read_records(run)[5:]
@@ -334,11 +340,7 @@ def test_an_old_hold_out_run_whose_held_out_samples_are_all_twins_resumes_with_i
         assert _run_task(cli, "dup", "d").code == 0
     run = root.root / "results" / "d"
     started = read_records(run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["status"] = "interrupted"
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
-    (run / "samples.jsonl").write_text("".join(lines[:10]))
+    _interrupt(run, keep=10)
     resumed = cli("resume", run, "-q")
     assert resumed.code == 0, resumed.err
     records = read_records(run)
