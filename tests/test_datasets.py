@@ -82,6 +82,32 @@ def test_mapped_field_problem_names_the_source_field(tmp_path: Path) -> None:
     assert problems_of(path, spec) == [f"{path}:1: question: expected a string or a list of messages, got an integer"]
 
 
+@pytest.mark.parametrize(
+    ("mapped", "expected"),
+    [
+        ({"choices": "option"}, "option: missing (mapped to choices)"),
+        ({"axis": "subject"}, "subject: missing (mapped to axis)"),
+        ({"id": "qid"}, "qid: missing (mapped to id)"),
+        ({"input": "questions"}, "questions: missing (mapped to input)"),
+    ],
+)
+def test_a_column_the_task_maps_must_be_on_every_line(tmp_path: Path, mapped: dict[str, str], expected: str) -> None:
+    """A misspelt mapping (``choices = "option"`` for OpenBookQA's ``options``) passed validation: every prompt was
+    sent without its options and the run reported a normal-looking score (audit-s20 1)."""
+    (column,) = mapped.values()
+    second = {"question": "R?", "answer": "B", "options": ["c", "d"]}
+    path = write_jsonl(tmp_path / "d.jsonl", [{**second, column: ["a", "b"] if column == "option" else "q1"}, second])
+    spec = DatasetSpec(fields={"input": "question", "choices": "options", "target": "answer", **mapped})
+    assert problems_of(path, spec) == [f"{path}:2: {expected}"]
+
+
+def test_tags_and_metadata_stay_optional_when_mapped(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"q": "Q?", "a": "x", "labels": ["t"]}, {"q": "R?", "a": "y"}])
+    spec = DatasetSpec(fields={"input": "q", "target": "a", "tags": "labels", "metadata": "meta"})
+    assert problems_of(path, spec) == []
+    assert [s.tags for s in iter_samples(path, spec)] == [["t"], []]
+
+
 def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "d.jsonl",

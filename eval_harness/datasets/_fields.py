@@ -61,7 +61,16 @@ def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set
             used.add(source)
             if source in obj:
                 values[name] = obj[source]
+            elif name in spec.fields and name in _REQUIRED_WHEN_MAPPED:
+                # a mapping names the column the task reads: a line without it is a misspelt mapping or a broken
+                # line, not an optional field left out (a missing choices column sent every prompt without options)
+                raise _FieldProblem(source, f"missing (mapped to {name})", labelled=True)
     return values, used
+
+
+_REQUIRED_WHEN_MAPPED = frozenset({"id", "input", "target", "axis", "choices"})
+"""Sample fields a line must hold once the task maps them to a column of their own; ``tags`` and ``metadata``
+stay optional (absent means none)."""
 
 
 _PLAIN_KEYS = frozenset({"id", "input", "target", "axis"})
