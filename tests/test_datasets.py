@@ -128,14 +128,17 @@ def test_empty_file_is_a_problem(tmp_path: Path) -> None:
     assert problems_of(path) == [f"{path}:1: file: the file is empty"]
 
 
-def test_byte_order_mark_is_reported_and_the_line_still_parsed(tmp_path: Path) -> None:
+def test_a_byte_order_mark_makes_its_line_a_problem_line_that_skip_invalid_leaves_out(tmp_path: Path) -> None:
+    """The line was parsed and counted valid, so --skip-invalid said it left line 1 out and ran it (audit-s20 7)."""
     path = tmp_path / "d.jsonl"
-    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"input": "a", "target": "b"}).encode() + b"\n")
+    lines = [json.dumps({"id": name, "input": "a", "target": "b"}).encode() for name in ("x", "y")]
+    path.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")
     report = validate_dataset(path)
     assert [str(p) for p in report.problems] == [
         f"{path}:1: file: starts with a UTF-8 byte-order mark; save it without BOM"
     ]
-    assert report.valid == 1
+    assert (report.valid, report.problem_count) == (1, 1)
+    assert [sample.id for sample in iter_samples(path)] == ["y"]
 
 
 def test_invalid_utf8_is_reported_on_its_line(tmp_path: Path) -> None:

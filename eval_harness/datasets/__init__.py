@@ -109,6 +109,11 @@ class DatasetReport:
         """True when no problem was found (blank lines and warnings are allowed)."""
         return self.problem_count == 0
 
+    @property
+    def problems_counted(self) -> str:
+        """``1 problem``, ``3 problems``: for messages."""
+        return f"{self.problem_count:,} problem{'s' if self.problem_count != 1 else ''}"
+
     def add(self, problem: Problem) -> None:
         self.problem_count += 1
         if len(self.problems) < PROBLEMS_SHOWN:
@@ -201,7 +206,7 @@ def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
     """Validate and load a whole (small) file, raising ``DatasetError`` listing its problems."""
     report = validate_dataset(path, spec)
     if not report.ok:
-        raise DatasetError(f"{path}: {report.problem_count} problem(s) in the dataset", report.problem_lines())
+        raise DatasetError(f"{path}: {report.problems_counted} in the dataset", report.problem_lines())
     return list(iter_samples(path, spec))
 
 
@@ -250,8 +255,9 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _Hashin
             report.add(Problem(where, lineno, "line", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB"))
             continue
         if lineno == 1 and raw.startswith(_BOM):
+            # the line is a problem line like any other: --skip-invalid leaves it out, as its note says (it ran it)
             report.add(Problem(where, 1, "file", "starts with a UTF-8 byte-order mark; save it without BOM"))
-            raw = raw[len(_BOM) :]
+            continue
         stripped = raw.strip()
         if not stripped:
             report.blank_lines.append(lineno)

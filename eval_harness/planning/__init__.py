@@ -161,7 +161,7 @@ def _validated_dataset(
         hint = "no valid line is left to run; fix them"
     else:
         hint = "fix them, or pass --skip-invalid to run the valid lines only"
-    raise DatasetError(f"{path}: the dataset has {report.problem_count} problem(s); {hint}", report.problem_lines())
+    raise DatasetError(f"{path}: the dataset has {report.problems_counted}; {hint}", report.problem_lines())
 
 
 def _resumed_dataset(

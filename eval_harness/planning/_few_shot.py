@@ -137,7 +137,7 @@ def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
         return None
     report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     if not report.ok:
-        raise DatasetError(f"{path}: few-shot file has {report.problem_count} problem(s)", report.problem_lines())
+        raise DatasetError(f"{path}: few-shot file has {report.problems_counted}", report.problem_lines())
     return load_pool(task, path)
 
 
