@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_harness.artifacts import read_manifest
+from eval_harness.artifacts import observed_status, read_manifest
 from eval_harness.config import RunConfig
 from eval_harness.errors import ConfigError, ResumeMismatchError
 from eval_harness.planning import RunPlan, plan_run
@@ -56,10 +56,13 @@ def plan_rescore(
     if task is None and not scorers:
         raise ConfigError("rescore needs either --task TASK or one or more --scorer NAME")
     source = read_manifest(source_run)
-    if source.status != "complete":
+    status = observed_status(source_run, source)
+    if status == "running":  # a live process is writing it: a resume now would be refused
+        raise ConfigError(f"cannot rescore {source_run}: it is still running; wait for it to end, then rescore")
+    if status != "complete":
         # its missing records would become errors of the new run, each counted as wrong
         raise ConfigError(
-            f"cannot rescore {source_run}: it is {source.status}, not complete; finish it first "
+            f"cannot rescore {source_run}: it is {status}, not complete; finish it first "
             f"(eval-harness resume {source_run})"
         )
     task_ref = source.task.source if source.task.source and Path(source.task.source).is_file() else source.task.name

@@ -150,6 +150,19 @@ def test_rescore_refuses_a_source_that_is_not_complete(source_run: Path) -> None
         plan_rescore(source_run, scorers=["exact_match"])
 
 
+def test_rescore_names_a_killed_source_interrupted_and_a_live_one_running(source_run: Path) -> None:
+    """It read the manifest's status alone: a SIGKILLed run was "running", and a run still being written was told
+    to resume, which would be refused (readme-walk2 3). It now reads the lock, as report and inspect do."""
+    from eval_harness.artifacts import RunLock
+
+    manifest = json.loads((source_run / "manifest.json").read_text())
+    (source_run / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    with pytest.raises(ConfigError, match=r"it is interrupted, not complete; finish it first \(eval-harness resume"):
+        plan_rescore(source_run, scorers=["exact_match"])
+    with RunLock(source_run), pytest.raises(ConfigError, match="it is still running; wait for it to end"):
+        plan_rescore(source_run, scorers=["exact_match"])
+
+
 def test_rescore_needs_a_task_or_scorers(source_run: Path) -> None:
     with pytest.raises(ConfigError, match="either --task TASK or one or more --scorer"):
         plan_rescore(source_run)
