@@ -94,6 +94,14 @@ def test_numeric_mode_rejects_other_or_missing_numbers(prediction: str, referenc
         ("answer is unclear; 5 then 9", 5.0),  # no number right after the marker: the first one after it
         ("The one with 4 legs", 4.0),  # 'the one' is a pronoun, not 1
         ("no one knows", None),
+        # audit-s20 3: a story with no number was read as 1, and credited on GSM8K's 15 items whose answer is 1
+        ("One day, a little girl named Lily went to the park. She saw a big dog.", None),
+        ("One time, she bought 3 apples.", 3.0),
+        ("Once one must add 5.", 5.0),
+        ("One night and one morning later", None),
+        ("She kept one's share of 4", 4.0),
+        ("One.", 1.0),  # the number alone
+        ("one day off plus one", 1.0),
         ("COVID-19 caused 30 closures", 30.0),  # a hyphen inside a word is not a minus sign
         ("x2 and y3", None),  # digits glued after letters are not numbers
     ],

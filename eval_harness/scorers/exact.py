@@ -60,6 +60,12 @@ _WORD_NUMBER = re.compile(
 )
 # "the one", "no one", "which one": a pronoun, not the number 1.
 _PRONOUN_ONE = re.compile(r"\b(?:the|this|that|no|any|each|every|which|another|someone|a)\s+$", re.IGNORECASE)
+# "one day", "one must", "one's": a determiner or a pronoun too (a story with no number was read as 1).
+_IDIOM_AFTER_ONE = re.compile(
+    r"(?:\s+(?:day|night|morning|afternoon|evening|time|another|must|can|cannot|could|should|would|may|might|will)"
+    r"\b|'s\b)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,10 @@ def numbers_in(text: str) -> list[Number]:
     for match in _WORD_NUMBER.finditer(text):
         phrase = text[match.start() : match.start("pct") if match.group("pct") else match.end()]
         # the words just before it decide (searching all the text before each "one" made a long text quadratic)
-        if phrase.strip().lower() == "one" and _PRONOUN_ONE.search(text[max(0, match.start() - 40) : match.start()]):
+        if phrase.strip().lower() == "one" and (
+            _PRONOUN_ONE.search(text[max(0, match.start() - 40) : match.start()])
+            or _IDIOM_AFTER_ONE.match(text, match.end())
+        ):
             continue
         value = _words_value(phrase)
         if value is not None:
