@@ -36,6 +36,7 @@ __all__ = [
     "ErrorGroup",
     "InspectedSample",
     "Inspection",
+    "PromptMessage",
     "RecordKey",
     "SampleError",
     "inspect_run",
@@ -89,6 +90,13 @@ class EpochOutcome(BaseModel):
     error_type: str | None = Field(description="The record's error class; None when it was scored.")
 
 
+class PromptMessage(BaseModel):
+    """One message of a recorded prompt."""
+
+    role: str
+    content: str
+
+
 class InspectedSample(BaseModel):
     """One record as shown by ``inspect``; with ``--by-sample``, the worst epoch of a sample, with every epoch."""
 
@@ -137,6 +145,16 @@ class InspectedSample(BaseModel):
         default=None,
         description="The line of the run's dataset file (``dataset_path``) the sample was read from; None in a "
         "record written before it was recorded.",
+    )
+    prompt: list[PromptMessage] = Field(
+        default_factory=list,
+        description="The rendered prompt as sent, system message and few-shot examples included (the table "
+        "shows it with --prompt).",
+    )
+    score_metadata: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Each scorer's details as recorded (code_execution: the end of stdout and stderr, the exit "
+        "status; a judge: its verdict); the table shows a scorer's stderr.",
     )
 
 
@@ -536,7 +554,26 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         cut_off=finish in LENGTH_STOPS,
         failed_gates=[key for key in gates if _below_one((record.get("scores") or {}).get(key))],
         dataset_line=_line_number(record.get("dataset_line")),
+        prompt=_prompt(record.get("prompt")),
+        score_metadata=_score_metadata(record.get("score_metadata")),
     )
+
+
+def _prompt(value: Any) -> list[PromptMessage]:
+    """A record's prompt messages; what a hand-edited record holds instead is left out, never the listing."""
+    if not isinstance(value, list):
+        return []
+    return [
+        PromptMessage(role=str(m.get("role", "?")), content=str(m.get("content", "")))
+        for m in value
+        if isinstance(m, dict)
+    ]
+
+
+def _score_metadata(value: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(name): details for name, details in value.items() if isinstance(details, dict)}
 
 
 def _line_number(value: Any) -> int | None:

@@ -475,3 +475,30 @@ def test_a_run_without_samples_jsonl_is_inspected_as_empty(cli: Cli, task_root: 
     result = cli("inspect", "--run", run, *view)
     assert result.code == 0, result.err
     assert "0 records · INCOMPLETE: 3 of 3 records missing" in result.out
+
+
+def test_the_rendered_prompt_and_a_scorers_stderr_are_shown_for_digging_into_a_failure(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    """A prompt sent without its options (a misspelt mapping) was invisible in inspect, and code_execution's
+    traceback, stored in the record, was shown by its last line only (audit-s20 4)."""
+    task_root.data("adder.jsonl", [{"id": "q1", "input": "What is 41 + 1?", "target": "42"}])
+    run = make_run(cli, task_root, "--model-arg", "skill=0")
+    traceback = 'Traceback (most recent call last):\n  File "program.py", line 20\n    assert f(2) == 5\nAssertionError'
+
+    def with_stderr(record: dict[str, Any]) -> dict[str, Any]:
+        record["score_metadata"] = {"exact_match": {"stderr": traceback, "exit_status": 1}}
+        return record
+
+    (record,) = rewrite(run, with_stderr)
+    table = cli("inspect", "--run", run, "--n", "1")
+    assert table.code == 0, table.err
+    assert 'File "program.py", line 20' in table.out and "assert f(2) == 5" in table.out
+    assert "prompt: [" not in table.out
+    shown = cli("inspect", "--run", run, "--n", "1", "--prompt")
+    prompt_lines = [line for line in shown.out.splitlines() if line.startswith("prompt: [")]
+    assert prompt_lines and prompt_lines[-1].startswith("prompt: [user] ") and "What is 41 + 1?" in prompt_lines[-1]
+    assert len(prompt_lines) == len(record["prompt"])
+    (sample,) = json.loads(cli("inspect", "--run", run, "--n", "1", "--format", "json").out)["worst"]
+    assert sample["prompt"] == record["prompt"]
+    assert sample["score_metadata"] == {"exact_match": {"stderr": traceback, "exit_status": 1}}

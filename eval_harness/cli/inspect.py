@@ -50,6 +50,14 @@ def inspect_command(
     full: Annotated[
         bool, typer.Option("--full", help="Print long inputs and outputs whole (the table shortens them).")
     ] = False,
+    prompt: Annotated[
+        bool,
+        typer.Option(
+            "--prompt",
+            help="Show each listed sample's rendered prompt as sent (system message, few-shot examples); JSON "
+            "always carries it.",
+        ),
+    ] = False,
     format_: Annotated[Literal["table", "json"], typer.Option("--format", help="Output format.")] = "table",
 ) -> None:
     """The worst N samples (lowest score, ties by id) with input (and a multiple-choice item's options),
@@ -77,7 +85,7 @@ def inspect_command(
         None,
         json_text=lambda: inspection_json(inspection),
         markdown_text=None,
-        draw=lambda console: print_inspection(inspection, console, full=full),
+        draw=lambda console: print_inspection(inspection, console, full=full, prompt=prompt),
     )
 
 

@@ -3,6 +3,7 @@ the error records grouped by cause."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,11 +53,19 @@ def _shown_path(path: str) -> str:
     return str(relative)
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the listing shows of each sample beyond the default: long texts whole, the rendered prompt."""
+
+    full: bool
+    prompt: bool
+
+
 def _print_sample(
-    out: Console, rank: int, s: InspectedSample, ranked_by: str, full: bool, max_tokens: int | None, dataset: str
+    out: Console, rank: int, s: InspectedSample, ranked_by: str, shown: _Shown, max_tokens: int | None, dataset: str
 ) -> None:
     def cut(text: str) -> str:
-        return text if full else shorten(text, INPUT_CHARS, head=HEAD_CHARS)
+        return text if shown.full else shorten(text, INPUT_CHARS, head=HEAD_CHARS)
 
     if s.error is not None:
         verdict = f" · ERROR {s.error.type} ({s.error.stage}), counted as wrong"
@@ -80,6 +89,9 @@ def _print_sample(
     if s.dataset_line is not None and dataset:
         # PATH:LINE, the form editors and terminals open at the line
         out.print(f"source: {dataset}:{s.dataset_line}", markup=False, soft_wrap=True)
+    if shown.prompt:
+        for message in s.prompt:
+            out.print(f"prompt: [{message.role}] {cut(message.content)}", markup=False, soft_wrap=True)
     out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
@@ -96,8 +108,11 @@ def _print_sample(
     for name, value in s.scores.items():
         answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
         explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
-        shown = "–" if value is None else f"{value:.3f}"
-        out.print(f"  {name} {shown}{answer}{explanation}", markup=False, soft_wrap=True)
+        value_text = "–" if value is None else f"{value:.3f}"
+        out.print(f"  {name} {value_text}{answer}{explanation}", markup=False, soft_wrap=True)
+        stderr = s.score_metadata.get(name, {}).get("stderr")
+        if isinstance(stderr, str) and stderr.strip():  # code_execution's traceback: which assertion failed
+            out.print(f"    stderr: {cut(stderr.strip())}", markup=False, soft_wrap=True)
 
 
 def _outcome(e: EpochOutcome) -> str:
@@ -110,8 +125,11 @@ def _outcome(e: EpochOutcome) -> str:
     return f"{e.epoch} {value}{verdict}{error}"
 
 
-def print_inspection(ins: Inspection, console: Console | None = None, *, full: bool = False) -> None:
-    """The inspection on a terminal; ``full`` prints long inputs and outputs whole."""
+def print_inspection(
+    ins: Inspection, console: Console | None = None, *, full: bool = False, prompt: bool = False
+) -> None:
+    """The inspection on a terminal; ``full`` prints long inputs and outputs whole, ``prompt`` each listed
+    sample's rendered prompt."""
     out = console or stdout
     state = run_state(ins.status, ins.records, ins.expected_records)
     out.print(
@@ -146,7 +164,8 @@ def print_inspection(ins: Inspection, console: Console | None = None, *, full: b
         if not ins.worst:
             out.print("  none", markup=False)
         for rank, sample in enumerate(ins.worst, 1):
-            _print_sample(out, rank, sample, ins.ranked_by, full, ins.max_tokens, _shown_path(ins.dataset_path))
+            shown = _Shown(full, prompt)
+            _print_sample(out, rank, sample, ins.ranked_by, shown, ins.max_tokens, _shown_path(ins.dataset_path))
         if ins.failures_only and ins.errors is None and ins.error_records:
             out.print(
                 f"{counted(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
