@@ -776,6 +776,22 @@ def test_a_reader_that_goes_away_gets_the_shells_broken_pipe_code_not_a_gates(ar
     assert (process.wait(timeout=60), err) == (141, b"")
 
 
+@pytest.mark.parametrize("problems", [3, 200])
+def test_a_reader_of_stderr_that_goes_away_gets_the_broken_pipe_code(tmp_path: Path, problems: int) -> None:
+    """`run ... 2>&1 >/dev/null | head -1` on a broken dataset: the problem lines met a closed stderr and the process
+    ended 1 (a failed gate's code) or 2 (audit-s20 8)."""
+    dataset = tmp_path / "broken.jsonl"
+    dataset.write_text("".join(f'{{"id": "x{i}", "input": "", "target": "y"}}\n' for i in range(problems)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--dataset", str(dataset),
+         "--output-dir", str(tmp_path / "out")],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    process.stderr.close()
+    assert process.wait(timeout=60) == 141
+
+
 @pytest.mark.parametrize("unbuffered", ["1", ""])
 def test_a_reader_that_goes_away_from_a_long_document_gets_the_broken_pipe_code(
     tmp_path: Path, unbuffered: str

@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     except EvalHarnessError as exc:
         print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:  # a plain print to stdout whose reader went away (rich and emit_text handle theirs)
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
     except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
         print(f"error: {_redacted(_os_error_text(exc))}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
@@ -214,6 +216,10 @@ def run_process() -> NoReturn:
         else:
             print(exc.code, file=sys.stderr)
             code = 1  # Python's own code for SystemExit("message")
+    except BrokenPipeError:
+        # the reader of stderr went away while an error was being told (`2>&1 | head -1`): the shell's code for
+        # it, as for stdout's, not the traceback (into the closed pipe) and exit 1 of a failed gate
+        code = EXIT_BROKEN_PIPE
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
     for stream in (sys.stdout, sys.stderr):
