@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from eval_harness.cli.app import main
-from eval_harness.cli.render import interval, pct
+from eval_harness.cli.render import interval, pct, signed_points
 from eval_harness.cli.render.compare import print_comparison
 from eval_harness.cli.render.profile import print_report, profile_table
 from eval_harness.compare import compare_runs
@@ -306,3 +306,10 @@ def test_a_cjk_name_wraps_by_cells_without_a_character_left_alone(tmp_path: Path
     fragments = fragments[fragments.index("short") + 1 :]
     assert "".join(fragments) == name, fragments
     assert all(len(fragment) > 1 for fragment in fragments[:-1]), fragments
+
+
+def test_a_difference_that_rounds_to_zero_has_no_sign_but_an_interval_bound_keeps_it() -> None:
+    """compare printed '−0.0' for B − A = −0.00012 (audit-s20 10); a bound keeps its side of 0: [−6.2, −0.0]
+    excludes 0, [−6.2, 0.0] would read as touching it."""
+    assert [signed_points(v) for v in (-0.00012, 0.00012, 0.0, -0.0012, 0.26)] == ["0.0", "0.0", "0.0", "−0.1", "+26.0"]
+    assert interval((-0.062, -0.0001), signed=True) == "[−6.2, −0.0]"

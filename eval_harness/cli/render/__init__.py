@@ -85,11 +85,15 @@ def file_console(handle: TextIO) -> Console:
     )
 
 
-def signed_points(value: float | None, digits: int = 1) -> str:
-    """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'."""
+def signed_points(value: float | None, digits: int = 1, *, bound: bool = False) -> str:
+    """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'; one that rounds to
+    zero is '0.0' ('−0.0' read as a loss), unless it is an interval's ``bound``, whose sign says on which side
+    of 0 the interval ends."""
     if value is None or math.isnan(value):
         return "–"
     text = f"{100 * abs(value):.{digits}f}"
+    if not bound and float(text) == 0:
+        return text
     return f"+{text}" if value > 0 else (f"−{text}" if value < 0 else text)
 
 
@@ -98,7 +102,7 @@ def interval(bounds: tuple[float, float] | None, signed: bool = False) -> str:
     if bounds is None:
         return "–"
     if signed:
-        return f"[{signed_points(bounds[0])}, {signed_points(bounds[1])}]"
+        return f"[{signed_points(bounds[0], bound=True)}, {signed_points(bounds[1], bound=True)}]"
     return f"{pct(bounds[0])}–{pct(bounds[1])}"
 
 
