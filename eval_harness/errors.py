@@ -215,6 +215,14 @@ def json_type_name(value: object) -> str:
     return names.get(type(value), "an array" if isinstance(value, list) else "an object")
 
 
+def as_written(pattern: str) -> str:
+    """A regular expression quoted as the spec writes it (``'^(\\w+)\\.csv$'``), not as Python's repr doubles
+    its backslashes (``'^(\\\\w+)\\\\.csv$'``), which a user would copy back wrong."""
+    if "'" not in pattern and pattern.isprintable():
+        return f"'{pattern}'"
+    return repr(pattern)
+
+
 __all__ = [
     "ArtifactError",
     "AuthenticationError",
@@ -241,5 +249,6 @@ __all__ = [
     "ServerUntrustedError",
     "TemplateError",
     "UnknownNameError",
+    "as_written",
     "json_type_name",
 ]

@@ -272,7 +272,7 @@ def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
             ["run", "--task", "capability_profile", "--model-arg", "a=1", "--model-arg", "Bearer sk-CANARY-123456"],
             "the 2nd --model-arg has no '=' (not shown: it may hold a key)",
         ),
-        (["run", "--task", "capability_profile", "--model-arg", "skil=1"], "--model-arg skil: Extra inputs"),
+        (["run", "--task", "capability_profile", "--model-arg", "skil=1"], "--model-arg skil: unknown option"),
         (["run", "--task", "capability_profile", "--model", "nosuch/x"], "unknown provider 'nosuch'"),
         (
             ["run", "--task", "capability_profile", "--model-arg", "skill.arithmetc=0.2"],
@@ -280,7 +280,7 @@ def test_max_error_rate_gate_exits_1(cli: Cli, task_root: TaskRoot) -> None:
         ),
         (
             ["run", "--task", "capability_profile", "--judge-model", "mock/j", "--judge-arg", "skil=1"],
-            "--judge-arg skil: Extra inputs are not permitted (provider mock;",
+            "--judge-arg skil: unknown option (provider mock;",
         ),
         (["run"], "--task is required"),
         (["resume", "/nonexistent/run"], "manifest.json: not found"),

@@ -264,7 +264,17 @@ def test_field_mapping_and_target_pattern_read_gsm8k_style_answers(tmp_path: Pat
 def test_target_not_matching_the_pattern_is_a_problem(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"question": "q", "answer": "no marker"}])
     spec = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"####\s*(.+)$")
-    assert problems_of(path, spec) == [f"{path}:1: answer: does not match target_pattern '####\\\\s*(.+)$'"]
+    # the pattern as the spec writes it (not repr's doubled backslashes) and what the value holds (audit-s20 9)
+    assert problems_of(path, spec) == [
+        f"{path}:1: answer: does not match target_pattern '####\\s*(.+)$' (the value is 'no marker')"
+    ]
+    answer = "Each week he pays 20 dollars, for 50 weeks.\n#### 1,000"
+    long = write_jsonl(tmp_path / "long.jsonl", [{"question": "q", "answer": answer}])
+    gsm8k = DatasetSpec(fields={"input": "question", "target": "answer"}, target_pattern=r"####\s*(\d+)$")
+    (problem,) = problems_of(long, gsm8k)
+    assert problem.endswith(
+        """target_pattern '####\\s*(\\d+)$' (the value ends '…ays 20 dollars, for 50 weeks.\\n#### 1,000')"""
+    )
 
 
 def test_headerless_csv_with_choice_columns_and_axis_from_file_name(tmp_path: Path) -> None:

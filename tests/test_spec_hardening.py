@@ -194,7 +194,7 @@ def test_a_target_group_that_takes_no_part_is_a_problem_on_each_line(cli: Cli, r
     result = _validate(cli, "data/mixed.jsonl", task)
     assert result.code == 1
     assert "2 lines, 1 valid" in result.out
-    assert f"data/mixed.jsonl:2: target: does not match target_pattern {pattern!r}: its group 1 took no part\n" in (
+    assert f"data/mixed.jsonl:2: target: does not match target_pattern '{pattern}': its group 1 took no part\n" in (
         result.out
     )
 
@@ -402,7 +402,7 @@ def test_a_mapped_axis_column_named_overall_is_reported_under_the_column_name(cl
     ("line", "source"),
     [
         ("axis = '{stem}'", "from the task's axis '{stem}'"),
-        (r"axis_pattern = '^(\w+)\.jsonl$'", r"from axis_pattern '^(\\w+)\\.jsonl$' on the file name"),
+        (r"axis_pattern = '^(\w+)\.jsonl$'", r"from axis_pattern '^(\w+)\.jsonl$' on the file name"),
     ],
 )
 def test_an_axis_taken_from_a_file_named_overall_is_a_problem_saying_where_it_came_from(

@@ -12,7 +12,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from eval_harness.errors import json_type_name
+from eval_harness.errors import as_written, json_type_name
 from eval_harness.types import (
     CHOICES_PATTERN_FLAGS,
     RESERVED_AXIS,
@@ -125,7 +125,7 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id
             matches = _compiled(spec.choices_pattern, CHOICES_PATTERN_FLAGS).finditer(raw_choices)
             raw_choices = [option.strip() for m in matches if (option := m.group(1)) is not None]
             if not raw_choices:
-                raise _FieldProblem("choices", f"does not match choices_pattern {spec.choices_pattern!r}")
+                raise _FieldProblem("choices", f"does not match choices_pattern {as_written(spec.choices_pattern)}")
         choices = _check_str_list(raw_choices, "choices")
         choice_columns = spec.fields.get("choices")
         if isinstance(choice_columns, list):
@@ -258,17 +258,27 @@ def _check_choice_letter(target: str | list[str], letters: str, label: str = "ta
             raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
 
 
+def _value_end(text: str) -> str:
+    """The end of a value a pattern missed, where an answer's marker usually is: GSM8K's '#### 1,000' against
+    '(\\d+)' shows why at a glance."""
+    shown = text if len(text) <= _VALUE_END_CHARS else "…" + text[-_VALUE_END_CHARS:]
+    return f" (the value {'is' if shown is text else 'ends'} {shown!r})"
+
+
+_VALUE_END_CHARS = 40
+
+
 def _apply_pattern(text: str, label: str, pattern: str | None) -> str:
     if pattern is None:
         return text
     found = _compiled(pattern).search(text)
     if found is None:
-        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}")
+        raise _FieldProblem(label, f"does not match target_pattern {as_written(pattern)}{_value_end(text)}")
     if not found.re.groups:
         return found.group(0).strip()
     group = found.group(1)
     if group is None:  # an optional group that took no part: '(zzz)?\d+'
-        raise _FieldProblem(label, f"does not match target_pattern {pattern!r}: its group 1 took no part")
+        raise _FieldProblem(label, f"does not match target_pattern {as_written(pattern)}: its group 1 took no part")
     return group.strip()
 
 
@@ -289,7 +299,7 @@ def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") 
         # a group that took no part, or matched nothing, is no match: the line's own axis is used
         axis = found.group(1) if found is not None else None
         if axis is not None and axis.strip():
-            return _unreserved(axis, f"from axis_pattern {spec.axis_pattern!r} on the file name")
+            return _unreserved(axis, f"from axis_pattern {as_written(spec.axis_pattern)} on the file name")
     if value is None:
         return "default"
     if not isinstance(value, str) or not value.strip():

@@ -21,7 +21,7 @@ from eval_harness.datasets import (
     validate_dataset,
 )
 from eval_harness.datasets import sample as sample_subset
-from eval_harness.errors import ConfigError, DatasetError
+from eval_harness.errors import ConfigError, DatasetError, as_written
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
@@ -106,7 +106,9 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
         absolute = str(dataset_path.resolve())
         derived = re.sub(pattern, replacement, absolute)
         if derived == absolute:
-            raise ConfigError(f"{task.path}: few_shot.path_from_dataset {pattern!r} does not match {absolute}")
+            raise ConfigError(
+                f"{task.path}: few_shot.path_from_dataset {as_written(pattern)} does not match {absolute}"
+            )
         pool_path = Path(derived)
     else:
         assert spec.path is not None, "FewShotSpec requires one source when k > 0"

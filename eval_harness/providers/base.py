@@ -146,6 +146,16 @@ def register_provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     return decorate
 
 
+_GENERATION_OPTIONS = {
+    "temperature": "set it with --temperature or the task's [generation] temperature",
+    "max_tokens": "set it with --max-tokens or the task's [generation] max_tokens",
+    "top_p": "set it in the task's [generation] top_p",
+    "stop": "set it in the task's [generation] stop",
+    "seed": "set it in the task's [generation] seed",
+}
+"""Generation options given as a provider option by mistake, and where they are set."""
+
+
 def create_provider(
     model_id: str, raw_args: dict[str, Any], context: ProviderContext, flag: str = "--model-arg"
 ) -> Provider:
@@ -159,6 +169,10 @@ def create_provider(
     except ValidationError as exc:
         key, message = first_problem(exc)
         known = ", ".join(cls.Options.model_fields) or "none"
+        if exc.errors(include_url=False)[0]["type"] == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
+            message = "unknown option"
+            if key in _GENERATION_OPTIONS:
+                message += f" of the provider; {_GENERATION_OPTIONS[key]}"
         raise ConfigError(
             f"{flag} {key or flag.removeprefix('--')}: {message} (provider {prefix}; options: {known})"
         ) from None
