@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, arithmetic_records, write_jsonl
+from conftest import SHARED, TaskRoot, arithmetic_records, write_jsonl
 
 from eval_harness.datasets import (
     MAX_LINE_BYTES,
@@ -101,11 +101,18 @@ def test_a_column_the_task_maps_must_be_on_every_line(tmp_path: Path, mapped: di
     assert problems_of(path, spec) == [f"{path}:2: {expected}"]
 
 
-def test_tags_and_metadata_stay_optional_when_mapped(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", [{"q": "Q?", "a": "x", "labels": ["t"]}, {"q": "R?", "a": "y"}])
-    spec = DatasetSpec(fields={"input": "q", "target": "a", "tags": "labels", "metadata": "meta"})
+def test_tags_metadata_a_mapping_to_its_own_name_and_an_axis_pattern_fallback_stay_optional(tmp_path: Path) -> None:
+    """review-s20 3, 4: ``choices = "choices"`` written to be explicit, and an axis column that only backs up
+    ``axis_pattern``, made every line without them a problem."""
+    path = write_jsonl(
+        tmp_path / "d.jsonl", [{"q": "Q?", "a": "x", "labels": ["t"], "subject": "s"}, {"q": "R?", "a": "y"}]
+    )
+    spec = DatasetSpec(fields={"input": "q", "target": "a", "tags": "labels", "metadata": "meta", "choices": "choices"})
     assert problems_of(path, spec) == []
     assert [s.tags for s in iter_samples(path, spec)] == [["t"], []]
+    by_name = DatasetSpec(fields={"input": "q", "target": "a", "axis": "subject"}, axis_pattern=r"^(\w+)\.jsonl$")
+    assert problems_of(path, by_name) == []
+    assert [s.axis for s in iter_samples(path, by_name)] == ["d", "d"]
 
 
 def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
@@ -406,3 +413,40 @@ def test_the_plain_line_shortcut_reads_exactly_what_the_general_path_reads(tmp_p
     plain, general = validate_dataset(path), validate_dataset(path, identity)
     assert plain.problem_lines() == general.problem_lines()
     assert list(iter_samples(path)) == list(iter_samples(path, identity))
+
+
+def test_a_run_started_by_another_version_whose_lines_a_new_check_refuses_is_refused_on_resume_with_why(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same bytes read by a version with a check added since: a line the run counted yields no sample, so every
+    resume ended 'interrupted, 0 new records; resume with ...' forever (review-s20 2)."""
+    from eval_harness.cli.app import main
+    from eval_harness.datasets import _fields
+
+    records = [{"q": f"What is {i} + 1?", "a": str(i + 1), **({"subject": "s"} if i % 3 else {})} for i in range(9)]
+    task_root.data("mapped.jsonl", records)
+    task_root.task(
+        "mapped",
+        'name = "mapped"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/mapped.jsonl"\n'
+        'fields = { input = "q", target = "a", axis = "subject" }\n[[scorers]]\nname = "exact_match"\n',
+    )
+    monkeypatch.chdir(task_root.root)
+    args = ["run", "--task", "mapped", "--model", "mock/m", "--run-id", "r", "--output-dir", "results", "-q"]
+    with monkeypatch.context() as before:  # the version that started the run had no such check
+        before.setattr(_fields, "_REQUIRED_WHEN_MAPPED", frozenset())
+        with pytest.raises(SystemExit) as started:
+            main(args)
+    assert started.value.code in (0, None)
+    run = task_root.root / "results" / "r"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["dataset"]["sample_count"] == 9
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted", "harness_version": "0.0.9"}))
+    (run / "samples.jsonl").write_text("".join((run / "samples.jsonl").read_text().splitlines(keepends=True)[:4]))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as resumed:
+        main(["resume", str(run), "-q"])
+    err = capsys.readouterr().err
+    assert resumed.value.code == 2
+    assert "reads 6 valid samples in it where the run, started by 0.0.9, read 9 (a check added since)" in err
+    assert "data/mapped.jsonl:1: subject: missing (mapped to axis)" in err
+    assert len((run / "samples.jsonl").read_text().splitlines()) == 4

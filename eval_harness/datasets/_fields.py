@@ -61,7 +61,7 @@ def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set
             used.add(source)
             if source in obj:
                 values[name] = obj[source]
-            elif name in spec.fields and name in _REQUIRED_WHEN_MAPPED:
+            elif source != name and name in _REQUIRED_WHEN_MAPPED and not (name == "axis" and spec.axis_pattern):
                 # a mapping names the column the task reads: a line without it is a misspelt mapping or a broken
                 # line, not an optional field left out (a missing choices column sent every prompt without options)
                 raise _FieldProblem(source, f"missing (mapped to {name})", labelled=True)
@@ -69,8 +69,9 @@ def _mapped(obj: dict[str, Any], spec: DatasetSpec) -> tuple[dict[str, Any], set
 
 
 _REQUIRED_WHEN_MAPPED = frozenset({"id", "input", "target", "axis", "choices"})
-"""Sample fields a line must hold once the task maps them to a column of their own; ``tags`` and ``metadata``
-stay optional (absent means none)."""
+"""Sample fields a line must hold once the task maps them to a column of another name; ``tags`` and
+``metadata`` stay optional (absent means none), a mapping to the field's own name (``choices = "choices"``) keeps
+it as optional as without one, and an ``axis`` column is a fallback of ``axis_pattern``."""
 
 
 _PLAIN_KEYS = frozenset({"id", "input", "target", "axis"})

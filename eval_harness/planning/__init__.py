@@ -170,11 +170,24 @@ def _resumed_dataset(
     """The dataset of a resumed run, and whether it was read line by line (then ``pool`` was compared with it).
 
     When its bytes still hash to the manifest's sha256 it was validated when the run started, so the hash is
-    all that is checked (a second per-line validation of a million samples would dominate the resume)."""
+    all that is checked (a second per-line validation of a million samples would dominate the resume), unless
+    another version of eval-harness started the run: its checks may have differed."""
     sha256 = file_sha256(path)
-    if sha256 == manifest.dataset.sha256:
-        count = manifest.dataset.sample_count
+    count = manifest.dataset.sample_count
+    if sha256 == manifest.dataset.sha256 and manifest.harness_version == __version__:
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
+    if sha256 == manifest.dataset.sha256:
+        # the same bytes, read by another version: a check added since may refuse a line the run counted, whose
+        # record no resume could then write (each would end "interrupted", resume again, forever)
+        report = validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
+        if report.valid != count:
+            raise DatasetError(
+                f"{path}: eval-harness {__version__} reads {report.valid:,} valid samples in it where the run, "
+                f"started by {manifest.harness_version}, read {count:,} (a check added since); resume it with "
+                f"eval-harness {manifest.harness_version}, or fix the file and start a new run",
+                report.problem_lines(),
+            )
+        return report, True
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool), True
 
 
