@@ -60,12 +60,14 @@ _WORD_NUMBER = re.compile(
 )
 # "the one", "no one", "which one": a pronoun, not the number 1.
 _PRONOUN_ONE = re.compile(r"\b(?:the|this|that|no|any|each|every|which|another|someone|a)\s+$", re.IGNORECASE)
-# "one day", "one must", "one's": a determiner or a pronoun too (a story with no number was read as 1).
-_IDIOM_AFTER_ONE = re.compile(
-    r"(?:\s+(?:day|night|morning|afternoon|evening|time|another|must|can|cannot|could|should|would|may|might|will)"
-    r"\b|'s\b)",
-    re.IGNORECASE,
+# "One day, ..." opening a story, "One must ...": a determiner or a pronoun, not the number 1 — only where "One"
+# opens a sentence or line ("It takes one day." states 1, and "can" is a noun as often: "one can of soup").
+_OPENING_ONE_IDIOM = re.compile(
+    r"\s+(?:day|night|morning|afternoon|evening|time|must|could|should|would|may|might|will)\b", re.IGNORECASE
 )
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?]\s|\n)\s*$")
+# "one's", "one another": a pronoun wherever it stands.
+_PRONOUN_AFTER_ONE = re.compile(r"(?:['’]s\b|\s+another\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -150,21 +152,29 @@ def _words_value(phrase: str) -> float | None:
     return float(sign * (total + current)) if words else None
 
 
-def numbers_in(text: str) -> list[Number]:
-    """Every number in ``text``, written in digits or in words, in reading order."""
+def numbers_in(text: str, *, stated: bool = False) -> list[Number]:
+    """Every number in ``text``, written in digits or in words, in reading order. ``stated``: ``text`` is what
+    follows an answer marker, where a "One" opening it is the answer ("Answer:\nOne day.")."""
     found = [n for m in _NUMBER.finditer(text) if (n := _digits_number(m)) is not None]
     for match in _WORD_NUMBER.finditer(text):
         phrase = text[match.start() : match.start("pct") if match.group("pct") else match.end()]
-        # the words just before it decide (searching all the text before each "one" made a long text quadratic)
-        if phrase.strip().lower() == "one" and (
-            _PRONOUN_ONE.search(text[max(0, match.start() - 40) : match.start()])
-            or _IDIOM_AFTER_ONE.match(text, match.end())
-        ):
+        if phrase.strip().lower() == "one" and _not_a_number(text, match, stated):
             continue
         value = _words_value(phrase)
         if value is not None:
             found.append(Number(value, match.group("pct") is not None, match.start()))
     return sorted(found, key=lambda n: n.position)
+
+
+def _not_a_number(text: str, one: re.Match[str], stated: bool) -> bool:
+    """True when the word "one" at ``one`` is a pronoun or a determiner: "the one", "no one", "one's", or a
+    sentence opened by "One day" / "One must" (a story with no number was read as 1)."""
+    # the words just before it decide (searching all the text before each "one" made a long text quadratic)
+    before = text[max(0, one.start() - 40) : one.start()]
+    if _PRONOUN_ONE.search(before) or _PRONOUN_AFTER_ONE.match(text, one.end()):
+        return True
+    opens = text[one.start()] == "O" and _SENTENCE_OPENS.search(before) is not None
+    return opens and not stated and _OPENING_ONE_IDIOM.match(text, one.end()) is not None
 
 
 def extract_number(text: str) -> Number | None:
@@ -179,12 +189,12 @@ def extract_number(text: str) -> Number | None:
         matches = list(marker.finditer(text))
         if matches:
             stated = text[matches[-1].end() :]
-            after = _scaled(stated, numbers_in(stated))
+            after = _scaled(stated, numbers_in(stated, stated=True))
             if after:
                 return _result(stated, after)
     boxed = _BOXED.findall(text)
     if boxed:
-        inside = _scaled(boxed[-1], numbers_in(boxed[-1]))
+        inside = _scaled(boxed[-1], numbers_in(boxed[-1], stated=True))
         if inside:
             return inside[-1]
     numbers = _scaled(text, numbers_in(text))
