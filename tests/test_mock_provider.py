@@ -114,7 +114,9 @@ async def test_jitter_adds_the_samples_own_share_of_it_to_the_latency() -> None:
         ({"skill": "2"}, "--model-arg skill: Input should be less than or equal to 1"),
         ({"skill.a": "1.5"}, "skill.a must be between 0 and 1"),
         ({"speed": "1"}, "--model-arg speed: unknown option"),
-        ({"temperature": "0.5"}, "--model-arg temperature: unknown option of the provider; set it with --temperature"),
+        ({"temperature": "0.5"}, "--model-arg temperature: unknown option; set it with --temperature or the task's"),
+        ({"seed": "3"}, "--model-arg seed: unknown option; the mock's draws are seeded with --seed"),
+        ({"top_p": "0.5"}, r"--model-arg top_p: unknown option; set it in the task's \[generation\] top_p"),
         ({"latency_ms": "fast"}, "--model-arg latency_ms: Input should be a valid number"),
     ],
 )

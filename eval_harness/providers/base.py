@@ -146,14 +146,19 @@ def register_provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     return decorate
 
 
-_GENERATION_OPTIONS = {
-    "temperature": "set it with --temperature or the task's [generation] temperature",
-    "max_tokens": "set it with --max-tokens or the task's [generation] max_tokens",
-    "top_p": "set it in the task's [generation] top_p",
-    "stop": "set it in the task's [generation] stop",
-    "seed": "set it in the task's [generation] seed",
-}
-"""Generation options given as a provider option by mistake, and where they are set."""
+_GENERATION_FLAGS = {"temperature": "--temperature", "max_tokens": "--max-tokens"}
+
+
+def _misplaced_option_hint(key: str, flag: str, provider: str) -> str:
+    """Where a generation option given as a provider option by mistake is set ("" when ``key`` is none)."""
+    if key not in GenerateConfig.model_fields:
+        return ""
+    if flag == "--judge-arg":  # --temperature and [generation] set the model under evaluation, not the judge
+        return "; a judge's temperature and max_tokens are its scorer's args" if key in _GENERATION_FLAGS else ""
+    if key == "seed" and provider == "mock":
+        return "; the mock's draws are seeded with --seed"
+    given = f"with {_GENERATION_FLAGS[key]} or " if key in _GENERATION_FLAGS else "in "
+    return f"; set it {given}the task's [generation] {key}"
 
 
 def create_provider(
@@ -170,9 +175,7 @@ def create_provider(
         key, message = first_problem(exc)
         known = ", ".join(cls.Options.model_fields) or "none"
         if exc.errors(include_url=False)[0]["type"] == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
-            message = "unknown option"
-            if key in _GENERATION_OPTIONS:
-                message += f" of the provider; {_GENERATION_OPTIONS[key]}"
+            message = "unknown option" + _misplaced_option_hint(key, flag, prefix)
         raise ConfigError(
             f"{flag} {key or flag.removeprefix('--')}: {message} (provider {prefix}; options: {known})"
         ) from None
