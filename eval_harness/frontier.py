@@ -27,15 +27,20 @@ class _Open:
 class FrontierTracker:
     """Follows samples from hand-out to their last recorded epoch; reports the frontier and the window."""
 
-    def __init__(self, epochs: int, start: Position = START, taken_before: int = 0) -> None:
+    def __init__(self, epochs: int, start: Position = START, taken_before: int = 0, unseen_recorded: int = 0) -> None:
         self._all_epochs = frozenset(range(epochs))
         self._window: OrderedDict[str, _Open] = OrderedDict()
         self.frontier = start
         self.taken_before = taken_before
+        self.unseen_recorded = unseen_recorded
+        """Records already in the file at the session's start whose samples this session has not reached yet.
+        While any is left, ``keys_beyond`` cannot name them all: a resume point made then would forget them, and
+        the next session would run them again."""
 
     def seen(self, sample_id: str, position: Position, recorded: Iterable[int]) -> None:
         """A sample counted toward --limit was reached; ``recorded`` are its epochs already in the file."""
         done = list(recorded)
+        self.unseen_recorded -= len(done)
         pending = set(self._all_epochs)
         pending.difference_update(done)
         self._window[sample_id] = _Open(position, pending, done)

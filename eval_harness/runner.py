@@ -234,7 +234,11 @@ class Runner:
             # records that replace an error record (--retry-errors) add no key to the done_keys count
             self._superseded = 0
             self._errored_before: set[str] = scan.errored if plan.retry_errors else set()
-            self._tracker = FrontierTracker(plan.config.epochs, start.frontier or START, start.taken_before)
+            # every key recorded before this session (an error to retry is not), beyond the start's frontier
+            recorded_before = len(scan.done) - (len(scan.errored) if plan.retry_errors else 0)
+            self._tracker = FrontierTracker(
+                plan.config.epochs, start.frontier or START, start.taken_before, recorded_before
+            )
             self._paths = paths
             self._progress = Progress(
                 done=start.done_keys - (len(scan.errored) if plan.retry_errors else 0),
@@ -412,6 +416,10 @@ class Runner:
         if writer is None or not self.plan.manifest.dataset.seekable or self.plan.forced:
             # a forced session may read another dataset than the manifest's: its byte offsets would be trusted
             # against the original file once it is restored, and the samples between run again
+            return None
+        if tracker.unseen_recorded > 0:
+            # records of samples this session has not reached would be left out of keys_beyond; the point on
+            # disk (if any) stays, and stays true: it claims no more than the file then held
             return None
         return {
             "samples_bytes": writer.size,

@@ -16,6 +16,7 @@ from eval_harness.config import RunConfig
 from eval_harness.datasets import Position
 from eval_harness.frontier import FrontierTracker
 from eval_harness.planning import plan_resume, plan_run
+from eval_harness.planning._session import SessionOverrides
 from eval_harness.runner import Runner, RunResult
 
 
@@ -169,3 +170,29 @@ def test_a_damaged_resume_point_never_leaves_the_run_short_for_good(task_root: T
     assert second.status == "complete"
     keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
     assert len(keys) == len(set(keys)) == 200
+
+
+def test_a_resume_point_written_before_a_session_reaches_the_records_beyond_its_start_keeps_them(
+    task_root: TaskRoot,
+) -> None:
+    """fuzz-s20 1: session 1 left records beyond its frontier (keys_beyond); session 2, at concurrency 1, wrote a
+    new point before reaching their samples, and that point forgot them: session 3 ran and recorded them again."""
+    task_root.data("adder.jsonl", arithmetic_records(120, axes=("a", "b")))
+    cfg = config(task_root, model_args={"skill": "0.6", "latency_ms": "5", "jitter_ms": "60"}, concurrency=12)
+    first = interrupted(cfg, after_s=0.2)
+    point = read_resume_point(first.run_dir)
+    assert point is not None and point.keys_beyond, "session 1 must leave records beyond its frontier"
+
+    async def stopped_at_its_first_sample() -> RunResult:
+        runner = Runner(plan_resume(first.run_dir, SessionOverrides(concurrency=1)))
+        task = asyncio.create_task(runner.run())
+        await asyncio.sleep(0.01)  # its first sample is out; the records beyond are not reached yet
+        runner.request_stop()
+        return await task
+
+    second = asyncio.run(stopped_at_its_first_sample())
+    assert second.status == "interrupted"
+    third = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert third.status == "complete"
+    keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
+    assert len(keys) == len(set(keys)) == 120
