@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import tempfile
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -39,15 +40,30 @@ def default_cache_dir() -> Path:
     return Path(base) / "eval-harness" / "responses"
 
 
-def cache_key(scope: str, model: str, body: Any, epoch: int = 0, stop_applied: list[str] | None = None) -> str:
-    """sha256 of (provider scope, model, full request body, epoch, and the stop sequences the provider cuts the
-    answer at itself when the API takes none).
+SCORED_EPOCH: ContextVar[int | None] = ContextVar("eval_harness_scored_epoch", default=None)
+"""The epoch of the record being scored, set by the runner around its scoring: a judge's call is keyed by it too."""
 
-    The epoch is part of the key so that ``--epochs K`` draws K answers instead of replaying the first.
+
+def cache_key(
+    scope: str,
+    model: str,
+    body: Any,
+    epoch: int = 0,
+    stop_applied: list[str] | None = None,
+    scored_epoch: int | None = None,
+) -> str:
+    """sha256 of (provider scope, model, full request body, epoch, the stop sequences the provider cuts the answer
+    at itself when the API takes none, and, for a judge, the epoch of the record it judges).
+
+    The epoch is part of the key so that ``--epochs K`` draws K answers instead of replaying the first. A judge's
+    request carries its own call index as its epoch; without the record's epoch, epoch 1 of a sample whose answer
+    equals epoch 0's got epoch 0's verdict from the cache (free, or charged twice after a kill).
     """
     payload: dict[str, Any] = {"scope": scope, "model": model, "body": body, "epoch": epoch}
     if stop_applied:  # only then: the keys of every other request stay what they were
         payload["stop_applied"] = stop_applied
+    if scored_epoch is not None:  # a judge's call (the model's own keys stay what they were)
+        payload["scored_epoch"] = scored_epoch
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -181,6 +197,7 @@ class ResponseCache:
 
 __all__ = [
     "CACHE_SCHEMA_VERSION",
+    "SCORED_EPOCH",
     "CacheEntry",
     "CacheInfo",
     "Origin",

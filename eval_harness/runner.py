@@ -31,7 +31,7 @@ from eval_harness.artifacts import (
     utc_now,
     write_model,
 )
-from eval_harness.cache import Origin
+from eval_harness.cache import SCORED_EPOCH, Origin
 from eval_harness.config import redact
 from eval_harness.datasets import Position, file_stamp
 from eval_harness.durable import write_atomic
@@ -599,6 +599,7 @@ class Runner:
         deadlines = self._deadlines
         deadlines.start(task)  # scoring's own budget (see _Deadlines): how long the model took is not its time
         partial = ScoringResult()
+        scored = SCORED_EPOCH.set(epoch)  # a judge's cached answer belongs to this record's epoch
         try:
             result = await self.plan.scoring.score(completion.text, sample, completion, into=partial)
         except asyncio.CancelledError:
@@ -610,6 +611,8 @@ class Runner:
             raise
         else:
             deadlines.finished(task)  # a scorer that swallowed the watchdog's cancellation and finished: it stands
+        finally:
+            SCORED_EPOCH.reset(scored)
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})

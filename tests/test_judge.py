@@ -351,6 +351,30 @@ def test_judge_answers_served_from_the_cache_cost_nothing(
     assert first["judge_cost_usd"] > 0 and second["judge_cost_usd"] == 0.0
 
 
+def test_with_the_cache_each_epoch_of_a_sample_asks_the_judge_for_itself(
+    server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fuzz-s20 2: the judge's cache key held its own call index, not the record's epoch: epoch 1 of a sample whose
+    answer equals epoch 0's got epoch 0's verdict from the cache at cost 0 (or, in a later session of the run, was
+    charged again as a paid answer), so judge cost depended on timing and kills."""
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "summarization", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "3",
+              "--epochs", "2", "--concurrency", "1",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--judge-arg", "price_in=1", "--judge-arg", "price_out=4", "--cache",
+              "--output-dir", str(tmp_path), "--run-id", "e", "--quiet"])  # fmt: skip
+    records = [json.loads(line) for line in (tmp_path / "e" / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and len(server.generation_requests()) == 6  # one judge call per record
+    by_sample: dict[str, list[float]] = {}
+    for record in records:
+        by_sample.setdefault(record["sample_id"], []).append(record["judge_cost_usd"])
+    assert all(len(costs) == 2 and costs[0] == costs[1] > 0 for costs in by_sample.values()), by_sample
+
+
 async def test_a_refused_judge_key_is_raised_so_the_run_stops(where: str) -> None:
     judge = ScriptedJudge([AuthenticationError("judge: HTTP 401 invalid key")])
     pipeline = ScoringPipeline([ScorerSpec(name="exact_match"), rubric()], judge, where)

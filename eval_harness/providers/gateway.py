@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from eval_harness.cache import Origin, ResponseCache, cache_key, default_cache_dir
+from eval_harness.cache import SCORED_EPOCH, Origin, ResponseCache, cache_key, default_cache_dir
 from eval_harness.config import RunConfig, redact, redact_shown
 from eval_harness.errors import (
     EvalHarnessError,
@@ -170,7 +170,7 @@ class Gateway:
             body = self.provider.request_body(request)
             if body is not None:
                 stop = self.provider.stop_applied_after(request)
-                key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop)
+                key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop, SCORED_EPOCH.get())
                 entry = self.cache.entry(key)
                 if entry is not None:
                     hit, paid_by = entry
