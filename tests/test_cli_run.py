@@ -1201,3 +1201,26 @@ def test_a_file_where_the_run_directory_should_go_is_said_to_be_in_the_way(cli: 
         2,
         f"error: cannot create the run directory {out_dir / 'r'}: a file is in the way",  # was "File exists"
     )
+
+
+def test_a_resume_says_it_keeps_the_runs_generation_options_when_the_task_now_says_otherwise(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    """fuzz-s20 4: an edit of the task's max_tokens between sessions was ignored without a word, where every other
+    change of the task is refused by name."""
+    spec = task_root.root / "tasks" / "adder.toml"
+    spec.write_text(spec.read_text() + "[generation]\nmax_tokens = 512\n")
+    run = cli(
+        "run", "--task", spec, "--model", "mock/m", "--output-dir", task_root.root / "results", "--run-id", "g", "-q"
+    )
+    assert run.code == 0, run.err
+    run_dir = cut_back(task_root.root / "results" / "g", 3)
+    spec.write_text(spec.read_text().replace("max_tokens = 512", "max_tokens = 256"))
+    resumed = cli("resume", run_dir, "-q")
+    assert resumed.code == 0, resumed.err
+    assert "[generation] now says max_tokens 256 (the run has 512); a resume keeps the run's own" in resumed.err
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["task"]["generation"]["max_tokens"] == 512
+    spec.write_text(spec.read_text().replace("max_tokens = 256", "max_tokens = 512"))
+    again = cli("resume", run_dir, "-q")  # the task as the run started: no note
+    assert again.code == 0 and "[generation]" not in again.err

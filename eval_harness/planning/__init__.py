@@ -487,7 +487,25 @@ def plan_resume(
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
+    plan.notes += _generation_kept(task, manifest)
     return plan
+
+
+def _generation_kept(task: LoadedTask, manifest: RunManifest) -> list[str]:
+    """A note when the task's ``[generation]`` now differs from what the run started with: a resume keeps the
+    run's own options (it would otherwise mix two settings in one run), and an edit ignored without a word reads
+    as applied. A value the run took from ``--temperature``/``--max-tokens`` differs the same way: still true."""
+    recorded = manifest.task.generation.model_dump()
+    now = task.spec.generation.model_dump(exclude_none=True)
+    changes = [
+        f"{name} {now[name]!r} (the run has {recorded.get(name)!r})" for name in now if now[name] != recorded.get(name)
+    ]
+    if not changes:
+        return []
+    return [
+        f"note: {task.path}'s [generation] now says {', '.join(changes)}; a resume keeps the run's own generation "
+        "options: start a new run to use the new ones"
+    ]
 
 
 def _check_new_gate_axes(plan: RunPlan, axes: list[str]) -> None:
