@@ -792,6 +792,22 @@ def test_a_reader_of_stderr_that_goes_away_gets_the_broken_pipe_code(tmp_path: P
     assert process.wait(timeout=60) == 141
 
 
+def test_a_reader_of_stderr_that_goes_away_mid_run_leaves_the_run_complete(tmp_path: Path) -> None:
+    """`run ... 2>&1 | head -1`: the progress line met the closed pipe mid-run and the run ended "failed" with
+    every record written, so rescore refused it (review-s20 6). The run goes on quietly; the process still ends
+    with the shell's code for a reader gone."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "short_answer_qa", "--model", "mock/m",
+         "--model-arg", "latency_ms=150", "--concurrency", "4", "--output-dir", str(tmp_path), "--run-id", "r"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    process.stderr.close()
+    assert process.wait(timeout=60) == 141
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and len(read_records(tmp_path / "r")) == 24
+
+
 @pytest.mark.parametrize("unbuffered", ["1", ""])
 def test_a_reader_that_goes_away_from_a_long_document_gets_the_broken_pipe_code(
     tmp_path: Path, unbuffered: str

@@ -222,6 +222,9 @@ def run_process() -> NoReturn:
         code = EXIT_BROKEN_PIPE
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
+    render = sys.modules.get("eval_harness.cli.render")  # imported by every command that draws
+    if code == 0 and render is not None and render.stderr_gone():
+        code = EXIT_BROKEN_PIPE  # the reader of stderr went away mid-run; the run itself finished
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()

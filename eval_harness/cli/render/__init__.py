@@ -34,11 +34,32 @@ class _Console(Console):
 
     def on_broken_pipe(self) -> None:
         """The reader of our output went away (`| head`): stop quietly with the shell's code for it (rich
-        exits 1, which is a failed gate's code)."""
+        exits 1, which is a failed gate's code). The reader of stderr (progress, notes) going away mid-run does
+        not stop the run, which would then end "failed" with every record written: stderr goes quiet, and the
+        process still ends with that code (``stderr_gone``)."""
         self.quiet = True
+        if self.stderr:
+            silence_stderr()
+            return
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
+        os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(EXIT_BROKEN_PIPE)
+
+
+_stderr_gone = False
+
+
+def silence_stderr() -> None:
+    """The reader of stderr went away: what is still said there goes nowhere, and ``stderr_gone`` says so."""
+    global _stderr_gone
+    _stderr_gone = True
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stderr.fileno())
+
+
+def stderr_gone() -> bool:
+    """Whether the reader of stderr went away during the command (the process then ends with exit 141)."""
+    return _stderr_gone
 
 
 _WIDTH_GIVEN = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
@@ -262,7 +283,9 @@ __all__ = [
     "per_dollar",
     "run_state",
     "signed_points",
+    "silence_stderr",
     "sparkline",
     "stderr",
+    "stderr_gone",
     "stdout",
 ]
