@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # venv installed where ../shared was absent.
 LLAMA_STAMP := $(if $(LLAMA_WHEEL),$(VENV)/.installed-llama)
 ifneq ($(LLAMA_WHEEL),)
-$(LLAMA_STAMP): | $(STAMP)
+$(LLAMA_STAMP): $(LLAMA_WHEEL) | $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(LLAMA_WHEEL)
 	touch $(LLAMA_STAMP)
 endif

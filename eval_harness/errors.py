@@ -217,10 +217,11 @@ def json_type_name(value: object) -> str:
 
 def as_written(pattern: str) -> str:
     """A regular expression quoted as the spec writes it (``'^(\\w+)\\.csv$'``), not as Python's repr doubles
-    its backslashes (``'^(\\\\w+)\\\\.csv$'``), which a user would copy back wrong."""
-    if "'" not in pattern and pattern.isprintable():
-        return f"'{pattern}'"
-    return repr(pattern)
+    its backslashes (``'^(\\\\w+)\\\\.csv$'``), which a user would copy back wrong; only a control character
+    (a newline) is escaped, and the quote is the one the pattern does not hold."""
+    quote = "'" if "'" not in pattern or '"' in pattern else '"'
+    shown = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in pattern)
+    return quote + (shown.replace(quote, "\\" + quote) if quote in pattern else shown) + quote
 
 
 __all__ = [

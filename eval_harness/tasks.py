@@ -47,6 +47,14 @@ class LoadedTask:
         path = Path(relative).expanduser()
         return path if path.is_absolute() else self.root / path
 
+    def elsewhere(self, relative: str) -> Path | None:
+        """``relative`` (a template or a data file the spec names) in another task root, when this root lacks it:
+        what a task copied out of the built-ins to change one line should copy too. None for an absolute path."""
+        if Path(relative).is_absolute() or (self.root / relative).exists():
+            return None
+        here = self.root.resolve()
+        return next((r / relative for r in search_roots() if r != here and (r / relative).is_file()), None)
+
     def dataset_path(self, override: Path | None = None) -> Path:
         """The dataset to run: the override when given, else the spec's default."""
         if override is not None:

@@ -209,11 +209,11 @@ def load_template(
     variables: dict[str, Any] | None = None,
     *,
     example_sources: Mapping[str, str] | None = None,
-    elsewhere: Sequence[Path] = (),
+    elsewhere: Path | None = None,
 ) -> PromptTemplate:
     """Load ``directory/name``; a syntax error names the file and line. ``example_sources`` (few-shot example id
-    -> ``file:line``) lets an error an example causes name it; ``elsewhere``: other template directories, where a
-    template not found here may be (named in the error).
+    -> ``file:line``) lets an error an example causes name it; ``elsewhere``: the same template in another task
+    root, named when this one is not found (a task copied out of the built-ins keeps naming theirs).
 
     ``name`` must stay inside ``directory``: a task spec's ``template = "../.env"`` (or an absolute path) would
     otherwise put any readable file, keys included, into every prompt sent to the provider."""
@@ -228,9 +228,7 @@ def load_template(
         source = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         known = ", ".join(sorted(p.name for p in directory.glob("*.jinja2"))) or "none"
-        # a task copied out of the built-ins to change one line keeps naming their template
-        found = next((other / name for other in elsewhere if (other / name).is_file()), None)
-        hint = f"; there is {found}: copy it to {directory}" if found is not None else ""
+        hint = f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
         raise TemplateError(f"{path}: template not found (templates here: {known}){hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TemplateError(f"{path}: cannot read the template: {exc}") from None

@@ -450,3 +450,13 @@ def test_a_run_started_by_another_version_whose_lines_a_new_check_refuses_is_ref
     assert "reads 6 valid samples in it where the run, started by 0.0.9, read 9 (a check added since)" in err
     assert "data/mapped.jsonl:1: subject: missing (mapped to axis)" in err
     assert len((run / "samples.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_pattern_is_quoted_as_written_whatever_quotes_and_control_characters_it_holds() -> None:
+    """review-s20 7: a pattern holding ' or a newline fell back to repr's doubled backslashes."""
+    from eval_harness.errors import as_written
+
+    assert as_written(r"^(\w+)\.csv$") == r"'^(\w+)\.csv$'"
+    assert as_written(r"it's (\d+)") == r'''"it's (\d+)"'''
+    assert as_written("a\nb(\\d)") == r"'a\nb(\d)'"
+    assert as_written("""both ' and " (\\d)""") == r"""'both \' and " (\d)'"""

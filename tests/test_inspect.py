@@ -499,6 +499,8 @@ def test_the_rendered_prompt_and_a_scorers_stderr_are_shown_for_digging_into_a_f
     prompt_lines = [line for line in shown.out.splitlines() if line.startswith("prompt: [")]
     assert prompt_lines and prompt_lines[-1].startswith("prompt: [user] ") and "What is 41 + 1?" in prompt_lines[-1]
     assert len(prompt_lines) == len(record["prompt"])
+    # the template's second line ("Answer only.") stays under the prompt, not at the listing's left edge
+    assert "\n        Answer only." in shown.out and "\nAnswer only." not in shown.out
     (sample,) = json.loads(cli("inspect", "--run", run, "--n", "1", "--format", "json").out)["worst"]
     assert sample["prompt"] == record["prompt"]
     assert sample["score_metadata"] == {"exact_match": {"stderr": traceback, "exit_status": 1}}

@@ -355,7 +355,8 @@ def run_command(
         from eval_harness.cli import render
 
         report = plan.dataset_report
-        render.stderr.print(f"--skip-invalid: leaving out {report.problem_count} line(s) with problems:", markup=False)
+        left_out = render.counted(report.problem_count, "line")
+        render.stderr.print(f"--skip-invalid: leaving out {left_out} with problems:", markup=False)
         for line in report.problem_lines()[:10]:
             render.stderr.print(f"  {line}", markup=False)
     if dry_run_:

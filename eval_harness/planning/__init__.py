@@ -161,6 +161,8 @@ def _validated_dataset(
         hint = "no valid line is left to run; fix them"
     else:
         hint = "fix them, or pass --skip-invalid to run the valid lines only"
+    if report.problem_count == 1:
+        hint = hint.replace("fix them", "fix it")
     raise DatasetError(f"{path}: the dataset has {report.problems_counted}; {hint}", report.problem_lines())
 
 

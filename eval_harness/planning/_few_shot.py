@@ -23,7 +23,7 @@ from eval_harness.datasets import (
 from eval_harness.datasets import sample as sample_subset
 from eval_harness.errors import ConfigError, DatasetError, as_written
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
-from eval_harness.tasks import LoadedTask, search_roots
+from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import ChatMessage, RunManifest, Sample, split_rewrite
 
@@ -113,13 +113,12 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
     else:
         assert spec.path is not None, "FewShotSpec requires one source when k > 0"
         pool_path = task.resolve(spec.path)
-        if not pool_path.exists():  # a task copied out of the built-ins to change one line keeps naming their file
-            found = next((root / spec.path for root in search_roots() if (root / spec.path).is_file()), None)
-            if found is not None and not Path(spec.path).is_absolute():
-                raise ConfigError(
-                    f"{task.path}: few_shot.path: {pool_path}: no such file; there is {found}: copy it to "
-                    f"{pool_path.parent}"
-                )
+        found = task.elsewhere(spec.path)  # a task copied out of the built-ins keeps naming their file
+        if found is not None:
+            raise ConfigError(
+                f"{task.path}: few_shot.path: {pool_path}: no such file; there is {found}: copy it to "
+                f"{pool_path.parent}"
+            )
     if pool_path.resolve() == dataset_path.resolve():
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
@@ -295,15 +294,13 @@ def prompt_template(task: LoadedTask, few_shot: FewShot) -> PromptTemplate:
     """The task's template, loaded knowing where each of ``few_shot``'s examples is (for an error one of them
     causes)."""
     spec = task.spec
-    here = task.templates_dir.resolve()
-    others = [root / "templates" for root in search_roots() if (root / "templates").resolve() != here]
     return load_template(
         task.templates_dir,
         spec.template,
         spec.system_prompt,
         spec.template_vars,
         example_sources=few_shot.sources,
-        elsewhere=others,
+        elsewhere=task.elsewhere(f"templates/{spec.template}"),
     )
 
 

@@ -91,7 +91,11 @@ def _print_sample(
         out.print(f"source: {dataset}:{s.dataset_line}", markup=False, soft_wrap=True)
     if shown.prompt:
         for message in s.prompt:
-            out.print(f"prompt: [{message.role}] {cut(message.content)}", markup=False, soft_wrap=True)
+            # later lines indented under the first, so a template's "Answer:" does not read as a label of the listing
+            text = cut(message.content).replace("\n", "\n        ")
+            out.print(f"prompt: [{message.role}] {text}", markup=False, soft_wrap=True)
+        if not s.prompt:
+            out.print("prompt: (not recorded)", markup=False, soft_wrap=True)
     out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
