@@ -7,7 +7,9 @@ ours.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,4 +57,32 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-__all__ = ["TEMP_SUFFIX", "atomic_file", "temp_name", "write_atomic"]
+_TEMP = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+" + re.escape(TEMP_SUFFIX) + "$")
+
+
+def remove_stale_temporaries(directory: Path) -> None:
+    """Remove the temporaries (``temp_name``) in ``directory`` that a writer killed mid-write left behind: those
+    whose process is gone. A live writer's (a ``report`` saving its columns cache) is left alone."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        found = _TEMP.match(name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            (directory / name).unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or a pid no process has: keep what may be someone's
+    return True
+
+
+__all__ = ["TEMP_SUFFIX", "atomic_file", "remove_stale_temporaries", "temp_name", "write_atomic"]

@@ -34,7 +34,7 @@ from eval_harness.artifacts import (
 from eval_harness.cache import SCORED_EPOCH, Origin
 from eval_harness.config import redact
 from eval_harness.datasets import Position, file_stamp
-from eval_harness.durable import write_atomic
+from eval_harness.durable import remove_stale_temporaries, write_atomic
 from eval_harness.errors import (
     ArtifactError,
     AuthenticationError,
@@ -198,6 +198,7 @@ class Runner:
         with RunLock(plan.run_dir):
             self._check_unchanged_since_planned(paths)
             repair_tail(paths.samples)
+            remove_stale_temporaries(plan.run_dir)  # a session killed mid-write left them
             # Records written to an empty artifact are the whole artifact: the summary can come from them,
             # unless epochs make each sample one unit of the intervals (the tally keeps no sample identity)
             fresh = not paths.samples.exists() or paths.samples.stat().st_size == 0

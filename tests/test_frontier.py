@@ -196,3 +196,19 @@ def test_a_resume_point_written_before_a_session_reaches_the_records_beyond_its_
     assert third.status == "complete"
     keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
     assert len(keys) == len(set(keys)) == 120
+
+
+def test_a_session_removes_the_temporaries_a_killed_writer_left_and_keeps_a_live_ones(task_root: TaskRoot) -> None:
+    """fuzz-s20 4: `.resume.json.PID.RANDOM.tmp` left by a SIGKILL mid-write stayed in the run directory for good."""
+    import os
+    import subprocess
+    import sys
+
+    first = interrupted(config(task_root), after_s=0.1)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = first.run_dir / f".resume.json.{int(gone.stdout)}.0a1b2c3d.tmp"
+    live = first.run_dir / f".columns.npz.{os.getpid()}.0a1b2c3d.tmp"
+    stale.write_bytes(b"{")
+    live.write_bytes(b"x")
+    assert asyncio.run(Runner(plan_resume(first.run_dir)).run()).status == "complete"
+    assert not stale.exists() and live.exists()
