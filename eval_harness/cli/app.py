@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
+from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, guard_stderr, stderr_gone, visible
 from eval_harness.cli.launch import resume_collection
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
@@ -207,6 +207,7 @@ def run_process() -> NoReturn:
     ends, so skipping the teardown loses nothing; stdout and stderr are flushed first. An unexpected
     exception still takes the normal path, so its traceback is printed.
     """
+    guard_stderr()
     try:
         main()
         code = 0
@@ -222,9 +223,8 @@ def run_process() -> NoReturn:
         code = EXIT_BROKEN_PIPE
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
-    render = sys.modules.get("eval_harness.cli.render")  # imported by every command that draws
-    if code == 0 and render is not None and render.stderr_gone():
-        code = EXIT_BROKEN_PIPE  # the reader of stderr went away mid-run; the run itself finished
+    if code == 0 and stderr_gone():
+        code = EXIT_BROKEN_PIPE  # the reader of stderr went away; the command itself succeeded
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()

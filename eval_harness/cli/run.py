@@ -94,11 +94,11 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
         nonlocal interrupts
         interrupts += 1
         if interrupts == 1:
+            runner.request_stop()  # first: saying so may fail (a closed stderr), stopping must not
             display.note(
                 f"stopping: no new samples; in-flight ones get {plan.config.grace_s:g}s to finish "
                 f"({again} again to quit at once; what is written stays valid)"
             )
-            runner.request_stop()
         else:
             os._exit(EXIT_INTERRUPTED)
 

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from eval_harness.cli import EXIT_BROKEN_PIPE, visible
+from eval_harness.cli import EXIT_BROKEN_PIPE, silence_stderr, visible
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
 # COLUMNS says how wide the reader is (rich reads it then).
@@ -44,22 +44,6 @@ class _Console(Console):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(EXIT_BROKEN_PIPE)
-
-
-_stderr_gone = False
-
-
-def silence_stderr() -> None:
-    """The reader of stderr went away: what is still said there goes nowhere, and ``stderr_gone`` says so."""
-    global _stderr_gone
-    _stderr_gone = True
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stderr.fileno())
-
-
-def stderr_gone() -> bool:
-    """Whether the reader of stderr went away during the command (the process then ends with exit 141)."""
-    return _stderr_gone
 
 
 _WIDTH_GIVEN = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
@@ -283,9 +267,7 @@ __all__ = [
     "per_dollar",
     "run_state",
     "signed_points",
-    "silence_stderr",
     "sparkline",
     "stderr",
-    "stderr_gone",
     "stdout",
 ]

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from eval_harness.cli.render import counted, money, pct, silence_stderr, stderr, stdout
+from eval_harness.cli.render import counted, money, pct, stderr, stdout
 from eval_harness.cli.render.profile import print_profile
 from eval_harness.planning import DryRun
 from eval_harness.runner import Progress as RunProgress
@@ -154,15 +154,12 @@ class ProgressDisplay:
         now = time.monotonic()
         if now - self._last_plain >= self._interval or progress.done == progress.total:
             self._last_plain = now
-            try:
-                print(
-                    f"{self._label}: {progress.done:,}/{progress.total:,} done · {rate_text(rate)} · "
-                    f"eta {time_left(progress, rate)} · {stats}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            except BrokenPipeError:  # `2>&1 | head -1` mid-run: the run goes on, quietly (it ended "failed")
-                silence_stderr()
+            print(
+                f"{self._label}: {progress.done:,}/{progress.total:,} done · {rate_text(rate)} · "
+                f"eta {time_left(progress, rate)} · {stats}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def note(self, message: str) -> None:
         stderr.print(message, markup=False)
