@@ -17,8 +17,9 @@ from typing import Any, NoReturn
 
 import typer
 
-from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, guard_stderr, stderr_gone, visible
+from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
 from eval_harness.cli.launch import resume_collection
+from eval_harness.cli.stderr_guard import guard_stderr, stderr_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
 _SETTINGS: dict[str, Any] = {

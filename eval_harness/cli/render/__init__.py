@@ -19,7 +19,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from eval_harness.cli import EXIT_BROKEN_PIPE, silence_stderr, visible
+from eval_harness.cli import EXIT_BROKEN_PIPE, visible
+from eval_harness.cli.stderr_guard import silence_stderr
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
 # COLUMNS says how wide the reader is (rich reads it then).
