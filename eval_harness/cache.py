@@ -62,7 +62,7 @@ def cache_key(
     payload: dict[str, Any] = {"scope": scope, "model": model, "body": body, "epoch": epoch}
     if stop_applied:  # only then: the keys of every other request stay what they were
         payload["stop_applied"] = stop_applied
-    if scored_epoch is not None:  # a judge's call (the model's own keys stay what they were)
+    if scored_epoch:  # a judge's call beyond epoch 0 (the model's keys, and epoch 0's, stay what they were)
         payload["scored_epoch"] = scored_epoch
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

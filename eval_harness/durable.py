@@ -57,7 +57,12 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-_TEMP = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+" + re.escape(TEMP_SUFFIX) + "$")
+_TEMP = re.compile(
+    r"^\.(?:manifest\.json|summary\.json|\.resume\.json|\.columns\.npz)\.(\d+)\.[0-9a-f]{8}"
+    + re.escape(TEMP_SUFFIX)
+    + "$"
+)
+"""The temporaries ``temp_name`` gives the run directory's documents; nothing else is touched."""
 
 
 def remove_stale_temporaries(directory: Path) -> None:

@@ -404,6 +404,11 @@ class Runner:
             and _starts_a_line(plan.dataset_path, point.frontier_offset)
         )
         if not trusted or point is None:
+            if point is not None and (plan.retry_errors or plan.forced):
+                # this session appends records of samples before that point's frontier: a later session trusting
+                # the point would count them as beyond it and never reach them, and so never write a point again
+                with contextlib.suppress(OSError):
+                    paths.resume_point.unlink()
             scan = scan_keys(paths.samples)
             return _Start(scan, len(scan.done), None, 0)
         tail = scan_keys(paths.samples, start=point.samples_bytes)

@@ -256,6 +256,16 @@ class DatasetInfo(BaseModel):
     seekable: bool = Field(
         default=False, description="A resume may seek into the file (JSONL whose sample ids need no counting)."
     )
+    checks: int = Field(
+        default=1,
+        description="The version of the line checks the run was validated with (DATASET_CHECKS; 1: before it was "
+        "recorded): a resume under other checks validates the same bytes again.",
+    )
+
+
+DATASET_CHECKS = 2
+"""The version of the dataset's line checks, raised when a check refuses lines earlier versions accepted (2: a
+mapped column must be on every line, a byte-order mark makes its line a problem)."""
 
 
 class ModelInfo(BaseModel):
@@ -731,6 +741,7 @@ def first_problem(error: ValidationError) -> tuple[str, str]:
 
 __all__ = [
     "CHOICES_PATTERN_FLAGS",
+    "DATASET_CHECKS",
     "FINGERPRINT_PARTS",
     "MAX_WEIGHT",
     "RESERVED_AXIS",

@@ -415,7 +415,7 @@ def test_the_plain_line_shortcut_reads_exactly_what_the_general_path_reads(tmp_p
     assert list(iter_samples(path)) == list(iter_samples(path, identity))
 
 
-def test_a_run_started_by_another_version_whose_lines_a_new_check_refuses_is_refused_on_resume_with_why(
+def test_a_run_validated_by_older_checks_whose_lines_a_new_check_refuses_is_refused_on_resume_with_why(
     task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The same bytes read by a version with a check added since: a line the run counted yields no sample, so every
@@ -440,6 +440,8 @@ def test_a_run_started_by_another_version_whose_lines_a_new_check_refuses_is_ref
     run = task_root.root / "results" / "r"
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["dataset"]["sample_count"] == 9
+    assert manifest["dataset"]["checks"] == 2
+    del manifest["dataset"]["checks"]  # as a run started before the checks were versioned records it
     (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted", "harness_version": "0.0.9"}))
     (run / "samples.jsonl").write_text("".join((run / "samples.jsonl").read_text().splitlines(keepends=True)[:4]))
     capsys.readouterr()
@@ -447,7 +449,7 @@ def test_a_run_started_by_another_version_whose_lines_a_new_check_refuses_is_ref
         main(["resume", str(run), "-q"])
     err = capsys.readouterr().err
     assert resumed.value.code == 2
-    assert "reads 6 valid samples in it where the run, started by 0.0.9, read 9 (a check added since)" in err
+    assert "find 6 valid samples in it where the run, started by an earlier version (0.0.9), counted 9" in err
     assert "data/mapped.jsonl:1: subject: missing (mapped to axis)" in err
     assert len((run / "samples.jsonl").read_text().splitlines()) == 4
 

@@ -206,9 +206,37 @@ def test_a_session_removes_the_temporaries_a_killed_writer_left_and_keeps_a_live
 
     first = interrupted(config(task_root), after_s=0.1)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = first.run_dir / f".resume.json.{int(gone.stdout)}.0a1b2c3d.tmp"
-    live = first.run_dir / f".columns.npz.{os.getpid()}.0a1b2c3d.tmp"
-    stale.write_bytes(b"{")
-    live.write_bytes(b"x")
+    stale = first.run_dir / f"..resume.json.{int(gone.stdout)}.0a1b2c3d.tmp"  # as durable.temp_name names it
+    live = first.run_dir / f"..columns.npz.{os.getpid()}.0a1b2c3d.tmp"
+    theirs = first.run_dir / f".mynotes.v2.{int(gone.stdout)}.cafe.tmp"  # not one of ours (review-s21 7)
+    for path in (stale, live, theirs):
+        path.write_bytes(b"{")
     assert asyncio.run(Runner(plan_resume(first.run_dir)).run()).status == "complete"
-    assert not stale.exists() and live.exists()
+    assert not stale.exists() and live.exists() and theirs.exists()
+
+
+def test_a_retry_errors_session_drops_the_resume_point_it_does_not_trust(task_root: TaskRoot) -> None:
+    """review-s21 2: a --retry-errors session appends records of samples before the point's frontier; a later
+    session trusting that point counted them as beyond it, never reached them, and never wrote a point again."""
+    cfg = config(task_root, model_args={"skill": "0.6", "latency_ms": "5", "error_rate": "0.3"}, max_retries=0)
+    first = interrupted(cfg, after_s=0.15)
+    assert read_resume_point(first.run_dir) is not None
+
+    async def retry_stopped_at_once() -> RunResult:
+        runner = Runner(plan_resume(first.run_dir, SessionOverrides(concurrency=1), retry_errors=True))
+        task = asyncio.create_task(runner.run())
+        records = len(read_records(first.run_dir))
+        while len(read_records(first.run_dir)) == records:  # one retried record written, the rest not
+            await asyncio.sleep(0.001)
+        runner.request_stop()
+        return await task
+
+    asyncio.run(retry_stopped_at_once())
+    point = read_resume_point(first.run_dir)
+    size = (first.run_dir / "samples.jsonl").stat().st_size
+    assert point is None or point.samples_bytes == size  # no point that predates the retried records
+    final = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert final.status == "complete"
+    keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
+    assert len(set(keys)) == 40
+    assert read_resume_point(first.run_dir) is not None  # the finished session could write one again

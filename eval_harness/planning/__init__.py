@@ -74,6 +74,7 @@ from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate
 from eval_harness.types import (
+    DATASET_CHECKS,
     ChatMessage,
     DatasetInfo,
     GateSettings,
@@ -173,20 +174,20 @@ def _resumed_dataset(
 
     When its bytes still hash to the manifest's sha256 it was validated when the run started, so the hash is
     all that is checked (a second per-line validation of a million samples would dominate the resume), unless
-    another version of eval-harness started the run: its checks may have differed."""
+    the run was validated by other checks (``DATASET_CHECKS``): they may have counted lines these refuse."""
     sha256 = file_sha256(path)
     count = manifest.dataset.sample_count
-    if sha256 == manifest.dataset.sha256 and manifest.harness_version == __version__:
+    if sha256 == manifest.dataset.sha256 and manifest.dataset.checks == DATASET_CHECKS:
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
     if sha256 == manifest.dataset.sha256:
-        # the same bytes, read by another version: a check added since may refuse a line the run counted, whose
+        # the same bytes, validated by other checks: one added since may refuse a line the run counted, whose
         # record no resume could then write (each would end "interrupted", resume again, forever)
         report = validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
         if report.valid != count:
             raise DatasetError(
-                f"{path}: eval-harness {__version__} reads {report.valid:,} valid samples in it where the run, "
-                f"started by {manifest.harness_version}, read {count:,} (a check added since); resume it with "
-                f"eval-harness {manifest.harness_version}, or fix the file and start a new run",
+                f"{path}: the dataset checks of this eval-harness find {report.valid:,} valid samples in it where "
+                f"the run, started by an earlier version ({manifest.harness_version}), counted {count:,} (a check "
+                "added since); resume it with that version, or fix the file and start a new run",
                 report.problem_lines(),
             )
         return report, True
@@ -377,6 +378,7 @@ def _new_manifest(
             invalid_lines=report.problem_count,
             # a compressed file's byte positions are not its lines': a resume of it reads every record
             seekable=task.spec.dataset.format == "jsonl" and not report.warnings and not is_compressed(dataset_path),
+            checks=DATASET_CHECKS,
         ),
         seed=config.seed,
         epochs=config.epochs,
