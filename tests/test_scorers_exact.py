@@ -110,6 +110,9 @@ def test_numeric_mode_rejects_other_or_missing_numbers(prediction: str, referenc
         ("She has one can of soup left.", 1.0),
         ("They stayed one night.", 1.0),
         ("Lily walked. One morning she found 2 shells.", 2.0),
+        # review-s21 4: beside other numbers an opening "One" is the number again
+        ("She had 5 apples and gave away 4. One will remain.", 1.0),
+        ("One day, Tom went out. One must rest.", None),  # openers alone: no number
         ("COVID-19 caused 30 closures", 30.0),  # a hyphen inside a word is not a minus sign
         ("x2 and y3", None),  # digits glued after letters are not numbers
     ],

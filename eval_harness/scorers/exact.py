@@ -156,25 +156,33 @@ def numbers_in(text: str, *, stated: bool = False) -> list[Number]:
     """Every number in ``text``, written in digits or in words, in reading order. ``stated``: ``text`` is what
     follows an answer marker, where a "One" opening it is the answer ("Answer:\nOne day.")."""
     found = [n for m in _NUMBER.finditer(text) if (n := _digits_number(m)) is not None]
+    opening: list[Number] = []  # "One day ..." / "One will ...": the number 1 only beside another number
     for match in _WORD_NUMBER.finditer(text):
         phrase = text[match.start() : match.start("pct") if match.group("pct") else match.end()]
-        if phrase.strip().lower() == "one" and _not_a_number(text, match, stated):
-            continue
+        if phrase.strip().lower() == "one":
+            kind = _kind_of_one(text, match, stated)
+            if kind == "pronoun":
+                continue
+            if kind == "opening":
+                opening.append(Number(1.0, False, match.start()))
+                continue
         value = _words_value(phrase)
         if value is not None:
             found.append(Number(value, match.group("pct") is not None, match.start()))
-    return sorted(found, key=lambda n: n.position)
+    # a story with no number ("One day, a little girl...") reads none, not 1
+    return sorted([*found, *opening] if found else [], key=lambda n: n.position)
 
 
-def _not_a_number(text: str, one: re.Match[str], stated: bool) -> bool:
-    """True when the word "one" at ``one`` is a pronoun or a determiner: "the one", "no one", "one's", or a
-    sentence opened by "One day" / "One must" (a story with no number was read as 1)."""
+def _kind_of_one(text: str, one: re.Match[str], stated: bool) -> str:
+    """What the word "one" at ``one`` is: "pronoun" ("the one", "no one", "one's", "one another": never a number),
+    "opening" (a sentence opened by "One day" / "One will": a story's opener, or the answer "One will remain."
+    beside the numbers it follows from) or "number"."""
     # the words just before it decide (searching all the text before each "one" made a long text quadratic)
     before = text[max(0, one.start() - 40) : one.start()]
     if _PRONOUN_ONE.search(before) or _PRONOUN_AFTER_ONE.match(text, one.end()):
-        return True
+        return "pronoun"
     opens = text[one.start()] == "O" and _SENTENCE_OPENS.search(before) is not None
-    return opens and not stated and _OPENING_ONE_IDIOM.match(text, one.end()) is not None
+    return "opening" if opens and not stated and _OPENING_ONE_IDIOM.match(text, one.end()) else "number"
 
 
 def extract_number(text: str) -> Number | None:
