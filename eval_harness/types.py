@@ -237,6 +237,10 @@ class TaskInfo(BaseModel):
         default=None, description="Task spec the scorers came from; None when they were named explicitly."
     )
     generation: GenerateConfig
+    generation_from_flags: list[str] = Field(
+        default_factory=list,
+        description="The generation options --temperature/--max-tokens set over the task's [generation].",
+    )
     few_shot: dict[str, Any] | None = None
     prompt_inputs_sha256: str | None = Field(
         default=None,

@@ -1267,3 +1267,9 @@ def test_a_resume_says_it_keeps_the_runs_generation_options_when_the_task_now_sa
     spec.write_text(spec.read_text().replace("max_tokens = 256", "max_tokens = 512"))
     again = cli("resume", run_dir, "-q")  # the task as the run started: no note
     assert again.code == 0 and "[generation]" not in again.err
+    # review-s21 5: a run started with --max-tokens over the task's value is not told the task "now says" it
+    flagged = cli("run", "--task", spec, "--model", "mock/m", "--output-dir", task_root.root / "results",
+                  "--run-id", "f", "-q", "--max-tokens", "64")  # fmt: skip
+    assert flagged.code == 0, flagged.err
+    resumed_flagged = cli("resume", cut_back(task_root.root / "results" / "f", 3), "-q")
+    assert resumed_flagged.code == 0 and "[generation]" not in resumed_flagged.err

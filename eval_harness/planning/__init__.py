@@ -366,6 +366,7 @@ def _new_manifest(
             pass_threshold=setup.pass_threshold,
             scorers_source=str(setup.source.path) if setup.source else None,
             generation=generation,
+            generation_from_flags=sorted(config.generation),
             few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
             prompt_inputs_sha256=parts.prompt_inputs_sha256,
         ),
@@ -498,9 +499,10 @@ def plan_resume(
 def _generation_kept(task: LoadedTask, manifest: RunManifest) -> list[str]:
     """A note when the task's ``[generation]`` now differs from what the run started with: a resume keeps the
     run's own options (it would otherwise mix two settings in one run), and an edit ignored without a word reads
-    as applied. A value the run took from ``--temperature``/``--max-tokens`` differs the same way: still true."""
+    as applied. A value the run took from ``--temperature``/``--max-tokens`` is the run's choice, not an edit."""
     recorded = manifest.task.generation.model_dump()
-    now = task.spec.generation.model_dump(exclude_none=True)
+    flags = set(manifest.task.generation_from_flags)  # the run's own choice over the task's: not an edit
+    now = {k: v for k, v in task.spec.generation.model_dump(exclude_none=True).items() if k not in flags}
     changes = [
         f"{name} {now[name]!r} (the run has {recorded.get(name)!r})" for name in now if now[name] != recorded.get(name)
     ]

@@ -92,7 +92,9 @@ def _print_sample(
     if shown.prompt:
         for message in s.prompt:
             # later lines indented under the first, so a template's "Answer:" does not read as a label of the listing
-            text = cut(message.content).replace("\n", "\n        ")
+            text = "\n".join(
+                f"        {line}" if line and i else line for i, line in enumerate(cut(message.content).split("\n"))
+            )
             out.print(f"prompt: [{message.role}] {text}", markup=False, soft_wrap=True)
         if not s.prompt:
             out.print("prompt: (not recorded)", markup=False, soft_wrap=True)
