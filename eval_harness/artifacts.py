@@ -46,6 +46,8 @@ _SAMPLES = "samples.jsonl"
 _SUMMARY = "summary.json"
 _LOCK = ".lock"
 _RESUME_POINT = ".resume.json"
+COLUMNS_CACHE = ".columns.npz"
+"""The columns cache ``aggregate`` keeps beside samples.jsonl."""
 _DIGEST_BYTES = 4096
 
 # Records are written by pydantic with ``sample_id`` then ``epoch`` first and no spaces, so the key of a
@@ -116,6 +118,11 @@ class RunPaths:
     @property
     def resume_point(self) -> Path:
         return self.dir / _RESUME_POINT
+
+    @property
+    def documents(self) -> tuple[Path, ...]:
+        """The files replaced whole (``durable.atomic_file``), whose temporaries a killed writer may leave."""
+        return (self.manifest, self.summary, self.resume_point, self.dir / COLUMNS_CACHE)
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -618,6 +625,7 @@ def iter_records(path: Path) -> Iterator[SampleRecord]:
 
 
 __all__ = [
+    "COLUMNS_CACHE",
     "KeyScan",
     "RunLock",
     "RunPaths",

@@ -11,7 +11,7 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -57,27 +57,24 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-_TEMP = re.compile(
-    r"^\.(?:manifest\.json|summary\.json|\.resume\.json|\.columns\.npz)\.(\d+)\.[0-9a-f]{8}"
-    + re.escape(TEMP_SUFFIX)
-    + "$"
-)
-"""The temporaries ``temp_name`` gives the run directory's documents; nothing else is touched."""
-
-
-def remove_stale_temporaries(directory: Path) -> None:
-    """Remove the temporaries (``temp_name``) in ``directory`` that a writer killed mid-write left behind: those
-    whose process is gone. A live writer's (a ``report`` saving its columns cache) is left alone."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        found = _TEMP.match(name)
-        if found is None or _alive(int(found.group(1))):
+def remove_stale_temporaries(documents: Iterable[Path]) -> None:
+    """Remove the temporaries (``temp_name``) of ``documents`` that a writer killed mid-write left beside them:
+    those whose process is gone. A live writer's (a ``report`` saving its columns cache) is left alone."""
+    by_directory: dict[Path, list[str]] = {}
+    for document in documents:
+        by_directory.setdefault(document.parent, []).append(re.escape(document.name))
+    for directory, names in by_directory.items():
+        # temp_name's form: .NAME.PID.RANDOM.tmp
+        pattern = re.compile(rf"^\.(?:{'|'.join(names)})\.(\d+)\.[0-9a-f]{{8}}{re.escape(TEMP_SUFFIX)}$")
+        try:
+            entries = os.listdir(directory)
+        except OSError:
             continue
-        with contextlib.suppress(OSError):
-            (directory / name).unlink()
+        for entry in entries:
+            found = pattern.match(entry)
+            if found is not None and not _alive(int(found.group(1))):
+                with contextlib.suppress(OSError):
+                    (directory / entry).unlink()
 
 
 def _alive(pid: int) -> bool:

@@ -198,7 +198,7 @@ class Runner:
         with RunLock(plan.run_dir):
             self._check_unchanged_since_planned(paths)
             repair_tail(paths.samples)
-            remove_stale_temporaries(plan.run_dir)  # a session killed mid-write left them
+            remove_stale_temporaries(paths.documents)  # a session killed mid-write left them
             # Records written to an empty artifact are the whole artifact: the summary can come from them,
             # unless epochs make each sample one unit of the intervals (the tally keeps no sample identity)
             fresh = not paths.samples.exists() or paths.samples.stat().st_size == 0

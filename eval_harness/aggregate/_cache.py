@@ -25,10 +25,9 @@ from eval_harness.aggregate._columns import (
     _run_wide_codes,
 )
 from eval_harness.aggregate._load import _CHUNK_BYTES, load_columns
-from eval_harness.artifacts import tail_digest
+from eval_harness.artifacts import COLUMNS_CACHE, tail_digest
 from eval_harness.durable import atomic_file
 
-COLUMNS_CACHE = ".columns.npz"
 # 3: the values are held to their fields' ranges (``_out_of_range``); a cache of version 2 may hold a value out
 # of range that its build read without a word, so it is read again (and refused) rather than used.
 # 4: the records' finish reasons and tags; a cache of version 3 has neither, so it is read again.

@@ -218,10 +218,6 @@ def run_process() -> NoReturn:
         else:
             print(exc.code, file=sys.stderr)
             code = 1  # Python's own code for SystemExit("message")
-    except BrokenPipeError:
-        # the reader of stderr went away while an error was being told (`2>&1 | head -1`): the shell's code for
-        # it, as for stdout's, not the traceback (into the closed pipe) and exit 1 of a failed gate
-        code = EXIT_BROKEN_PIPE
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
     if code == 0 and stderr_gone():

@@ -148,12 +148,17 @@ def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
     return ScoringSetup(list(source.spec.scorers), source.spec.pass_threshold, source)
 
 
+def _dataset_pass(task: LoadedTask, path: Path, pool: Pool | None) -> DatasetReport:
+    """One validating pass over the dataset, comparing a few-shot ``pool`` with its samples on the way."""
+    return validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
+
+
 def _validated_dataset(
     task: LoadedTask, path: Path, skip_invalid: bool = False, pool: Pool | None = None
 ) -> DatasetReport:
     """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
     the same pass."""
-    report = validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
+    report = _dataset_pass(task, path, pool)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
     if report.duplicate_ids:
@@ -182,7 +187,7 @@ def _resumed_dataset(
     if sha256 == manifest.dataset.sha256:
         # the same bytes, validated by other checks: one added since may refuse a line the run counted, whose
         # record no resume could then write (each would end "interrupted", resume again, forever)
-        report = validate_dataset(path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap if pool else None)
+        report = _dataset_pass(task, path, pool)
         if report.valid != count:
             raise DatasetError(
                 f"{path}: the dataset checks of this eval-harness find {report.valid:,} valid samples in it where "

@@ -169,8 +169,8 @@ def print_inspection(
         )
         if not ins.worst:
             out.print("  none", markup=False)
+        shown = _Shown(full, prompt)
         for rank, sample in enumerate(ins.worst, 1):
-            shown = _Shown(full, prompt)
             _print_sample(out, rank, sample, ins.ranked_by, shown, ins.max_tokens, _shown_path(ins.dataset_path))
         if ins.failures_only and ins.errors is None and ins.error_records:
             out.print(
