@@ -62,3 +62,15 @@ def wilson_half_width(p: float, n: int, z: float) -> float:
 
 
 __all__ = ["check_confidence", "check_counts", "wilson_half_width", "wilson_interval", "z_value"]
+
+
+def signed_points(value: float | None, digits: int = 1, *, bound: bool = False) -> str:
+    """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'; one that rounds to
+    zero is '0.0' ('−0.0' read as a loss), unless it is an interval's ``bound``, whose sign says on which side
+    of 0 the interval ends."""
+    if value is None or math.isnan(value):
+        return "–"
+    text = f"{100 * abs(value):.{digits}f}"
+    if not bound and float(text) == 0:
+        return text
+    return f"+{text}" if value > 0 else (f"−{text}" if value < 0 else text)

@@ -257,6 +257,17 @@ def test_compare_of_equal_continuous_differences_says_so(cli: Cli, task_root: Ta
         "test is exact" in comparison.notes  # fmt: skip
 
 
+@pytest.mark.parametrize(("step", "shown"), [(-0.01, "−1.0"), (-0.0001, "0.0")])
+def test_equal_differences_note_signs_its_points_as_the_tables_do(
+    cli: Cli, task_root: TaskRoot, step: float, shown: str
+) -> None:
+    # The note printed its own "-0.0" for a loss that rounds to nothing, where the tables print "0.0".
+    a = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
+    comparison = compare_runs(*pair(cli, task_root, a, [x + step for x in a]))
+    assert f"alpha: all 6 differences equal ({shown} points): no spread to estimate an interval from; the " \
+        "sign-flip test is exact" in comparison.notes  # fmt: skip
+
+
 def test_compare_with_several_axes_says_its_intervals_are_unadjusted(cli: Cli, task_root: TaskRoot) -> None:
     axes = ("alpha", "beta")
     runs = scored_run(cli, task_root, "a", [1.0, 0.0] * 6, axes), scored_run(cli, task_root, "b", [1.0] * 12, axes)

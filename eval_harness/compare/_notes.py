@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from eval_harness.compare._paired import _exact_test_name, _Pairs, _Run, _Side
 from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, judged_rows
+from eval_harness.proportions import signed_points
 from eval_harness.types import PairedInterval, PairedTest
 
 
@@ -145,7 +146,7 @@ def _interval_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[s
     for axis in judged_rows(axes, overall):
         if axis.diff_ci is None and axis.diff is not None:
             units = axis.samples
-            what = "one pair" if units == 1 else f"all {units:,} differences equal ({100 * axis.diff:+.1f} points)"
+            what = "one pair" if units == 1 else f"all {units:,} differences equal ({signed_points(axis.diff)} points)"
             notes.append(f"{axis.axis}: {what}: no spread to estimate an interval from; the {axis.test} test is exact")
             continue
         if axis.diff_ci is None:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from eval_harness.cli import EXIT_BROKEN_PIPE, visible
 from eval_harness.cli.stderr_guard import silence_stderr
+from eval_harness.proportions import signed_points
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
 # COLUMNS says how wide the reader is (rich reads it then).
@@ -89,18 +90,6 @@ def file_console(handle: TextIO) -> Console:
     return _Console(
         file=handle, highlight=False, markup=False, soft_wrap=False, width=160, no_color=True, color_system=None
     )
-
-
-def signed_points(value: float | None, digits: int = 1, *, bound: bool = False) -> str:
-    """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'; one that rounds to
-    zero is '0.0' ('−0.0' read as a loss), unless it is an interval's ``bound``, whose sign says on which side
-    of 0 the interval ends."""
-    if value is None or math.isnan(value):
-        return "–"
-    text = f"{100 * abs(value):.{digits}f}"
-    if not bound and float(text) == 0:
-        return text
-    return f"+{text}" if value > 0 else (f"−{text}" if value < 0 else text)
 
 
 def interval(bounds: tuple[float, float] | None, signed: bool = False) -> str:
