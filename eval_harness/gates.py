@@ -17,7 +17,7 @@ that ``resume``, whose printed command names none, applies them again.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -131,10 +131,12 @@ def _completeness(summary: RunSummary) -> GateResult | None:
     return GateResult(target="overall", measure="complete", threshold=1.0, value=present, passed=False, reason=reason)
 
 
-def evaluate_gates(summary: RunSummary, spec: GateSettings) -> list[GateResult]:
+def evaluate_gates(
+    summary: RunSummary, spec: GateSettings, dataset_axes: Collection[str] | None = None
+) -> list[GateResult]:
     """Every gate of ``spec`` against ``summary``, after a failed ``complete`` result first when records are
     missing. An axis a complete run does not have is a ``ConfigError``; in an incomplete run it may only have
-    no records yet, and its gate fails saying so."""
+    no records yet, and its gate fails saying so, unless ``dataset_axes`` (the manifest's) lacks it too."""
     if not spec.active:
         return []
     incomplete = _completeness(summary)
@@ -144,6 +146,9 @@ def evaluate_gates(summary: RunSummary, spec: GateSettings) -> list[GateResult]:
     by_name = {a.axis: a for a in summary.axes}
     for axis, threshold in spec.fail_below_axis:
         stats = by_name.get(axis)
+        if stats is None and dataset_axes is not None and axis not in dataset_axes:
+            known = ", ".join(sorted(dataset_axes)) or "none"
+            raise ConfigError(f"--fail-below-axis: the run's dataset has no axis {axis!r} (its axes: {known})")
         if stats is None and incomplete is not None:
             results.append(
                 GateResult(

@@ -632,7 +632,7 @@ def _report_from_columns(
         totals=totals,
         precision=[note for a in report_axes if (note := _precision(a, by_axis[a.axis])) is not None],
         # as the run is seen now: a killed run's manifest still says running
-        gates=evaluate_gates(summary.model_copy(update={"status": run.status}), spec),
+        gates=evaluate_gates(summary.model_copy(update={"status": run.status}), spec, manifest.dataset.axes),
         gate_on=spec.gate_on,
         notes=notes,
         judge_reliability=reliability or [],

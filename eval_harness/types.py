@@ -265,6 +265,11 @@ class DatasetInfo(BaseModel):
         description="The version of the line checks the run was validated with (DATASET_CHECKS; 1: before it was "
         "recorded): a resume under other checks validates the same bytes again.",
     )
+    axes: list[str] | None = Field(
+        default=None,
+        description="The dataset's axes, sorted (None: a run written before they were recorded): a gate on an "
+        "axis of an incomplete run is told apart from a mistyped one.",
+    )
 
 
 DATASET_CHECKS = 2

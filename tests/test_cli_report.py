@@ -128,6 +128,23 @@ def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None
     assert f"eval-harness resume {run}" in result.out
 
 
+def test_a_mistyped_axis_gate_on_an_interrupted_run_is_refused_not_waited_for(
+    cli: Cli, runs: tuple[Path, Path]
+) -> None:
+    # An axis with no records yet fails its gate (exit 1: resume first); a name the dataset has not was taken
+    # for one too ("gama: no records yet"), when no resume would ever give it records.
+    run = runs[0]
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(line for line in lines if b'"axis":"alpha"' in line))
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    waiting = cli("report", "--run", run, "--fail-below-axis", "beta=0.5")
+    assert waiting.code == 1 and "beta mean: no records yet" in waiting.err
+    mistyped = cli("report", "--run", run, "--fail-below-axis", "gama=0.5")
+    assert mistyped.code == 2, mistyped.err
+    assert "--fail-below-axis: the run's dataset has no axis 'gama' (its axes: alpha, beta)" in mistyped.err
+
+
 def _cut_to_30_lines_still_running(run: Path) -> None:
     lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
     (run / "samples.jsonl").write_bytes(b"".join(lines[:30]))

@@ -385,6 +385,7 @@ def _new_manifest(
             # a compressed file's byte positions are not its lines': a resume of it reads every record
             seekable=task.spec.dataset.format == "jsonl" and not report.warnings and not is_compressed(dataset_path),
             checks=DATASET_CHECKS,
+            axes=sorted(report.axis_counts),
         ),
         seed=config.seed,
         epochs=config.epochs,
