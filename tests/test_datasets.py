@@ -316,6 +316,28 @@ def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
     assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
 
 
+def test_a_column_the_header_lacks_is_one_problem_on_the_header_not_one_per_row(tmp_path: Path) -> None:
+    # Before: "answr: missing (mapped to target)" on every one of the file's rows, the header never named.
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "question,answer,A,B\nwhat is 1+1,2,x,y\nwhat is 2+2,4,x,y\n\nwhat is 3+3,6,x,y\n", encoding="utf-8"
+    )
+    spec = DatasetSpec(format="csv", fields={"input": "question", "target": "answr", "choices": ["A", "B", "C"]})
+    report = validate_dataset(path, spec)
+    columns = "its columns: question, answer, A, B; no row can be read"
+    assert [str(p) for p in report.problems] == [
+        f"{path}:1: answr: no such column in the header (mapped to target); {columns}",
+        f"{path}:1: C: no such column in the header (mapped to choices); {columns}",
+    ]
+    assert (report.lines, report.valid, report.blank_lines, report.problem_count) == (4, 0, [4], 2)
+    assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    unmapped = validate_dataset(path, DatasetSpec(format="csv", fields={"input": "question"}))
+    assert [str(p) for p in unmapped.problems] == [
+        f"{path}:1: target: no such column in the header (required); its columns: question, answer, A, B; no row "
+        "can be read"
+    ]
+
+
 def test_load_samples_raises_with_every_problem_listed(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"input": "a", "target": "b"}, "nope", {"input": "a"}])
     with pytest.raises(DatasetError) as raised:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from eval_harness.datasets._fields import _check_id, _FieldProblem, _sample_fields, _source
+from eval_harness.datasets._fields import _check_id, _FieldProblem, _sample_fields, _source, header_misses
 from eval_harness.datasets._files import (
     _FOREIGN_MAGIC,
     MAX_LINE_BYTES,
@@ -330,6 +330,7 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
     )
     rows = csv.reader(text)
     columns = spec.csv_columns
+    unreadable = False
     last_line = 0
     try:
         for row in rows:
@@ -348,11 +349,14 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
                 continue
             if columns is None:
                 columns = [c.strip() for c in row]
+                unreadable = _header_problems(columns, spec, where, lineno, report)
                 continue
             report.lines += 1
             if not row or all(not cell.strip() for cell in row):
                 report.blank_lines.append(lineno)
                 continue
+            if unreadable:
+                continue  # the header's problem is every row's: said once, on the header's line
             if len(row) != len(columns):
                 message = f"expected {len(columns)} columns, got {len(row)}"
                 if report.problem_count == 0 and row[0].lstrip().startswith(("{", "[")):
@@ -365,6 +369,16 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
                 yield sample
     except csv.Error as exc:
         report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
+
+
+def _header_problems(columns: list[str], spec: DatasetSpec, where: str, lineno: int, report: DatasetReport) -> bool:
+    """Report, on the header's line, each column the rows must hold that the header lacks; True when there is
+    one (no row can then be read)."""
+    misses = header_misses(columns, spec)
+    for column, purpose in misses:
+        message = f"no such column in the header ({purpose}); its columns: {', '.join(columns)}; no row can be read"
+        report.add(Problem(where, lineno, column, message))
+    return bool(misses)
 
 
 def _undecodable(exc: UnicodeEncodeError, first_line: int) -> tuple[int, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,23 @@ _REQUIRED_WHEN_MAPPED = frozenset({"id", "input", "target", "axis", "choices"})
 """Sample fields a line must hold once the task maps them to a column of another name; ``tags`` and
 ``metadata`` stay optional (absent means none), a mapping to the field's own name (``choices = "choices"``) keeps
 it as optional as without one, and an ``axis`` column is a fallback of ``axis_pattern``."""
+
+
+def header_misses(columns: Collection[str], spec: DatasetSpec) -> list[tuple[str, str]]:
+    """The columns every row must hold that a CSV header lacks, each with what it is read for ("mapped to
+    target", "required"): every row would fail on the same column, so the header is where to say it, once."""
+    misses = []
+    for name in SAMPLE_FIELDS:
+        source = _source(spec, name)
+        if isinstance(source, list):
+            misses += [(column, f"mapped to {name}") for column in source if column not in columns]
+        elif source in columns:
+            continue
+        elif source != name and name in _REQUIRED_WHEN_MAPPED and not (name == "axis" and spec.axis_pattern):
+            misses.append((source, f"mapped to {name}"))
+        elif name in ("input", "target"):
+            misses.append((source, "required"))
+    return misses
 
 
 _PLAIN_KEYS = frozenset({"id", "input", "target", "axis"})
