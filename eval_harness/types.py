@@ -272,9 +272,10 @@ class DatasetInfo(BaseModel):
     )
 
 
-DATASET_CHECKS = 2
+DATASET_CHECKS = 3
 """The version of the dataset's line checks, raised when a check refuses lines earlier versions accepted (2: a
-mapped column must be on every line, a byte-order mark makes its line a problem)."""
+mapped column must be on every line, a byte-order mark makes its line a problem; 3: a mapped axis column must be
+on every line where axis_pattern does not match the file name)."""
 
 
 class ModelInfo(BaseModel):

@@ -22,7 +22,7 @@ from eval_harness.datasets import (
     validate_dataset,
 )
 from eval_harness.errors import DatasetError, DatasetUnreadableError
-from eval_harness.types import DatasetSpec
+from eval_harness.types import DATASET_CHECKS, DatasetSpec
 
 
 def problems_of(path: Path, spec: DatasetSpec | None = None) -> list[str]:
@@ -113,6 +113,28 @@ def test_tags_metadata_a_mapping_to_its_own_name_and_an_axis_pattern_fallback_st
     by_name = DatasetSpec(fields={"input": "q", "target": "a", "axis": "subject"}, axis_pattern=r"^(\w+)\.jsonl$")
     assert problems_of(path, by_name) == []
     assert [s.axis for s in iter_samples(path, by_name)] == ["d", "d"]
+
+
+def test_a_mapped_axis_column_is_required_where_axis_pattern_misses_the_file_name(tmp_path: Path) -> None:
+    """review-s21 8: the column backing a pattern that does not match this file is the only axis there is; a line
+    without it took "default" silently."""
+    rows = [{"q": "Q?", "a": "x", "subject": "s"}, {"q": "R?", "a": "y"}]
+    path = write_jsonl(tmp_path / "d-1.jsonl", rows)
+    by_name = DatasetSpec(fields={"input": "q", "target": "a", "axis": "subject"}, axis_pattern=r"^(\w+)\.jsonl$")
+    assert problems_of(path, by_name) == [
+        f"{path}:2: subject: missing (mapped to axis; axis_pattern '^(\\w+)\\.jsonl$' does not match the file name "
+        "'d-1.jsonl')"
+    ]
+    csv_path = tmp_path / "d-1.csv"
+    csv_path.write_text("q,a\nQ?,x\n", encoding="utf-8")
+    as_csv = by_name.model_copy(update={"format": "csv"})
+    assert [str(p) for p in validate_dataset(csv_path, as_csv).problems] == [
+        f"{csv_path}:1: subject: no such column in the header (mapped to axis); its columns: q, a; no row can be read"
+    ]
+    named = tmp_path / "named.csv"
+    named.write_text("q,a\nQ?,x\n", encoding="utf-8")
+    csv_by_name = as_csv.model_copy(update={"axis_pattern": r"^(\w+)\.csv$"})
+    assert validate_dataset(named, csv_by_name).ok and [s.axis for s in iter_samples(named, csv_by_name)] == ["named"]
 
 
 def test_duplicate_ids_are_reported_with_the_first_line(tmp_path: Path) -> None:
@@ -462,7 +484,7 @@ def test_a_run_validated_by_older_checks_whose_lines_a_new_check_refuses_is_refu
     run = task_root.root / "results" / "r"
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["dataset"]["sample_count"] == 9
-    assert manifest["dataset"]["checks"] == 2
+    assert manifest["dataset"]["checks"] == DATASET_CHECKS
     del manifest["dataset"]["checks"]  # as a run started before the checks were versioned records it
     (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted", "harness_version": "0.0.9"}))
     (run / "samples.jsonl").write_text("".join((run / "samples.jsonl").read_text().splitlines(keepends=True)[:4]))

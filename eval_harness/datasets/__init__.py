@@ -349,7 +349,7 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
                 continue
             if columns is None:
                 columns = [c.strip() for c in row]
-                unreadable = _header_problems(columns, spec, where, lineno, report)
+                unreadable = _header_problems(columns, spec, path, lineno, report)
                 continue
             report.lines += 1
             if not row or all(not cell.strip() for cell in row):
@@ -371,13 +371,13 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
         report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
 
 
-def _header_problems(columns: list[str], spec: DatasetSpec, where: str, lineno: int, report: DatasetReport) -> bool:
+def _header_problems(columns: list[str], spec: DatasetSpec, path: Path, lineno: int, report: DatasetReport) -> bool:
     """Report, on the header's line, each column the rows must hold that the header lacks; True when there is
     one (no row can then be read)."""
-    misses = header_misses(columns, spec)
+    misses = header_misses(columns, spec, path)
     for column, purpose in misses:
         message = f"no such column in the header ({purpose}); its columns: {', '.join(columns)}; no row can be read"
-        report.add(Problem(where, lineno, column, message))
+        report.add(Problem(str(path), lineno, column, message))
     return bool(misses)
 
 

@@ -75,17 +75,18 @@ _REQUIRED_WHEN_MAPPED = frozenset({"id", "input", "target", "axis", "choices"})
 it as optional as without one, and an ``axis`` column is a fallback of ``axis_pattern``."""
 
 
-def header_misses(columns: Collection[str], spec: DatasetSpec) -> list[tuple[str, str]]:
+def header_misses(columns: Collection[str], spec: DatasetSpec, path: Path) -> list[tuple[str, str]]:
     """The columns every row must hold that a CSV header lacks, each with what it is read for ("mapped to
     target", "required"): every row would fail on the same column, so the header is where to say it, once."""
     misses = []
+    named_axis = spec.axis_pattern is not None and _axis_from_name(spec.axis_pattern, path) is not None
     for name in SAMPLE_FIELDS:
         source = _source(spec, name)
         if isinstance(source, list):
             misses += [(column, f"mapped to {name}") for column in source if column not in columns]
         elif source in columns:
             continue
-        elif source != name and name in _REQUIRED_WHEN_MAPPED and not (name == "axis" and spec.axis_pattern):
+        elif source != name and name in _REQUIRED_WHEN_MAPPED and not (name == "axis" and named_axis):
             misses.append((source, f"mapped to {name}"))
         elif name in ("input", "target"):
             misses.append((source, "required"))
@@ -314,18 +315,28 @@ def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") 
         stem = Path(path.name.removesuffix(".gz")).stem  # anatomy_test.csv.gz: anatomy_test
         return _unreserved(spec.axis.replace("{stem}", stem), f"from the task's axis {spec.axis!r}")
     if spec.axis_pattern is not None:
-        found = _compiled(spec.axis_pattern).search(path.name)
-        # a group that took no part, or matched nothing, is no match: the line's own axis is used
-        axis = found.group(1) if found is not None else None
-        if axis is not None and axis.strip():
+        axis = _axis_from_name(spec.axis_pattern, path)
+        if axis is not None:
             return _unreserved(axis, f"from axis_pattern {as_written(spec.axis_pattern)} on the file name")
     if value is None:
+        if spec.axis_pattern is not None and _source(spec, "axis") != "axis":
+            # the mapped column is the pattern's fallback, and here the fallback is all there is
+            missed = f"axis_pattern {as_written(spec.axis_pattern)} does not match the file name {path.name!r}"
+            raise _FieldProblem(label, f"missing (mapped to axis; {missed})")
         return "default"
     if not isinstance(value, str) or not value.strip():
         raise _FieldProblem(label, f"expected a non-empty string, got {json_type_name(value)}")
     if value == RESERVED_AXIS:
         raise _FieldProblem(label, RESERVED_AXIS_MESSAGE)
     return value
+
+
+def _axis_from_name(pattern: str, path: Path) -> str | None:
+    """The axis ``axis_pattern`` takes from the file's name; None where it does not match, or its group takes no
+    part or matches only blanks (then the line's own axis is used)."""
+    found = _compiled(pattern).search(path.name)
+    axis = found.group(1) if found is not None else None
+    return axis if axis is not None and axis.strip() else None
 
 
 def _unreserved(axis: str, source: str) -> str:
