@@ -20,6 +20,10 @@ PER_TOKENS = 1_000_000
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
+HOUR_CACHE_WRITE = 2.0
+"""An hour-long cache write costs this many times the input price (Anthropic's prompt-caching prices)."""
+
+
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens. Cached input and cache writes default to the input price."""
@@ -29,16 +33,20 @@ class Price:
     cached_input: float | None = None
     cache_write: float | None = None
 
-    def cost(self, usage: Usage, cache_write_tokens: int = 0) -> float:
-        """USD for ``usage``. ``prompt_tokens`` includes cached and cache-write tokens, billed at their own rates."""
+    def cost(self, usage: Usage, cache_write_tokens: int = 0, hour_cache_write_tokens: int = 0) -> float:
+        """USD for ``usage``. ``prompt_tokens`` includes cached and cache-write tokens, billed at their own rates;
+        ``hour_cache_write_tokens``, the part of the cache writes kept for an hour (Anthropic), at twice the input
+        price (the table's ``cache_write`` is the 5-minute price, 1.25 times)."""
         cached = usage.cached_tokens or 0
         fresh = max(usage.prompt_tokens - cached - cache_write_tokens, 0)
         cached_rate = self.input if self.cached_input is None else self.cached_input
         write_rate = self.input if self.cache_write is None else self.cache_write
+        short_writes = max(cache_write_tokens - hour_cache_write_tokens, 0)
         total = (
             fresh * self.input
             + cached * cached_rate
-            + cache_write_tokens * write_rate
+            + short_writes * write_rate
+            + (cache_write_tokens - short_writes) * HOUR_CACHE_WRITE * self.input
             + usage.completion_tokens * self.output
         )
         # to the picodollar: a record shows 1.71e-05, not float noise such as 1.7100000000000002e-05

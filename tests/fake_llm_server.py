@@ -197,24 +197,37 @@ def chaos(
     return decide
 
 
-_EFFORTS = ("low", "medium", "high", "max")
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+_CLAUDE_4_7_ON = re.compile(r"^claude-(?:opus|sonnet|haiku)-(?:4-[7-9]|[5-9])(?!\d)")
+"""Claude 4.7 and later (migration guide to Opus 4.7): temperature, top_p and top_k are refused ("`temperature` is
+deprecated for this model"), thinking is adaptive only, and the thinking text is omitted unless
+``display: "summarized"``."""
 
 
-def _invalid_thinking(body: dict[str, Any]) -> Reply | None:
+def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
     """The Messages API's checks of ``thinking`` and ``output_config``: ``enabled`` takes a ``budget_tokens`` of
-    at least 1024 below ``max_tokens``, ``adaptive`` takes none, ``output_config.effort`` is one of four levels,
-    and thinking of either kind refuses a temperature."""
+    at least 1024 below ``max_tokens`` (not on 4.7 and later), ``adaptive`` takes a ``display`` only,
+    ``output_config.effort`` is one of five levels, and thinking of either kind refuses a temperature."""
     thinking = body.get("thinking")
+    late_model = bool(_CLAUDE_4_7_ON.match(body["model"]))
+    if late_model:
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                return bad_request(f"`{name}` is deprecated for this model.")
     if thinking is not None:
         kind = thinking.get("type") if isinstance(thinking, dict) else None
+        if thinking.get("display", "summarized") not in ("summarized", "omitted"):
+            return bad_request("thinking.display: Input should be 'summarized' or 'omitted'")
         if kind == "enabled":
+            if late_model:
+                return bad_request("thinking.type.enabled is not supported for this model. Use thinking.type.adaptive")
             budget = thinking.get("budget_tokens")
             if not isinstance(budget, int) or budget < 1024:
                 return bad_request("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
             if body["max_tokens"] <= budget:
                 return bad_request("max_tokens must be greater than thinking.budget_tokens")
         elif kind == "adaptive":
-            if set(thinking) != {"type"}:
+            if not set(thinking) <= {"type", "display"}:
                 return bad_request("thinking.adaptive: Extra inputs are not permitted")
         elif kind != "disabled":
             return bad_request("thinking: Input tag does not match any of the expected tags")
@@ -224,8 +237,19 @@ def _invalid_thinking(body: dict[str, Any]) -> Reply | None:
     if output_config is not None and (
         not isinstance(output_config, dict) or output_config.get("effort", "high") not in _EFFORTS
     ):
-        return bad_request("output_config.effort: Input should be 'low', 'medium', 'high' or 'max'")
+        return bad_request("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+    stops = body.get("stop_sequences")
+    if isinstance(stops, list) and any(not isinstance(x, str) or not x.strip() for x in stops):
+        return bad_request("stop_sequences: each stop sequence must contain non-whitespace")
     return None
+
+
+def _thinking_shown(body: dict[str, Any], thinking: str) -> str:
+    """The thinking text as sent back: "" where ``display`` is omitted (the default from Claude 4.7 on)."""
+    config = body.get("thinking")
+    default = "omitted" if _CLAUDE_4_7_ON.match(body["model"]) else "summarized"
+    display = config.get("display", default) if isinstance(config, dict) else default
+    return thinking if display == "summarized" else ""
 
 
 def _tokens(text: str) -> int:
@@ -594,7 +618,7 @@ class FakeLLMServer:
                 return bad_request("messages: Field required")
             if any(m.get("role") not in ("user", "assistant") for m in messages if isinstance(m, dict)):
                 return bad_request("messages: roles must be 'user' or 'assistant'; use the top-level system field")
-            if (invalid := _invalid_thinking(body)) is not None:
+            if (invalid := _invalid_messages_options(body)) is not None:
                 return invalid
             if isinstance(body.get("temperature"), int | float) and not 0 <= body["temperature"] <= 1:
                 return bad_request("temperature: Input should be less than or equal to 1")
@@ -655,7 +679,8 @@ class FakeLLMServer:
             headers.setdefault("request-id", f"req_{number:08d}")
             content: list[dict[str, Any]] = []
             if reply.thinking is not None:
-                content.append({"type": "thinking", "thinking": reply.thinking, "signature": "c2lnbmF0dXJl"})
+                shown = _thinking_shown(body, reply.thinking)
+                content.append({"type": "thinking", "thinking": shown, "signature": "c2lnbmF0dXJl"})
             content.append({"type": "text", "text": text})
             payload: dict[str, Any] = {
                 "id": f"msg_{number:08d}",

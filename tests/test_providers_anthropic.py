@@ -34,7 +34,7 @@ def make(server: FakeLLMServer, model: str = MODEL, **args: str) -> Provider:
 
 
 async def test_system_prompt_is_the_top_level_field_and_headers_carry_key_and_version(server: FakeLLMServer) -> None:
-    await call(make(server), request(temperature=0.0, stop=["\n"], max_tokens=20))
+    await call(make(server), request(temperature=0.0, stop=["Q:"], max_tokens=20))
     sent = server.requests[-1]
     assert sent.path == "/v1/messages"
     assert sent.body == {
@@ -42,12 +42,22 @@ async def test_system_prompt_is_the_top_level_field_and_headers_carry_key_and_ve
         "max_tokens": 20,
         "system": "Be brief.",
         "messages": [{"role": "user", "content": "What is 2 + 2? [[answer: 4]]"}],
-        "stop_sequences": ["\n"],
+        "stop_sequences": ["Q:"],
         "temperature": 0.0,
     }
     assert sent.headers["x-api-key"] == KEY
     assert sent.headers["anthropic-version"] == "2023-06-01"
     assert "authorization" not in sent.headers
+
+
+async def test_a_whitespace_stop_is_cut_at_here_as_the_api_refuses_it(server: FakeLLMServer) -> None:
+    # "stop_sequences: each stop sequence must contain non-whitespace" (400): "\n" failed every sample
+    server.script(answer("4\nQ: and the next question"))
+    provider = make(server)
+    completion = await call(provider, request(stop=["\n", "Q:"], max_tokens=20))
+    assert server.requests[-1].body["stop_sequences"] == ["Q:"]
+    assert (completion.text, completion.finish_reason) == ("4", "stop_sequence")
+    assert provider.stop_applied_after(request(stop=["\n", "Q:"])) == ["\n"]  # part of the cache key
 
 
 @pytest.mark.parametrize("suffix", ["", "/"])

@@ -143,7 +143,7 @@ async def test_adaptive_thinking_sends_the_adaptive_type_and_effort_without_samp
     provider = make("anthropic/claude-opus-4-7", server, thinking="adaptive", effort="medium")
     completion = await call(provider, request(temperature=0.0, top_p=0.9, max_tokens=20))
     sent = server.requests[-1].body
-    assert sent["thinking"] == {"type": "adaptive"}
+    assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}  # 4.7 omits the text unless asked
     assert sent["output_config"] == {"effort": "medium"}
     assert "temperature" not in sent and "top_p" not in sent
     assert sent["max_tokens"] == 20 + ADAPTIVE_THINKING_ROOM  # the answer's share plus room to think
@@ -153,7 +153,7 @@ async def test_adaptive_thinking_sends_the_adaptive_type_and_effort_without_samp
 async def test_adaptive_thinking_without_an_effort_sends_no_output_config(server: FakeLLMServer) -> None:
     await call(make("anthropic/claude-sonnet-4-6", server, thinking="adaptive"))
     sent = server.requests[-1].body
-    assert sent["thinking"] == {"type": "adaptive"} and "output_config" not in sent
+    assert sent["thinking"] == {"type": "adaptive", "display": "summarized"} and "output_config" not in sent
 
 
 def test_an_effort_outside_the_four_levels_is_a_config_error() -> None:
@@ -166,9 +166,19 @@ def test_thinking_and_thinking_budget_together_are_a_config_error() -> None:
         make("anthropic/claude-opus-4-6", thinking="adaptive", thinking_budget="2048")
 
 
-async def test_a_thinking_budget_is_sent_whatever_the_model_name(server: FakeLLMServer) -> None:
-    await call(make("anthropic/claude-opus-4-7", server, thinking_budget="2048"), request(max_tokens=32))
-    assert server.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+async def test_a_thinking_budget_is_sent_to_models_before_4_7_and_to_names_that_say_no_version(
+    server: FakeLLMServer,
+) -> None:
+    for model in ("claude-opus-4-5", "claude-3-7-sonnet-latest", "my-gateway-alias"):
+        await call(make(f"anthropic/{model}", server, thinking_budget="2048"), request(max_tokens=32))
+        assert server.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_a_thinking_budget_for_claude_4_7_and_later_is_refused_before_the_run() -> None:
+    # the API answers 400 on every sample: thinking on 4.7 and later is adaptive only
+    for model in ("claude-opus-4-7", "claude-sonnet-4-8-20261001", "claude-opus-5"):
+        with pytest.raises(ConfigError, match=r"Claude 4\.7 and later refuse a thinking budget; use --model-arg"):
+            make(f"anthropic/{model}", thinking_budget="2048")
 
 
 # 3. quota exhaustion stops the run ------------------------------------------------------------------------
@@ -483,3 +493,73 @@ def test_a_failed_samples_record_keeps_the_request_id(server: FakeLLMServer, tmp
     assert result.returncode == 0, result.stderr
     record = json.loads((tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()[0])
     assert record["error"] is not None and str(record["request_id"]).startswith("req_err_")
+
+
+# audit-s21-wire: Anthropic ------------------------------------------------------------------------------------
+# Claude 4.7 and later refuse temperature/top_p ("`temperature` is deprecated for this model", a 400) and thinking
+# budgets, and omit the thinking text unless display is "summarized" (Anthropic's migration guide to Opus 4.7; the
+# fake server refuses and omits as the API does).
+def test_claude_4_7_gets_no_temperature_and_the_run_says_so(server: FakeLLMServer, tmp_path: Path) -> None:
+    # before: every built-in task sets a temperature, so every sample failed with a 400
+    result = _cli(tmp_path, *_run(server, "anthropic/claude-opus-4-7", limit=3), env={"ANTHROPIC_API_KEY": CANARY})
+    assert result.returncode == 0, result.stderr
+    assert "note: anthropic/claude-opus-4-7 takes no temperature or top_p: temperature 0 not sent" in result.stderr
+    assert all("temperature" not in r.body for r in server.requests) and len(server.requests) == 3
+    records = [json.loads(line) for line in (tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()]
+    assert [r["error"] for r in records] == [None, None, None]
+
+
+async def test_adaptive_thinking_on_claude_4_7_asks_for_its_text(server: FakeLLMServer) -> None:
+    server.script(answer("4", thinking="2 plus 2 is 4."))
+    completion = await call(make("anthropic/claude-opus-4-7", server, thinking="adaptive"), request())
+    assert completion.thinking == "2 plus 2 is 4."  # the fake, as the API, omits it without display: summarized
+
+
+def anthropic_body(content: list[dict[str, Any]], usage: dict[str, Any]) -> dict[str, Any]:
+    """A Messages API body (anthropic-sdk-python types/message.py)."""
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": usage}  # fmt: skip
+
+
+async def test_omitted_thinking_blocks_record_no_thinking(server: FakeLLMServer) -> None:
+    # before: two omitted blocks ({"thinking": "", "signature": ...}) were recorded as thinking "\n\n"
+    omitted = {"type": "thinking", "thinking": "", "signature": "c2ln"}
+    content = [omitted, {"type": "text", "text": "4"}, omitted]
+    server.script(Reply(body=anthropic_body(content, {"input_tokens": 10, "output_tokens": 5})))
+    completion = await call(make("anthropic/claude-sonnet-4-5", server))
+    assert (completion.text, completion.thinking) == ("4", None)
+
+
+async def test_claudes_thinking_tokens_are_its_reasoning_tokens(server: FakeLLMServer) -> None:
+    usage = {"input_tokens": 10, "output_tokens": 300, "output_tokens_details": {"thinking_tokens": 250}}
+    server.script(Reply(body=anthropic_body([{"type": "text", "text": "4"}], usage)))
+    completion = await call(make("anthropic/claude-sonnet-4-5", server))
+    assert (completion.usage.completion_tokens, completion.usage.reasoning_tokens) == (300, 250)
+
+
+async def test_a_usage_object_with_no_counts_leaves_the_cost_unknown_not_zero(server: FakeLLMServer) -> None:
+    server.script(Reply(body=anthropic_body([{"type": "text", "text": "4"}], {})))
+    completion = await call(make("anthropic/claude-sonnet-4-5", server))
+    assert completion.cost_usd is None
+
+
+async def test_hour_long_cache_writes_cost_twice_the_input_price(server: FakeLLMServer) -> None:
+    usage = {"input_tokens": 100, "cache_creation_input_tokens": 3000, "output_tokens": 50,
+             "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000}}  # fmt: skip
+    server.script(Reply(body=anthropic_body([{"type": "text", "text": "4"}], usage)))
+    completion = await call(make("anthropic/claude-sonnet-4-5", server))
+    # Sonnet 4.5: $3 in, $3.75 a 5-minute write, 2 x $3 an hour-long one, $15 out per million tokens:
+    # (100*3 + 1000*3.75 + 2000*6 + 50*15) / 1e6 = (300 + 3750 + 12000 + 750) / 1e6
+    assert completion.cost_usd == pytest.approx(0.0168)
+
+
+async def test_anthropics_402_billing_error_stops_the_run(server: FakeLLMServer) -> None:
+    # platform.claude.com "Errors": 402 billing_error, "an issue with your billing or payment information"
+    body = {"type": "error", "error": {"type": "billing_error", "message": "Payment method declined."}}
+    server.script(Reply(status=402, body=body))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, QuotaExhaustedError) and "Payment method declined." in str(error)
+
+
+def test_xhigh_is_an_anthropic_effort() -> None:
+    assert make("anthropic/claude-opus-4-7", thinking="adaptive", effort="xhigh") is not None

@@ -310,7 +310,7 @@ def _plan(
         run_dir=run_dir,
         dataset_stamp=dataset_stamp,
         prompt_inputs_sha256=parts.prompt_inputs_sha256,
-        notes=[parts.few_shot.note] if parts.few_shot.note else [],
+        notes=([parts.few_shot.note] if parts.few_shot.note else []) + parts.provider.generation_notes(generation),
     )
 
 

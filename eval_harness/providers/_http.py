@@ -44,7 +44,7 @@ from eval_harness.errors import (
 )
 from eval_harness.providers._wires import Wire, WireKind, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
-from eval_harness.types import GenerateConfig, Usage
+from eval_harness.types import Completion, GenerateConfig, Usage
 
 _MESSAGE_LIMIT = 400
 _SHOWN_LIMIT = 600
@@ -364,6 +364,27 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     return max(when.timestamp() - current, 0.0)
 
 
+REFUSAL = "refusal"
+"""The finish reason of an answer the model refused to give (OpenAI's ``refusal``, Anthropic's stop reason)."""
+
+
+def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop sequence, for stops the API was not given (the Responses API has none)."""
+    if not stop:
+        return text, False
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def cut_at_stop(completion: Completion, stop: list[str] | None, reason: str) -> Completion:
+    """The answer cut at the first stop sequence the server was not given (its finish reason then ``reason``,
+    the API's own name for a stop); a refusal is kept whole, and stays marked as one."""
+    if not stop or completion.finish_reason == REFUSAL:
+        return completion
+    text, stopped = apply_stop(completion.text, stop)
+    return completion.model_copy(update={"text": text, "finish_reason": reason}) if stopped else completion
+
+
 def sampling(config: GenerateConfig) -> dict[str, float]:
     """``temperature`` and ``top_p`` when the task sets them (the same field names in every API here)."""
     chosen = {"temperature": config.temperature, "top_p": config.top_p}
@@ -563,11 +584,13 @@ class HTTPProvider(Provider):
             return found
         return str(body_id) if body_id is not None else None
 
-    def priced(self, usage: Usage, reported: bool, cache_write_tokens: int = 0) -> float | None:
+    def priced(
+        self, usage: Usage, reported: bool, cache_write_tokens: int = 0, hour_cache_write_tokens: int = 0
+    ) -> float | None:
         """The cost of ``usage``; None when the price is unknown or the server reported no usage."""
         if self.price is None or not reported:
             return None
-        return self.price.cost(usage, cache_write_tokens)
+        return self.price.cost(usage, cache_write_tokens, hour_cache_write_tokens)
 
     async def aclose(self) -> None:
         if self._wire_state is not None:

@@ -7,9 +7,11 @@ sequences are ``stop_sequences``, ``temperature`` is 0 to 1. The answer is the `
 Thinking, whose ``thinking`` blocks go to ``Completion.thinking`` and never into the answer, comes in two
 kinds: ``--model-arg thinking_budget=N`` sends ``{"thinking": {"type": "enabled", "budget_tokens": N}}``
 (deprecated on Claude 4.6, refused by 4.7 and later), and ``--model-arg thinking=adaptive`` sends
-``{"thinking": {"type": "adaptive"}}`` (4.6 and later), where the model decides how much to think;
-``--model-arg effort=low|medium|high|max`` adds ``{"output_config": {"effort": ...}}``. Both kinds of thinking
-refuse a temperature, so temperature and top_p are left out while thinking is on.
+``{"thinking": {"type": "adaptive", "display": "summarized"}}`` (4.6 and later), where the model decides how much
+to think (4.7 and later omit the thinking text unless ``display`` asks for it);
+``--model-arg effort=low|medium|high|xhigh|max`` adds ``{"output_config": {"effort": ...}}``. Both kinds of
+thinking refuse a temperature, so temperature and top_p are left out while thinking is on, and always for Claude
+4.7 and later, which refuse them (a note at the run's start says so).
 
 Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
 ``output_tokens``. Errors: ``{"type": "error", "error": {"type", "message"}}``; 529 ``overloaded_error``; rate
@@ -28,7 +30,15 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from eval_harness.errors import ConfigError, ProviderError
-from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_detail, error_details_code, sampling
+from eval_harness.providers._http import (
+    HTTPOptions,
+    HTTPProvider,
+    Reply,
+    cut_at_stop,
+    error_detail,
+    error_details_code,
+    sampling,
+)
 from eval_harness.providers._shapes import (
     count_or_none,
     name_or_none,
@@ -51,6 +61,18 @@ MAX_TEMPERATURE = 1.0
 _RESET_BUDGETS = ("requests", "tokens", "input-tokens", "output-tokens")
 
 
+def _thinking_tokens(usage: dict[str, Any]) -> int | None:
+    """``usage.output_tokens_details.thinking_tokens``: the part of ``output_tokens`` spent thinking."""
+    details = object_or_none(usage, "output_tokens_details")
+    return None if details is None else count_or_none(details, "thinking_tokens")
+
+
+def _hour_cache_writes(usage: dict[str, Any]) -> int:
+    """``usage.cache_creation.ephemeral_1h_input_tokens``: the cache writes kept for an hour, priced apart."""
+    details = object_or_none(usage, "cache_creation")
+    return (count_or_none(details, "ephemeral_1h_input_tokens") or 0) if details is not None else 0
+
+
 def parse_reset_time(value: str, now: float) -> float | None:
     """Seconds from ``now`` (epoch seconds) until an RFC 3339 time such as ``2025-01-01T00:00:30Z``."""
     try:
@@ -71,14 +93,29 @@ class AnthropicOptions(HTTPOptions):
     thinking: Literal["adaptive"] | None = Field(
         default=None, description="'adaptive': the model decides when and how much to think (Claude 4.6 and later)."
     )
-    effort: Literal["low", "medium", "high", "max"] | None = Field(
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None, description="output_config.effort: how many tokens the model may spend (default: high)."
     )
     anthropic_version: str = Field(default=API_VERSION, description="The anthropic-version header.")
 
 
-_ONE_SAMPLING_PARAMETER = re.compile(r"^claude-(?:opus|sonnet|haiku)-(?:4-[1-9](?!\d)|[5-9](?!\d))")
-"""The Claude models that take temperature or top_p, not both (4.1, 4.5 and later)."""
+_CLAUDE_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku)-(\d)(?:-(\d)(?!\d))?(?![\d.])")
+"""``claude-opus-4-7`` → 4.7, ``claude-sonnet-4-5-20250929`` → 4.5, ``claude-opus-4-20250514`` → 4.0; the older
+``claude-3-5-sonnet`` naming and models of other names behind the same API give no version."""
+
+
+def claude_version(model: str) -> tuple[int, int] | None:
+    """The Claude model's (major, minor) version from its name; None when the name does not say."""
+    found = _CLAUDE_VERSION.match(model)
+    return None if found is None else (int(found.group(1)), int(found.group(2) or 0))
+
+
+ONE_SAMPLING_PARAMETER = (4, 1)
+"""From Claude 4.1 on, a request takes temperature or top_p, not both ("Use only temperature OR top_p, not both
+... This will error in Sonnet 4.5", Anthropic's migration guide to Claude 4)."""
+NO_SAMPLING_PARAMETERS = (4, 7)
+"""From Claude 4.7 on, temperature, top_p and top_k are refused with a 400 ("`temperature` is deprecated for this
+model"), and so is a thinking budget (adaptive thinking only), whose thinking text is omitted unless asked for."""
 
 
 @register_provider("anthropic")
@@ -104,6 +141,17 @@ class AnthropicProvider(HTTPProvider):
                 f"anthropic/{model}: give --model-arg thinking=adaptive or thinking_budget=N, not both "
                 "(Claude 4.6 and later take adaptive thinking; earlier models only a budget)"
             )
+        if options.thinking_budget is not None and self.takes_no_sampling:
+            raise ConfigError(
+                f"anthropic/{model}: Claude 4.7 and later refuse a thinking budget; use --model-arg thinking=adaptive "
+                "(and effort=... for how much it may spend)"
+            )
+
+    @property
+    def takes_no_sampling(self) -> bool:
+        """Whether the model refuses temperature and top_p whatever their value (Claude 4.7 and later)."""
+        version = claude_version(self.model)
+        return version is not None and version >= NO_SAMPLING_PARAMETERS
 
     @property
     def thinks(self) -> bool:
@@ -114,8 +162,25 @@ class AnthropicProvider(HTTPProvider):
     def configured_base_url(self) -> str | None:
         return self.context.settings.anthropic_base_url
 
+    @property
+    def sends_sampling(self) -> bool:
+        """Whether temperature and top_p go in the body: not while thinking (which refuses a temperature, and a
+        top_p below 0.95), nor to a model that refuses them."""
+        return not self.thinks and not self.takes_no_sampling
+
+    def generation_notes(self, config: GenerateConfig) -> list[str]:
+        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
+        if not unsent or self.sends_sampling:
+            return []
+        why = (
+            "takes no temperature or top_p"
+            if self.takes_no_sampling
+            else "takes no temperature or top_p while thinking"
+        )
+        return [f"note: anthropic/{self.model} {why}: {' and '.join(unsent)} not sent"]
+
     def check_generation(self, config: GenerateConfig) -> None:
-        if self.thinks:
+        if not self.sends_sampling:
             return  # neither temperature nor top_p is sent
         if config.temperature is not None and config.temperature > MAX_TEMPERATURE:
             raise ConfigError(
@@ -126,7 +191,8 @@ class AnthropicProvider(HTTPProvider):
         # guide to Claude 4): Claude 4.1 and later; older Claude models, and other models behind the same API,
         # are sent both as given
         both = config.temperature is not None and config.top_p is not None
-        if both and _ONE_SAMPLING_PARAMETER.match(self.model):
+        version = claude_version(self.model)
+        if both and version is not None and version >= ONE_SAMPLING_PARAMETER:
             raise ConfigError(
                 f"anthropic/{self.model}: the Messages API takes temperature or top_p, not both; drop one "
                 "(--temperature, or the task's [generation])"
@@ -149,31 +215,42 @@ class AnthropicProvider(HTTPProvider):
         if system:
             body["system"] = "\n\n".join(system)
         body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
-        if config.stop:
-            body["stop_sequences"] = list(config.stop)
+        sent_stops = [stop for stop in config.stop or [] if stop.strip()]
+        if sent_stops:
+            body["stop_sequences"] = sent_stops
         if options.thinking == "adaptive":
-            body["thinking"] = {"type": "adaptive"}
+            # Claude 4.7 and later omit the thinking text unless asked ("display" defaults to "omitted" there);
+            # a run records it, apart from the answer
+            body["thinking"] = {"type": "adaptive", "display": "summarized"}
         elif options.thinking_budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
         if options.effort is not None:
             body["output_config"] = {"effort": options.effort}
-        if not self.thinks:  # thinking accepts neither a temperature nor a top_p below 0.95: both are left out
+        if self.sends_sampling:
             body.update(sampling(config))
         return body
+
+    def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
+        # "each stop sequence must contain non-whitespace" (a 400): "\n", the usual stop after a few-shot answer,
+        # is cut at here instead
+        blank = [stop for stop in request.config.stop or [] if not stop.strip()]
+        return blank or None
 
     async def generate(self, request: GenerateRequest) -> Completion:
         reply = await self.post("/messages", self.request_body(request))
         try:
-            return self._completion(reply)
+            completion = self._completion(reply)
         except ProviderError as exc:
             raise self.labelled(exc, self.request_id(reply)) from None
+        return cut_at_stop(completion, self.stop_applied_after(request), "stop_sequence")
 
     def quota_exhausted(self, status: int, body: bytes) -> bool:
         # the monthly spend cap lifts when the month (or the cap) changes, and prepaid credits when someone buys
         # more, not by waiting; the credit case has no code of its own, only its 400's message
         if status == 429:
             return error_details_code(body) == "enforced_spend_limit_reached"
-        return status == 400 and _CREDIT_TOO_LOW in error_detail(body)
+        # 402 billing_error: "an issue with your billing or payment information" (the API's errors page)
+        return status == 402 or (status == 400 and _CREDIT_TOO_LOW in error_detail(body))
 
     def _completion(self, reply: Reply) -> Completion:
         data = reply.data
@@ -185,26 +262,33 @@ class AnthropicProvider(HTTPProvider):
             if kind == "text":
                 texts.append(string_at(block, "text", f"content[{index}]") or "")
             elif kind == "thinking":
-                thoughts.append(string_or_none(block, "thinking") or "")
+                thought = string_or_none(block, "thinking")
+                if thought:  # an omitted thinking text is "" (only its signature is sent)
+                    thoughts.append(thought)
             elif kind == "redacted_thinking":
                 thoughts.append("[redacted thinking]")
         raw = object_or_none(data, "usage")
-        cache_write = 0
+        cache_write = hour_cache_write = 0
         usage = Usage()
+        counted = False
         if raw is not None:
-            fresh = count_or_none(raw, "input_tokens") or 0
+            fresh = count_or_none(raw, "input_tokens")
+            output = count_or_none(raw, "output_tokens")
+            counted = fresh is not None or output is not None  # "usage": {} counts nothing: cost unknown, not 0
             cache_read = count_or_none(raw, "cache_read_input_tokens")
             cache_write = count_or_none(raw, "cache_creation_input_tokens") or 0
+            hour_cache_write = _hour_cache_writes(raw)
             usage = Usage(
-                prompt_tokens=fresh + (cache_read or 0) + cache_write,
-                completion_tokens=count_or_none(raw, "output_tokens") or 0,
+                prompt_tokens=(fresh or 0) + (cache_read or 0) + cache_write,
+                completion_tokens=output or 0,
                 cached_tokens=cache_read,
+                reasoning_tokens=_thinking_tokens(raw),
             )
         return Completion(
             text="".join(texts),
             finish_reason=string_or_none(data, "stop_reason"),
             usage=usage,
-            cost_usd=self.priced(usage, raw is not None, cache_write),
+            cost_usd=self.priced(usage, counted, cache_write, hour_cache_write),
             latency_ms=reply.latency_ms,
             model=name_or_none(data, "model"),
             request_id=self.request_id(reply, name_or_none(data, "id")),

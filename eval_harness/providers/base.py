@@ -105,6 +105,11 @@ class Provider(ABC):
         met as the same error on every sample); the default accepts every option."""
         return None
 
+    def generation_notes(self, config: GenerateConfig) -> list[str]:
+        """Notes for the user about options of ``config`` this model takes differently from how they are written
+        (one it does not take and is not sent): printed at the start of a run, never silent."""
+        return []
+
     def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
         """Stop sequences this provider cuts the answer at itself, not sent in the body (part of the cache key:
         the stored answer is already cut)."""

@@ -34,7 +34,15 @@ from eval_harness.errors import (
     RetryCause,
     json_type_name,
 )
-from eval_harness.providers._http import HTTPOptions, HTTPProvider, Reply, error_code, sampling
+from eval_harness.providers._http import (
+    REFUSAL,
+    HTTPOptions,
+    HTTPProvider,
+    Reply,
+    cut_at_stop,
+    error_code,
+    sampling,
+)
 from eval_harness.providers._shapes import (
     count_or_none,
     name_or_none,
@@ -58,7 +66,6 @@ MIN_OUTPUT_TOKENS = 16
 """The Responses API refuses a smaller ``max_output_tokens`` (400 ``integer_below_min_value``)."""
 MAX_STOP_SEQUENCES = 4
 """Chat Completions takes "up to 4 sequences" in ``stop`` (the API reference)."""
-REFUSAL = "refusal"
 """The finish reason of an answer that is the model's refusal (Anthropic's ``stop_reason`` for the same)."""
 
 
@@ -74,14 +81,6 @@ def parse_duration(text: str) -> float | None:
 def prompt_text(messages: list[ChatMessage]) -> str:
     """A chat prompt as one plain prompt (for the legacy completions endpoint): the turns' texts in order."""
     return "\n\n".join(m.content for m in messages)
-
-
-def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
-    """Cut ``text`` at the first stop sequence, for APIs without ``stop`` (the Responses API)."""
-    if not stop:
-        return text, False
-    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 class OpenAIOptions(HTTPOptions):
@@ -181,7 +180,7 @@ class OpenAIWire(HTTPProvider):
                 completion = self._from_choices(reply, endpoint)
         except ProviderError as exc:
             raise self.labelled(exc, self.request_id(reply)) from None
-        return _cut_at(completion, self.stop_applied_after(request))
+        return cut_at_stop(completion, self.stop_applied_after(request), "stop")
 
     def _usage(self, data: dict[str, Any], input_key: str, output_key: str) -> tuple[Usage, bool]:
         raw = object_or_none(data, "usage")
@@ -352,15 +351,6 @@ def _content_text(message: dict[str, Any], at: str) -> str | None:
     return "".join(string_at(part, "text", f"{at}.content[{i}]") or "" for i, part in enumerate(parts))
 
 
-def _cut_at(completion: Completion, stop: list[str] | None) -> Completion:
-    """The answer cut at the first stop sequence the server was not given (finish reason then "stop"); a
-    refusal is kept whole, and stays marked as one."""
-    if not stop or completion.finish_reason == REFUSAL:
-        return completion
-    text, stopped = apply_stop(completion.text, stop)
-    return completion.model_copy(update={"text": text, "finish_reason": "stop"}) if stopped else completion
-
-
 class _Stream:
     """What the events of one streamed answer have said so far (choice 0 only)."""
 
@@ -500,7 +490,6 @@ __all__ = [
     "OpenAIOptions",
     "OpenAIProvider",
     "OpenAIWire",
-    "apply_stop",
     "parse_duration",
     "prompt_text",
     "quota_used_up",
