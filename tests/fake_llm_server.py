@@ -703,13 +703,10 @@ class FakeLLMServer:
         if path == "/v1/responses":
             output: list[dict[str, Any]] = []
             if reply.thinking is not None:
-                output.append(
-                    {
-                        "type": "reasoning",
-                        "id": f"rs_{number}",
-                        "summary": [{"type": "summary_text", "text": reply.thinking}],
-                    }
-                )
+                # the summary comes only when the request asks for one (reasoning.summary); else "summary": []
+                asked = isinstance(body.get("reasoning"), dict) and body["reasoning"].get("summary") is not None
+                summary = [{"type": "summary_text", "text": reply.thinking}] if asked else []
+                output.append({"type": "reasoning", "id": f"rs_{number}", "summary": summary})
             output.append(
                 {
                     "type": "message",

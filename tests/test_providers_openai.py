@@ -45,6 +45,7 @@ from eval_harness.errors import (
 from eval_harness.providers._http import HTTPProvider
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.providers.openai import parse_duration
+from eval_harness.types import GenerateConfig
 
 KEY = "sk-test-openai-0123456789"
 
@@ -163,12 +164,25 @@ async def test_chat_usage_details_become_cached_and_reasoning_tokens(server: Fak
 
 
 async def test_responses_api_separates_reasoning_summary_from_answer(server: FakeLLMServer) -> None:
+    # the API sends a reasoning summary only when asked for one (reasoning.summary); unasked, "summary": []
     server.script(answer("The answer is 4.", thinking="2 plus 2 makes 4"))
-    completion = await call(make("openai/gpt-4o", server, api="responses"))
+    completion = await call(
+        make("openai/o4-mini", server, api="responses", reasoning_effort="low", reasoning_summary="auto")
+    )
+    assert server.requests[-1].body["reasoning"] == {"effort": "low", "summary": "auto"}
     assert completion.text == "The answer is 4."
     assert completion.thinking == "2 plus 2 makes 4"
     assert completion.request_id is not None
     assert completion.usage.reasoning_tokens is not None and completion.usage.reasoning_tokens > 0
+    server.script(answer("The answer is 4.", thinking="2 plus 2 makes 4"))
+    unasked = await call(make("openai/o4-mini", server, api="responses", reasoning_effort="low"))
+    assert server.requests[-1].body["reasoning"] == {"effort": "low"} and unasked.thinking is None
+
+
+def test_a_reasoning_summary_without_the_responses_api_is_refused_before_the_run(server: FakeLLMServer) -> None:
+    provider = make("openai/o4-mini", server, reasoning_summary="auto")
+    with pytest.raises(ConfigError, match="reasoning_summary is a Responses API option; add --model-arg api=responses"):
+        provider.check_generation(GenerateConfig())
 
 
 async def test_responses_api_applies_stop_sequences_client_side(server: FakeLLMServer) -> None:

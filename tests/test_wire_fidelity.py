@@ -563,3 +563,89 @@ async def test_anthropics_402_billing_error_stops_the_run(server: FakeLLMServer)
 
 def test_xhigh_is_an_anthropic_effort() -> None:
     assert make("anthropic/claude-opus-4-7", thinking="adaptive", effort="xhigh") is not None
+
+
+# audit-s21-wire: OpenAI and compatible servers ------------------------------------------------------------------
+def chat_chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> dict[str, Any]:
+    """One Chat Completions stream chunk (openai-python types/chat/chat_completion_chunk.py)."""
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice], **extra}
+
+
+# an older vLLM's error inside a 200 stream: ErrorResponse dumped flat, no "error" key
+FLAT_ERROR = {"object": "error", "message": "CUDA out of memory", "type": "InternalServerError", "code": 500}
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [chat_chunk({"content": "The answer is"}, None), FLAT_ERROR, "[DONE]"],
+        [chat_chunk({"content": "The answer"}, None), chat_chunk({"content": " is"}, None), "[DONE]"],
+    ],
+    ids=["flat-error-event", "no-finish-reason"],
+)
+async def test_a_stream_cut_off_before_its_finish_reason_is_not_an_answer(
+    server: FakeLLMServer, events: list[Any]
+) -> None:
+    # before: "The answer is" was recorded as the answer, and scored
+    server.script(Reply(events=events))
+    error = await failure(make("openai-compatible/m", server, stream="true"))
+    assert isinstance(error, ProviderError) and error.retry_cause in ("server_error", "connection")
+    assert "CUDA out of memory" in str(error) or "ended without a finish_reason" in str(error)
+
+
+async def test_a_chunk_with_error_null_is_no_error(server: FakeLLMServer) -> None:
+    server.script(Reply(events=[chat_chunk({"content": "4"}, None, error=None), chat_chunk({}, "stop"), "[DONE]"]))
+    completion = await call(make("openai-compatible/m", server, stream="true"))
+    assert (completion.text, completion.finish_reason) == ("4", "stop")
+
+
+async def test_an_openai_usage_with_no_counts_leaves_the_cost_unknown(server: FakeLLMServer) -> None:
+    server.script(Reply(body={**chat_body({"content": "4"}, "stop"), "usage": {}}))
+    assert (await call(make("openai/gpt-4o", server))).cost_usd is None
+
+
+def responses_body(output: list[dict[str, Any]], status: str = "completed", **extra: Any) -> dict[str, Any]:
+    """A Responses API body (openai-python types/responses/response.py)."""
+    return {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-5.3-codex", "status": status,
+            "output": output, "usage": {"input_tokens": 10, "output_tokens": 5}, **extra}  # fmt: skip
+
+
+def message_item(text: str, phase: str | None = None) -> dict[str, Any]:
+    item = {"type": "message", "id": "m", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    return item if phase is None else {**item, "phase": phase}
+
+
+async def test_a_responses_answer_is_its_final_answer_not_its_commentary(server: FakeLLMServer) -> None:
+    # response_output_message.py: phase "commentary" | "final_answer"; before: "I'll compute it. 4"
+    output = [message_item("I'll compute it. ", "commentary"), message_item("4", "final_answer")]
+    server.script(Reply(body=responses_body(output)))
+    completion = await call(make("openai/gpt-5.3-codex", server, api="responses"))
+    assert completion.text == "4"
+
+
+async def test_reasoning_text_content_of_an_open_weight_model_is_its_thinking(server: FakeLLMServer) -> None:
+    # response_reasoning_item.py: content[] of type reasoning_text (gpt-oss served behind the Responses API, e.g. by vLLM)
+    thought = {"type": "reasoning_text", "text": "2+2"}
+    reasoning = {"type": "reasoning", "id": "rs", "summary": [], "content": [thought]}
+    server.script(Reply(body=responses_body([reasoning, message_item("4")])))
+    completion = await call(make("openai/gpt-oss-120b", server, api="responses"))
+    assert (completion.text, completion.thinking) == ("4", "2+2")
+
+
+async def test_a_responses_failure_for_the_rate_limit_is_retried_as_one(server: FakeLLMServer) -> None:
+    failed = responses_body([], "failed", error={"code": "rate_limit_exceeded", "message": "Slow down."})
+    server.script(Reply(body=failed))
+    error = await failure(make("openai/gpt-4o", server, api="responses"))
+    assert isinstance(error, ProviderResponseError) and error.retry_cause == "rate_limit"
+
+
+def test_a_reasoning_model_says_at_the_start_what_it_is_not_sent() -> None:
+    provider = make("openai/o3", reasoning_effort="max")  # "max": openai-python shared_params/reasoning.py
+    notes = provider.generation_notes(GenerateConfig(temperature=0.0, stop=["\n"]))
+    assert notes == [
+        "note: openai/o3 is a reasoning model, which takes no temperature, top_p or stop: temperature 0 and stop 1 "
+        "sequence not sent (the answer is cut at the stop sequences here)"
+    ]
+    assert make("openai/gpt-4o").generation_notes(GenerateConfig(temperature=0.0)) == []

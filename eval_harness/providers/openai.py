@@ -62,6 +62,8 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Reasoning models accept only the default temperature and top_p; sending the task's value fails every sample.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
+_FAILED_CAUSES: dict[str, RetryCause] = {"server_error": "server_error", "rate_limit_exceeded": "rate_limit"}
+"""The codes of a Responses ``status: failed`` that another attempt may clear, and the cause they count under."""
 MIN_OUTPUT_TOKENS = 16
 """The Responses API refuses a smaller ``max_output_tokens`` (400 ``integer_below_min_value``)."""
 MAX_STOP_SEQUENCES = 4
@@ -88,10 +90,15 @@ class OpenAIOptions(HTTPOptions):
 
     api: Literal["chat", "responses"] = Field(default="chat", description="chat (Chat Completions) or responses.")
     stream: bool = Field(default=False, description="Use server-sent events (Chat Completions only).")
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = Field(
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None,
         description="Reasoning effort of o-series / gpt-5 models (which levels a model takes varies: gpt-5.1 takes "
         "none but not minimal).",
+    )
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = Field(
+        default=None,
+        description="Responses API: ask for a summary of the model's reasoning, recorded as its thinking (none is "
+        "sent otherwise; some organisations must be verified to get one).",
     )
 
 
@@ -118,6 +125,23 @@ class OpenAIWire(HTTPProvider):
         """The reasoning effort to request, if any."""
         return None
 
+    def reasoning_summary(self) -> str | None:
+        """The reasoning summary to ask the Responses API for, if any."""
+        return None
+
+    def generation_notes(self, config: GenerateConfig) -> list[str]:
+        if not self.omits_sampling():
+            return []
+        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
+        unsent += [f"stop {len(config.stop)} sequence{'s' if len(config.stop) != 1 else ''}"] if config.stop else []
+        if not unsent:
+            return []
+        stops = " (the answer is cut at the stop sequences here)" if config.stop else ""
+        return [
+            f"note: {self.model_id} is a reasoning model, which takes no temperature, top_p or stop: "
+            f"{' and '.join(unsent)} not sent{stops}"
+        ]
+
     def sends_stop(self) -> bool:
         """Whether stop sequences go in the body; else the answer is cut at them here. The Responses API has
         no ``stop``, and reasoning models reject it ("Not supported with latest reasoning models o3 and
@@ -141,9 +165,9 @@ class OpenAIWire(HTTPProvider):
             if config.max_tokens is not None:
                 body["max_output_tokens"] = config.max_tokens
             body["store"] = False
-            effort = self.reasoning_effort()
-            if effort is not None:
-                body["reasoning"] = {"effort": effort}
+            reasoning = {"effort": self.reasoning_effort(), "summary": self.reasoning_summary()}
+            if any(reasoning.values()):
+                body["reasoning"] = {name: value for name, value in reasoning.items() if value is not None}
         else:
             if endpoint == "completions":
                 body["prompt"] = prompt_text(request.messages)
@@ -186,13 +210,14 @@ class OpenAIWire(HTTPProvider):
         raw = object_or_none(data, "usage")
         if raw is None:
             return Usage(), False
+        prompt, completion = count_or_none(raw, input_key), count_or_none(raw, output_key)
         usage = Usage(
-            prompt_tokens=count_or_none(raw, input_key) or 0,
-            completion_tokens=count_or_none(raw, output_key) or 0,
+            prompt_tokens=prompt or 0,
+            completion_tokens=completion or 0,
             cached_tokens=_detail(raw, f"{input_key}_details", "cached_tokens"),
             reasoning_tokens=_detail(raw, f"{output_key}_details", "reasoning_tokens"),
         )
-        return usage, True
+        return usage, prompt is not None or completion is not None  # "usage": {} counts nothing: cost unknown
 
     def _completion(
         self,
@@ -254,14 +279,20 @@ class OpenAIWire(HTTPProvider):
             error = object_or_none(data, "error") or {}
             code = name_or_none(error, "code")
             message = name_or_none(error, "message")
-            cause: RetryCause | None = "server_error" if code in ("server_error", None) else None
+            cause: RetryCause | None = _FAILED_CAUSES.get(code) if code is not None else "server_error"
             raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
         texts: list[str] = []
         refusals: list[str] = []
         thoughts: list[str] = []
-        for index, item in enumerate(objects(data.get("output"), "output", required=True)):
+        items = objects(data.get("output"), "output", required=True)
+        # a model that speaks before answering (phase "commentary", gpt-5.3-codex and later) marks its answer
+        # "final_answer": the answer is those messages alone
+        final_only = any(item.get("type") == "message" and item.get("phase") == "final_answer" for item in items)
+        for index, item in enumerate(items):
             kind = item.get("type")
             if kind == "message":
+                if final_only and item.get("phase") != "final_answer":
+                    continue
                 at = f"output[{index}].content"
                 for number, part in enumerate(objects(item.get("content"), at)):
                     if part.get("type") == "output_text":
@@ -269,11 +300,14 @@ class OpenAIWire(HTTPProvider):
                     elif part.get("type") == "refusal":
                         refusals.append(string_at(part, "refusal", f"{at}[{number}]") or "")
             elif kind == "reasoning":
-                at = f"output[{index}].summary"
-                for number, part in enumerate(objects(item.get("summary"), at)):
-                    thought = string_at(part, "text", f"{at}[{number}]")
-                    if thought:
-                        thoughts.append(thought)
+                # OpenAI's models send a summary (when asked: reasoning_summary); open-weight models behind the
+                # same API send their reasoning itself as content parts of type reasoning_text
+                for field in ("summary", "content"):
+                    at = f"output[{index}].{field}"
+                    for number, part in enumerate(objects(item.get(field), at)):
+                        thought = string_at(part, "text", f"{at}[{number}]")
+                        if thought:
+                            thoughts.append(thought)
         if not texts and not refusals and status == "completed":
             raise ProviderResponseError("the response has no output_text in output[].content")
         finish: str | None
@@ -300,8 +334,11 @@ class OpenAIWire(HTTPProvider):
             except ProviderResponseError as exc:
                 raise exc.with_message(f"event {number} of the stream: {exc}") from None
         finish = stream.finish
-        if not done and finish is None:
-            raise ProviderResponseError("the event stream ended before [DONE]", retry_cause="connection")
+        if finish is None:
+            # every answer's last choice chunk carries its finish_reason: a stream without one was cut off, and
+            # its text so far is not the answer (a [DONE] after an error the server sent as text proves nothing)
+            ended = "without a finish_reason" if done else "before [DONE]"
+            raise ProviderResponseError(f"the event stream ended {ended}", retry_cause="connection")
         answer = "".join(stream.text)
         if not answer and "".join(stream.refusal):
             answer, finish = "".join(stream.refusal), REFUSAL  # as the same refusal reads unstreamed
@@ -367,8 +404,11 @@ class _Stream:
         """Take in one event's JSON payload."""
         if type(event) is not dict:
             raise ProviderResponseError(f"expected an object, got {json_type_name(event)}")
-        if "error" in event:
-            detail = orjson.dumps(event["error"]).decode()
+        # {"error": {...}} (OpenAI, llama.cpp, vLLM), or vLLM's older flat {"object": "error", "message": ...};
+        # a chunk carrying "error": null is no error
+        error = event.get("error") or (event if event.get("object") == "error" else None)
+        if error:
+            detail = orjson.dumps(error).decode()
             raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
         meta = self.meta
         meta.setdefault("id", name_or_none(event, "id"))
@@ -455,7 +495,14 @@ class OpenAIProvider(OpenAIWire):
     def reasoning_effort(self) -> str | None:
         return self.openai_options.reasoning_effort
 
+    def reasoning_summary(self) -> str | None:
+        return self.openai_options.reasoning_summary
+
     def check_generation(self, config: GenerateConfig) -> None:
+        if self.endpoint != "responses" and self.openai_options.reasoning_summary is not None:
+            raise ConfigError(
+                f"openai/{self.model}: reasoning_summary is a Responses API option; add --model-arg api=responses"
+            )
         if self.endpoint == "responses" and config.max_tokens is not None and config.max_tokens < MIN_OUTPUT_TOKENS:
             # refused rather than raised to 16: the manifest must record what was sent
             raise ConfigError(
