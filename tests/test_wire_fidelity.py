@@ -626,7 +626,7 @@ async def test_a_responses_answer_is_its_final_answer_not_its_commentary(server:
 
 
 async def test_reasoning_text_content_of_an_open_weight_model_is_its_thinking(server: FakeLLMServer) -> None:
-    # response_reasoning_item.py: content[] of type reasoning_text (gpt-oss served behind the Responses API, e.g. by vLLM)
+    # response_reasoning_item.py: content[] of type reasoning_text (gpt-oss behind the Responses API, e.g. vLLM)
     thought = {"type": "reasoning_text", "text": "2+2"}
     reasoning = {"type": "reasoning", "id": "rs", "summary": [], "content": [thought]}
     server.script(Reply(body=responses_body([reasoning, message_item("4")])))
