@@ -61,9 +61,6 @@ def wilson_half_width(p: float, n: int, z: float) -> float:
     return z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1.0 + z * z / n)
 
 
-__all__ = ["check_confidence", "check_counts", "wilson_half_width", "wilson_interval", "z_value"]
-
-
 def signed_points(value: float | None, digits: int = 1, *, bound: bool = False) -> str:
     """A difference of two proportions in percentage points with its sign: -0.26 → '−26.0'; one that rounds to
     zero is '0.0' ('−0.0' read as a loss), unless it is an interval's ``bound``, whose sign says on which side
@@ -74,3 +71,6 @@ def signed_points(value: float | None, digits: int = 1, *, bound: bool = False) 
     if not bound and float(text) == 0:
         return text
     return f"+{text}" if value > 0 else (f"−{text}" if value < 0 else text)
+
+
+__all__ = ["check_confidence", "check_counts", "signed_points", "wilson_half_width", "wilson_interval", "z_value"]

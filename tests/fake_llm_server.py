@@ -198,6 +198,10 @@ def chaos(
 
 
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
+_OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)")
+"""OpenAI's reasoning models: Chat Completions refuses their max_tokens (max_completion_tokens instead), a
+temperature other than 1, top_p and stop ("Unsupported parameter: 'max_tokens' is not supported with this model.
+Use 'max_completion_tokens' instead.")."""
 _CLAUDE_4_7_ON = re.compile(r"^claude-(?:opus|sonnet|haiku)-(?:4-[7-9]|[5-9])(?!\d)")
 """Claude 4.7 and later (migration guide to Opus 4.7): temperature, top_p and top_k are refused ("`temperature` is
 deprecated for this model"), thinking is adaptive only, and the thinking text is omitted unless
@@ -627,6 +631,13 @@ class FakeLLMServer:
                 return bad_request("'messages' is a required property")
             if isinstance(body.get("stop"), list) and len(body["stop"]) > 4:
                 return bad_request(f"{body['stop']} is too long - 'stop'", code="invalid_value")
+            if _OPENAI_REASONING.match(body["model"]):
+                for name in ("max_tokens", "temperature", "top_p", "stop"):
+                    if name in body and not (name == "temperature" and body[name] == 1):
+                        return bad_request(
+                            f"Unsupported parameter: '{name}' is not supported with this model.",
+                            code="unsupported_parameter",
+                        )
         elif path == "/v1/responses":
             if "input" not in body:
                 return bad_request("Missing required parameter: 'input'.")
@@ -654,15 +665,18 @@ class FakeLLMServer:
                 429: "rate_limit_error",
                 529: "overloaded_error",
             }.get(status, "api_error")
+            request_id = f"req_err_{next(self._ids)}"
             payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-        else:
-            kind = reply.error_type or {
-                400: "invalid_request_error",
-                401: "invalid_request_error",
-                429: "requests",
-            }.get(status, "server_error")
-            code = reply.error_code or {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
-            payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+            # Anthropic names its request id "request-id", and repeats it in the body
+            payload["request_id"] = request_id
+            return _json_response(payload, status=status, headers={"request-id": request_id, **reply.headers})
+        kind = reply.error_type or {
+            400: "invalid_request_error",
+            401: "invalid_request_error",
+            429: "requests",
+        }.get(status, "server_error")
+        code = reply.error_code or {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
+        payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         headers = {"x-request-id": f"req_err_{next(self._ids)}", **reply.headers}
         return _json_response(payload, status=status, headers=headers)
 
@@ -791,8 +805,12 @@ class FakeLLMServer:
         async def send(event: dict[str, Any]) -> None:
             await response.write(f"data: {json.dumps(event)}\n\n".encode())
 
+        options = body.get("stream_options") or {}
+
         def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"id": ident, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
+            event = {"id": ident, "object": kind, "created": int(time.time()), "model": model, "choices": choices}
+            # with include_usage every chunk carries "usage": null, the last (choices: []) the counts
+            return {**event, "usage": None} if options.get("include_usage") else event
 
         if chat:
             await send(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]))
@@ -802,7 +820,6 @@ class FakeLLMServer:
             await send(chunk([{"index": 0, **delta, "finish_reason": None}]))
         final: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
         await send(chunk([{"index": 0, **final, "finish_reason": finish}]))
-        options = body.get("stream_options") or {}
         if usage is not None and options.get("include_usage"):
             await send({**chunk([]), "usage": usage})
         await response.write(b"data: [DONE]\n\n")

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from eval_harness.datasets._fields import _check_id, _FieldProblem, _sample_fields, _source, header_misses
+from eval_harness.datasets._fields import _check_id, _FieldProblem, _header_misses, _sample_fields, _source
 from eval_harness.datasets._files import (
     _FOREIGN_MAGIC,
     MAX_LINE_BYTES,
@@ -374,7 +374,7 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
 def _header_problems(columns: list[str], spec: DatasetSpec, path: Path, lineno: int, report: DatasetReport) -> bool:
     """Report, on the header's line, each column the rows must hold that the header lacks; True when there is
     one (no row can then be read)."""
-    misses = header_misses(columns, spec, path)
+    misses = _header_misses(columns, spec, path)
     for column, purpose in misses:
         message = f"no such column in the header ({purpose}); its columns: {', '.join(columns)}; no row can be read"
         report.add(Problem(str(path), lineno, column, message))

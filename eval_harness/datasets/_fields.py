@@ -75,7 +75,7 @@ _REQUIRED_WHEN_MAPPED = frozenset({"id", "input", "target", "axis", "choices"})
 it as optional as without one, and an ``axis`` column is a fallback of ``axis_pattern``."""
 
 
-def header_misses(columns: Collection[str], spec: DatasetSpec, path: Path) -> list[tuple[str, str]]:
+def _header_misses(columns: Collection[str], spec: DatasetSpec, path: Path) -> list[tuple[str, str]]:
     """The columns every row must hold that a CSV header lacks, each with what it is read for ("mapped to
     target", "required"): every row would fail on the same column, so the header is where to say it, once."""
     misses = []

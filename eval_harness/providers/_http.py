@@ -626,12 +626,15 @@ class KeyOptions(HTTPOptions):
 
 
 __all__ = [
+    "REFUSAL",
     "TRANSIENT_4XX",
     "HTTPOptions",
     "HTTPProvider",
     "KeyOptions",
     "Reply",
+    "apply_stop",
     "check_base_url",
+    "cut_at_stop",
     "describe_body",
     "error_code",
     "error_detail",

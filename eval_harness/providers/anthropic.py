@@ -315,7 +315,10 @@ __all__ = [
     "ADAPTIVE_THINKING_ROOM",
     "API_VERSION",
     "DEFAULT_MAX_TOKENS",
+    "NO_SAMPLING_PARAMETERS",
+    "ONE_SAMPLING_PARAMETER",
     "AnthropicOptions",
     "AnthropicProvider",
+    "claude_version",
     "parse_reset_time",
 ]

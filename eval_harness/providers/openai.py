@@ -533,7 +533,6 @@ class OpenAIProvider(OpenAIWire):
 __all__ = [
     "MAX_STOP_SEQUENCES",
     "MIN_OUTPUT_TOKENS",
-    "REFUSAL",
     "OpenAIOptions",
     "OpenAIProvider",
     "OpenAIWire",
