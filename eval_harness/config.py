@@ -21,6 +21,10 @@ MAX_CONCURRENCY = 100_000
 """A worker coroutine each: more than any provider admits, and bounded so a typo cannot exhaust memory."""
 MAX_EPOCHS = 1_000
 """Runs of each sample: memory and the resume point grow with it, so a typo must not reach the runner."""
+MAX_COUNT = 2**53
+"""Largest --limit: a count JSON keeps exactly (2^64 and above cannot be written to the manifest at all)."""
+MAX_RETRIES = 1_000
+"""Most retries of one call: with backoff, far beyond any outage a run could wait out."""
 DEFAULT_OUTPUT_DIR = Path("results")
 
 
@@ -42,15 +46,20 @@ class RunConfig(BaseModel):
         default=DEFAULT_CONCURRENCY, ge=1, le=MAX_CONCURRENCY, description="Samples in flight at most."
     )
     epochs: int = Field(default=1, ge=1, le=MAX_EPOCHS, description="Times each sample is run.")
-    limit: int | None = Field(default=None, ge=1, description="Evaluate only the first N samples.")
+    limit: int | None = Field(default=None, ge=1, le=MAX_COUNT, description="Evaluate only the first N samples.")
     seed: int = Field(
         default=0,
         ge=-(2**63),
         lt=2**63,
         description="Seed of the mock provider's draws (64-bit); not sent to APIs (see [generation] seed).",
     )
-    timeout_s: float = Field(default=120.0, gt=0, description="Per-sample timeout, retries included.")
-    max_retries: int = Field(default=5, ge=0, description="Retries per provider call after the first try.")
+    # inf would be written to the manifest as null, which no later command could read
+    timeout_s: float = Field(
+        default=120.0, gt=0, allow_inf_nan=False, description="Per-sample timeout, retries included."
+    )
+    max_retries: int = Field(
+        default=5, ge=0, le=MAX_RETRIES, description="Retries per provider call after the first try."
+    )
     rpm: float | None = Field(default=None, gt=0, description="Client-side requests-per-minute limit.")
     tpm: float | None = Field(default=None, gt=0, description="Client-side tokens-per-minute limit.")
     cache: bool = Field(default=False, description="Serve and store responses in the on-disk cache.")

@@ -69,9 +69,14 @@ class GenerateConfig(BaseModel):
         default=None, ge=0, le=2, description="Sampling temperature (0-2, the widest range an API takes)."
     )
     top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling mass (0-1).")
-    max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on generated tokens (at least 1).")
+    # bounded so that the manifest can record them (JSON integers beyond 64 bits cannot be written)
+    max_tokens: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="Upper bound on generated tokens (at least 1)."
+    )
     stop: list[str] | None = Field(default=None, description="Stop sequences.")
-    seed: int | None = Field(default=None, description="Sampling seed where the API supports one.")
+    seed: int | None = Field(
+        default=None, ge=-(2**63), lt=2**63, description="Sampling seed where the API supports one (64-bit)."
+    )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -321,7 +326,7 @@ class RunManifest(BaseModel):
     model: ModelInfo
     dataset: DatasetInfo
     seed: int
-    epochs: int
+    epochs: int = Field(ge=1)
     limit: int | None
     concurrency: int = Field(description="--concurrency of the last session (a resume keeps it).")
     timeout_s: float = Field(description="--timeout of the last session (a resume keeps it).")

@@ -582,6 +582,35 @@ def test_out_of_range_numbers_are_refused_by_flag_before_anything_is_written(
     assert "Traceback" not in result.err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--timeout", "inf", "error: --timeout: Input should be a finite number"),  # the manifest would hold null
+        ("--limit", str(10**23), "error: --limit: Input should be less than or equal to 9007199254740992"),
+        ("--max-retries", str(10**20), "error: --max-retries: Input should be less than or equal to 1000"),
+        ("--max-tokens", str(10**20), "error: --max-tokens: Input should be less than or equal to 2147483647"),
+    ],
+)
+def test_numbers_no_manifest_could_record_are_refused_before_the_run_exists(
+    cli: Cli, tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    # audit-s21-input 1, 4: --timeout inf wrote "timeout_s": null, which no later command could read; integers
+    # of 2^64 and more crashed the manifest's writer, leaving a directory holding only .lock
+    result = cli("run", "--task", "capability_profile", "--output-dir", tmp_path / "out", flag, value, "-q")
+    assert (result.code, result.err.strip()) == (2, message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_resume_with_an_infinite_timeout_is_refused_and_the_run_stays_readable(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0
+    before = (out_dir / "r" / "manifest.json").read_bytes()
+    result = cli("resume", out_dir / "r", "--timeout", "inf", "-q")
+    assert (result.code, result.err.strip()) == (2, "error: --timeout: Input should be a finite number")
+    assert (out_dir / "r" / "manifest.json").read_bytes() == before
+    assert cli("report", "--run", out_dir / "r").code == 0
+
+
 def test_a_resume_names_a_manifest_value_it_cannot_use_and_changes_nothing(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0

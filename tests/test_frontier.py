@@ -142,6 +142,40 @@ def test_a_cache_from_another_file_is_ignored(task_root: TaskRoot) -> None:
     )
 
 
+def _zip_of(member: str, payload: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(member, payload)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("damage", ["cut_in_half", "empty", "foreign_zip", "meta_not_an_array"])
+def test_a_damaged_columns_cache_is_read_past_never_an_error(task_root: TaskRoot, damage: str) -> None:
+    """audit-s21-input 2: a cut-short .columns.npz raised BadZipFile or EOFError (click's bare "Aborted!") in
+    report, inspect and compare, and a resume ran every sample, then crashed with the manifest left running."""
+    first = interrupted(config(task_root), after_s=0.1)
+    cache = first.run_dir / COLUMNS_CACHE
+    whole = cache.read_bytes()
+    cache.write_bytes(
+        {
+            "cut_in_half": whole[: len(whole) // 2],
+            "empty": b"",
+            "foreign_zip": _zip_of("other.npy", b"junk"),
+            "meta_not_an_array": _zip_of("meta.npy", b"junk"),
+        }[damage]
+    )
+    samples = RunPaths(first.run_dir).samples
+    assert (
+        load_columns_cached(samples, ["exact_match"]).score.tolist()
+        == load_columns(samples, ["exact_match"]).score.tolist()
+    )
+    resumed = asyncio.run(Runner(plan_resume(first.run_dir)).run())
+    assert resumed.status == "complete" and len(read_records(first.run_dir)) == 40
+
+
 def test_resume_point_is_json_naming_the_frontier(task_root: TaskRoot) -> None:
     first = interrupted(config(task_root), after_s=0.1)
     point = json.loads((Path(first.run_dir) / ".resume.json").read_text())

@@ -85,7 +85,8 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
     if not target.is_file() or not samples_path.is_file():
         return None
     try:
-        with np.load(target, allow_pickle=False) as data:
+        # opened here, not by np.load: given a path, it leaves the file open when the zip cannot be read
+        with target.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
             meta = orjson.loads(data["meta"].tobytes())
             covered = int(meta["covered_bytes"])
             stat = samples_path.stat()
@@ -113,11 +114,14 @@ def _read_columns_cache(samples_path: Path, scorer_keys: Sequence[str]) -> tuple
                 fast_lines=int(meta["fast_lines"]),
                 **rows,
             )
-    except (OSError, ValueError, KeyError, orjson.JSONDecodeError):
-        return None  # a damaged cache is only a slower read, never an error
-    if _cached_out_of_range(columns):
-        return None  # the full read refuses the line, naming the file, the line and the field
-    if _lists_problem(columns.tag_offsets, columns.tag_ids, columns.n, len(columns.tag_names)):
+        if _cached_out_of_range(columns):
+            return None  # the full read refuses the line, naming the file, the line and the field
+        if _lists_problem(columns.tag_offsets, columns.tag_ids, columns.n, len(columns.tag_names)):
+            return None
+    # Any exception: a cut-short zip raises EOFError or BadZipFile, a member of another shape AttributeError,
+    # TypeError or IndexError, and no list of them is complete. A damaged cache is only a slower read, never an
+    # error (it is not the run's data; the full read that replaces it checks every line).
+    except Exception:
         return None
     return columns, covered
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from eval_harness import __version__
 from eval_harness.artifacts import RunPaths, new_run_id, read_manifest, utc_now
 from eval_harness.config import RunConfig, Settings, redact
@@ -84,6 +86,7 @@ from eval_harness.types import (
     Sample,
     TaskInfo,
     Usage,
+    first_problem,
 )
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -226,8 +229,11 @@ def _generation(task: LoadedTask, overrides: dict[str, Any]) -> GenerateConfig:
     merged = {**task.spec.generation.model_dump(exclude_none=True), **overrides}
     try:
         return GenerateConfig.model_validate(merged)
-    except ValueError as exc:
-        raise ConfigError(f"generation options: {exc}") from None
+    except ValidationError as exc:
+        field, message = first_problem(exc)
+        # the spec's own values were checked where it was loaded: a problem here is a flag's
+        flag = {"max_tokens": "--max-tokens", "temperature": "--temperature"}.get(field, f"generation.{field}")
+        raise ConfigError(f"{flag}: {message}") from None
 
 
 def judge_info(judge: Gateway | None) -> ModelInfo | None:

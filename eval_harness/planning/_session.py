@@ -80,8 +80,15 @@ def _resume_config(
             cache=_kept(overrides.cache, manifest.cache),
             generation=manifest.task.generation.model_dump(exclude_none=True),
         )
-    except ValidationError as exc:  # the flags were checked by the CLI: what is wrong came from the manifest
-        raise invalid_config(exc, {}, str(RunPaths(run_dir).manifest)) from None
+    except ValidationError as exc:  # named by the flag given now, else it came from the manifest
+        given = {name: flag for name, flag in _SESSION_FLAGS.items() if getattr(overrides, name) is not None}
+        raise invalid_config(exc, given, str(RunPaths(run_dir).manifest)) from None
+
+
+_SESSION_FLAGS = {
+    "concurrency": "--concurrency", "timeout_s": "--timeout", "max_retries": "--max-retries", "rpm": "--rpm",
+    "tpm": "--tpm", "cache": "--cache",
+}  # fmt: skip
 
 
 def _kept(given: T | None, recorded: T) -> T:
