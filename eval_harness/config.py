@@ -99,6 +99,8 @@ def _read_env_file(env_file: Path) -> dict[str, str | None]:
         values = dotenv_values(env_file)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{env_file}: not UTF-8 text (byte {exc.start}); fix or remove the file") from None
+    except OSError as exc:  # unreadable (permissions), a directory, a dangling link
+        raise ConfigError(f"{env_file}: cannot read it: {exc.strerror or exc}; fix or remove the file") from None
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate

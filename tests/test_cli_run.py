@@ -662,6 +662,23 @@ def test_an_env_line_dotenv_cannot_parse_is_named_by_file_and_line(
     assert not (tmp_path / "results").exists()
 
 
+def test_an_unreadable_env_file_is_one_line_not_a_double_traceback(tmp_path: Path) -> None:
+    # audit-s21-input 8: the error handler read .env again to redact the message, and failed again
+    (tmp_path / ".env").write_text("A=b\n")
+    (tmp_path / ".env").chmod(0)
+    # root reads any file: drop the capabilities that let it (util-linux's setpriv), as a user would run
+    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    result = subprocess.run(
+        [*prefix, sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--limit", "2", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "error: .env: cannot read it: Permission denied; fix or remove the file",
+    )
+    assert not (tmp_path / "results").exists()
+
+
 def test_an_env_file_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".env").write_bytes(b"A=b\n\xff\n")
