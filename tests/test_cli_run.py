@@ -662,6 +662,26 @@ def test_an_env_line_dotenv_cannot_parse_is_named_by_file_and_line(
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("where", ["dataset", "model", "model_arg"])
+def test_text_that_is_not_utf8_is_refused_before_the_run_exists(cli: Cli, tmp_path: Path, where: str) -> None:
+    # audit-s21-input 3: a Latin-1 file name crashed the manifest's writer (a traceback, a .lock-only directory)
+    latin = os.fsdecode(b"caf\xe9.jsonl")  # how Python hands over the bytes of a non-UTF-8 name
+    (tmp_path / latin).write_text('{"input": "1 + 1", "target": "2"}\n')
+    args = {
+        "dataset": ["--dataset", tmp_path / latin, "--model", "mock/m"],
+        "model": ["--model", "mock/" + latin],
+        "model_arg": ["--model", "openai-compatible/x", "--model-arg", "base_url=http://127.0.0.1:9/" + latin],
+    }[where]
+    result = cli("run", "--task", "capability_profile", "--output-dir", tmp_path / "out", *args, "-q")
+    expected = {
+        "dataset": f"error: the dataset {tmp_path}/caf\\xe9.jsonl is not valid UTF-8",
+        "model": "error: --model mock/caf\\xe9.jsonl is not valid UTF-8",
+        "model_arg": "error: --model-arg base_url: its value is not valid UTF-8",  # a value may be a key: not shown
+    }[where]
+    assert result.code == 2 and result.err.startswith(expected), result.err
+    assert "Traceback" not in result.err and not (tmp_path / "out").exists()
+
+
 def test_an_unreadable_env_file_is_one_line_not_a_double_traceback(tmp_path: Path) -> None:
     # audit-s21-input 8: the error handler read .env again to redact the message, and failed again
     (tmp_path / ".env").write_text("A=b\n")

@@ -320,12 +320,30 @@ def _plan(
     )
 
 
+def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path) -> None:
+    """Refuse text the manifest would record that is not UTF-8 (a file name from a Latin-1 file system, a byte
+    typed into a flag): JSON cannot hold it, and the run would stop with a traceback after its directory exists.
+    Values of --model-arg and --judge-arg are named, never shown: one may be a key."""
+    shown = {"--task": str(task_path), "the dataset": str(dataset_path), "--output-dir": str(config.output_dir)}
+    shown |= {"--model": config.model, "--judge-model": config.judge_model or ""}
+    hidden = {f"--model-arg {key}": f"{key}={value}" for key, value in config.model_args.items()}
+    hidden |= {f"--judge-arg {key}": f"{key}={value}" for key, value in config.judge_args.items()}
+    for what, text in (shown | hidden).items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            quoted = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            named = f"{what} {quoted}" if what in shown else f"{what}: its value"
+            raise ConfigError(f"{named} is not valid UTF-8 (a name from another encoding?); rename it") from None
+
+
 def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: GateSettings | None = None) -> RunPlan:
     """Check a new run completely; raises before anything is written. ``gates`` are recorded in the manifest
     (a resume applies them), and a gate on an axis the run will not have is refused now."""
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
+    _check_utf8(config, task.path, dataset_path)
     stamp = file_stamp(dataset_path)
     pool = _checked_pool(task, dataset_path, lambda: _validated_dataset(task, dataset_path, config.skip_invalid))
     report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
