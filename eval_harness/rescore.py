@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_harness.artifacts import observed_status, read_manifest
-from eval_harness.config import RunConfig
-from eval_harness.errors import ConfigError, ResumeMismatchError
+from pydantic import ValidationError
+
+from eval_harness.aggregate import load_columns_cached, scorer_keys
+from eval_harness.artifacts import RunPaths, observed_status, read_manifest
+from eval_harness.config import RunConfig, invalid_config
+from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
 from eval_harness.planning import RunPlan, plan_run
-from eval_harness.types import ScorerSpec
+from eval_harness.types import RunManifest, ScorerSpec
 
 
 def parse_scorer(text: str) -> ScorerSpec:
@@ -65,27 +68,33 @@ def plan_rescore(
             f"cannot rescore {source_run}: it is {status}, not complete; finish it first "
             f"(eval-harness resume {source_run})"
         )
+    _check_records(source_run, source)
+    explicit = [parse_scorer(s) for s in scorers] if scorers else None
     task_ref = source.task.source if source.task.source and Path(source.task.source).is_file() else source.task.name
-    config = RunConfig(
-        task=task_ref,
-        scorer_task=task,
-        scorers=[parse_scorer(s) for s in scorers] if scorers else None,
-        source_run=source_run,
-        model=source.model.id,
-        model_args=dict(source.model.args),
-        dataset=Path(source.dataset.path),
-        skip_invalid=source.dataset.invalid_lines > 0,  # the source ran the valid lines: so does its rescore
-        output_dir=output_dir or source_run.parent,
-        run_id=run_id,
-        concurrency=concurrency,
-        epochs=source.epochs,
-        limit=source.limit,
-        seed=source.seed,
-        generation=source.task.generation.model_dump(exclude_none=True),
-        judge_model=judge_model,
-        judge_args=judge_args or {},
-        **({} if timeout_s is None else {"timeout_s": timeout_s}),
-    )
+    try:
+        config = RunConfig(
+            task=task_ref,
+            scorer_task=task,
+            scorers=explicit,
+            source_run=source_run,
+            model=source.model.id,
+            model_args=dict(source.model.args),
+            dataset=Path(source.dataset.path),
+            skip_invalid=source.dataset.invalid_lines > 0,  # the source ran the valid lines: so does its rescore
+            output_dir=output_dir or source_run.parent,
+            run_id=run_id,
+            concurrency=concurrency,
+            epochs=source.epochs,
+            limit=source.limit,
+            seed=source.seed,
+            generation=source.task.generation.model_dump(exclude_none=True),
+            judge_model=judge_model,
+            judge_args=judge_args or {},
+            **({} if timeout_s is None else {"timeout_s": timeout_s}),
+        )
+    except ValidationError as exc:  # named by the flag given now, else it came from the source's manifest
+        given = {**_FLAGS, **({} if timeout_s is None else {"timeout_s": "--timeout"})}
+        raise invalid_config(exc, given, str(RunPaths(source_run).manifest)) from None
     plan = plan_run(config)
     if plan.dataset_report.sha256 != source.dataset.sha256:
         raise ResumeMismatchError(
@@ -98,6 +107,29 @@ def plan_rescore(
             "recorded prompts would not be the ones the model saw"
         )
     return plan
+
+
+_FLAGS = {
+    "scorer_task": "--task", "scorers": "--scorer", "output_dir": "--output-dir", "run_id": "--run-id",
+    "concurrency": "--concurrency", "judge_model": "--judge-model", "judge_args": "--judge-arg",
+}  # fmt: skip
+"""The flag of ``rescore`` that sets each RunConfig field; the other fields come from the source's manifest."""
+
+
+def _check_records(source_run: Path, source: RunManifest) -> None:
+    """Refuse a source whose samples.jsonl holds a record that report refuses (naming file, line and field), or
+    fewer records than its manifest expects, counted as report counts them: each missing record would become an
+    error of the new run, counted as wrong, under a manifest that says "complete".
+
+    Read as report reads it, through the columns cache the source's last session left (only the lines after it
+    are parsed), and the cache is not written: rescore does not hold the source's lock."""
+    columns = load_columns_cached(RunPaths(source_run).samples, scorer_keys(source))
+    missing = max(0, source.expected_records - columns.n)
+    if missing:
+        raise ArtifactError(
+            f"cannot rescore {source_run}: its manifest says complete, but samples.jsonl has {missing:,} of "
+            f"{source.expected_records:,} records missing; resume it first (eval-harness resume {source_run})"
+        )
 
 
 __all__ = ["parse_scorer", "plan_rescore"]

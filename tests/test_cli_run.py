@@ -1301,6 +1301,40 @@ def test_an_os_error_reaching_the_cli_names_the_file_and_the_os_words_without_er
     assert _os_error_text(OSError("no number")) == "no number"
 
 
+def test_a_directory_of_the_users_files_is_not_taken_for_a_new_run(cli: Cli, task_root: TaskRoot) -> None:
+    # audit-s21-input 11: a run was written beside the user's files, overwriting their summary.json
+    run_dir = task_root.root / "results" / "mine"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text('{"precious": true}')
+    result = cli("run", "--task", adder(task_root), "--output-dir", run_dir.parent, "--run-id", "mine", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {run_dir} already exists and holds files that are not a run's (summary.json); pick another --run-id",
+    )
+    assert [p.name for p in run_dir.iterdir()] == ["summary.json"]
+    assert (run_dir / "summary.json").read_text() == '{"precious": true}'
+
+
+def test_a_directory_left_by_a_run_killed_before_its_manifest_is_taken(cli: Cli, task_root: TaskRoot) -> None:
+    run_dir = task_root.root / "results" / "r"
+    run_dir.mkdir(parents=True)
+    (run_dir / ".lock").write_text("12345\n")  # what a kill before the manifest leaves
+    result = cli("run", "--task", adder(task_root), "--output-dir", run_dir.parent, "--run-id", "r", "-q")
+    assert result.code == 0, result.err
+    assert (run_dir / "manifest.json").is_file()
+
+
+def test_a_run_inside_another_runs_directory_is_refused(cli: Cli, task_root: TaskRoot) -> None:
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "base", "-q").code == 0
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir / "base", "--run-id", "r", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: --output-dir {out_dir / 'base'} is the run directory; pick another",
+    )
+    assert not (out_dir / "base" / "r").exists()
+
+
 def test_a_file_where_the_run_directory_should_go_is_said_to_be_in_the_way(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     out_dir.mkdir()

@@ -189,19 +189,21 @@ def test_rescore_timeout_is_the_new_runs_scoring_budget(cli: Cli, source_run: Pa
 
 
 def test_a_hand_edited_source_record_fails_its_sample_only(cli: Cli, source_run: Path) -> None:
+    """A field report does not read (and so accepts) fails its sample only; one report refuses, the whole rescore
+    (test_rescore_source_checks.py)."""
     samples = source_run / "samples.jsonl"
     records = [json.loads(line) for line in samples.read_text().splitlines()]
     answered = next(i for i, r in enumerate(records) if r["output"] is not None)
     failed = next(i for i, r in enumerate(records) if r["output"] is None)
-    records[answered]["usage"] = {"prompt_tokens": "many"}  # what no provider returns
-    records[failed]["error"] = "boom"  # an error that is not an object
+    records[answered]["usage"] = {"prompt_tokens": 3, "cached_tokens": "many"}  # what no provider returns
+    records[failed]["error"] = {"type": "ProviderError"}  # an error without a message
     samples.write_text("".join(json.dumps(r) + "\n" for r in records))
     result = cli("rescore", "--run", source_run, "--scorer", "token_f1", "--run-id", "edited", "-q")
     assert result.code == 0, result.err
     new = {(r["sample_id"], r["epoch"]): r for r in read_records(source_run.parent / "edited")}
     edited = new[records[answered]["sample_id"], records[answered]["epoch"]]["error"]
     assert edited["type"] == "ProviderResponseError"
-    reason = "prompt_tokens: Input should be a valid integer, unable to parse string as an integer"
+    reason = "cached_tokens: Input should be a valid integer, unable to parse string as an integer"
     assert edited["message"].endswith(f"this sample's record: {reason}")
     replayed = new[records[failed]["sample_id"], records[failed]["epoch"]]["error"]
     assert (replayed["type"], replayed["message"]) == ("ProviderError", "no output")

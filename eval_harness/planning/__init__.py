@@ -356,11 +356,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
             "(at most 128 characters)"
         )
     run_dir = config.output_dir / run_id
-    paths = RunPaths(run_dir)
-    if paths.manifest.exists() or paths.samples.exists():
-        raise ArtifactError(
-            f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
-        )
+    _check_new_run_dir(run_dir)
     refusal = holdout_refusal(task, dataset_path, report, parts.few_shot.excluded)
     if refusal is not None:
         raise refusal
@@ -370,6 +366,28 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     _check_gate_axes(plan)
     _render_first_prompt(plan)
     return plan
+
+
+def _check_new_run_dir(run_dir: Path) -> None:
+    """A new run's directory must not exist yet, or hold only what a run killed before its manifest leaves (its
+    lock; hidden files): a run's files written beside a user's would overwrite theirs (a summary.json), and a
+    run inside another run's directory is one rescore and resume refuse to read."""
+    paths = RunPaths(run_dir)
+    if paths.manifest.exists():
+        raise ArtifactError(
+            f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
+        )
+    for parent in (run_dir.parent, *run_dir.parent.parents):
+        if RunPaths(parent).manifest.is_file() and RunPaths(parent).samples.is_file():
+            where = "the run directory" if parent == run_dir.parent else f"inside the run directory {parent}"
+            raise ArtifactError(f"--output-dir {run_dir.parent} is {where}; pick another")
+    if run_dir.is_dir():
+        visible = sorted(entry.name for entry in run_dir.iterdir() if not entry.name.startswith("."))
+        if visible:
+            listed = ", ".join(visible[:3]) + (", ..." if len(visible) > 3 else "")
+            raise ArtifactError(
+                f"{run_dir} already exists and holds files that are not a run's ({listed}); pick another --run-id"
+            )
 
 
 def _new_manifest(
