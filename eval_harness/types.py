@@ -211,8 +211,9 @@ MAX_WEIGHT = 1e6
 class ScorerSpec(BaseModel):
     """A scorer as named in a task spec: registry name plus its arguments."""
 
-    # An inf weight made every final score nan, written as null: a silent run of unscored samples.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # An inf weight made every final score nan, written as null: a silent run of unscored samples. Strict: a spec's
+    # values must already have their type (gate = "yes" made the scorer a gate); an integer passes for a float.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
     name: str = Field(description="Registry name, e.g. exact_match.")
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments for the scorer factory.")
@@ -479,7 +480,7 @@ def split_rewrite(rule: str) -> tuple[str, str]:
 class DatasetSpec(BaseModel):
     """How to read a dataset file into ``Sample`` records, as written in a task spec."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     path: str | None = Field(default=None, description="Default dataset, relative to the task root.")
     format: Literal["jsonl", "csv"] = Field(default="jsonl", description="File format.")
@@ -516,6 +517,26 @@ class DatasetSpec(BaseModel):
                 raise PydanticCustomError("regex_group", "has no group; {what}", {"what": group})
         return value
 
+    @field_validator("fields")
+    @classmethod
+    def _sample_fields(cls, value: dict[str, str | list[str]]) -> dict[str, str | list[str]]:
+        unknown = [name for name in value if name not in SAMPLE_FIELDS]
+        if unknown:  # a misspelt key mapped nothing, silently: the reader took the field by its own name
+            import difflib  # only on this error path
+
+            close = difflib.get_close_matches(unknown[0], SAMPLE_FIELDS, n=1)
+            raise PydanticCustomError(
+                "sample_field",
+                "{name} is no sample field{hint}; a mapping is SAMPLE_FIELD = 'column of the file', where the sample "
+                "fields are {known}",
+                {
+                    "name": repr(unknown[0]),
+                    "hint": f" (did you mean {close[0]!r}?)" if close else "",
+                    "known": ", ".join(SAMPLE_FIELDS),
+                },
+            )
+        return value
+
     @field_validator("axis")
     @classmethod
     def _constant_axis(cls, value: str | None) -> str | None:
@@ -534,7 +555,7 @@ TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "
 class FewShotSpec(BaseModel):
     """Where few-shot examples come from; never from the samples under evaluation."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
     k: int = Field(ge=0, description="Examples per prompt.")
     path: str | None = Field(default=None, description="File of examples, relative to the task root.")
@@ -577,11 +598,14 @@ class FewShotSpec(BaseModel):
 
 
 class TaskSpec(BaseModel):
-    """A task spec file (tasks/<name>.toml) after parsing."""
+    """A task spec file (tasks/<name>.toml) after parsing.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    Strict, as its parts are: TOML types every value, so one of another type is a mistake to name, not text to
+    convert (``pass_threshold = true`` was read as 1.0); an integer passes for a float."""
 
-    name: str
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
+
+    name: str = Field(description="The task's name, recorded in manifests and shown by report.")
     description: str = ""
     template: str = Field(description="Template file name under templates/.")
     system_prompt: str | None = None
@@ -591,6 +615,13 @@ class TaskSpec(BaseModel):
     scorers: list[ScorerSpec] = Field(min_length=1)
     few_shot: FewShotSpec | None = None
     template_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for the template.")
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise PydanticCustomError("name", "is empty")
+        return value
 
     @field_validator("template_vars")
     @classmethod

@@ -217,6 +217,15 @@ def test_rate_limiter_spaces_calls_one_interval_apart() -> None:
     assert starts == pytest.approx([0.0, 0.5005, 1.001, 1.5015])
 
 
+def test_a_reported_cost_far_over_the_budget_holds_the_next_call_back_one_window_at_most() -> None:
+    # audit-s21-hostile 2: a server reporting 2^53 tokens under --tpm 100000 held every later call ~1.8e11 minutes
+    clock = Clock()
+    limiter = RateLimiter(100_000, clock=clock)
+    booking = limiter.take(100.0)
+    limiter.adjust(booking, float(2**53))
+    assert limiter.delay(100.0) <= 61.0  # the budget of one window, then its own 100 units (0.06 s)
+
+
 def test_rate_limiter_never_lets_a_window_exceed_the_budget() -> None:
     clock = Clock()
     limiter = RateLimiter(600, clock=clock)  # 10 a second

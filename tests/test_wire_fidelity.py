@@ -649,3 +649,11 @@ def test_a_reasoning_model_says_at_the_start_what_it_is_not_sent() -> None:
         "sequence not sent (the answer is cut at the stop sequences here)"
     ]
     assert make("openai/gpt-4o").generation_notes(GenerateConfig(temperature=0.0)) == []
+
+
+async def test_a_token_count_no_context_window_holds_reads_as_not_reported(server: FakeLLMServer) -> None:
+    # audit-s21-hostile 2: 2^53 tokens each way priced one sample at $27 billion
+    huge = {"prompt_tokens": 2**53, "completion_tokens": 2**53, "total_tokens": 2**54}
+    server.script(Reply(body={**chat_body({"content": "4"}, "stop"), "usage": huge}))
+    completion = await call(make("openai/gpt-4o", server))
+    assert completion.cost_usd is None and completion.usage.prompt_tokens == 0

@@ -1,4 +1,5 @@
-"""Where a command may write: never into a run it reads, never onto a directory, never into a missing one.
+"""Where a command may write: never into a run it reads, never over a file such a run was made from, never onto
+a directory, never into a missing one.
 
 Checked before the command reads or writes anything, so a refused ``--output`` leaves every artifact as it was.
 Imported at every start (``app`` imports each command module): it needs nothing beyond the standard library.
@@ -6,12 +7,13 @@ Imported at every start (``app`` imports each command module): it needs nothing 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from eval_harness.errors import ArtifactError, ConfigError
+from eval_harness.errors import ArtifactError, ConfigError, EvalHarnessError
 
 
 def _shown(path: Path, target: Path) -> str:
@@ -68,14 +70,72 @@ def _refuse_other_runs(option: str, path: Path, target: Path) -> None:
         )
 
 
+def _run_inputs(run: Path) -> list[tuple[str, Path]]:
+    """The files ``run``'s manifest names as what the run was made from, each with what it is to the run; none
+    when the manifest cannot be read (the command itself then says why, before it writes anything)."""
+    import re
+
+    from eval_harness.artifacts import read_manifest  # here: pydantic is not worth importing at every start
+    from eval_harness.types import split_rewrite
+
+    try:
+        manifest = read_manifest(run)
+    except EvalHarnessError:
+        return []
+    task, dataset = manifest.task, Path(manifest.dataset.path)
+    inputs = [("dataset", dataset)]
+    if task.source is None:  # a run made before the spec was recorded: where its template is is not known
+        return inputs
+    spec = Path(task.source)
+    inputs.append(("task spec", spec))
+    if task.scorers_source not in (None, task.source):
+        inputs.append(("task spec its scorers came from", Path(task.scorers_source)))
+    root = spec.parent.parent if spec.parent.name == "tasks" else spec.parent  # as tasks.find_task finds it
+    inputs.append(("template", root / "templates" / task.template))
+    few_shot = task.few_shot or {}
+    if isinstance(few_shot.get("path"), str):
+        examples = Path(few_shot["path"]).expanduser()
+        inputs.append(("few-shot file", examples if examples.is_absolute() else root / examples))
+    elif isinstance(few_shot.get("path_from_dataset"), str):
+        pattern, replacement = split_rewrite(few_shot["path_from_dataset"])
+        with contextlib.suppress(re.error, IndexError):  # a hand-edited rewrite: nothing it could name
+            inputs.append(("few-shot file", Path(re.sub(pattern, replacement, str(dataset.resolve())))))
+    return inputs
+
+
+def _same_file(target: Path, other: Path) -> bool:
+    """Whether ``target`` (resolved) is ``other``: the same path with symlinks followed, or another name (a hard
+    link) of the same file."""
+    if target == other.resolve():
+        return True
+    try:
+        mine, theirs = target.stat(), other.stat()
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+def _refuse_run_inputs(option: str, path: Path, target: Path, runs: Iterable[Path], command: str) -> None:
+    """The same refusal for a file a run read was made from (its dataset, task spec, template or few-shot file):
+    a slip such as ``--output data/x.jsonl`` would replace it, and the run's resume and rescore check its sha256."""
+    for run in runs:
+        for what, source in _run_inputs(run):
+            if _same_file(target, source):
+                raise ConfigError(
+                    f"{option} {_shown(path, target)}: is the {what} of the run {run} that {command} reads; writing "
+                    f"there would replace it, and the run could no longer be resumed or rescored; choose another path"
+                )
+
+
 def check_output_file(option: str, path: Path, runs: Iterable[Path], command: str) -> None:
     """Refuse, with a ``ConfigError`` naming ``option``, a file to write that is in (or a hard link into) one of
-    the ``runs`` the command reads or inside any other run directory, an existing directory, or in a directory
-    that does not exist."""
+    the ``runs`` the command reads or inside any other run directory, a file one of the ``runs`` was made from
+    (under any name), an existing directory, or in a directory that does not exist."""
     runs = list(runs)
     refuse_inside_runs(option, path, runs, command)
     _refuse_hard_links(option, path, runs, command)
     target = path.resolve()
+    _refuse_run_inputs(option, path, target, runs, command)
     _refuse_other_runs(option, path, target)
     if target.is_dir():
         raise ConfigError(f"{option} {_shown(path, target)}: is a directory; give the name of a file to write")

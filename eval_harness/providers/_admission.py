@@ -88,7 +88,9 @@ class RateLimiter:
         return booking
 
     def adjust(self, booking: Booking, cost: float) -> None:
-        """The call of ``booking`` really cost ``cost`` units (less or more than estimated)."""
+        """The call of ``booking`` really cost ``cost`` units (less or more than estimated); no call is booked
+        above one window's budget, so no reported count, however wrong, holds the others back past a minute."""
+        cost = min(cost, self.per_minute)
         delta = cost - booking.cost
         self._next_free += delta * self.seconds_per_unit
         if booking.live:

@@ -24,8 +24,9 @@ from typing import Any
 
 from eval_harness.errors import ProviderResponseError, json_type_name
 
-_MAX_COUNT = 2**53
-"""The largest token count read (a float holds every integer up to it; no reply counts near it)."""
+_MAX_COUNT = 10**9
+"""The largest token count read: a billion, far beyond any context window. A larger count is a broken or
+hostile server's, and would price one sample at billions of dollars and hold --tpm's pacing for days."""
 
 
 def wrong_shape(path: str, expected: str, value: object) -> ProviderResponseError:
@@ -54,7 +55,7 @@ def string_at(parent: Mapping[str, Any], key: str, at: str = "") -> str | None:
 
 
 def count_or_none(parent: Mapping[str, Any], key: str) -> int | None:
-    """``parent[key]`` as a token count when it is one — a whole number from 0 to 2**53, written as an integer or
+    """``parent[key]`` as a token count when it is one — a whole number from 0 to a billion, written as an integer or
     a float — else None (absent, null, negative, fractional, a string...): a count the report could not read
     back must not reach a record, and a wrong one is metadata, not a failed answer."""
     value = parent.get(key)
