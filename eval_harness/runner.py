@@ -589,7 +589,8 @@ class Runner:
         if outcome.completion is None:
             failure = outcome.error or ProviderError("no completion")
             error = self._generation_error(failure)
-            return _record(sample, epoch, line, messages, spent, error=error, request_id=failure.request_id)
+            request_id = redact(failure.request_id, self._secrets) if failure.request_id else None
+            return _record(sample, epoch, line, messages, spent, error=error, request_id=request_id)
         return await self._scored(sample, epoch, line, messages, spent, outcome.completion, task)
 
     async def _scored(

@@ -223,6 +223,32 @@ def test_a_key_reflected_in_a_successful_answer_is_not_stored(server: FakeLLMSer
             assert CANARY.encode() not in path.read_bytes(), path
 
 
+def test_a_key_reflected_in_an_answers_metadata_or_cut_short_is_not_stored(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # audit-s21-hostile 5, 6: the request id, model name and finish reason were stored as received, and a key cut
+    # short in a message (or upper-cased) was not recognised
+    server.model_name = f"model-{CANARY}"
+    server.script(
+        answer(f"the key: {CANARY[:-1]} / {CANARY.upper()}", finish_reason=f"stop-{CANARY}",
+               headers={"x-request-id": f"req-{CANARY}"}),
+        Reply(kind="error", status=500, message=f"upstream failed for {CANARY[:20]}",
+              headers={"x-request-id": f"req-{CANARY}"}),
+    )  # fmt: skip
+    args = run_args(server, "openai/gpt-4o-mini", "--limit", "2", "--max-retries", "0", "--concurrency", "1")
+    result = cli(tmp_path, *args, "--cache", env={"OPENAI_API_KEY": CANARY})
+    assert result.returncode == 0, result.stderr
+    kept = records(tmp_path)
+    assert {r["request_id"] for r in kept} == {"req-[REDACTED]"}
+    ok = next(r for r in kept if r["error"] is None)
+    assert (ok["model"], ok["finish_reason"]) == ("model-[REDACTED]", "stop-[REDACTED]")
+    assert ok["output"] == "the key: [REDACTED] / [REDACTED]"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert CANARY[:20].encode() not in data and CANARY.upper().encode() not in data, path
+
+
 def test_a_key_given_as_a_model_arg_is_never_recorded(server: FakeLLMServer, tmp_path: Path) -> None:
     server.api_key = CANARY
     server.script(bad_request("Invalid request made with key {key}"))

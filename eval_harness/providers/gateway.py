@@ -201,11 +201,14 @@ class Gateway:
         secrets = self.secrets
         if not secrets:
             return completion
-        text, thinking = redact(completion.text, secrets), completion.thinking
-        thinking = redact(thinking, secrets) if thinking else thinking
-        if text == completion.text and thinking == completion.thinking:
-            return completion
-        return completion.model_copy(update={"text": text, "thinking": thinking})
+        # the metadata too: a request id, model name or finish reason is the server's text as much as the answer
+        fields = {
+            name: value
+            for name in ("text", "thinking", "request_id", "model", "finish_reason")
+            if (value := getattr(completion, name))
+        }
+        changed = {name: clean for name, value in fields.items() if (clean := redact(value, secrets)) != value}
+        return completion.model_copy(update=changed) if changed else completion
 
     def cancelled(self, tally: CallTally, error: ProviderError) -> GenerationOutcome:
         """The outcome of a generation cancelled from outside (``tally`` as it was when cancelled; a wait the
