@@ -138,6 +138,8 @@ class ProviderError(EvalHarnessError):
 
     exit_code = 1
     unreachable: bool = False  # also for a plugin's subclass whose __init__ does not call this one
+    wait_stated: bool = True
+    """Whether ``retry_after`` is the server's stated wait (Retry-After), not one derived from a reset time."""
 
     def __init__(
         self,
@@ -145,6 +147,7 @@ class ProviderError(EvalHarnessError):
         *,
         retry_cause: RetryCause | None = None,
         retry_after: float | None = None,
+        wait_stated: bool = True,
         status_code: int | None = None,
         request_id: str | None = None,
         unreachable: bool = False,
@@ -152,6 +155,7 @@ class ProviderError(EvalHarnessError):
         super().__init__(message)
         self.retry_cause = retry_cause
         self.retry_after = retry_after
+        self.wait_stated = wait_stated
         self.status_code = status_code
         self.request_id = request_id
         self.unreachable = unreachable

@@ -20,7 +20,7 @@ from fake_llm_server import FakeLLMServer, Reply, rate_limited
 
 from eval_harness.artifacts import read_manifest
 from eval_harness.config import RunConfig, Settings
-from eval_harness.errors import ProviderTimeoutError
+from eval_harness.errors import ProviderTimeoutError, QuotaExhaustedError
 from eval_harness.gates import gates_from_flags
 from eval_harness.planning import SessionOverrides, plan_resume, plan_run
 from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
@@ -84,19 +84,60 @@ async def until(condition: Callable[[], bool]) -> None:
 async def test_a_retry_after_longer_than_the_cap_fails_the_sample_at_once_with_the_servers_wait(
     server: FakeLLMServer,
 ) -> None:
-    server.script(rate_limited("3600"))
+    server.script(rate_limited("300"))
     gw = gateway(server, max_wait_s=2)
     outcome = await asyncio.wait_for(gw.generate(request()), 10)
     await gw.aclose()
     assert len(server.requests) == 1
     assert outcome.completion is None and outcome.error is not None
-    assert "rate limited: the server asks to wait 3600 s, longer than the 2 s a retry may wait" in str(outcome.error)
+    assert "rate limited: the server asks to wait 300 s, longer than the 2 s a retry may wait" in str(outcome.error)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        rate_limited("1000000000"),
+        Reply(kind="error", status=503, message="maintenance", headers={"retry-after": "3600"}),
+    ],
+)
+async def test_a_server_asking_every_caller_to_wait_past_ten_minutes_stops_the_run(
+    server: FakeLLMServer, reply: Reply
+) -> None:
+    # audit-s21-hostile 3, 4: a 429 asking for 1e9 s failed each sample after a 60 s run-wide pause (20 samples
+    # took 902 s); a 503 asking for an hour was retried every 60 s until each sample's timeout, recorded "timeout"
+    server.script(reply)
+    gw = gateway(server)
+    with pytest.raises(QuotaExhaustedError, match=r"the server asks to wait .*, so the run stops; resume it after"):
+        await asyncio.wait_for(gw.generate(request()), 10)
+    await gw.aclose()
+    assert len(server.requests) == 1
+
+
+async def test_a_503_asking_for_longer_than_a_retry_may_wait_fails_its_sample_at_once_saying_so(
+    server: FakeLLMServer,
+) -> None:
+    server.script(Reply(kind="error", status=503, message="maintenance", headers={"retry-after": "300"}))
+    gw = gateway(server, max_wait_s=2)
+    outcome = await asyncio.wait_for(gw.generate(request()), 10)
+    await gw.aclose()
+    assert len(server.requests) == 1 and outcome.error is not None
+    assert "not retried: the server asks to wait 300 s, longer than the 2 s a retry may wait" in str(outcome.error)
+
+
+async def test_a_reset_time_alone_is_a_capped_wait_for_a_retry_not_a_reason_to_give_up(server: FakeLLMServer) -> None:
+    # OpenAI's x-ratelimit-reset-requests says when the whole budget is back, not when one request may go
+    headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}
+    server.script(rate_limited(None, headers=headers))
+    gw = gateway(server, max_wait_s=0.2)
+    outcome = await asyncio.wait_for(gw.generate(request()), 10)
+    await gw.aclose()
+    assert outcome.completion is not None and len(server.requests) == 2
 
 
 async def test_the_run_wide_pause_after_a_429_lasts_no_longer_than_a_retry_may_wait(server: FakeLLMServer) -> None:
-    server.script(rate_limited("3600"))
+    server.script(rate_limited("300"))
     gw = gateway(server, max_wait_s=0.5)
-    await gw.generate(request(1))  # fails at once, and pauses the run for the cap, not for an hour
+    await gw.generate(request(1))  # fails at once, and pauses the run no longer than the cap
     outcome = await asyncio.wait_for(gw.generate(request(2)), 10)
     await gw.aclose()
     assert outcome.completion is not None and outcome.completion.text == "2"

@@ -318,15 +318,19 @@ def error_for_status(
     if quota_exhausted:
         message = f"{label}: the account's quota is used up, so the run stops (HTTP {status}: {detail})"
         return QuotaExhaustedError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
-    retry_after = None
+    retry_after, stated = None, True
     if cause is not None:
         retry_after = parse_retry_after(headers)
         if retry_after is None and status == 429 and reset_after is not None:
+            # a reset time says when the whole budget is back, not when one more request may go: a wait for a
+            # retry (capped as any), never a reason to give up as a stated Retry-After past the cap is
             retry_after = reset_after(headers)
+            stated = False
     return ProviderHTTPError(
         redact_shown(f"{label}: HTTP {status}: {detail}", secrets, _SHOWN_LIMIT, one_line=True),
         retry_cause=cause,
         retry_after=retry_after,
+        wait_stated=stated,
         status_code=status,
         request_id=request_id,
     )

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from eval_harness.errors import AuthenticationError, ProviderError
+from eval_harness.errors import AuthenticationError, ProviderError, QuotaExhaustedError
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -31,6 +31,9 @@ class RetryPolicy:
     max_retries: int = 5
     initial_wait_s: float = 0.5
     max_wait_s: float = 60.0
+    stop_wait_s: float = 600.0
+    """A server that asks every caller to wait longer than this (a daily quota, a maintenance window) stops the
+    run: the samples after it would each fail the same way (resume it later)."""
 
     def least_backoff_s(self) -> float:
         """The least time a call that uses up its retries waits between its tries in all (jitter only adds)."""
@@ -41,6 +44,15 @@ class RetryPolicy:
             total += wait
             wait *= 2
         return total
+
+
+def _duration(seconds: float) -> str:
+    """``1e9`` → '11,574 days', ``7200`` → '2.0 hours', ``900`` → '15 minutes'."""
+    if seconds >= 2 * 86_400:
+        return f"{seconds / 86_400:,.0f} days" if seconds < 1e15 else "for ever"
+    if seconds >= 2 * 3_600:
+        return f"{seconds / 3_600:.1f} hours"
+    return f"{seconds / 60:.0f} minutes"
 
 
 def is_transient(error: BaseException) -> bool:
@@ -60,12 +72,23 @@ class Retrier:
         self._exponential: wait_exponential_jitter | None = None  # built on the first retry, with tenacity
 
     def too_long(self, error: BaseException) -> bool:
-        """A 429 whose server asks for a longer wait than a retry may wait (a daily quota, say)."""
+        """A transient failure (429, 503, 529 ...) whose server asks for a longer wait than a retry may wait
+        (retrying sooner would only be refused again, and the per-sample timeout would end it unexplained)."""
         return (
-            isinstance(error, ProviderError)
-            and error.retry_cause == "rate_limit"
+            is_transient(error)
+            and isinstance(error, ProviderError)
             and error.retry_after is not None
             and error.retry_after > self.policy.max_wait_s
+            and error.wait_stated  # a reset time alone is only a (capped) wait for the retry
+        )
+
+    def run_stopper(self, error: ProviderError) -> QuotaExhaustedError | None:
+        """The error that stops the run when the server asks for a wait past ``stop_wait_s``, else None."""
+        wait = error.retry_after
+        if not self.too_long(error) or wait is None or wait <= self.policy.stop_wait_s:
+            return None
+        return QuotaExhaustedError(
+            f"the server asks to wait {_duration(wait)}, so the run stops; resume it after that ({error})"
         )
 
     def retryable(self, error: BaseException) -> bool:
@@ -81,8 +104,9 @@ class Retrier:
         if not self.too_long(error):
             return error
         wait, cap = error.retry_after, self.policy.max_wait_s
+        why = "rate limited" if error.retry_cause == "rate_limit" else "not retried"
         return error.with_message(
-            f"rate limited: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
+            f"{why}: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
         )
 
     async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:

@@ -184,10 +184,14 @@ class Gateway:
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
+            if (stopper := self.retrier.run_stopper(exc)) is not None:
+                raise stopper from None
             if self.retrier.gives_up_at_once(exc):
                 return self._outcome(None, self.retrier.explained(exc), tally)
             retried, error = await self._retry(request, exc, tally)
             if retried is None:
+                if error is not None and (stopper := self.retrier.run_stopper(error)) is not None:
+                    raise stopper from None
                 return self._outcome(None, error, tally)
             completion = retried
         completion = self._without_secrets(completion)
@@ -353,7 +357,9 @@ class Gateway:
                 self._connected = True
                 if not isinstance(exc, ProviderConnectionError):  # a dropped connection is no answer
                     self._answered(sent)  # even an error status, or a read timeout: the server is there
-            if exc.retry_cause == "rate_limit":
+            if exc.retry_cause == "rate_limit" and not self.retrier.too_long(exc):
+                # a wait longer than a retry may wait fails its sample at once (or stops the run): pausing
+                # every other call for it made a run crawl, each sample waiting out a pause to fail the same way
                 concurrency.on_rate_limit(exc.retry_after)
             raise
         finally:
