@@ -1,0 +1,106 @@
+"""`report --output` never replaces a file the run it reads was made from: its dataset, task spec, template or
+few-shot file, under any name (a symlink, a hard link, a relative path)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, TaskRoot
+
+Cli = Callable[..., CliResult]
+
+REPLACE = "writing there would replace it, and the run could no longer be resumed or rescored; choose another path"
+
+
+@pytest.fixture
+def few_shot_run(cli: Cli, task_root: TaskRoot) -> Path:
+    """A finished run of a task with a few-shot file, all of whose inputs are files of ``task_root``."""
+    shots = [{"id": f"s{i}", "input": f"What is {i} + 100?", "target": str(i + 101)} for i in range(3)]
+    task_root.data("shots.jsonl", shots)
+    task_root.task(
+        "shots",
+        'name = "shots"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[few_shot]\nk = 2\npath = "data/shots.jsonl"\n[[scorers]]\nname = "exact_match"\n',
+    )
+    out = task_root.root / "results"
+    made = cli("run", "--task", task_root.root / "tasks" / "shots.toml", "--model", "mock/m", "--limit", "4",
+               "--output-dir", out, "--run-id", "r", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    return out / "r"
+
+
+def _digests(root: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("relative", "what"),
+    [
+        ("data/adder.jsonl", "dataset"),
+        ("tasks/shots.toml", "task spec"),
+        ("templates/plain.jinja2", "template"),
+        ("data/shots.jsonl", "few-shot file"),
+    ],
+)
+def test_report_output_refuses_a_file_the_run_was_made_from(
+    cli: Cli, task_root: TaskRoot, few_shot_run: Path, relative: str, what: str
+) -> None:
+    # before: exit 0, the file replaced by the report, and the run no longer resumable (its sha256 changed)
+    before = _digests(task_root.root)
+    target = task_root.root / relative
+    result = cli("report", "--run", few_shot_run, "--output", target, "--format", "json")
+    assert result.code == 2
+    assert (
+        result.err
+        == f"error: --output {target}: is the {what} of the run {few_shot_run} that report reads; {REPLACE}\n"
+    )
+    assert _digests(task_root.root) == before
+
+
+def test_report_output_refuses_the_dataset_through_a_symlink_and_a_hard_link(
+    cli: Cli, task_root: TaskRoot, few_shot_run: Path, tmp_path: Path
+) -> None:
+    dataset = task_root.root / "data" / "adder.jsonl"
+    link, other_name = tmp_path / "link.jsonl", tmp_path / "other-name.jsonl"
+    link.symlink_to(dataset)
+    os.link(dataset, other_name)
+    before = dataset.read_bytes()
+    for target in (link, other_name):
+        result = cli("report", "--run", few_shot_run, "--output", target, "--format", "json")
+        assert result.code == 2, target
+        assert f": is the dataset of the run {few_shot_run} that report reads; " in result.err
+    assert f"--output {link} (→ {dataset.resolve()}):" in cli("report", "--run", few_shot_run, "--output", link).err
+    assert dataset.read_bytes() == before
+
+
+def test_report_output_refuses_the_dataset_given_relative_to_the_working_directory(
+    cli: Cli, task_root: TaskRoot, few_shot_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(task_root.root / "data")
+    result = cli("report", "--run", few_shot_run, "--output", "adder.jsonl")
+    assert result.code == 2
+    assert result.err.startswith(f"error: --output adder.jsonl: is the dataset of the run {few_shot_run} ")
+
+
+def test_report_output_refuses_the_task_spec_the_scorers_of_a_rescore_came_from(
+    cli: Cli, task_root: TaskRoot, few_shot_run: Path
+) -> None:
+    scorers = task_root.task("strict", (task_root.root / "tasks" / "shots.toml").read_text().replace("shots", "strict"))
+    made = cli("rescore", "--run", few_shot_run, "--task", scorers, "--run-id", "again", "-q")
+    assert made.code == 0, made.err
+    rescored = few_shot_run.parent / "again"
+    assert json.loads((rescored / "manifest.json").read_text())["task"]["scorers_source"] == str(scorers)
+    result = cli("report", "--run", rescored, "--output", scorers)
+    assert result.code == 2
+    assert result.err.startswith(f"error: --output {scorers}: is the task spec its scorers came from of the run ")
+
+
+def test_report_output_beside_the_runs_inputs_is_written(cli: Cli, task_root: TaskRoot, few_shot_run: Path) -> None:
+    target = task_root.root / "data" / "report.json"
+    result = cli("report", "--run", few_shot_run, "--output", target, "--format", "json")
+    assert result.code == 0, result.err
+    assert json.loads(target.read_text())["run"]["run_id"] == "r"
