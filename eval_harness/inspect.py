@@ -57,8 +57,9 @@ _OPTION = re.compile(r"^\(?([A-Z])[.):]\s+(.+)$")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 # Request ids, hashes, run ids: a run of 12+ word characters holding a digit.
 _TOKEN_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]{12,}\b")
-# Numbers vary between records of one cause (a column, a count, a rate); an HTTP status names the cause.
-_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?")
+# Numbers vary between records of one cause (a column, a count, a rate); an HTTP status names the cause, and a
+# number that runs on into a name (gpt-4o-mini, claude-3-5-sonnet) is part of it.
+_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?(?![A-Za-z]*-)(?![A-Za-z]*\d)")
 _SPACE = re.compile(r"\s+")
 MESSAGE_CHARS = 300
 LISTED_KEYS = 1_000

@@ -244,6 +244,14 @@ def test_normalised_messages_keep_the_http_status_and_drop_what_varies() -> None
     assert normalise_message("q0007 has no verdict at line 3", "q0007") == "<sample> has no verdict at line N"
 
 
+def test_a_model_name_holding_digits_is_kept_whole() -> None:
+    # audit-s21-hostile 12: "gpt-4o-mini" was shown as "gpt-No-mini", "claude-3-5-haiku" as "claude-N-N-haiku"
+    assert normalise_message("openai/gpt-4o-mini: HTTP 500: boom after 2.5s", "q1") == (
+        "openai/gpt-4o-mini: HTTP 500: boom after Ns"
+    )
+    assert normalise_message("claude-3-5-haiku: 3 errors", "q1") == "claude-3-5-haiku: N errors"
+
+
 def test_a_short_sample_id_is_not_replaced_inside_the_message() -> None:
     # before: id "0" turned "error_rate=0.1" into "error_rate=<sample>.1", so one cause became several groups
     assert normalise_message("mock/m: simulated provider error (error_rate=0.1)", "0") == (
