@@ -66,7 +66,7 @@ class Reply:
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float | None = None  # overrides the server's latency for this reply
-    body: Any = None  # a raw JSON body sent as-is (status and headers still apply; "{key}" in it: the key)
+    body: Any = None  # a JSON body sent as-is, or bytes sent verbatim (status and headers apply; "{key}": the key)
     events: list[Any] | None = None  # a raw event stream: each item (a JSON value, or "[DONE]") as a data: line
     usage: bool = True  # include usage in the answer
     gzip: bool = False  # compress the answer's body (Content-Encoding: gzip)
@@ -596,7 +596,9 @@ class FakeLLMServer:
             request.transport.close()
             return response
         if reply.body is not None:
-            payload = orjson.dumps(reply.body).replace(b"{key}", self._presented_key(request).encode())
+            # bytes: sent exactly as given (JSON no serialiser writes: 1e400, a 77-bit integer, a stray byte)
+            raw = reply.body if isinstance(reply.body, bytes) else orjson.dumps(reply.body)
+            payload = raw.replace(b"{key}", self._presented_key(request).encode())
             headers = {"content-type": "application/json", **reply.headers}
             return web.Response(body=payload, status=reply.status, headers=headers)
         if reply.events is not None:

@@ -24,6 +24,7 @@ from eval_harness.config import Settings
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
+    ModelNotFoundError,
     ProviderError,
     ProviderHTTPError,
     ProviderResponseError,
@@ -657,3 +658,33 @@ async def test_a_token_count_no_context_window_holds_reads_as_not_reported(serve
     server.script(Reply(body={**chat_body({"content": "4"}, "stop"), "usage": huge}))
     completion = await call(make("openai/gpt-4o", server))
     assert completion.cost_usd is None and completion.usage.prompt_tokens == 0
+
+
+async def test_a_redirect_stops_the_run_naming_where_it_points_without_following_it(server: FakeLLMServer) -> None:
+    # audit-s21-hostile 7: every sample failed with "HTTP 301 but the body is not JSON: an empty body", exit 0
+    location = "https://user:secret@api.example.com/v1/chat/completions?token=abc"
+    server.script(Reply(status=301, body={}, headers={"location": location}))
+    error = await failure(make("openai/gpt-4o", server))
+    assert isinstance(error, ModelNotFoundError) and len(server.requests) == 1
+    assert "HTTP 301: the server redirects to https://api.example.com/v1/chat/completions; redirects are not " in str(
+        error
+    )
+    assert "secret" not in str(error) and "token=abc" not in str(error)
+
+
+@pytest.mark.parametrize(
+    "usage", ['{"prompt_tokens": 1e400, "completion_tokens": 5}', '{"prompt_tokens": 99999999999999999999999}']
+)
+async def test_a_usage_number_orjson_cannot_hold_leaves_the_answer_standing(server: FakeLLMServer, usage: str) -> None:
+    # audit-s21-hostile 10: valid JSON whose usage held 1e400 or a 77-bit integer failed as "the body is not JSON"
+    body = json.dumps(chat_body({"content": "4"}, "stop")).replace('"usage": {', f'"usage": {usage}, "_": {{', 1)
+    server.script(Reply(body=body.encode()))
+    completion = await call(make("openai/gpt-4o", server))
+    assert completion.text == "4" and completion.usage.prompt_tokens == 0
+
+
+async def test_an_invalid_utf8_byte_in_the_answer_is_read_as_a_replacement_character(server: FakeLLMServer) -> None:
+    body = json.dumps(chat_body({"content": "4 PLACEHOLDER"}, "stop")).encode().replace(b"PLACEHOLDER", b"\xff")
+    server.script(Reply(body=body))
+    completion = await call(make("openai/gpt-4o", server))
+    assert completion.text == "4 \ufffd"

@@ -336,6 +336,21 @@ def error_for_status(
     )
 
 
+def _lenient_json(content: bytes) -> Any:
+    """The body parsed as JSON. orjson refuses some bodies whose answer is fine: an integer past 64 bits or a
+    number past a double's range in the usage, an invalid UTF-8 byte in the text. The standard library reads
+    those (the byte as U+FFFD; the usage's checks then drop the counts), at its own pace, only then."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        import json
+
+        try:
+            return json.loads(content.decode("utf-8", "replace"))
+        except RecursionError:  # nested deeper than orjson's 1,024 levels: not an answer either
+            raise ValueError("nested too deeply") from None
+
+
 def _is_json(headers: Mapping[str, str]) -> bool:
     return (headers.get("content-type") or "").strip().lower().startswith("application/json")
 
@@ -495,11 +510,13 @@ class HTTPProvider(Provider):
         latency_ms = (time.perf_counter() - started) * 1000
         if status >= 400:
             self._raise_for_status(status, headers, content)
+        if 300 <= status < 400:
+            raise self._redirected(status, headers)
         if raw_text and not _is_json(headers):
             return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
         try:
-            data = orjson.loads(content)
-        except orjson.JSONDecodeError:
+            data = _lenient_json(content)
+        except ValueError:
             if raw_text:  # an event stream after all, whatever its content-type said
                 return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
             what = describe_body(content)
@@ -513,6 +530,18 @@ class HTTPProvider(Provider):
                 request_id=self.header_request_id(headers),
             )
         return Reply(data, headers, latency_ms)
+
+    def _redirected(self, status: int, headers: Mapping[str, str]) -> ModelNotFoundError:
+        """A redirect stops the run: it is not followed (the key would go with it to wherever it points), and
+        every request would meet it (http:// for https://, a base URL without /v1)."""
+        location = headers.get("location")
+        where = f"to {shown_url(location)}" if location else "elsewhere"
+        return ModelNotFoundError(
+            self._clean(
+                f"{self.label}: HTTP {status}: the server redirects {where}; redirects are not followed, so the key "
+                "is never sent elsewhere: set the base URL to where it points"
+            )
+        )
 
     @property
     def label(self) -> str:
