@@ -7,18 +7,26 @@ bundled with the package, so a user's own task of the same name wins over a buil
 
 from __future__ import annotations
 
+import codecs
 import os
 import tomllib
-from dataclasses import dataclass
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
-from eval_harness.toml_lines import key_lines, line_of
-from eval_harness.types import TaskSpec, error_places, first_problem
+from eval_harness.toml_lines import KeyPath, key_lines, line_in, line_of, nesting_line
+from eval_harness.types import TaskSpec, error_places
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+
+MAX_NESTING = 64
+"""How deeply arrays and tables may nest in a spec: far beyond any real one (a composite of composites takes three
+levels each), and far within what the readers of a spec's values can take (tomllib recurses per level and the
+run's fingerprint, orjson, stops at 255: either was a traceback)."""
 
 
 @dataclass(frozen=True)
@@ -30,11 +38,19 @@ class LoadedTask:
     root: Path
     scorer_lines: tuple[int | None, ...] = ()
     """The line of the spec file where each of ``spec.scorers`` begins (None where it is not known)."""
+    lines: dict[KeyPath, int] = field(default_factory=dict, hash=False, compare=False)
+    """The line of the spec file where each key path is written (``toml_lines.key_lines``)."""
+
+    def place(self, *key: str | int) -> str:
+        """``path:line: key`` for an error about a field of the spec: the line it is written on (or that of its
+        closest enclosing key), the dotted key."""
+        where = _at(self.path, line_in(self.lines, key))
+        return f"{where}: {'.'.join(map(str, key))}" if key else where
 
     @property
     def lookup_name(self) -> str:
         """What ``--task`` takes to find this spec on the search path: its file name without ``.toml`` (the
-        spec's ``name``, recorded in manifests, defaults to it)."""
+        spec's ``name``, recorded in manifests, may differ)."""
         return self.path.stem
 
     @property
@@ -100,24 +116,126 @@ def find_task(name_or_path: str) -> LoadedTask:
 
 def load_task_file(path: Path, root: Path) -> LoadedTask:
     """Parse one spec file; errors name the file, the line (where the field is written in it) and the field."""
+    text = _spec_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the task spec: {exc}") from None
-    data.setdefault("name", path.stem)
+    except RecursionError:  # tomllib recurses per level of nesting; the scan does not
+        raise ConfigError(f"{_at(path, nesting_line(text, MAX_NESTING))}: {_TOO_DEEP}") from None
+    deep = _too_deep(data, (), 0)
+    if deep is not None:
+        raise ConfigError(f"{_at(path, line_of(text, deep))}: {_shown_key(deep)}: {_TOO_DEEP}")
+    data.setdefault("name", path.stem)  # a spec without a name is named as its file is
     try:
-        spec = TaskSpec.model_validate(data)
+        spec = TaskSpec.model_validate(data, strict=True)  # strict reaches [generation] too, which is not a spec model
     except ValidationError as exc:
-        location, message = first_problem(exc)
-        line = line_of(text, error_places(exc, 1)[0].loc)  # the union members pydantic tried are no keys
-        place = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{place}: {location or 'spec'}: {message}") from None
+        location, message = _told_problem(exc, path)
+        raise ConfigError(
+            f"{_at(path, line_of(text, location))}: {'.'.join(map(str, location)) or 'spec'}: {message}"
+        ) from None
     lines = key_lines(text)
     scorer_lines = tuple(lines.get(("scorers", i), lines.get(("scorers",))) for i in range(len(spec.scorers)))
-    return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve(), scorer_lines=scorer_lines)
+    return LoadedTask(spec=spec, path=path.resolve(), root=root.resolve(), scorer_lines=scorer_lines, lines=lines)
+
+
+def _at(path: Path, line: int | None) -> str:
+    """``path:line``, or the path alone when the line is not known."""
+    return f"{path}:{line}" if line else str(path)
+
+
+def _spec_text(path: Path) -> str:
+    """The spec file's text, newlines read as ``read_text`` reads them; a byte-order mark or bytes that are not
+    UTF-8 are refused naming their line (TOML is UTF-8 without one: tomllib said 'Invalid statement' at line 1,
+    and Python a byte's position in the file)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the task spec: {exc}") from None
+    if raw.startswith(codecs.BOM_UTF8):
+        raise ConfigError(
+            f"{path}:1: starts with a UTF-8 byte-order mark, which TOML does not allow; save it without BOM"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_TOO_DEEP = f"arrays and tables nested more than {MAX_NESTING} levels deep"
+
+
+def _too_deep(value: Any, key: KeyPath, depth: int) -> KeyPath | None:
+    """The key path of the first array or table of ``value`` nested more than ``MAX_NESTING`` levels deep (its own
+    ``depth`` counted), None when there is none. It recurses at most that deep."""
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    if depth > MAX_NESTING:
+        return key
+    for part, item in items:
+        found = _too_deep(item, (*key, part), depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+_SHOWN_PARTS = 6
+
+
+def _shown_key(key: KeyPath) -> str:
+    """A key path too deep to show whole: its first parts."""
+    shown = ".".join(map(str, key[:_SHOWN_PARTS]))
+    return shown + ("..." if len(key) > _SHOWN_PARTS else "")
+
+
+def _told_problem(error: ValidationError, path: Path) -> tuple[KeyPath, str]:
+    """The problem of a spec to tell, and its location without the union members pydantic tried: the first one,
+    except that a key the spec's table does not know goes before a field missing from it (``kk = 2`` meant ``k``:
+    the missing ``k`` follows from the typo, which is what to fix)."""
+    problems = error.errors(include_url=False)
+    places = [place.loc for place in error_places(error)]
+    told = 0
+    if problems[0]["type"] == "missing":
+        told = next(
+            (
+                i
+                for i, (problem, loc) in enumerate(zip(problems, places, strict=True))
+                if problem["type"] == "extra_forbidden" and loc[:-1] == places[0][:-1]
+            ),
+            0,
+        )
+    problem, location = problems[told], places[told]
+    if problem["type"] == "extra_forbidden":
+        return location, str(UnknownNameError.among("key", str(location[-1]), _keys_at(location[:-1])))
+    return location, problem["msg"]
+
+
+def _keys_at(location: KeyPath) -> list[str]:
+    """The keys the spec's table at ``location`` takes (the fields of the model read there)."""
+    model: type[BaseModel] | None = TaskSpec
+    for part in location:
+        if model is None:
+            return []
+        if isinstance(part, int):  # an entry of an array of tables: the model is the entries'
+            continue
+        found = model.model_fields.get(part)
+        model = _model_in(found.annotation) if found is not None else None
+    return list(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model an annotation holds: itself, or the one in ``X | None`` or ``list[X]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, map(_model_in, typing.get_args(annotation))), None)
 
 
 def list_tasks() -> list[LoadedTask]:
@@ -141,4 +259,4 @@ def scan_tasks() -> tuple[list[LoadedTask], list[str]]:
     return list(seen.values()), problems
 
 
-__all__ = ["LoadedTask", "find_task", "list_tasks", "load_task_file", "scan_tasks", "search_roots"]
+__all__ = ["MAX_NESTING", "LoadedTask", "find_task", "list_tasks", "load_task_file", "scan_tasks", "search_roots"]

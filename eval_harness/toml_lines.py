@@ -9,7 +9,7 @@ array is found through the line of the key that holds it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 KeyPath = tuple[str | int, ...]
 
@@ -96,7 +96,11 @@ def _resolve(parts: tuple[str, ...], entries: dict[KeyPath, int]) -> KeyPath:
 def line_of(text: str, location: Sequence[str | int]) -> int | None:
     """The line that defines ``location`` or, failing that, its closest enclosing key; None when the text
     defines none of them."""
-    lines = key_lines(text)
+    return line_in(key_lines(text), location)
+
+
+def line_in(lines: Mapping[KeyPath, int], location: Sequence[str | int]) -> int | None:
+    """``line_of`` in the ``key_lines`` of a text."""
     path = tuple(location)
     for depth in range(len(path), 0, -1):
         if path[:depth] in lines:
@@ -104,4 +108,40 @@ def line_of(text: str, location: Sequence[str | int]) -> int | None:
     return None
 
 
-__all__ = ["KeyPath", "key_lines", "line_of"]
+def nesting_line(text: str, limit: int) -> int | None:
+    """The first line where arrays and inline tables open more than ``limit`` levels deep, reading past strings
+    and comments; None when none does. For a text nested too deeply for ``tomllib`` to parse (it recurses per
+    level), so it reads characters, not lines, and needs no valid TOML."""
+    depth, line, position, quote = 0, 1, 0, ""
+    while position < len(text):
+        char = text[position]
+        if char == "\n":
+            line += 1
+        if quote:  # inside a string: only its end (or an escape in a basic one) matters
+            if char == "\\" and quote[0] == '"':
+                line += text.startswith("\n", position + 1)
+                position += 2
+                continue
+            if text.startswith(quote, position):
+                position += len(quote)
+                quote = ""
+                continue
+        elif char == "#":
+            end = text.find("\n", position)
+            position = len(text) if end == -1 else end
+            continue
+        elif char in "\"'":
+            quote = text[position : position + 3] if text.startswith(_MULTILINE_QUOTES, position) else char
+            position += len(quote)
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif char in "]}":
+            depth -= 1
+        position += 1
+    return None
+
+
+__all__ = ["KeyPath", "key_lines", "line_in", "line_of", "nesting_line"]

@@ -102,9 +102,9 @@ def test_a_non_finite_number_argument_is_refused() -> None:
 def test_text_that_is_not_a_number_is_refused_when_the_scorer_is_built() -> None:
     spec = ScorerSpec(name="embedding_similarity", args={"timeout_s": "x", "cache": False})
     with pytest.raises(ConfigError) as caught:
-        build_scorer(spec, where="t.toml")
+        build_scorer(spec, where="--scorer", text_args=True)
     assert str(caught.value) == (
-        "t.toml: scorer 'embedding_similarity': timeout_s: Input should be a valid number, "
+        "--scorer: scorer 'embedding_similarity': timeout_s: Input should be a valid number, "
         "unable to parse string as a number (got 'x')"
     )
 
@@ -122,13 +122,15 @@ def test_a_judge_sample_count_that_is_not_a_number_is_named() -> None:
         build_scorer(ScorerSpec(name="rubric_judge", args=args), where="t.toml")
 
 
-def test_optional_no_on_a_judge_means_false(cli: Cli, task_root: TaskRoot) -> None:
+def test_text_for_a_bool_in_a_task_spec_is_refused_not_converted(cli: Cli, task_root: TaskRoot) -> None:
+    # audit-s21-input 13: a spec's "no" was read as false ("yes" as true), where the README says a spec's values
+    # must already have their type; text is converted only as --scorer gives it
     scorer = (
         'name = "rubric_judge"\nargs = { rubric = "judge_summary.jinja2", criteria = ["quality"], optional = "no" }'
     )
     task = spec_task(task_root, "judged", scorer)
     result = run(cli, task, task_root.root / "results", "--limit", "2")
-    one_line_error(result, f"{task}:5: scorer 'rubric_judge': needs a judge model; pass --judge-model")
+    one_line_error(result, f"{task}:5: scorer 'rubric_judge': optional: Input should be a valid boolean (got 'no')")
 
 
 # -- bools from the command line --------------------------------------------------------------------------
@@ -136,7 +138,7 @@ def test_optional_no_on_a_judge_means_false(cli: Cli, task_root: TaskRoot) -> No
 
 @pytest.mark.parametrize("text", ["false", "0", "no"])
 def test_false_text_turns_stemming_off(text: str) -> None:
-    scorer = build_scorer(ScorerSpec(name="rouge", args={"use_stemmer": text}))
+    scorer = build_scorer(ScorerSpec(name="rouge", args={"use_stemmer": text}), text_args=True)
     score = asyncio.run(scorer.score(STEM_OUTPUT, Sample(id="s", input="d", target=STEM_TARGET)))
     assert score.value == pytest.approx(ROUGE_L_UNSTEMMED)
 
@@ -157,7 +159,7 @@ def test_rescore_with_use_stemmer_false_gives_the_unstemmed_score(cli: Cli, stem
 
 
 def test_a_numeric_tolerance_given_as_text_is_a_number() -> None:
-    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric", "tolerance": "0.5"}))
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric", "tolerance": "0.5"}), text_args=True)
     sample = Sample(id="s", input="q", target="3")
     assert asyncio.run(scorer.score("3.4", sample)).value == 1.0
     assert asyncio.run(scorer.score("3.6", sample)).value == 0.0

@@ -27,7 +27,7 @@ from eval_harness.types import DatasetSpec
 
 Cli = Callable[..., CliResult]
 
-_TEMPLATE = 'template = "plain.jinja2"\n'
+_TEMPLATE = 'name = "t"\ntemplate = "plain.jinja2"\n'
 _SCORER = '[[scorers]]\nname = "exact_match"\n'
 
 
@@ -114,7 +114,7 @@ def test_a_bad_dataset_pattern_is_refused_when_the_spec_loads_naming_file_and_fi
     task = _spec(root, "bad", dataset=line)
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
-    assert result.err == f"error: {task}:4: {message}\n"  # the line of the bad field
+    assert result.err == f"error: {task}:5: {message}\n"  # the line of the bad field
 
 
 def test_a_field_of_the_wrong_type_is_named_by_its_place_not_by_the_union_member_tried(
@@ -124,7 +124,7 @@ def test_a_field_of_the_wrong_type_is_named_by_its_place_not_by_the_union_member
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
     # pydantic's location was dataset.fields.input.str: 'str' is the type it tried, not a key of the file
-    assert result.err == f"error: {task}:4: dataset.fields.input: Input should be a valid string\n"
+    assert result.err == f"error: {task}:5: dataset.fields.input: Input should be a valid string\n"
 
 
 def test_a_fields_key_named_like_a_type_is_kept_in_the_place_of_its_error(cli: Cli, root: TaskRoot) -> None:
@@ -132,7 +132,7 @@ def test_a_fields_key_named_like_a_type_is_kept_in_the_place_of_its_error(cli: C
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
     # the first 'str' is the file's key, the second the union member pydantic tried, and only that one goes
-    assert result.err == f"error: {task}:4: dataset.fields.str: Input should be a valid string\n"
+    assert result.err == f"error: {task}:5: dataset.fields.str: Input should be a valid string\n"
 
 
 @pytest.mark.parametrize("axis", ["int", "float", "level[2]"])
@@ -176,13 +176,13 @@ def test_a_bad_path_from_dataset_is_refused_when_the_spec_loads(
     task = _spec(root, "shots", scorer=f"[few_shot]\nk = 1\npath_from_dataset = '{rule}'\n")
     result = _validate(cli, "data/adder.jsonl", task)
     assert result.code == 2
-    assert result.err == f"error: {task}:9: few_shot.path_from_dataset: {message}\n"
+    assert result.err == f"error: {task}:10: few_shot.path_from_dataset: {message}\n"
 
 
 def test_run_refuses_a_bad_pattern_before_creating_anything(cli: Cli, root: TaskRoot) -> None:
     task = _spec(root, "bad", dataset="target_pattern = '('")
     err = _refused_run(cli, task)
-    assert err == f"error: {task}:4: dataset.target_pattern: {_UNTERMINATED}\n"
+    assert err == f"error: {task}:5: dataset.target_pattern: {_UNTERMINATED}\n"
 
 
 def test_a_target_group_that_takes_no_part_is_a_problem_on_each_line(cli: Cli, root: TaskRoot) -> None:
@@ -267,22 +267,22 @@ def test_a_too_deep_line_in_a_few_shot_file_refuses_the_run_naming_its_line(cli:
 # --- D4: inf and nan in a task spec, and generation options outside the CLI's ranges ----------------------
 
 _NON_FINITE = [
-    ("", "weight = inf\n", 7, "scorers.0.weight: Input should be a finite number"),
-    ("", "weight = nan\n", 7, "scorers.0.weight: Input should be a finite number"),
-    ("", "weight = 1e300\n", 7, "scorers.0.weight: Input should be less than or equal to 1000000"),
-    ("pass_threshold = nan\n", "", 2, "pass_threshold: Input should be a finite number"),
-    ("", "[generation]\ntemperature = nan\n", 8, "generation.temperature: Input should be a finite number"),
-    ("", "[generation]\ntemperature = inf\n", 8, "generation.temperature: Input should be a finite number"),
-    ("", "[generation]\ntemperature = 2.5\n", 8, "generation.temperature: Input should be less than or equal to 2"),
-    ("", "[generation]\ntemperature = -0.1\n", 8, "generation.temperature: Input should be greater than or equal to 0"),
-    ("", "[generation]\ntop_p = 1.5\n", 8, "generation.top_p: Input should be less than or equal to 1"),
-    ("", "[generation]\ntop_p = nan\n", 8, "generation.top_p: Input should be a finite number"),
-    ("", "[generation]\nmax_tokens = -5\n", 8, "generation.max_tokens: Input should be greater than or equal to 1"),
-    ("", "[generation]\nmax_tokens = 0\n", 8, "generation.max_tokens: Input should be greater than or equal to 1"),
+    ("", "weight = inf\n", 8, "scorers.0.weight: Input should be a finite number"),
+    ("", "weight = nan\n", 8, "scorers.0.weight: Input should be a finite number"),
+    ("", "weight = 1e300\n", 8, "scorers.0.weight: Input should be less than or equal to 1000000"),
+    ("pass_threshold = nan\n", "", 3, "pass_threshold: Input should be a finite number"),
+    ("", "[generation]\ntemperature = nan\n", 9, "generation.temperature: Input should be a finite number"),
+    ("", "[generation]\ntemperature = inf\n", 9, "generation.temperature: Input should be a finite number"),
+    ("", "[generation]\ntemperature = 2.5\n", 9, "generation.temperature: Input should be less than or equal to 2"),
+    ("", "[generation]\ntemperature = -0.1\n", 9, "generation.temperature: Input should be greater than or equal to 0"),
+    ("", "[generation]\ntop_p = 1.5\n", 9, "generation.top_p: Input should be less than or equal to 1"),
+    ("", "[generation]\ntop_p = nan\n", 9, "generation.top_p: Input should be a finite number"),
+    ("", "[generation]\nmax_tokens = -5\n", 9, "generation.max_tokens: Input should be greater than or equal to 1"),
+    ("", "[generation]\nmax_tokens = 0\n", 9, "generation.max_tokens: Input should be greater than or equal to 1"),
     (
         "",
         "[few_shot]\nk = 1\nholdout_fraction = nan\n",
-        9,
+        10,
         "few_shot.holdout_fraction: Input should be a finite number",
     ),
 ]

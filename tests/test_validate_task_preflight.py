@@ -105,10 +105,11 @@ def test_a_few_shot_file_that_cannot_be_read_exits_2_naming_it(cli: Cli, root: T
     _with_pool(root, _CLEAN)
     (root.root / "data" / "shots.jsonl").unlink()
     result = _validate(cli)
+    shots, spec = root.root / "data" / "shots.jsonl", root.root / "tasks" / "adder.toml"
     assert (result.code, result.out, result.err) == (
         2,
         "",
-        "error: few-shot file of task 'adder': data/shots.jsonl: cannot read the dataset: no such file\n",
+        f"error: {spec}:7: few_shot.path: {shots}: cannot read the few-shot file: no such file\n",
     )
 
 
@@ -119,9 +120,10 @@ def test_the_dataset_problems_come_before_an_unreadable_few_shot_file_as_in_run(
     root.data("broken.jsonl", [{"id": "a", "input": "What?", "target": ""}])
     result = _validate(cli, "data/broken.jsonl")
     assert result.code == 1
+    shots, spec = root.root / "data" / "shots.jsonl", root.root / "tasks" / "adder.toml"
     assert result.out.splitlines()[3:] == [
         "data/broken.jsonl:1: target: is empty",
-        "few-shot: not checked: few-shot file of task 'adder': data/shots.jsonl: cannot read the dataset: no such file",
+        f"few-shot: not checked: {spec}:7: few_shot.path: {shots}: cannot read the few-shot file: no such file",
         "template: not rendered: the few-shot file cannot be read",
     ]
 

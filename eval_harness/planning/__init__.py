@@ -285,7 +285,8 @@ def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings:
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
     setup = _scoring_setup(task, config)
-    scoring = ScoringPipeline(setup.specs, judge, where=setup.where, lines=setup.lines)
+    # scorers given by --scorer (or recorded from it) carry text; a task spec's carry typed values
+    scoring = ScoringPipeline(setup.specs, judge, where=setup.where, lines=setup.lines, text_args=setup.source is None)
     model = _model_info(config, provider)
     prompt_inputs = _prompt_inputs_sha256(task, few_shot.examples)
     fingerprinted = _fingerprint_parts(

@@ -8,6 +8,7 @@ a ``Pool`` before the dataset's one pass compares it with the samples, or are he
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from eval_harness.datasets import (
     validate_dataset,
 )
 from eval_harness.datasets import sample as sample_subset
-from eval_harness.errors import ConfigError, DatasetError, as_written
+from eval_harness.errors import ConfigError, DatasetError, DatasetUnreadableError, as_written
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
@@ -95,10 +96,12 @@ class Pool:
 
 
 def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
-    """The file the few-shot examples come from; None when they come from no file (none, or a hold-out)."""
+    """The file the few-shot examples come from, refused naming the spec's line when it cannot be read; None when
+    they come from no file (none, or a hold-out)."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
         return None
+    key = _source_key(task)
     if spec.path_from_dataset is not None:
         pattern, replacement = split_rewrite(spec.path_from_dataset)  # checked when the spec loaded
         # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
@@ -106,9 +109,7 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
         absolute = str(dataset_path.resolve())
         derived = re.sub(pattern, replacement, absolute)
         if derived == absolute:
-            raise ConfigError(
-                f"{task.path}: few_shot.path_from_dataset {as_written(pattern)} does not match {absolute}"
-            )
+            raise ConfigError(f"{task.place('few_shot', key)}: {as_written(pattern)} does not match {absolute}")
         pool_path = Path(derived)
     else:
         assert spec.path is not None, "FewShotSpec requires one source when k > 0"
@@ -116,14 +117,40 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
         found = task.elsewhere(spec.path)  # a task copied out of the built-ins keeps naming their file
         if found is not None:
             raise ConfigError(
-                f"{task.path}: few_shot.path: {pool_path}: no such file; there is {found}: copy it to "
+                f"{task.place('few_shot', key)}: {pool_path}: no such file; there is {found}: copy it to "
                 f"{pool_path.parent}"
             )
     if pool_path.resolve() == dataset_path.resolve():
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
         )
+    _check_readable(task, pool_path, key)
     return pool_path
+
+
+def _source_key(task: LoadedTask) -> str:
+    """The key of the task's ``[few_shot]`` that names its file."""
+    spec = task.spec.few_shot
+    return "path_from_dataset" if spec is not None and spec.path_from_dataset is not None else "path"
+
+
+def _check_readable(task: LoadedTask, path: Path, key: str) -> None:
+    """Refuse a few-shot file that cannot be opened, naming the spec's line: the dataset reader, which would refuse
+    it later, calls any file it reads 'the dataset'. A pipe is refused before it is opened, which would block."""
+    try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            why = "it is a directory"
+        elif not stat.S_ISREG(mode):
+            why = "it is not a regular file (a pipe or a device); save it to a file first"
+        else:
+            with path.open("rb"):
+                return
+    except FileNotFoundError:
+        why = "no such file"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    raise ConfigError(f"{task.place('few_shot', key)}: {path}: cannot read the few-shot file: {why}")
 
 
 def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[[], object]) -> Pool | None:
@@ -143,7 +170,11 @@ def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
     path = few_shot_file(task, dataset_path)
     if path is None:
         return None
-    report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
+    try:
+        report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
+    except DatasetUnreadableError as exc:  # opened, but not text (a corrupt gzip archive ...): not "the dataset"
+        told = str(exc).replace(": cannot read the dataset: ", ": cannot read the few-shot file: ", 1)
+        raise DatasetUnreadableError(f"{task.place('few_shot', _source_key(task))}: {told}") from None
     if not report.ok:
         raise DatasetError(f"{path}: few-shot file has {report.problems_counted}", report.problem_lines())
     return load_pool(task, path)

@@ -115,8 +115,12 @@ def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
     return SCORERS.register(name)
 
 
-def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where: str = "task") -> Scorer:
-    """Build the scorer a spec names; a bad argument is a ``ConfigError`` naming ``where``."""
+def build_scorer(
+    spec: ScorerSpec, judge: CompletionClient | None = None, where: str = "task", *, text_args: bool = False
+) -> Scorer:
+    """Build the scorer a spec names; a bad argument is a ``ConfigError`` naming ``where``. With ``text_args``
+    (the arguments are text, as ``--scorer NAME:key=value`` gives them) text is converted to the parameter's type;
+    else (a task spec's typed values) an argument must already have it."""
     try:
         factory = SCORERS.get(spec.name)
     except UnknownNameError as exc:
@@ -130,7 +134,7 @@ def build_scorer(spec: ScorerSpec, judge: CompletionClient | None = None, where:
     for name, adapter in _argument_types(factory).items():
         if name in kwargs:
             try:
-                kwargs[name] = _coerce(adapter, kwargs[name])
+                kwargs[name] = _coerce(adapter, kwargs[name], text_args)
             except ValidationError as exc:
                 raise ConfigError(f"{where}: scorer {spec.name!r}: {_problems(name, exc)}") from None
     if "judge" in parameters:
@@ -186,12 +190,13 @@ def _argument_types(factory: ScorerFactory) -> dict[str, TypeAdapter[Any]]:
     return adapters
 
 
-def _coerce(adapter: TypeAdapter[Any], value: Any) -> Any:
-    """``value`` as the parameter's type: strictly for typed values, and converted from text."""
+def _coerce(adapter: TypeAdapter[Any], value: Any, text_args: bool) -> Any:
+    """``value`` as the parameter's type: strictly, unless it is text given as text (``text_args``), which is
+    converted (``"false"`` for a bool, ``"0.5"`` for a number)."""
     try:
         return adapter.validate_python(value, strict=True)
     except ValidationError:
-        if not isinstance(value, str):
+        if not (text_args and isinstance(value, str)):
             raise
     return adapter.validate_python(value)
 
@@ -529,8 +534,11 @@ class ScoringPipeline:
         judge: CompletionClient | None = None,
         where: str = "task",
         lines: Sequence[int | None] = (),
+        *,
+        text_args: bool = False,
     ) -> None:
-        """``where`` names the specs' source in errors; ``lines`` the line of each spec in it, where known."""
+        """``where`` names the specs' source in errors; ``lines`` the line of each spec in it, where known;
+        ``text_args``: the specs' arguments are text to convert (``--scorer``), not a task spec's typed values."""
         self.specs = list(specs)
         places = [f"{where}:{line}" if line else where for line in [*lines, *[None] * (len(specs) - len(lines))]]
         keys = [spec.key for spec in self.specs]
@@ -541,7 +549,7 @@ class ScoringPipeline:
         steps = [
             _Step(
                 spec.key,
-                build_scorer(spec, judge, place),
+                build_scorer(spec, judge, place, text_args=text_args),
                 parse_conditions(spec.args.get(STAGE_ARG), place),
                 spec.key if spec.key == spec.name else f"{spec.key} ({spec.name})",
             )
