@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, read_records, run_subprocess, write_jsonl
+from conftest import REPO, TaskRoot, read_records, run_subprocess, write_jsonl
 
 MODEL = [
     "--model",
@@ -197,3 +197,36 @@ def test_a_full_disk_fails_the_run_naming_the_records_file_first_and_resume_comp
     keys = [(r["sample_id"], r["epoch"]) for r in read_records(run_dir)]
     assert manifest["status"] == "complete" and len(keys) == len(set(keys)) == manifest["expected_records"]
     assert read_records(run_dir)[: len(kept)] == kept
+
+
+def test_a_run_recorded_before_a_provider_option_existed_resumes(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An option added to a provider since the run started (the run ran with its default) is no change: every
+    openai/ run made before reasoning_summary was added was refused on resume ("model args of openai/...: ")."""
+    from eval_harness.cli.app import main
+    from eval_harness.providers.base import ProviderOptions
+
+    monkeypatch.chdir(task_root.root)
+    out = task_root.root / "results"
+    args = ["run", "--task", "tasks/adder.toml", "--model", "mock/m", "--output-dir", str(out), "--run-id", "r", "-q"]
+    public = ProviderOptions.public
+    with monkeypatch.context() as before:  # a build whose mock had no jitter_ms: its manifest and fingerprint lack it
+        before.setattr(
+            ProviderOptions, "public", lambda self: {k: v for k, v in public(self).items() if k != "jitter_ms"}
+        )
+        with pytest.raises(SystemExit) as started:
+            main(args)
+    assert started.value.code in (0, None)
+    run = out / "r"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert "jitter_ms" not in manifest["model"]["args"]
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    lines = (run / "samples.jsonl").read_text().splitlines(keepends=True)
+    (run / "samples.jsonl").write_text("".join(lines[:10]))
+    (run / ".resume.json").unlink(missing_ok=True)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as resumed:
+        main(["resume", str(run), "-q"])
+    assert resumed.value.code in (0, None), capsys.readouterr().err
+    assert json.loads((run / "manifest.json").read_text())["status"] == "complete"

@@ -4,7 +4,7 @@ records it. A resume reads the recorded parts from there, so the table must say 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from conftest import TaskRoot, adder_run_config
@@ -39,6 +39,7 @@ class _Now:
     model: ModelInfo
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
+    model_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def test_a_changed_part_that_no_line_of_its_own_names_is_named_by_its_recorded_and_current_values(

@@ -278,6 +278,12 @@ class _Parts:
         """The run's fingerprint as it would be now."""
         return _fingerprint(self.fingerprint_parts)
 
+    @property
+    def model_defaults(self) -> dict[str, Any]:
+        """Each of the provider's options at its default, as the manifest would record it."""
+        fields = type(self.provider.options).model_fields.items()
+        return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
+
 
 def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: FewShot) -> _Parts:
     template = prompt_template(task, few_shot)

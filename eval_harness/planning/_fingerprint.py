@@ -8,6 +8,7 @@ tests/test_fingerprint_pinned.py pins what it computes for fixed inputs: an exis
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import reduce
 from operator import getitem
@@ -117,6 +118,9 @@ class _Fingerprinted(Protocol):
     @property
     def prompt_inputs_sha256(self) -> str: ...
 
+    @property
+    def model_defaults(self) -> Mapping[str, Any]: ...
+
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
@@ -139,8 +143,8 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
     if parts.model.id != manifest.model.id:
         changed.append(f"model ({manifest.model.id} → {parts.model.id})")
-    elif parts.model != manifest.model:
-        changed.append(_model_args_change(manifest.model, parts.model))
+    elif _as_compared(parts, manifest) != manifest.model:
+        changed.append(_model_args_change(manifest.model, _as_compared(parts, manifest)))
     recorded, now = _recorded_parts(manifest), parts.fingerprint_parts
     changed += [
         f"{name} ({_arg_text(recorded[name])} → {_arg_text(now[name])})"
@@ -177,10 +181,21 @@ def _model_update(manifest: RunManifest, parts: _Fingerprinted) -> ModelUpdate |
     the run would have had with them, so that the next resume calls the model as this session does. None when
     they did not change, or when what only the fingerprint holds changed too (its old value is not known, so
     the fingerprint could not be made again: the arguments then hold for this session only)."""
-    if parts.model == manifest.model or not _unrecorded_parts_kept(manifest, parts):
+    if _as_compared(parts, manifest) == manifest.model or not _unrecorded_parts_kept(manifest, parts):
         return None
     recorded = _as_recorded(manifest, parts)
     return ModelUpdate(parts.model, _fingerprint({**recorded, "model": parts.model.model_dump(mode="json")}))
+
+
+_UNSET = object()
+
+
+def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
+    """The model as it is now, less the options the manifest does not record that are at their default: options
+    added to the provider since the run started (it ran with their default, so nothing changed)."""
+    recorded, defaults = manifest.model.args, parts.model_defaults
+    args = {k: v for k, v in parts.model.args.items() if k in recorded or v != defaults.get(k, _UNSET)}
+    return parts.model.model_copy(update={"args": args})
 
 
 def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:

@@ -67,6 +67,13 @@ class HTTPOptions(ProviderOptions):
     price_cached_in: float | None = Field(
         default=None, ge=0, le=1e6, description="USD per million cached input tokens (default: price_in)."
     )
+    max_response_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        le=2**32,
+        description="Largest response body read, in bytes, once gzip/deflate is inflated (default 64 MiB); a longer "
+        "one fails that sample, not retried.",
+    )
     http_transport: WireKind | None = Field(
         default=None,
         description="'pooled' (lean HTTP/1.1 pool), 'httpx' (an httpx.AsyncClient: honours HTTP(S)_PROXY) or "
@@ -490,7 +497,10 @@ class HTTPProvider(Provider):
     def _wire(self) -> Wire:
         if self._wire_state is None:
             size = max(self.context.concurrency, 1)
-            self._wire_state = open_wire(self.wire_kind, self.base_url, self._static_headers(), size, self._timeout)
+            self._wire_state = open_wire(
+                self.wire_kind, self.base_url, self._static_headers(), size, self._timeout,
+                self.http_options.max_response_bytes,
+            )  # fmt: skip
         return self._wire_state
 
     async def post(self, path: str, body: dict[str, Any], *, raw_text: bool = False) -> Reply:

@@ -4,6 +4,9 @@ Used by ``--model-arg http_transport=httpx-pooled`` (an ``httpx.AsyncClient`` on
 throughput benchmark sets beside the default wire to measure what httpx's client machinery costs.
 Its own module so that nothing else pays for importing httpx (~90 ms: it imports its command line, rich
 and pygments).
+
+A body over the pool's ``max_body`` raises ``_transport.ResponseTooLarge`` through the client unchanged (httpx
+wraps only its own errors), so the wire fails it as too large, not as a dropped connection it would retry.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import httpx
 
 from eval_harness.providers._transport import (
+    MAX_RESPONSE_BYTES,
     ConnectFailed,
     ConnectionDropped,
     ConnectionPool,
@@ -25,8 +29,14 @@ from eval_harness.providers._transport import (
 class PooledTransport(httpx.AsyncBaseTransport):
     """``ConnectionPool`` behind httpx's transport interface; pool failures become the httpx exceptions."""
 
-    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
-        self.pool = ConnectionPool(max_connections, connect_timeout, read_timeout)
+    def __init__(
+        self,
+        max_connections: int,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        max_body: int = MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.pool = ConnectionPool(max_connections, connect_timeout, read_timeout, max_body)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -37,8 +47,13 @@ class PooledTransport(httpx.AsyncBaseTransport):
         if "content-length" not in request.headers and body:
             head.append(b"content-length: %d\r\n" % len(body))
         head.append(b"\r\n")
+        data = b"".join(head)
+        # httpx checks no header value: a line break would end the header, or inject another (h11 refuses one
+        # with the value's repr in its message; here the value, which may be a key, is never shown)
+        if data.count(b"\n") != len(head) or data.count(b"\r") != len(head) or b"\0" in data:
+            raise httpx.LocalProtocolError("a request header holds a line break or NUL character", request=request)
         try:
-            raw = await self.pool.exchange(origin, b"".join(head) + body)
+            raw = await self.pool.exchange(origin, data + body)
         except ConnectTimedOut as exc:
             raise httpx.ConnectTimeout(str(exc), request=request) from None
         except ReadTimedOut as exc:
@@ -51,7 +66,9 @@ class PooledTransport(httpx.AsyncBaseTransport):
             raise httpx.ReadError(str(exc), request=request) from None
         except MalformedResponse as exc:
             raise httpx.RemoteProtocolError(str(exc), request=request) from None
-        return httpx.Response(raw.status, headers=raw.headers.pairs(), content=raw.body, request=request)
+        # stream=, not content=: httpx decodes a content= body at once, with no bound (a gzip bomb inflated whole)
+        stream = httpx.ByteStream(raw.body)
+        return httpx.Response(raw.status, headers=raw.headers.pairs(), stream=stream, request=request)
 
     async def aclose(self) -> None:
         await self.pool.aclose()

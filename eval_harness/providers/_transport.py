@@ -20,6 +20,11 @@ connection, as curl and browsers do, and not counted as a retry: a close that so
 the wire (the server log of that audit showed each such request reaching it exactly once). A later close
 (the server may have worked on the request) raises ``StaleConnection``, and a fresh connection that fails
 the same way ``ConnectionDropped``: the gateway retries either, counted (``--max-retries``).
+
+Size: a response body longer than ``max_body`` bytes (``MAX_RESPONSE_BYTES`` by default) fails with
+``ResponseTooLarge`` as soon as its head announces it (Content-Length, a chunk's size) or its bytes pass the
+bound, and its connection is aborted, never reused: without a bound, a server that sends forever (or a
+proxy's loop) grew the process at wire speed until the timeout, ~5 GB in 20 s for one request.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ from collections.abc import Iterator, Mapping
 from typing import NamedTuple, TypeVar, overload
 
 _MAX_HEAD_BYTES = 64 * 1024
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""The default bound of a response body, with room to spare for any real answer: the longest, 128k output
+tokens streamed as Chat Completions events (~290 bytes each, one a token), is ~36 MiB, past 32 MiB; the same
+answer unstreamed ~1 MiB. A body past it costs at most about twice this much memory per request in flight."""
 _READ_CHUNK = 64 * 1024
 Origin = tuple[str, str, int]
 
@@ -79,6 +88,19 @@ _CROSSED_S = 0.25
 
 class MalformedResponse(TransportError):
     """The bytes received are not an HTTP/1.x response."""
+
+
+class ResponseTooLarge(TransportError):
+    """The response body is longer than the pool's ``max_body``, announced or as received."""
+
+    def __init__(self, limit: int, status: int, how: str) -> None:
+        super().__init__(too_large(limit, status, how))
+
+
+def too_large(limit: int, status: int, how: str) -> str:
+    """The message of a body over ``limit`` bytes: ``response body over 64 MiB (HTTP 200, Content-Length 9e9)``."""
+    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+    return f"response body over {size} (HTTP {status}, {how}); --model-arg max_response_bytes=N raises the limit"
 
 
 _T = TypeVar("_T")
@@ -187,9 +209,12 @@ class _Connection(asyncio.BufferedProtocol):
     and shrinking cost ~20 µs, twice the system call itself, for a 1 KB answer.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, read_buffer: memoryview) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, read_buffer: memoryview, max_body: int = MAX_RESPONSE_BYTES
+    ) -> None:
         self._loop = loop
         self._read_buffer = read_buffer
+        self._max_body = max_body
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.received_any = False  # a stale keep-alive socket never gets a byte back
@@ -223,6 +248,9 @@ class _Connection(asyncio.BufferedProtocol):
         self._buffer += data
         try:
             self._parse()
+        except ResponseTooLarge as exc:
+            self.abort()  # not close: closing a TLS connection reads on what the server still sends
+            self._fail(exc)
         except MalformedResponse as exc:
             self._fail(exc)
 
@@ -270,6 +298,7 @@ class _Connection(asyncio.BufferedProtocol):
         assert self._headers is not None and self._waiter is not None
         if not self._waiter.done():
             self._waiter.set_result(RawResponse(self._status, self._headers, bytes(self._body)))
+        self._body = bytearray()  # a parked connection would hold its last body (up to max_body) until reused
         # Closed only after the answer is settled: closing a TLS connection reads what it still holds, and
         # those bytes (beyond the answer) arrive here as data nobody asked for, not as this answer's body.
         if not (keep_alive and self._keep_alive):
@@ -294,8 +323,9 @@ class _Connection(asyncio.BufferedProtocol):
             return
         if self._framing == "length":
             if len(self._buffer) >= self._remaining:
-                self._body = self._buffer[: self._remaining]
                 leftover = len(self._buffer) > self._remaining
+                # the buffer itself when it is exactly the body: a large body is not copied once more
+                self._body = self._buffer[: self._remaining] if leftover else self._buffer
                 self._buffer = bytearray()
                 self._finish(keep_alive=not leftover)
         elif self._framing == "chunked":
@@ -303,6 +333,8 @@ class _Connection(asyncio.BufferedProtocol):
         else:  # read until the server closes
             self._body += self._buffer
             self._buffer = bytearray()
+            if len(self._body) > self._max_body:
+                raise ResponseTooLarge(self._max_body, self._status, "bytes received")
 
     def _parse_head(self) -> bool:
         while True:
@@ -340,6 +372,8 @@ class _Connection(asyncio.BufferedProtocol):
         elif chunked:
             self._framing = "chunked"
         elif length is not None:
+            if length > self._max_body:
+                raise ResponseTooLarge(self._max_body, status, f"Content-Length {length}")
             self._framing, self._remaining = "length", length
         else:
             self._framing = "close"
@@ -351,6 +385,8 @@ class _Connection(asyncio.BufferedProtocol):
         while True:
             line_end = buffer.find(b"\r\n", pos)
             if line_end < 0:
+                if len(buffer) - pos > _MAX_HEAD_BYTES:  # a size line that never ends would be buffered for ever
+                    raise MalformedResponse("chunk size line too long")
                 break
             size_text = bytes(buffer[pos:line_end]).split(b";", 1)[0].strip()
             try:
@@ -361,11 +397,15 @@ class _Connection(asyncio.BufferedProtocol):
                 # the last chunk: optional trailer lines, then an empty line
                 end = buffer.find(b"\r\n\r\n", line_end)
                 if end < 0:
+                    if len(buffer) - line_end > _MAX_HEAD_BYTES:
+                        raise MalformedResponse("chunk trailers too large")
                     break
                 leftover = len(buffer) > end + 4
                 self._buffer = bytearray()
                 self._finish(keep_alive=not leftover)
                 return
+            if size > self._max_body - len(self._body):  # refused before its bytes are buffered
+                raise ResponseTooLarge(self._max_body, self._status, "bytes received")
             data_start = line_end + 2
             data_end = data_start + size
             if len(buffer) < data_end + 2:
@@ -404,10 +444,17 @@ def _content_length(text: str) -> int:
 class ConnectionPool:
     """Keep-alive connections to any origin; at most ``max_connections`` requests on the wire at once."""
 
-    def __init__(self, max_connections: int, connect_timeout: float | None, read_timeout: float | None) -> None:
+    def __init__(
+        self,
+        max_connections: int,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        max_body: int = MAX_RESPONSE_BYTES,
+    ) -> None:
         self.max_connections = max_connections
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.max_body = max_body
         self._slots: asyncio.Semaphore | None = None
         self._idle: dict[Origin, deque[_Connection]] = {}
         self._ssl: ssl.SSLContext | None = None
@@ -518,7 +565,7 @@ class ConnectionPool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, protocol = await loop.create_connection(
-                    lambda: _Connection(loop, self._read_buffer),
+                    lambda: _Connection(loop, self._read_buffer, self.max_body),
                     host,
                     port,
                     ssl=ssl_context,
@@ -568,6 +615,7 @@ def tls_refusal(error: ssl.SSLError, host: str, port: int) -> str | None:
 
 
 __all__ = [
+    "MAX_RESPONSE_BYTES",
     "ConnectFailed",
     "ConnectTimedOut",
     "ConnectionDropped",
@@ -577,9 +625,11 @@ __all__ = [
     "RawResponse",
     "ReadTimedOut",
     "ResponseHead",
+    "ResponseTooLarge",
     "StaleConnection",
     "TLSRefused",
     "TransportError",
     "origin_of",
     "tls_refusal",
+    "too_large",
 ]

@@ -11,10 +11,15 @@ merging, the cookie jar, response decoding) costs ~0.25-0.6 ms of CPU per call, 
 the same pool underneath (bench/throughput.py, rows "httpx-pooled" and "pooled") — as much as the rest of
 the runner spends on a sample. LLM APIs need none of it: a fixed set of headers, a JSON body, no cookies and
 no redirects.
+
+Every wire refuses the same headers before anything is built or sent (``checked_headers``), and bounds a
+response body the same way (``max_body``, also once a gzip/deflate body is inflated), so a hostile server
+cannot fill the memory through any of them.
 """
 
 from __future__ import annotations
 
+import re
 import ssl
 import zlib
 from collections.abc import Mapping
@@ -29,14 +34,17 @@ from eval_harness.errors import (
     ServerUntrustedError,
 )
 from eval_harness.providers._transport import (
+    MAX_RESPONSE_BYTES,
     ConnectFailed,
     ConnectionPool,
     ConnectTimedOut,
     ReadTimedOut,
+    ResponseTooLarge,
     TLSRefused,
     TransportError,
     origin_of,
     tls_refusal,
+    too_large,
 )
 
 if TYPE_CHECKING:
@@ -57,48 +65,84 @@ class Wire(Protocol):
 
 
 def open_wire(
-    kind: WireKind, base_url: str, headers: dict[str, str], size: int, timeout: dict[str, float | None]
+    kind: WireKind,
+    base_url: str,
+    headers: dict[str, str],
+    size: int,
+    timeout: dict[str, float | None],
+    max_body: int | None = None,
 ) -> Wire:
-    """The wire of one provider: a pool of at most ``size`` connections, with connect/read timeouts."""
+    """The wire of one provider: a pool of at most ``size`` connections, with connect/read timeouts, reading
+    response bodies of at most ``max_body`` bytes once decoded (None: ``MAX_RESPONSE_BYTES``)."""
+    # Checked here, for every kind, before a client exists: httpx sent a line break as is (httpx-pooled) or
+    # refused it per request with the value's repr in the message, where redaction does not find the key.
+    raw_headers = checked_headers(headers)
+    limit = MAX_RESPONSE_BYTES if max_body is None else max_body
     if kind == "pooled":
-        return PooledWire(base_url, headers, size, timeout)
-    return HttpxWire(base_url, headers, size, timeout, lean_pool=kind == "httpx-pooled")
+        return PooledWire(base_url, raw_headers, size, timeout, limit)
+    return HttpxWire(base_url, raw_headers, size, timeout, limit, lean_pool=kind == "httpx-pooled")
 
 
-def _header_lines(headers: dict[str, str]) -> bytes:
-    lines = []
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab may stand in a value (RFC 9110 5.5), nothing else
+
+
+def checked_headers(headers: dict[str, str]) -> dict[bytes, bytes]:
+    """``headers`` as the bytes a request carries (Latin-1, as HTTP/1.1 reads them), or a ``ConfigError`` naming
+    the header, never its value (it may be a key): a line break would end the header (or inject another) and
+    any other control character makes a server or httpx refuse the request."""
+    raw = {}
     for name, value in headers.items():
-        if any(c in name + value for c in "\r\n\0"):
-            # never echo the value: it may be a key
-            raise ConfigError(f"the HTTP header {name!r} holds a line break or NUL character")
+        if not _TOKEN.fullmatch(name):
+            raise ConfigError(f"{name!r} is not a valid HTTP header name")
+        if _CONTROL.search(value):
+            raise ConfigError(f"the HTTP header {name!r} holds a line break or another control character")
         try:
-            lines.append(f"{name}: {value}\r\n".encode("latin-1"))
+            raw[name.encode("ascii")] = value.encode("latin-1")
         except UnicodeEncodeError:
             raise ConfigError(f"the HTTP header {name!r} holds characters HTTP/1.1 cannot carry") from None
-    return b"".join(lines)
+    return raw
 
 
-def _decoded(body: bytes, encoding: str | None) -> bytes:
-    """The body without its Content-Encoding (we only ever ask for gzip or deflate)."""
+def _decoded(body: bytes, encoding: str | None, status: int, max_body: int) -> bytes:
+    """The body without its Content-Encoding (we only ever ask for gzip or deflate), inflated to at most
+    ``max_body`` bytes: 1 MB of gzip inflates to 1 GiB."""
     if not encoding or encoding == "identity" or not body:
         return body
     try:
         if encoding == "gzip":
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+            return _inflated(body, 16 + zlib.MAX_WBITS, status, max_body, encoding)
         if encoding == "deflate":
             try:
-                return zlib.decompress(body)
+                return _inflated(body, zlib.MAX_WBITS, status, max_body, encoding)
             except zlib.error:  # some servers send a raw deflate stream without the zlib header
-                return zlib.decompress(body, -zlib.MAX_WBITS)
+                return _inflated(body, -zlib.MAX_WBITS, status, max_body, encoding)
     except zlib.error as exc:
         raise ProviderResponseError(f"the body cannot be decoded ({encoding}): {exc}") from None
     raise ProviderResponseError(f"the body has an encoding this client did not ask for: {encoding}")
 
 
+def _inflated(body: bytes, wbits: int, status: int, max_body: int, encoding: str) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    data = inflater.decompress(body, max_body + 1)
+    if len(data) > max_body:
+        raise ProviderResponseError(too_large(max_body, status, f"once inflated from {encoding}"))
+    if not inflater.eof:  # what zlib.decompress says of a cut stream; decompressobj says nothing
+        raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
+    return data
+
+
 class PooledWire:
     """Requests as bytes on the lean connection pool; see the module's docstring."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], size: int, timeout: dict[str, float | None]) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        headers: dict[bytes, bytes],
+        size: int,
+        timeout: dict[str, float | None],
+        max_body: int = MAX_RESPONSE_BYTES,
+    ) -> None:
         parts = urlsplit(base_url)
         port = parts.port
         assert parts.hostname is not None
@@ -106,9 +150,11 @@ class PooledWire:
         host = parts.netloc.rpartition("@")[2]  # never send userinfo as the Host
         self._prefix = parts.path.rstrip("/")
         self._query = f"?{parts.query}" if parts.query else ""
-        self._static = f"host: {host}\r\n".encode("latin-1") + _header_lines(headers)
+        lines = b"".join(b"%s: %s\r\n" % pair for pair in headers.items())
+        self._static = f"host: {host}\r\n".encode("latin-1") + lines
         self._heads: dict[str, bytes] = {}
-        self.pool = ConnectionPool(size, timeout["connect"], timeout["read"])
+        self.max_body = max_body
+        self.pool = ConnectionPool(size, timeout["connect"], timeout["read"], max_body)
 
     def _head(self, path: str) -> bytes:
         head = self._heads.get(path)
@@ -127,11 +173,13 @@ class PooledWire:
             ) from None
         except TLSRefused as exc:
             raise ServerUntrustedError(str(exc)) from None
+        except ResponseTooLarge as exc:  # not retried: the server would send it again
+            raise ProviderResponseError(str(exc)) from None
         except TransportError as exc:
             raise ProviderConnectionError(
                 f"{type(exc).__name__}: {exc}", retry_cause="connection", unreachable=isinstance(exc, ConnectFailed)
             ) from None
-        return status, headers, _decoded(body, headers.get("content-encoding"))
+        return status, headers, _decoded(body, headers.get("content-encoding"), status, self.max_body)
 
     async def aclose(self) -> None:
         await self.pool.aclose()
@@ -154,17 +202,25 @@ class HttpxWire:
     """The provider's one ``httpx.AsyncClient``, with a pool sized to the run's concurrency."""
 
     def __init__(
-        self, base_url: str, headers: dict[str, str], size: int, timeout: dict[str, float | None], lean_pool: bool
+        self,
+        base_url: str,
+        headers: dict[bytes, bytes],
+        size: int,
+        timeout: dict[str, float | None],
+        max_body: int = MAX_RESPONSE_BYTES,
+        *,
+        lean_pool: bool,
     ) -> None:
         import httpx
 
         self.base_url = base_url
+        self.max_body = max_body
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
         transport = None
         if lean_pool:
             from eval_harness.providers._httpx_pool import PooledTransport
 
-            transport = PooledTransport(size, timeout["connect"], timeout["read"])
+            transport = PooledTransport(size, timeout["connect"], timeout["read"], max_body)
         # transport=None: httpx builds its own, which also honours HTTP(S)_PROXY from the environment
         self.client = httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(**timeout), limits=limits, transport=transport
@@ -178,8 +234,16 @@ class HttpxWire:
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = httpx.URL(self.base_url + path)
+        client = self.client
         try:
-            response = await self.client.post(url, content=payload)
+            # streamed, so that the body is read within max_body: response.content would read it whole
+            response = await client.send(client.build_request("POST", url, content=payload), stream=True)
+            try:
+                body = await self._body(response)
+            finally:
+                await response.aclose()  # a body left unread closes its connection: it is never reused
+        except ResponseTooLarge as exc:  # not retried: the server would send it again
+            raise ProviderResponseError(str(exc)) from None
         except httpx.TimeoutException as exc:
             raise ProviderTimeoutError(
                 f"{type(exc).__name__}: {exc}", retry_cause="timeout", unreachable=isinstance(exc, httpx.ConnectTimeout)
@@ -193,15 +257,31 @@ class HttpxWire:
                 retry_cause="connection",
                 unreachable=isinstance(exc, httpx.ConnectError),
             ) from None
-        except httpx.DecodingError as exc:
-            raise ProviderResponseError(f"the body cannot be decoded: {exc}") from None
         except httpx.HTTPError as exc:
             raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
-        return response.status_code, dict(response.headers.items()), response.content
+        headers = dict(response.headers.items())
+        status = response.status_code
+        return status, headers, _decoded(body, headers.get("content-encoding"), status, self.max_body)
+
+    async def _body(self, response: httpx.Response) -> bytes:
+        """The body as sent (still encoded; ``_decoded`` inflates it within the bound), or ``ResponseTooLarge``
+        as soon as it is announced or received past ``max_body``."""
+        limit = self.max_body
+        declared = response.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(limit, response.status_code, f"Content-Length {declared}")
+        chunks = []
+        received = 0
+        async for chunk in response.aiter_raw():
+            received += len(chunk)
+            if received > limit:
+                raise ResponseTooLarge(limit, response.status_code, "bytes received")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.client.aclose()
 
 
-__all__ = ["Exchange", "HttpxWire", "PooledWire", "Wire", "WireKind", "open_wire"]
+__all__ = ["Exchange", "HttpxWire", "PooledWire", "Wire", "WireKind", "checked_headers", "open_wire"]
