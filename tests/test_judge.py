@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import TaskRoot
 from fake_llm_server import FakeLLMServer, answer, unauthorized
 
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
@@ -479,3 +480,32 @@ async def test_the_built_in_rubrics_show_the_judge_a_chat_samples_earlier_turns(
     spec = ScorerSpec(name="rubric_judge", args={"rubric": "judge_summary.jinja2", "criteria": ["quality"]})
     await build_scorer(spec, single).score("x", Sample(id="s", input="Summarise this.", target="y"))
     assert "[user]" not in single.requests[0].messages[-1].content  # one turn reads as before
+
+
+@pytest.mark.parametrize(
+    ("rubric_text", "problem"),
+    [
+        ("{{ nosuch }}\n", "'nosuch' is undefined"),
+        ("{# nothing #}\n", "renders an empty prompt"),
+    ],
+)
+def test_a_rubric_that_fails_on_every_sample_is_refused_before_the_run(
+    task_root: TaskRoot, rubric_text: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """audit-s21-input 6: passed --dry-run and the start, then every answer was generated (paid for) and every
+    judge call failed, exit 0."""
+    from eval_harness.cli.app import main
+
+    (task_root.root / "templates" / "badrubric.jinja2").write_text(rubric_text)
+    task = task_root.task(
+        "rub",
+        'name = "rub"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
+        'name = "rubric_judge"\nargs = { rubric = "badrubric.jinja2", criteria = { a = "b" } }\n',
+    )
+    for extra in (["--dry-run"], []):
+        with pytest.raises(SystemExit) as exit_code:
+            main(["run", "--task", str(task), "--model", "mock/m", "--judge-model", "mock/j", "--limit", "2",
+                  "--output-dir", str(task_root.root / "out"), "-q", *extra])  # fmt: skip
+        err = capsys.readouterr().err
+        assert exit_code.value.code == 2 and "badrubric.jinja2" in err and problem in err, err
+    assert not (task_root.root / "out").exists()

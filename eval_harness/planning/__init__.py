@@ -486,10 +486,11 @@ def _run_axes(plan: RunPlan) -> dict[str, int]:
 
 
 def _render_first_prompt(plan: RunPlan) -> None:
-    """Render the first prompt now: a template that fails on every sample (an empty prompt, a name no
-    sample has) is refused before the run directory exists, not found by the first call."""
+    """Render the first prompt (and each judge's rubric) now: a template that fails on every sample (an empty
+    prompt, a name no sample has) is refused before the run directory exists, not found by the first call."""
     for _position, sample, _epoch in work_items(plan):
         plan.template.render(sample, plan.examples)
+        plan.scoring.preflight(sample)  # a judge's rubric, the same way
         return
 
 

@@ -78,6 +78,11 @@ class Scorer(ABC):
         """Score ``output`` (``async def``, returning a ``Score``); raise ``SkipScore`` to abstain, anything
         else to record a scoring error."""
 
+    def preflight(self, sample: Sample) -> None:
+        """Raise, before the run, what would fail on every sample (a judge's rubric that renders nothing or
+        names a variable no sample has), found here on ``sample`` instead of after every answer was paid for."""
+        return None
+
 
 class FunctionScorer(Scorer):
     """A scorer from a plain synchronous function (most deterministic scorers)."""
@@ -566,6 +571,11 @@ class ScoringPipeline:
         self.steps = sorted(steps, key=lambda s: (bool(s.conditions), s.scorer.expensive))
         self.scorers = [(step.key, step.scorer) for step in self.steps]
         self._recorded_only = frozenset(spec.key for spec in self.specs if spec.weight == 0 and not spec.gate)
+
+    def preflight(self, sample: Sample) -> None:
+        """Each scorer's ``preflight`` on ``sample``."""
+        for _key, scorer in self.scorers:
+            scorer.preflight(sample)
 
     def fingerprints(self) -> dict[str, str]:
         """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a

@@ -47,6 +47,9 @@ class CompositeScorer(Scorer):
         parts = pipeline.fingerprints()
         self.fingerprint = ",".join(f"{k}={v}" for k, v in sorted(parts.items())) or None
 
+    def preflight(self, sample: Sample) -> None:
+        self.pipeline.preflight(sample)
+
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
         result = ScoringResult()
         try:

@@ -62,6 +62,10 @@ _REASON_CHARS = 200
 _T = TypeVar("_T")
 
 
+PLACEHOLDER_OUTPUT = "(the model's answer)"
+"""What stands for the answer when a rubric is rendered before the run, to check it."""
+
+
 class VerdictError(ValueError):
     """A judge reply that is not the requested JSON verdict; the message says what is wrong."""
 
@@ -348,16 +352,21 @@ class RubricJudge(_Judge):
         total = sum(self.weights.values())
         return sum(per_criterion[n] * w for n, w in self.weights.items()) / total, per_criterion
 
-    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
-        judge = self._available()
-        variables = {
+    def _variables(self, output: str, sample: Sample) -> dict[str, Any]:
+        return {
             "output": output,
             "references": sample.targets,
             "criteria": [{"name": n, "description": d} for n, d in self.criteria.items()],
             "scale_min": _plain(self.scale[0]),
             "scale_max": _plain(self.scale[1]),
         }
-        messages = self._messages(sample, variables, self.reply_format())
+
+    def preflight(self, sample: Sample) -> None:
+        self._messages(sample, self._variables(PLACEHOLDER_OUTPUT, sample), self.reply_format())
+
+    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
+        judge = self._available()
+        messages = self._messages(sample, self._variables(output, sample), self.reply_format())
         names = list(self.criteria)
         spend = _Spend()
 
@@ -400,6 +409,10 @@ class PairwiseJudge(_Judge):
         "Reply with only a JSON object, no other text, in exactly this form:\n"
         '{"reason": "<one or two sentences>", "winner": "A" or "B" or "tie"}'
     )
+
+    def preflight(self, sample: Sample) -> None:
+        shown = {"output": PLACEHOLDER_OUTPUT, "response_a": PLACEHOLDER_OUTPUT, "response_b": PLACEHOLDER_OUTPUT}
+        self._messages(sample, shown, self.REPLY_FORMAT)
 
     def _baseline_text(self, sample: Sample) -> str:
         if self.baseline == "target":
@@ -547,6 +560,7 @@ def pairwise_judge(
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "PLACEHOLDER_OUTPUT",
     "JudgeSettings",
     "PairwiseJudge",
     "RubricJudge",
