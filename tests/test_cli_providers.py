@@ -557,3 +557,23 @@ def test_a_server_gone_near_the_end_under_a_short_timeout_stops_the_run(tmp_path
     assert resumed.returncode == 0, resumed.stderr
     latest = {(row["sample_id"], row["epoch"]): row for row in records(tmp_path)}
     assert len(latest) == 20 and all(row["error"] is None for row in latest.values())
+
+
+def test_a_ca_bundle_that_cannot_be_loaded_stops_the_run_naming_ssl_cert_file(tmp_path: Path) -> None:
+    # audit-s21-input 7: every sample failed on it (FileNotFoundError, NO_CERTIFICATE_OR_CRL_FOUND), exit 0
+    (tmp_path / "garbage.pem").write_text("not a certificate\n")
+    for bundle, reason in ((tmp_path / "missing.pem", "No such file or directory"), (tmp_path / "garbage.pem", "")):
+        args = ["run", "--task", "capability_profile", "--model", "openai-compatible/x", "--model-arg",
+                "base_url=https://127.0.0.1:9/v1", "--limit", "3", "-q"]  # fmt: skip
+        result = cli(tmp_path, *args, env={"SSL_CERT_FILE": str(bundle)})
+        assert result.returncode == 2, result.stderr
+        assert f"SSL_CERT_FILE={bundle}: cannot load it as a CA bundle ({reason}" in result.stderr
+
+
+def test_a_proxy_variable_that_is_no_url_is_refused_before_the_run_without_showing_it(tmp_path: Path) -> None:
+    args = ["run", "--task", "capability_profile", "--model", "openai-compatible/x", "--model-arg",
+            "base_url=http://example.com:9/v1", "--limit", "3", "-q"]  # fmt: skip
+    result = cli(tmp_path, *args, env={"HTTP_PROXY": "user:pw@not a url::"})
+    assert result.returncode == 2 and not (tmp_path / "results").exists()
+    assert "the http_proxy (or HTTP_PROXY) environment variable is not a proxy URL" in result.stderr
+    assert "pw@" not in result.stderr

@@ -104,7 +104,26 @@ def _default_wire(base_url: str) -> WireKind:
     proxies = urllib.request.getproxies_environment()
     if parts.scheme not in proxies and "all" not in proxies:
         return "pooled"
-    return "pooled" if urllib.request.proxy_bypass(parts.netloc) else "httpx"  # NO_PROXY
+    if urllib.request.proxy_bypass(parts.netloc):  # NO_PROXY
+        return "pooled"
+    scheme = parts.scheme if parts.scheme in proxies else "all"
+    _check_proxy(proxies[scheme], f"{scheme}_proxy")
+    return "httpx"
+
+
+def _check_proxy(url: str, variable: str) -> None:
+    """A proxy variable that is no proxy URL stops the run before it starts: httpx refused it on every request,
+    each sample an error, the variable never named. Its value is not shown: it may hold a password."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname or not port_ok:
+        raise ConfigError(
+            f"the {variable} (or {variable.upper()}) environment variable is not a proxy URL such as "
+            "http://host:3128 (its value is not shown: it may hold a password); fix or unset it"
+        )
 
 
 def holds_secret(url: str, secrets: Iterable[str]) -> bool:

@@ -19,6 +19,7 @@ cannot fill the memory through any of them.
 
 from __future__ import annotations
 
+import os
 import re
 import ssl
 import zlib
@@ -77,10 +78,27 @@ def open_wire(
     # Checked here, for every kind, before a client exists: httpx sent a line break as is (httpx-pooled) or
     # refused it per request with the value's repr in the message, where redaction does not find the key.
     raw_headers = checked_headers(headers)
+    if base_url.startswith("https:"):
+        _check_ca_bundle()
     limit = MAX_RESPONSE_BYTES if max_body is None else max_body
     if kind == "pooled":
         return PooledWire(base_url, raw_headers, size, timeout, limit)
     return HttpxWire(base_url, raw_headers, size, timeout, limit, lean_pool=kind == "httpx-pooled")
+
+
+def _check_ca_bundle() -> None:
+    """A CA bundle named by SSL_CERT_FILE that cannot be loaded stops the run, naming the variable: each wire
+    failed on it per request (FileNotFoundError, NO_CERTIFICATE_OR_CRL_FOUND), every sample an error."""
+    cafile = os.environ.get("SSL_CERT_FILE")
+    if cafile is None:
+        return
+    try:
+        ssl.create_default_context(cafile=cafile)
+    except (OSError, ssl.SSLError) as exc:  # missing, unreadable, or no certificate in it
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ServerUntrustedError(
+            f"SSL_CERT_FILE={cafile}: cannot load it as a CA bundle ({reason}); fix or unset it"
+        ) from None
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
