@@ -211,6 +211,8 @@ def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path)
         (lambda p: None, "no such file"),
         (lambda p: p.mkdir(), "it is a directory"),
         (lambda p: p.write_bytes(gzip.compress(b'{"input": "a"}\n')[:-6]), "the gzip data is corrupt or truncated"),
+        # a gzip header over garbage failed at the first peek, outside the guard: "error: Unknown compression method"
+        (lambda p: p.write_bytes(b"\x1f\x8bgarbage\n"), r"d\.jsonl: cannot read the dataset: the gzip data is corrupt"),
         (lambda p: p.write_bytes(gzip.compress("{}\n".encode("utf-16"))), "UTF-16"),
         (lambda p: p.write_bytes("{}\n".encode("utf-16")), "UTF-16"),
     ],

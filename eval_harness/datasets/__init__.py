@@ -215,7 +215,8 @@ def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
     # Only validation reports the file's sha256; the runner's second pass already has it.
     digest = hashlib.sha256() if scan.validating else None
     with _open(path) as handle:
-        head = handle.peek(8) if hasattr(handle, "peek") else b""
+        with _gzip_errors(path):  # a gzip header over garbage fails at the first read, here
+            head = handle.peek(8) if hasattr(handle, "peek") else b""
         for magic, why in _FOREIGN_MAGIC.items():
             if head.startswith(magic):
                 raise DatasetUnreadableError(f"{path}: cannot read the dataset: {why}")
