@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -232,3 +233,32 @@ async def test_the_cache_keeps_apart_endpoints_that_serve_one_model_name(tmp_pat
     score = await second.score("the answer", sample)
     # the other endpoint's vectors are equal, cosine 1 (by hand); it got the first endpoint's cached 0.6
     assert (score.value, len(other.requests)) == (pytest.approx(1.0), 1)
+
+
+async def test_an_endless_embeddings_body_fails_at_the_cap_not_the_machines_memory() -> None:
+    # audit-s21-hostile 1 (not covered by the wires' cap): the client read the whole body before the cap existed
+    served = 0
+
+    async def endless() -> AsyncIterator[bytes]:
+        nonlocal served
+        while True:
+            served += 2**20
+            yield b" " * 2**20
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=endless())
+
+    client = OpenAIEmbeddingsClient(
+        "emb-small", "http://embed.test/v1", SecretStr(KEY), transport=httpx.MockTransport(handler),
+        policy=RetryPolicy(max_retries=0),
+    )  # fmt: skip
+    with pytest.raises(ProviderResponseError, match="response body over 64 MiB"):
+        await client.embed(["a"])
+    assert served <= 66 * 2**20
+
+
+async def test_an_embeddings_key_holding_a_line_break_is_refused_without_showing_it() -> None:
+    client = OpenAIEmbeddingsClient("emb-small", "http://embed.test/v1", SecretStr("sk-abc\ndef-0123456789"))
+    with pytest.raises(ConfigError, match="the HTTP header 'Authorization' holds a line break") as caught:
+        await client.embed(["a"])
+    assert "abc" not in str(caught.value)

@@ -25,6 +25,8 @@ from eval_harness.providers._http import (
     shown_url,
 )
 from eval_harness.providers._retry import Retrier, RetryPolicy
+from eval_harness.providers._transport import MAX_RESPONSE_BYTES, too_large
+from eval_harness.providers._wires import checked_headers
 from eval_harness.providers.openai import quota_used_up, rate_limit_reset
 
 if TYPE_CHECKING:
@@ -84,6 +86,7 @@ class OpenAIEmbeddingsClient:
         headers = {"Content-Type": "application/json"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+        checked_headers(headers)  # a key holding a line break: one line naming the header, never its value
         vectors: list[list[float]] = []
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport, headers=headers) as client:
             for start in range(0, len(texts), _BATCH):
@@ -97,7 +100,8 @@ class OpenAIEmbeddingsClient:
 
         shown = shown_url(self.url)
         try:
-            response = await client.post(self.url, json={"model": self.model, "input": batch})
+            async with client.stream("POST", self.url, json={"model": self.model, "input": batch}) as response:
+                content = await _capped_body(response, f"embeddings {shown}")
         except httpx.TimeoutException:
             raise ProviderTimeoutError(f"embeddings {shown}: timed out", retry_cause="timeout") from None
         except httpx.TransportError as exc:
@@ -109,22 +113,24 @@ class OpenAIEmbeddingsClient:
             raise error_for_status(
                 status,
                 response.headers,
-                response.content,
+                content,
                 label=f"embeddings {shown}",
                 key_hint="OPENAI_API_KEY",
                 secrets=self._secret_values,
                 cause=retry_cause_of_status(status, response.headers, TRANSIENT_4XX.get(status)),
-                quota_exhausted=quota_used_up(status, response.content),
+                quota_exhausted=quota_used_up(status, content),
                 reset_after=rate_limit_reset,
                 request_id=response.headers.get("x-request-id"),
             )
-        return self._vectors(response, len(batch), shown)
+        return self._vectors(content, len(batch), shown)
 
     @staticmethod
-    def _vectors(response: httpx.Response, expected: int, url: str) -> list[list[float]]:
+    def _vectors(content: bytes, expected: int, url: str) -> list[list[float]]:
+        import json
+
         try:
             # Python's json, not orjson: it reads a NaN, which the scorer then refuses by name
-            data = response.json()["data"]
+            data = json.loads(content)["data"]
             ordered = sorted(data, key=lambda item: item["index"])
             vectors = [[float(x) for x in item["embedding"]] for item in ordered]
         except (ValueError, KeyError, TypeError):
@@ -132,6 +138,26 @@ class OpenAIEmbeddingsClient:
         if len(vectors) != expected:
             raise ProviderResponseError(f"embeddings {url}: asked for {expected} vectors, got {len(vectors)}")
         return vectors
+
+
+async def _capped_body(response: httpx.Response, label: str) -> bytes:
+    """The body, decoded, read up to ``MAX_RESPONSE_BYTES`` as the providers' wires read theirs: an endless or
+    inflating body fails the request (not retried), not the machine's memory."""
+
+    def over(how: str) -> ProviderResponseError:
+        return ProviderResponseError(f"{label}: {too_large(MAX_RESPONSE_BYTES, response.status_code, how)}")
+
+    announced = response.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > MAX_RESPONSE_BYTES:
+        raise over(f"Content-Length {announced}")
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise over("bytes received")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 __all__ = ["DEFAULT_API_MODEL", "EmbeddingsClient", "OpenAIEmbeddingsClient"]
