@@ -184,3 +184,12 @@ def test_rescore_takes_a_numeric_tolerance_and_records_it_as_given(cli: Cli, tas
 def test_a_non_finite_number_from_the_command_line_is_refused(cli: Cli, stem_run: Path) -> None:
     result = cli("rescore", "--run", stem_run, "--scorer", "exact_match:mode=numeric,tolerance=inf", "-q")
     one_line_error(result, "--scorer: scorer 'exact_match': tolerance: Input should be a finite number (got 'inf')")
+
+
+def test_an_unknown_scorer_argument_is_named_with_the_arguments_the_scorer_takes() -> None:
+    # audit-s21-input 16: "got an unexpected keyword argument 'modee'" named none of those it takes
+    with pytest.raises(ConfigError) as caught:
+        build_scorer(ScorerSpec(name="exact_match", args={"modee": "strict"}), where="t.toml:5")
+    assert str(caught.value) == (
+        "t.toml:5: scorer 'exact_match': unknown argument 'modee'; did you mean 'mode'? (known: mode, tolerance)"
+    )

@@ -149,6 +149,12 @@ def build_scorer(
             raise ConfigError(f"{where}: scorer {spec.name!r} needs a judge model; pass --judge-model")
     if "where" in parameters:
         kwargs["where"] = where
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    settable = [name for name, p in parameters.items() if name not in INJECTED and p.kind is not p.VAR_KEYWORD]
+    unknown = [name for name in kwargs if name not in parameters and name not in INJECTED]
+    if unknown and not takes_any:  # Python's "got an unexpected keyword argument" named none it takes
+        problem = UnknownNameError.among("argument", unknown[0], settable)
+        raise ConfigError(f"{where}: scorer {spec.name!r}: {problem}") from None
     try:
         signature.bind(**kwargs)
     except TypeError as exc:
