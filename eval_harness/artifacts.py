@@ -143,6 +143,8 @@ def _read_document(path: Path, model: type[_Document]) -> _Document:
         raw = orjson.loads(path.read_bytes())
     except FileNotFoundError:
         raise ArtifactError(f"{path}: not found; is {path.parent} a run directory?") from None
+    except NotADirectoryError:  # --run results/r1/summary.json, /dev/null
+        raise ArtifactError(f"{path.parent} is a file, not a run directory") from None
     except (OSError, orjson.JSONDecodeError) as exc:
         raise ArtifactError(f"{path}: cannot read: {exc}") from None
     if not isinstance(raw, dict):

@@ -104,6 +104,10 @@ def test_report_bad_flags_exit_2_with_one_line(cli: Cli, runs: tuple[Path, Path]
     assert not_a_run.code == 2 and "not found; is" in not_a_run.err and "a run directory?" in not_a_run.err
     bad_format = cli("report", "--run", runs[0], "--format", "html")
     assert bad_format.code == 2
+    a_file = cli(
+        "report", "--run", runs[0] / "summary.json"
+    )  # was "...summary.json/manifest.json: cannot read: [Errno 20]"
+    assert (a_file.code, a_file.err.strip()) == (2, f"error: {runs[0] / 'summary.json'} is a file, not a run directory")
 
 
 def test_report_gates_on_the_error_rate_like_run(cli: Cli, task_root: TaskRoot) -> None:
