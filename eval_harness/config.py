@@ -6,7 +6,6 @@ secrets as ``SecretStr`` so that printing or dumping it never shows a key.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -199,25 +198,44 @@ def redact(text: str, secrets: Sequence[str]) -> str:
             if len(form) >= 4:
                 text = text.replace(form, "[REDACTED]")
             if len(form) >= 16:
-                half = max(12, len(form) // 2)
-                folded = text.lower()
-                # the pattern is slow to scan (~0.2 ms for an answer); its fixed half, looked for first, is not
-                if form[:half].lower() in folded or form[-half:].lower() in folded:
-                    text = _partial_secret(form).sub("[REDACTED]", text)
+                text = _without_partial(text, form)
     return text
 
 
-@functools.lru_cache(maxsize=64)
-def _partial_secret(secret: str) -> re.Pattern[str]:
-    """What matches a long part of ``secret`` from either end: its first half, then as much of the rest as
-    follows; or as much of the first half as comes before its last half. Written out as nested optional groups,
-    since ``re`` has no "longest prefix of this string" (a secret holds at most a few hundred characters)."""
+def _without_partial(text: str, secret: str) -> str:
+    """``text`` with each long part of ``secret`` from either end replaced: its first half and as much of the
+    rest as follows, or its last half and as much of the rest as comes before, in any case. Found by the fixed
+    half, then extended a character at a time: a pattern of nested optional groups ("longest prefix of this
+    string", which ``re`` lacks) nests once per character, and a 2,000-character token overflows its parser."""
     half = max(12, len(secret) // 2)
-    head, rest = secret[:half], secret[half:]
-    tail, before = secret[-half:], secret[:-half]
-    longer = "".join(f"(?:{re.escape(c)}" for c in rest) + ")?" * len(rest)
-    earlier = "(?:" * len(before) + "".join(f"{re.escape(c)})?" for c in before)
-    return re.compile(f"{re.escape(head)}{longer}|{earlier}{re.escape(tail)}", re.IGNORECASE)
+    head, tail = secret[:half], secret[-half:]
+    folded = text.lower()
+    if head.lower() not in folded and tail.lower() not in folded:  # the common case: one scan per half
+        return text
+    spans = []
+    for found in re.finditer(re.escape(head), text, re.IGNORECASE):
+        end, rest = found.end(), secret[half:]
+        size = 0
+        while size < len(rest) and end + size < len(text) and text[end + size].lower() == rest[size].lower():
+            size += 1
+        spans.append((found.start(), end + size))
+    for found in re.finditer(re.escape(tail), text, re.IGNORECASE):
+        start, before = found.start(), secret[:-half]
+        size = 0
+        while size < min(len(before), start) and text[start - size - 1].lower() == before[-size - 1].lower():
+            size += 1
+        spans.append((start - size, found.end()))
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces, last = [], 0
+    for start, end in merged:
+        pieces += [text[last:start], "[REDACTED]"]
+        last = end
+    return "".join(pieces) + text[last:]
 
 
 def redact_shown(

@@ -227,3 +227,13 @@ async def test_a_key_straddling_the_cut_of_a_non_finite_embedding_message_leaves
     with pytest.raises(ValueError, match="non-finite") as caught:
         await scorer.score("a" * 30 + KEY, Sample(id="s", input="?", target="reference"))
     assert pieces_of_key(str(caught.value)) == []
+
+
+def test_a_long_part_of_a_two_thousand_character_token_is_redacted() -> None:
+    # review-s22 2: the pattern of nested groups overflowed re's parser from ~990 characters (Azure AD, IBM IAM
+    # tokens are JWTs of 1-2.5k), exactly when a server echoed the key
+    from eval_harness.config import redact
+
+    token = "eyJ" + "".join(chr(ord("a") + (i * 7) % 26) for i in range(1997))
+    text = f"401: bad token {token[:1200]}… and {token[-1100:].upper()} again"
+    assert redact(text, [token]) == "401: bad token [REDACTED]… and [REDACTED] again"
