@@ -199,8 +199,9 @@ def test_a_full_disk_fails_the_run_naming_the_records_file_first_and_resume_comp
     assert read_records(run_dir)[: len(kept)] == kept
 
 
+@pytest.mark.parametrize("judge", [[], ["--judge-model", "mock/j"]], ids=["model", "judge"])
 def test_a_run_recorded_before_a_provider_option_existed_resumes(
-    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], judge: list[str]
 ) -> None:
     """An option added to a provider since the run started (the run ran with its default) is no change: every
     openai/ run made before reasoning_summary was added was refused on resume ("model args of openai/...: ")."""
@@ -209,7 +210,8 @@ def test_a_run_recorded_before_a_provider_option_existed_resumes(
 
     monkeypatch.chdir(task_root.root)
     out = task_root.root / "results"
-    args = ["run", "--task", "tasks/adder.toml", "--model", "mock/m", "--output-dir", str(out), "--run-id", "r", "-q"]
+    args = ["run", "--task", "tasks/adder.toml", "--model", "mock/m", "--output-dir", str(out), "--run-id", "r", "-q",
+            *judge]  # fmt: skip
     public = ProviderOptions.public
     with monkeypatch.context() as before:  # a build whose mock had no jitter_ms: its manifest and fingerprint lack it
         before.setattr(

@@ -40,6 +40,7 @@ class _Now:
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
     model_defaults: dict[str, Any] = field(default_factory=dict)
+    judge_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def test_a_changed_part_that_no_line_of_its_own_names_is_named_by_its_recorded_and_current_values(

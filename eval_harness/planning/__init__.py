@@ -281,8 +281,17 @@ class _Parts:
     @property
     def model_defaults(self) -> dict[str, Any]:
         """Each of the provider's options at its default, as the manifest would record it."""
-        fields = type(self.provider.options).model_fields.items()
-        return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
+        return _option_defaults(self.provider)
+
+    @property
+    def judge_defaults(self) -> dict[str, Any]:
+        """The same of the judge's provider (none without a judge)."""
+        return _option_defaults(self.judge.provider) if self.judge is not None else {}
+
+
+def _option_defaults(provider: Provider) -> dict[str, Any]:
+    fields = type(provider.options).model_fields.items()
+    return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
 
 
 def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: FewShot) -> _Parts:

@@ -121,6 +121,9 @@ class _Fingerprinted(Protocol):
     @property
     def model_defaults(self) -> Mapping[str, Any]: ...
 
+    @property
+    def judge_defaults(self) -> Mapping[str, Any]: ...
+
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
@@ -167,7 +170,12 @@ def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]
     ...) as recorded: what is left as it is now is what only the fingerprint holds, and the judge (see
     ``_CHECKED_AS_UNRECORDED``)."""
     kept = {name: value for name, value in _recorded_parts(manifest).items() if name not in _CHECKED_AS_UNRECORDED}
-    return {**parts.fingerprint_parts, **kept}
+    now = {**parts.fingerprint_parts, **kept}
+    judge = now.get("judge")
+    if isinstance(judge, dict) and manifest.judge is not None and judge.get("id") == manifest.judge.id:
+        # the judge's options added since the run started, at their default, are no change (as the model's)
+        now["judge"] = {**judge, "args": _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)}
+    return now
 
 
 def _unrecorded_parts_kept(manifest: RunManifest, parts: _Fingerprinted) -> bool:
@@ -193,9 +201,13 @@ _UNSET = object()
 def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
     """The model as it is now, less the options the manifest does not record that are at their default: options
     added to the provider since the run started (it ran with their default, so nothing changed)."""
-    recorded, defaults = manifest.model.args, parts.model_defaults
-    args = {k: v for k, v in parts.model.args.items() if k in recorded or v != defaults.get(k, _UNSET)}
+    args = _known_or_set(parts.model.args, manifest.model.args, parts.model_defaults)
     return parts.model.model_copy(update={"args": args})
+
+
+def _known_or_set(now: Mapping[str, Any], recorded: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``now`` less each option ``recorded`` lacks that is at its default."""
+    return {k: v for k, v in now.items() if k in recorded or v != defaults.get(k, _UNSET)}
 
 
 def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
