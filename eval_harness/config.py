@@ -22,8 +22,9 @@ MAX_CONCURRENCY = 100_000
 """A worker coroutine each: more than any provider admits, and bounded so a typo cannot exhaust memory."""
 MAX_EPOCHS = 1_000
 """Runs of each sample: memory and the resume point grow with it, so a typo must not reach the runner."""
-MAX_COUNT = 2**53
-"""Largest --limit: a count JSON keeps exactly (2^64 and above cannot be written to the manifest at all)."""
+MAX_COUNT = 2**63 - 1
+"""Largest --limit: what a manifest can record (2^64 and above cannot be written to it at all). Not tighter: a
+manifest is read back through this model, and a run recorded with a larger limit must stay resumable."""
 MAX_RETRIES = 1_000
 """Most retries of one call: with backoff, far beyond any outage a run could wait out."""
 DEFAULT_OUTPUT_DIR = Path("results")

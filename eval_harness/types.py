@@ -69,9 +69,10 @@ class GenerateConfig(BaseModel):
         default=None, ge=0, le=2, description="Sampling temperature (0-2, the widest range an API takes)."
     )
     top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling mass (0-1).")
-    # bounded so that the manifest can record them (JSON integers beyond 64 bits cannot be written)
+    # bounded so that the manifest can record them (JSON integers beyond 64 bits cannot be written); no tighter:
+    # manifests are read back through this model, and one written with --max-tokens 1e10 must stay readable
     max_tokens: int | None = Field(
-        default=None, ge=1, le=2**31 - 1, description="Upper bound on generated tokens (at least 1)."
+        default=None, ge=1, le=2**63 - 1, description="Upper bound on generated tokens (at least 1)."
     )
     stop: list[str] | None = Field(default=None, description="Stop sequences.")
     seed: int | None = Field(

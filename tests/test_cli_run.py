@@ -586,9 +586,9 @@ def test_out_of_range_numbers_are_refused_by_flag_before_anything_is_written(
     ("flag", "value", "message"),
     [
         ("--timeout", "inf", "error: --timeout: Input should be a finite number"),  # the manifest would hold null
-        ("--limit", str(10**23), "error: --limit: Input should be less than or equal to 9007199254740992"),
+        ("--limit", str(10**23), "error: --limit: Input should be less than or equal to 9223372036854775807"),
         ("--max-retries", str(10**20), "error: --max-retries: Input should be less than or equal to 1000"),
-        ("--max-tokens", str(10**20), "error: --max-tokens: Input should be less than or equal to 2147483647"),
+        ("--max-tokens", str(10**20), "error: --max-tokens: Input should be less than or equal to 9223372036854775807"),
     ],
 )
 def test_numbers_no_manifest_could_record_are_refused_before_the_run_exists(
@@ -599,6 +599,14 @@ def test_numbers_no_manifest_could_record_are_refused_before_the_run_exists(
     result = cli("run", "--task", "capability_profile", "--output-dir", tmp_path / "out", flag, value, "-q")
     assert (result.code, result.err.strip()) == (2, message)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_recorded_with_a_max_tokens_past_32_bits_stays_readable(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s22 4: the bound that keeps a manifest writable was tighter than what older builds recorded
+    out_dir = task_root.root / "results"
+    run = ["run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q"]
+    assert cli(*run, "--max-tokens", str(10**10), "--limit", str(10**17)).code == 0
+    assert cli("report", "--run", out_dir / "r").code == 0
 
 
 def test_a_resume_with_an_infinite_timeout_is_refused_and_the_run_stays_readable(cli: Cli, task_root: TaskRoot) -> None:
