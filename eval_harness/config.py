@@ -6,6 +6,7 @@ secrets as ``SecretStr`` so that printing or dumping it never shows a key.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -193,14 +194,29 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     """Replace every secret in ``text``, padded or stripped, so it can be shown or stored; and, for a secret of
     16 characters or more, any part of it that starts or ends it and holds at least half of it (at least 12
     characters), in any case: a server that cuts its message inside the key, or upper-cases it, shows it."""
+    folded: str | None = None
     for secret in secrets:
         # the stripped form too: a server echoes the key as it arrived, without the padding a header loses
         for form in dict.fromkeys((secret, secret.strip())):
-            if len(form) >= 4:
-                text = text.replace(form, "[REDACTED]")
-            if len(form) >= 16:
-                text = _without_partial(text, form)
+            if len(form) < 16:
+                if len(form) >= 4:
+                    text = text.replace(form, "[REDACTED]")
+                continue
+            # any part to redact holds the key's first or last half: looked for first, in the text lower-cased
+            # once (every answer of a run with a key passes here, and almost none holds one)
+            head, tail = _halves(form)
+            folded = text.lower() if folded is None else folded
+            if head in folded or tail in folded:
+                text = _without_partial(text.replace(form, "[REDACTED]"), form)
+                folded = None
     return text
+
+
+@functools.lru_cache(maxsize=64)
+def _halves(secret: str) -> tuple[str, str]:
+    """The first and the last half of ``secret`` (at least 12 characters each), lower-cased."""
+    half = max(12, len(secret) // 2)
+    return secret[:half].lower(), secret[-half:].lower()
 
 
 def _without_partial(text: str, secret: str) -> str:
@@ -210,9 +226,6 @@ def _without_partial(text: str, secret: str) -> str:
     string", which ``re`` lacks) nests once per character, and a 2,000-character token overflows its parser."""
     half = max(12, len(secret) // 2)
     head, tail = secret[:half], secret[-half:]
-    folded = text.lower()
-    if head.lower() not in folded and tail.lower() not in folded:  # the common case: one scan per half
-        return text
     spans = []
     for found in re.finditer(re.escape(head), text, re.IGNORECASE):
         end, rest = found.end(), secret[half:]
