@@ -211,7 +211,11 @@ class Runner:
                 task_info = task_info.model_copy(update={"prompt_inputs_sha256": plan.prompt_inputs_sha256})
             update = plan.model_update
             # a forced change of the model's arguments holds for later resumes, which call the model as recorded
-            model = {} if update is None else {"model": update.model, "fingerprint": update.fingerprint}
+            anew: dict[str, Any] = {}
+            if update is not None:
+                anew |= {"model": update.model, "fingerprint": update.fingerprint}
+            if plan.dataset_update is not None:
+                anew["dataset"] = plan.dataset_update
             manifest = plan.manifest.model_copy(
                 update={
                     "task": task_info,
@@ -220,7 +224,7 @@ class Runner:
                     "sessions": plan.manifest.sessions + 1,
                     **session_settings(plan.config),  # as this session runs: what the next resume keeps
                     "gates": plan.gates,
-                    **model,
+                    **anew,
                     "forced_changes": [*plan.manifest.forced_changes, *forced],
                 }
             )

@@ -500,6 +500,38 @@ def test_a_run_validated_by_older_checks_whose_lines_a_new_check_refuses_is_refu
     assert len((run / "samples.jsonl").read_text().splitlines()) == 4
 
 
+def test_a_run_whose_older_checks_pass_again_records_this_builds_checks_once(
+    task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review-s22 6: nothing recorded that the bytes passed, so every later resume validated the whole file again
+    (and dataset.axes stayed unknown)."""
+    from eval_harness import planning
+    from eval_harness.cli.app import main
+
+    monkeypatch.chdir(task_root.root)
+    args = ["run", "--task", "adder", "--model", "mock/m", "--run-id", "r", "--output-dir", "results", "-q"]
+    with pytest.raises(SystemExit):
+        main(args)
+    run = task_root.root / "results" / "r"
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["dataset"].update(checks=2, axes=None)  # as a build before DATASET_CHECKS 3 recorded it
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    (run / "samples.jsonl").write_text("".join((run / "samples.jsonl").read_text().splitlines(keepends=True)[:4]))
+    passes: list[Path] = []
+    counted = planning._dataset_pass
+    monkeypatch.setattr(
+        planning, "_dataset_pass", lambda task, path, pool: passes.append(path) or counted(task, path, pool)
+    )
+    with pytest.raises(SystemExit):
+        main(["resume", str(run), "-q"])
+    dataset = json.loads((run / "manifest.json").read_text())["dataset"]
+    assert (dataset["checks"], dataset["axes"], len(passes)) == (DATASET_CHECKS, ["alpha", "beta"], 1)
+    (run / "manifest.json").write_text((run / "manifest.json").read_text().replace('"complete"', '"interrupted"'))
+    with pytest.raises(SystemExit):
+        main(["resume", str(run), "-q"])
+    assert len(passes) == 1  # the hash alone, this time
+
+
 def test_a_pattern_is_quoted_as_written_whatever_quotes_and_control_characters_it_holds() -> None:
     """review-s20 7: a pattern holding ' or a newline fell back to repr's doubled backslashes."""
     from eval_harness.errors import as_written

@@ -125,6 +125,8 @@ class RunPlan:
     model_update: ModelUpdate | None = None
     """A resume forced across changed model arguments: the model and fingerprint recorded from this session on,
     so that the next resume calls the model as this one does (None: as the manifest has them)."""
+    dataset_update: DatasetInfo | None = None
+    """What a resume records of the dataset anew: the same bytes passed this build's checks (None: as it is)."""
 
 
 @dataclass
@@ -558,6 +560,10 @@ def plan_resume(
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
     plan.notes += _generation_kept(task, manifest)
+    if compared and report.sha256 == manifest.dataset.sha256:
+        # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
+        checked = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
+        plan.dataset_update = manifest.dataset.model_copy(update=checked)
     return plan
 
 
