@@ -135,12 +135,15 @@ async def test_a_reset_time_alone_is_a_capped_wait_for_a_retry_not_a_reason_to_g
 
 
 async def test_the_run_wide_pause_after_a_429_lasts_no_longer_than_a_retry_may_wait(server: FakeLLMServer) -> None:
-    server.script(rate_limited("300"))
+    # a wait derived from reset headers (6 minutes) pauses the run, retried; a stated one that long fails its
+    # sample without pausing anything (review-s22 7: the test read a stated wait, which no longer pauses)
+    headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}
+    server.script(rate_limited(None, headers=headers))
     gw = gateway(server, max_wait_s=0.5)
-    await gw.generate(request(1))  # fails at once, and pauses the run no longer than the cap
+    first = await asyncio.wait_for(gw.generate(request(1)), 10)  # retried after the pause, capped
     outcome = await asyncio.wait_for(gw.generate(request(2)), 10)
     await gw.aclose()
-    assert outcome.completion is not None and outcome.completion.text == "2"
+    assert first.completion is not None and outcome.completion is not None and outcome.completion.text == "2"
 
 
 async def test_a_retry_cancelled_while_the_run_is_paused_counts_the_pause_it_waited(server: FakeLLMServer) -> None:

@@ -8,13 +8,22 @@ import json
 import math
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from fake_llm_server import FakeLLMServer
 from pydantic import SecretStr
 
-from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, ProviderResponseError
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    ModelNotFoundError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    QuotaExhaustedError,
+    ServerUntrustedError,
+)
 from eval_harness.providers.embeddings import OpenAIEmbeddingsClient
 from eval_harness.providers.gateway import RetryPolicy
 from eval_harness.scorers import build_scorer
@@ -262,3 +271,41 @@ async def test_an_embeddings_key_holding_a_line_break_is_refused_without_showing
     with pytest.raises(ConfigError, match="the HTTP header 'Authorization' holds a line break") as caught:
         await client.embed(["a"])
     assert "abc" not in str(caught.value)
+
+
+def _client_of(handler: Any, **kwargs: Any) -> OpenAIEmbeddingsClient:
+    return OpenAIEmbeddingsClient(
+        "emb-small", "http://embed.test/v1", SecretStr(KEY), transport=httpx.MockTransport(handler),
+        policy=RetryPolicy(max_retries=2, initial_wait_s=0.01), **kwargs,
+    )  # fmt: skip
+
+
+async def test_the_embeddings_client_stops_the_run_as_the_gateway_does_on_a_day_long_wait() -> None:
+    # review-s22 3a: each batch failed "not retried: ..." and the run went on
+    client = _client_of(lambda request: httpx.Response(503, headers={"retry-after": "86400"}, json={"error": "x"}))
+    with pytest.raises(QuotaExhaustedError, match=r"the server asks to wait 24\.0 hours, so the run stops"):
+        await client.embed(["a"])
+
+
+async def test_an_embeddings_redirect_stops_the_run_naming_where_it_points() -> None:
+    location = "https://user:pw@other.test/v1/embeddings?token=t"
+    client = _client_of(lambda request: httpx.Response(301, headers={"location": location}))
+    with pytest.raises(ModelNotFoundError, match=r"redirects to https://other\.test/v1/embeddings; redirects are"):
+        await client.embed(["a"])
+
+
+async def test_an_embeddings_body_over_the_cap_does_not_advise_a_model_arg_it_lacks() -> None:
+    client = _client_of(lambda request: httpx.Response(200, headers={"content-length": str(2**40)}, content=b"{}"))
+    with pytest.raises(ProviderResponseError) as caught:
+        await client.embed(["a"])
+    assert "response body over 64 MiB (HTTP 200, Content-Length 1099511627776)" in str(caught.value)
+    assert "max_response_bytes" not in str(caught.value)
+
+
+async def test_an_embeddings_ca_bundle_that_cannot_be_loaded_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    client = OpenAIEmbeddingsClient("emb-small", "https://embed.test/v1", SecretStr(KEY))
+    with pytest.raises(ServerUntrustedError, match=r"SSL_CERT_FILE=.*missing\.pem: cannot load it as a CA bundle"):
+        await client.embed(["a"])

@@ -42,7 +42,7 @@ from eval_harness.errors import (
     ServerUntrustedError,
     json_type_name,
 )
-from eval_harness.providers._wires import Wire, WireKind, open_wire
+from eval_harness.providers._wires import ACCEPTED_ENCODINGS, Wire, WireKind, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import Completion, GenerateConfig, Usage
 
@@ -96,19 +96,25 @@ _PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 def _default_wire(base_url: str) -> WireKind:
     """The lean pool, unless the environment sends ``base_url`` through a proxy: the pool speaks to servers
     directly, so behind a proxy httpx's own transport (which honours the variables and NO_PROXY) is used."""
+    return "httpx" if checked_proxy(base_url) else "pooled"
+
+
+def checked_proxy(base_url: str) -> bool:
+    """Whether the environment sends ``base_url`` through a proxy; a ``ConfigError`` when the variable that
+    would is no proxy URL."""
     if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):  # the common case imports nothing
-        return "pooled"
+        return False
     import urllib.request  # the standard library's reading of the variables, as httpx itself uses
 
     parts = urlsplit(base_url)
     proxies = urllib.request.getproxies_environment()
     if parts.scheme not in proxies and "all" not in proxies:
-        return "pooled"
+        return False
     if urllib.request.proxy_bypass(parts.netloc):  # NO_PROXY
-        return "pooled"
+        return False
     scheme = parts.scheme if parts.scheme in proxies else "all"
     _check_proxy(proxies[scheme], f"{scheme}_proxy")
-    return "httpx"
+    return True
 
 
 def _check_proxy(url: str, variable: str) -> None:
@@ -362,6 +368,18 @@ def error_for_status(
     )
 
 
+def redirected(label: str, status: int, headers: Mapping[str, str], secrets: Sequence[str]) -> ModelNotFoundError:
+    """A redirect stops the run: it is not followed (the key would go with it to wherever it points), and every
+    request would meet it (http:// for https://, a base URL without /v1)."""
+    location = headers.get("location")
+    where = f"to {shown_url(location)}" if location else "elsewhere"
+    message = (
+        f"{label}: HTTP {status}: the server redirects {where}; redirects are not followed, so the key is never "
+        "sent elsewhere: set the base URL to where it points"
+    )
+    return ModelNotFoundError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
+
+
 def _lenient_json(content: bytes) -> Any:
     """The body parsed as JSON. orjson refuses some bodies whose answer is fine: an integer past 64 bits or a
     number past a double's range in the usage, an invalid UTF-8 byte in the text. The standard library reads
@@ -468,6 +486,8 @@ class HTTPProvider(Provider):
             "pool": None,
         }
         self.wire_kind: WireKind = options.http_transport or _default_wire(self.base_url)
+        if self.wire_kind == "httpx":  # chosen on purpose, it proxies too: the variable is checked the same
+            checked_proxy(self.base_url)
         # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should
         # not include the imports.
         if self.wire_kind != "pooled":
@@ -508,7 +528,7 @@ class HTTPProvider(Provider):
         return {
             "content-type": "application/json",
             "accept": "application/json",
-            "accept-encoding": "gzip, deflate",
+            "accept-encoding": ACCEPTED_ENCODINGS,
             "user-agent": f"eval-harness/{__version__}",
             **self.auth_headers(),
         }
@@ -540,7 +560,7 @@ class HTTPProvider(Provider):
         if status >= 400:
             self._raise_for_status(status, headers, content)
         if 300 <= status < 400:
-            raise self._redirected(status, headers)
+            raise redirected(self.label, status, headers, self.secrets())
         if raw_text and not _is_json(headers):
             return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
         try:
@@ -559,18 +579,6 @@ class HTTPProvider(Provider):
                 request_id=self.header_request_id(headers),
             )
         return Reply(data, headers, latency_ms)
-
-    def _redirected(self, status: int, headers: Mapping[str, str]) -> ModelNotFoundError:
-        """A redirect stops the run: it is not followed (the key would go with it to wherever it points), and
-        every request would meet it (http:// for https://, a base URL without /v1)."""
-        location = headers.get("location")
-        where = f"to {shown_url(location)}" if location else "elsewhere"
-        return ModelNotFoundError(
-            self._clean(
-                f"{self.label}: HTTP {status}: the server redirects {where}; redirects are not followed, so the key "
-                "is never sent elsewhere: set the base URL to where it points"
-            )
-        )
 
     @property
     def label(self) -> str:
@@ -696,6 +704,7 @@ __all__ = [
     "Reply",
     "apply_stop",
     "check_base_url",
+    "checked_proxy",
     "cut_at_stop",
     "describe_body",
     "error_code",
@@ -706,6 +715,7 @@ __all__ = [
     "join_url",
     "one_line",
     "parse_retry_after",
+    "redirected",
     "retry_cause_of_status",
     "sampling",
     "shown_url",

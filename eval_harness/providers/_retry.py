@@ -115,9 +115,17 @@ class Retrier:
         try:
             return await attempt()
         except ProviderError as exc:
+            if (stopper := self.run_stopper(exc)) is not None:
+                raise stopper from None
             if self.gives_up_at_once(exc):
                 raise self.explained(exc) from None
-            return await self.again(lambda _cause: attempt(), exc)
+            first = exc
+        try:
+            return await self.again(lambda _cause: attempt(), first)
+        except ProviderError as exc:
+            if (stopper := self.run_stopper(exc)) is not None:
+                raise stopper from None
+            raise
 
     async def again(
         self,

@@ -95,12 +95,15 @@ class ResponseTooLarge(TransportError):
 
     def __init__(self, limit: int, status: int, how: str) -> None:
         super().__init__(too_large(limit, status, how))
+        self.limit, self.status, self.how = limit, status, how
 
 
-def too_large(limit: int, status: int, how: str) -> str:
-    """The message of a body over ``limit`` bytes: ``response body over 64 MiB (HTTP 200, Content-Length 9e9)``."""
+def too_large(limit: int, status: int, how: str, *, settable: bool = True) -> str:
+    """The message of a body over ``limit`` bytes: ``response body over 64 MiB (HTTP 200, Content-Length 9e9)``,
+    and how to raise it where a model arg can (``settable``)."""
     size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
-    return f"response body over {size} (HTTP {status}, {how}); --model-arg max_response_bytes=N raises the limit"
+    hint = "; --model-arg max_response_bytes=N raises the limit" if settable else ""
+    return f"response body over {size} (HTTP {status}, {how}){hint}"
 
 
 _T = TypeVar("_T")

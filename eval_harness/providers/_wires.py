@@ -79,14 +79,14 @@ def open_wire(
     # refused it per request with the value's repr in the message, where redaction does not find the key.
     raw_headers = checked_headers(headers)
     if base_url.startswith("https:"):
-        _check_ca_bundle()
+        check_ca_bundle()
     limit = MAX_RESPONSE_BYTES if max_body is None else max_body
     if kind == "pooled":
         return PooledWire(base_url, raw_headers, size, timeout, limit)
     return HttpxWire(base_url, raw_headers, size, timeout, limit, lean_pool=kind == "httpx-pooled")
 
 
-def _check_ca_bundle() -> None:
+def check_ca_bundle() -> None:
     """A CA bundle named by SSL_CERT_FILE that cannot be loaded stops the run, naming the variable: each wire
     failed on it per request (FileNotFoundError, NO_CERTIFICATE_OR_CRL_FOUND), every sample an error."""
     cafile = os.environ.get("SSL_CERT_FILE")
@@ -99,6 +99,11 @@ def _check_ca_bundle() -> None:
         raise ServerUntrustedError(
             f"SSL_CERT_FILE={cafile}: cannot load it as a CA bundle ({reason}); fix or unset it"
         ) from None
+
+
+ACCEPTED_ENCODINGS = "gzip, deflate"
+"""The encodings a request asks for: the ones ``decoded_body`` inflates within the size bound (httpx would also
+ask for br and zstd when their packages are installed, and inflate them unbounded)."""
 
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -122,7 +127,7 @@ def checked_headers(headers: dict[str, str]) -> dict[bytes, bytes]:
     return raw
 
 
-def _decoded(body: bytes, encoding: str | None, status: int, max_body: int) -> bytes:
+def decoded_body(body: bytes, encoding: str | None, status: int, max_body: int) -> bytes:
     """The body without its Content-Encoding (we only ever ask for gzip or deflate), inflated to at most
     ``max_body`` bytes: 1 MB of gzip inflates to 1 GiB."""
     if not encoding or encoding == "identity" or not body:
@@ -197,7 +202,7 @@ class PooledWire:
             raise ProviderConnectionError(
                 f"{type(exc).__name__}: {exc}", retry_cause="connection", unreachable=isinstance(exc, ConnectFailed)
             ) from None
-        return status, headers, _decoded(body, headers.get("content-encoding"), status, self.max_body)
+        return status, headers, decoded_body(body, headers.get("content-encoding"), status, self.max_body)
 
     async def aclose(self) -> None:
         await self.pool.aclose()
@@ -257,7 +262,7 @@ class HttpxWire:
             # streamed, so that the body is read within max_body: response.content would read it whole
             response = await client.send(client.build_request("POST", url, content=payload), stream=True)
             try:
-                body = await self._body(response)
+                body = await raw_body(response, self.max_body)
             finally:
                 await response.aclose()  # a body left unread closes its connection: it is never reused
         except ResponseTooLarge as exc:  # not retried: the server would send it again
@@ -279,27 +284,39 @@ class HttpxWire:
             raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
         headers = dict(response.headers.items())
         status = response.status_code
-        return status, headers, _decoded(body, headers.get("content-encoding"), status, self.max_body)
-
-    async def _body(self, response: httpx.Response) -> bytes:
-        """The body as sent (still encoded; ``_decoded`` inflates it within the bound), or ``ResponseTooLarge``
-        as soon as it is announced or received past ``max_body``."""
-        limit = self.max_body
-        declared = response.headers.get("content-length", "")
-        if declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise ResponseTooLarge(limit, response.status_code, f"Content-Length {declared}")
-        chunks = []
-        received = 0
-        async for chunk in response.aiter_raw():
-            received += len(chunk)
-            if received > limit:
-                raise ResponseTooLarge(limit, response.status_code, "bytes received")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return status, headers, decoded_body(body, headers.get("content-encoding"), status, self.max_body)
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.client.aclose()
 
 
-__all__ = ["Exchange", "HttpxWire", "PooledWire", "Wire", "WireKind", "checked_headers", "open_wire"]
+async def raw_body(response: httpx.Response, limit: int) -> bytes:
+    """The body as sent (still encoded; ``decoded_body`` inflates it within the bound), or ``ResponseTooLarge``
+    as soon as it is announced or received past ``limit``."""
+    declared = response.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLarge(limit, response.status_code, f"Content-Length {declared}")
+    chunks = []
+    received = 0
+    async for chunk in response.aiter_raw():
+        received += len(chunk)
+        if received > limit:
+            raise ResponseTooLarge(limit, response.status_code, "bytes received")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+__all__ = [
+    "ACCEPTED_ENCODINGS",
+    "Exchange",
+    "HttpxWire",
+    "PooledWire",
+    "Wire",
+    "WireKind",
+    "check_ca_bundle",
+    "checked_headers",
+    "decoded_body",
+    "open_wire",
+    "raw_body",
+]

@@ -19,14 +19,16 @@ from eval_harness.errors import ProviderConnectionError, ProviderResponseError, 
 from eval_harness.providers._http import (
     TRANSIENT_4XX,
     check_base_url,
+    checked_proxy,
     error_for_status,
     join_url,
+    redirected,
     retry_cause_of_status,
     shown_url,
 )
 from eval_harness.providers._retry import Retrier, RetryPolicy
-from eval_harness.providers._transport import MAX_RESPONSE_BYTES, too_large
-from eval_harness.providers._wires import checked_headers
+from eval_harness.providers._transport import MAX_RESPONSE_BYTES, ResponseTooLarge, too_large
+from eval_harness.providers._wires import ACCEPTED_ENCODINGS, check_ca_bundle, checked_headers
 from eval_harness.providers.openai import quota_used_up, rate_limit_reset
 
 if TYPE_CHECKING:
@@ -83,10 +85,13 @@ class OpenAIEmbeddingsClient:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import httpx
 
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPTED_ENCODINGS}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
         checked_headers(headers)  # a key holding a line break: one line naming the header, never its value
+        if self.url.startswith("https:"):
+            check_ca_bundle()
+        checked_proxy(self.url)  # httpx's client reads the proxy variables
         vectors: list[list[float]] = []
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport, headers=headers) as client:
             for start in range(0, len(texts), _BATCH):
@@ -101,7 +106,11 @@ class OpenAIEmbeddingsClient:
         shown = shown_url(self.url)
         try:
             async with client.stream("POST", self.url, json={"model": self.model, "input": batch}) as response:
-                content = await _capped_body(response, f"embeddings {shown}")
+                content = await _decoded_body(response)
+        except ResponseTooLarge as exc:  # not retried: the server would send it again; no model arg raises it
+            raise ProviderResponseError(
+                f"embeddings {shown}: {too_large(exc.limit, exc.status, exc.how, settable=False)}"
+            ) from None
         except httpx.TimeoutException:
             raise ProviderTimeoutError(f"embeddings {shown}: timed out", retry_cause="timeout") from None
         except httpx.TransportError as exc:
@@ -109,6 +118,8 @@ class OpenAIEmbeddingsClient:
                 f"embeddings {shown}: {type(exc).__name__}", retry_cause="connection"
             ) from None
         status = response.status_code
+        if 300 <= status < 400:
+            raise redirected(f"embeddings {shown}", status, response.headers, self._secret_values)
         if status >= 400:
             raise error_for_status(
                 status,
@@ -140,24 +151,22 @@ class OpenAIEmbeddingsClient:
         return vectors
 
 
-async def _capped_body(response: httpx.Response, label: str) -> bytes:
-    """The body, decoded, read up to ``MAX_RESPONSE_BYTES`` as the providers' wires read theirs: an endless or
-    inflating body fails the request (not retried), not the machine's memory."""
-
-    def over(how: str) -> ProviderResponseError:
-        return ProviderResponseError(f"{label}: {too_large(MAX_RESPONSE_BYTES, response.status_code, how)}")
-
-    announced = response.headers.get("content-length", "")
-    if announced.isdigit() and int(announced) > MAX_RESPONSE_BYTES:
-        raise over(f"Content-Length {announced}")
-    parts: list[bytes] = []
-    size = 0
+async def _decoded_body(response: httpx.Response) -> bytes:
+    """The body, decoded by httpx, read up to ``MAX_RESPONSE_BYTES``. Not the wires' ``raw_body`` and
+    ``decoded_body``: a test's MockTransport hands over responses already read, which only the decoded stream
+    yields again. Asked for gzip and deflate only, one chunk of 64 KiB inflates to at most ~64 MiB before the
+    count sees it."""
+    declared = response.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        raise ResponseTooLarge(MAX_RESPONSE_BYTES, response.status_code, f"Content-Length {declared}")
+    chunks = []
+    received = 0
     async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
-            raise over("bytes received")
-        parts.append(chunk)
-    return b"".join(parts)
+        received += len(chunk)
+        if received > MAX_RESPONSE_BYTES:
+            raise ResponseTooLarge(MAX_RESPONSE_BYTES, response.status_code, "bytes received")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 __all__ = ["DEFAULT_API_MODEL", "EmbeddingsClient", "OpenAIEmbeddingsClient"]
