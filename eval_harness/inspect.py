@@ -57,9 +57,13 @@ _OPTION = re.compile(r"^\(?([A-Z])[.):]\s+(.+)$")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 # Request ids, hashes, run ids: a run of 12+ word characters holding a digit.
 _TOKEN_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]{12,}\b")
-# Numbers vary between records of one cause (a column, a count, a rate); an HTTP status names the cause, and a
-# number that runs on into a name (gpt-4o-mini, claude-3-5-sonnet) is part of it.
-_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?(?![A-Za-z]*-)(?![A-Za-z]*\d)")
+# Numbers vary between records of one cause (a column, a count, a rate); an HTTP status names the cause.
+_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?")
+# A wait as OpenAI writes it ("try again in 1m26.4s", "in 20ms"): one number of the cause, however long.
+_DURATION = re.compile(r"(?<![\w.])(?:\d+h)?(?:\d+m(?!s))?\d+(?:\.\d+)?(?:ms|s)\b")
+# The provider and model a message opens with (``openai/gpt-4o-mini:``) are one for the whole run: kept as
+# written, not read as numbers (gpt-No-mini).
+_LABEL = re.compile(r"^(?:embeddings )?[\w.-]+/[^\s:]+: ")
 _SPACE = re.compile(r"\s+")
 MESSAGE_CHARS = 300
 LISTED_KEYS = 1_000
@@ -259,10 +263,13 @@ def _without_id(message: str, sample_id: str) -> str:
 def _normalised(text: str) -> str:
     """The id-free part of ``normalise_message``: cached, since one cause's messages repeat (an outage over
     200,000 records is one message, normalised once)."""
+    label = _LABEL.match(text)
+    head, text = (label.group(), text[label.end() :]) if label else ("", text)
     text = _QUOTED.sub("'…'", text)
     text = _TOKEN_ID.sub("<id>", text)
+    text = _DURATION.sub("Ns", text)
     text = _NUMBER.sub("N", text)
-    return _SPACE.sub(" ", text).strip()[:MESSAGE_CHARS]
+    return _SPACE.sub(" ", head + text).strip()[:MESSAGE_CHARS]
 
 
 def _input_text(value: Any) -> str:
