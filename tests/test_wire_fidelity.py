@@ -688,3 +688,11 @@ async def test_an_invalid_utf8_byte_in_the_answer_is_read_as_a_replacement_chara
     server.script(Reply(body=body))
     completion = await call(make("openai/gpt-4o", server))
     assert completion.text == "4 \ufffd"
+
+
+async def test_a_streamed_usage_number_orjson_cannot_hold_leaves_the_answer_standing(server: FakeLLMServer) -> None:
+    # review-s22 9: the lenient read covered whole bodies only; a stream's usage chunk failed the answer
+    usage = '{"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 1e400}}'
+    server.script(Reply(events=[chat_chunk({"content": "4"}, None), chat_chunk({}, "stop"), usage, "[DONE]"]))
+    completion = await call(make("openai-compatible/m", server, stream="true"))
+    assert (completion.text, completion.finish_reason, completion.usage.prompt_tokens) == ("4", "stop", 0)

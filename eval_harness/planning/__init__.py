@@ -395,10 +395,11 @@ def _check_new_run_dir(run_dir: Path) -> None:
         raise ArtifactError(
             f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
         )
-    for parent in (run_dir.parent, *run_dir.parent.parents):
+    where = run_dir.parent.resolve()  # a relative --output-dir, or a symlink, may lead into a run as well
+    for parent in (where, *where.parents):
         if RunPaths(parent).manifest.is_file() and RunPaths(parent).samples.is_file():
-            where = "the run directory" if parent == run_dir.parent else f"inside the run directory {parent}"
-            raise ArtifactError(f"--output-dir {run_dir.parent} is {where}; pick another")
+            inside = "the run directory" if parent == where else f"inside the run directory {parent}"
+            raise ArtifactError(f"--output-dir {run_dir.parent} is {inside}; pick another")
     if run_dir.is_dir():
         visible = sorted(entry.name for entry in run_dir.iterdir() if not entry.name.startswith("."))
         if visible:

@@ -380,7 +380,7 @@ def redirected(label: str, status: int, headers: Mapping[str, str], secrets: Seq
     return ModelNotFoundError(redact_shown(message, secrets, _SHOWN_LIMIT, one_line=True))
 
 
-def _lenient_json(content: bytes) -> Any:
+def lenient_json(content: bytes | str) -> Any:
     """The body parsed as JSON. orjson refuses some bodies whose answer is fine: an integer past 64 bits or a
     number past a double's range in the usage, an invalid UTF-8 byte in the text. The standard library reads
     those (the byte as U+FFFD; the usage's checks then drop the counts), at its own pace, only then."""
@@ -390,7 +390,7 @@ def _lenient_json(content: bytes) -> Any:
         import json
 
         try:
-            return json.loads(content.decode("utf-8", "replace"))
+            return json.loads(content.decode("utf-8", "replace") if isinstance(content, bytes) else content)
         except RecursionError:  # nested deeper than orjson's 1,024 levels: not an answer either
             raise ValueError("nested too deeply") from None
 
@@ -564,7 +564,7 @@ class HTTPProvider(Provider):
         if raw_text and not _is_json(headers):
             return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
         try:
-            data = _lenient_json(content)
+            data = lenient_json(content)
         except ValueError:
             if raw_text:  # an event stream after all, whatever its content-type said
                 return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
@@ -713,6 +713,7 @@ __all__ = [
     "error_for_status",
     "holds_secret",
     "join_url",
+    "lenient_json",
     "one_line",
     "parse_retry_after",
     "redirected",

@@ -41,6 +41,7 @@ from eval_harness.providers._http import (
     Reply,
     cut_at_stop,
     error_code,
+    lenient_json,
     sampling,
 )
 from eval_harness.providers._shapes import (
@@ -68,7 +69,6 @@ MIN_OUTPUT_TOKENS = 16
 """The Responses API refuses a smaller ``max_output_tokens`` (400 ``integer_below_min_value``)."""
 MAX_STOP_SEQUENCES = 4
 """Chat Completions takes "up to 4 sequences" in ``stop`` (the API reference)."""
-"""The finish reason of an answer that is the model's refusal (Anthropic's ``stop_reason`` for the same)."""
 
 
 def parse_duration(text: str) -> float | None:
@@ -454,8 +454,8 @@ def _events(text: str) -> Iterator[Any]:
         if not payload:
             continue
         try:
-            event = orjson.loads(payload)
-        except orjson.JSONDecodeError:
+            event = lenient_json(payload)  # as a whole body is read: a usage number orjson refuses is no failure
+        except ValueError:
             # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
             raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
         if event is not None:  # "data: null" carries nothing ([DONE] is None)
