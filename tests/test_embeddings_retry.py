@@ -122,8 +122,15 @@ async def test_retries_stop_at_the_policys_bound_with_the_last_error() -> None:
 
 
 async def test_a_retry_after_longer_than_a_retry_may_wait_fails_at_once_saying_so() -> None:
+    endpoint = Endpoint(error(429, "Rate limit reached", **{"retry-after": "300"}), vectors)
+    with pytest.raises(ProviderHTTPError, match="asks to wait 300 s, longer than the 60 s a retry may wait"):
+        await endpoint.client().embed(["a"])
+    assert len(endpoint.times) == 1
+
+
+async def test_a_wait_past_ten_minutes_stops_the_run_as_the_gateway_does() -> None:
     endpoint = Endpoint(error(429, "Rate limit reached", **{"retry-after": "3600"}), vectors)
-    with pytest.raises(ProviderHTTPError, match="asks to wait 3600 s, longer than the 60 s a retry may wait"):
+    with pytest.raises(QuotaExhaustedError, match="the server asks to wait 60 minutes, so the run stops"):
         await endpoint.client().embed(["a"])
     assert len(endpoint.times) == 1
 
