@@ -291,15 +291,15 @@ class HttpxWire:
         await self.client.aclose()
 
 
-async def raw_body(response: httpx.Response, limit: int) -> bytes:
-    """The body as sent (still encoded; ``decoded_body`` inflates it within the bound), or ``ResponseTooLarge``
-    as soon as it is announced or received past ``limit``."""
+async def raw_body(response: httpx.Response, limit: int, *, decoded: bool = False) -> bytes:
+    """The body as sent (still encoded; ``decoded_body`` inflates it within the bound), or, ``decoded``, as httpx
+    decodes it; ``ResponseTooLarge`` as soon as it is announced or received past ``limit``."""
     declared = response.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise ResponseTooLarge(limit, response.status_code, f"Content-Length {declared}")
     chunks = []
     received = 0
-    async for chunk in response.aiter_raw():
+    async for chunk in response.aiter_bytes() if decoded else response.aiter_raw():
         received += len(chunk)
         if received > limit:
             raise ResponseTooLarge(limit, response.status_code, "bytes received")

@@ -28,7 +28,7 @@ from eval_harness.providers._http import (
 )
 from eval_harness.providers._retry import Retrier, RetryPolicy
 from eval_harness.providers._transport import MAX_RESPONSE_BYTES, ResponseTooLarge, too_large
-from eval_harness.providers._wires import ACCEPTED_ENCODINGS, check_ca_bundle, checked_headers
+from eval_harness.providers._wires import ACCEPTED_ENCODINGS, check_ca_bundle, checked_headers, raw_body
 from eval_harness.providers.openai import quota_used_up, rate_limit_reset
 
 if TYPE_CHECKING:
@@ -106,7 +106,10 @@ class OpenAIEmbeddingsClient:
         shown = shown_url(self.url)
         try:
             async with client.stream("POST", self.url, json={"model": self.model, "input": batch}) as response:
-                content = await _decoded_body(response)
+                # decoded by httpx, not by decoded_body: a test's MockTransport hands over a response already
+                # read, which only the decoded stream yields again; asked for gzip and deflate only, a 64 KiB
+                # chunk inflates to at most ~64 MiB before the count sees it
+                content = await raw_body(response, MAX_RESPONSE_BYTES, decoded=True)
         except ResponseTooLarge as exc:  # not retried: the server would send it again; no model arg raises it
             raise ProviderResponseError(
                 f"embeddings {shown}: {too_large(exc.limit, exc.status, exc.how, settable=False)}"
@@ -149,24 +152,6 @@ class OpenAIEmbeddingsClient:
         if len(vectors) != expected:
             raise ProviderResponseError(f"embeddings {url}: asked for {expected} vectors, got {len(vectors)}")
         return vectors
-
-
-async def _decoded_body(response: httpx.Response) -> bytes:
-    """The body, decoded by httpx, read up to ``MAX_RESPONSE_BYTES``. Not the wires' ``raw_body`` and
-    ``decoded_body``: a test's MockTransport hands over responses already read, which only the decoded stream
-    yields again. Asked for gzip and deflate only, one chunk of 64 KiB inflates to at most ~64 MiB before the
-    count sees it."""
-    declared = response.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-        raise ResponseTooLarge(MAX_RESPONSE_BYTES, response.status_code, f"Content-Length {declared}")
-    chunks = []
-    received = 0
-    async for chunk in response.aiter_bytes():
-        received += len(chunk)
-        if received > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge(MAX_RESPONSE_BYTES, response.status_code, "bytes received")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 __all__ = ["DEFAULT_API_MODEL", "EmbeddingsClient", "OpenAIEmbeddingsClient"]
