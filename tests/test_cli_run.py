@@ -111,6 +111,20 @@ def test_an_option_of_one_value_given_twice_is_refused_before_anything_runs(cli:
     assert not (task_root.root / "results").exists()
 
 
+def test_both_sides_of_an_on_off_option_are_refused(cli: Cli, task_root: TaskRoot) -> None:
+    # audit-s21-input 14: "--cache --no-cache" ran with the last one, silently
+    result = cli("run", "--task", "adder", "--cache", "--no-cache", "--output-dir", task_root.root / "results")
+    assert (result.code, result.err) == (
+        2,
+        "error: --cache/--no-cache given 2 times; it is one on/off setting (give one of them once)\n",
+    )
+    assert not (task_root.root / "results").exists()
+    quiet_twice = cli(
+        "run", "--task", adder(task_root), "-q", "-q", "--limit", "1", "--output-dir", task_root.root / "r"
+    )
+    assert quiet_twice.code == 0, quiet_twice.err  # a flag alone given twice says nothing else
+
+
 def test_repeatable_options_are_not_taken_for_repeats(cli: Cli, task_root: TaskRoot) -> None:
     run_dir = task_root.root / "results" / "r1"
     result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", "skill=0.5",

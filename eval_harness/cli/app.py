@@ -99,7 +99,7 @@ _KEY_VALUE = re.compile(r"[A-Za-z_][\w.]*=")
 
 def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     """An option that takes one value, given twice, is refused: click keeps the last one, so a second
-    ``--dataset`` (two MMLU subjects, say) would silently replace the first."""
+    ``--dataset`` (two MMLU subjects, say) would silently replace the first; so is an on/off pair given twice."""
     commands: dict[str, Any] = getattr(command, "commands", {})
     while args and args[0] in commands:  # down to the (sub)command the arguments are for
         command, args = commands[args[0]], args[1:]
@@ -132,12 +132,15 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             if option.multiple and index < len(args):
                 repeatable = (name, args[index])
             index += 1  # its value, whatever it looks like
-        if not (option.is_flag or option.multiple or option.count):
+        # an on/off pair (--cache/--no-cache) is one setting too: "--cache --no-cache" left the last one standing
+        if (option.secondary_opts or not option.is_flag) and not (option.multiple or option.count):
             given.setdefault(option.name, []).append(name)
-    for names in given.values():
+    for option_name, names in given.items():
         if len(names) > 1:
             spelt = "/".join(dict.fromkeys(names))  # "-t/--task" when both spellings were used
-            raise ConfigError(f"{spelt} given {len(names)} times; it takes one value (give it once)")
+            pair = next(o for o in options.values() if o.name == option_name).is_flag
+            what = "it is one on/off setting (give one of them once)" if pair else "it takes one value (give it once)"
+            raise ConfigError(f"{spelt} given {len(names)} times; {what}")
 
 
 def _tolerate_narrow_encodings() -> None:
