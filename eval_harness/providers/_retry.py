@@ -82,15 +82,6 @@ class Retrier:
             and error.wait_stated  # a reset time alone is only a (capped) wait for the retry
         )
 
-    def run_stopper(self, error: ProviderError) -> QuotaExhaustedError | None:
-        """The error that stops the run when the server asks for a wait past ``stop_wait_s``, else None."""
-        wait = error.retry_after
-        if not self.too_long(error) or wait is None or wait <= self.policy.stop_wait_s:
-            return None
-        return QuotaExhaustedError(
-            f"the server asks to wait {_duration(wait)}, so the run stops; resume it after that ({error})"
-        )
-
     def retryable(self, error: BaseException) -> bool:
         """Whether ``error`` is worth another try under this policy (the number of tries left aside)."""
         return is_transient(error) and not self.too_long(error)
@@ -99,11 +90,18 @@ class Retrier:
         """Whether a call whose first try failed so is not tried again at all."""
         return self.policy.max_retries == 0 or not self.retryable(first_failure)
 
-    def explained(self, error: ProviderError) -> ProviderError:
-        """``error``, saying why it was not retried when the server's wait was too long."""
+    def given_up(self, error: ProviderError) -> ProviderError:
+        """The error a call tried no more ends with: ``error``, saying why it was not retried when the server's
+        wait was too long. Past ``stop_wait_s`` it raises ``QuotaExhaustedError`` instead: the run stops, as the
+        calls after this one would each meet the same wait (every caller of the policy, one place)."""
         if not self.too_long(error):
             return error
         wait, cap = error.retry_after, self.policy.max_wait_s
+        assert wait is not None  # too_long
+        if wait > self.policy.stop_wait_s:
+            raise QuotaExhaustedError(
+                f"the server asks to wait {_duration(wait)}, so the run stops; resume it after that ({error})"
+            )
         why = "rate limited" if error.retry_cause == "rate_limit" else "not retried"
         return error.with_message(
             f"{why}: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
@@ -111,21 +109,13 @@ class Retrier:
 
     async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``, tried ``again`` when it fails with a retryable ``ProviderError``; raises the last
-        failure (``explained``)."""
+        failure (``given_up``)."""
         try:
             return await attempt()
         except ProviderError as exc:
-            if (stopper := self.run_stopper(exc)) is not None:
-                raise stopper from None
             if self.gives_up_at_once(exc):
-                raise self.explained(exc) from None
-            first = exc
-        try:
-            return await self.again(lambda _cause: attempt(), first)
-        except ProviderError as exc:
-            if (stopper := self.run_stopper(exc)) is not None:
-                raise stopper from None
-            raise
+                raise self.given_up(exc) from None
+            return await self.again(lambda _cause: attempt(), exc)
 
     async def again(
         self,
@@ -134,7 +124,7 @@ class Retrier:
         on_wait: Callable[[], None] | None = None,
     ) -> T:
         """Try ``attempt`` again after its first try failed with ``first_failure``, at most ``max_retries``
-        times; return its result, or raise the last failure (``explained``). ``attempt`` is given the cause of
+        times; return its result, or raise the last failure (``given_up``). ``attempt`` is given the cause of
         the failure it retries (``"other"`` when there was none); ``on_wait`` is called when a wait before a
         retry begins."""
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -169,7 +159,7 @@ class Retrier:
                         raise first_failure
                     return await attempt(cause or "other")
         except ProviderError as exc:
-            raise self.explained(exc) from None
+            raise self.given_up(exc) from None
         raise first_failure  # pragma: no cover - tenacity either returns or raises
 
     def _wait(self, state: RetryCallState) -> float:

@@ -184,14 +184,10 @@ class Gateway:
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
-            if (stopper := self.retrier.run_stopper(exc)) is not None:
-                raise stopper from None
             if self.retrier.gives_up_at_once(exc):
-                return self._outcome(None, self.retrier.explained(exc), tally)
+                return self._outcome(None, self.retrier.given_up(exc), tally)
             retried, error = await self._retry(request, exc, tally)
             if retried is None:
-                if error is not None and (stopper := self.retrier.run_stopper(error)) is not None:
-                    raise stopper from None
                 return self._outcome(None, error, tally)
             completion = retried
         completion = self._without_secrets(completion)
