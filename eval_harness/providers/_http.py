@@ -486,7 +486,7 @@ class HTTPProvider(Provider):
             "pool": None,
         }
         self.wire_kind: WireKind = options.http_transport or _default_wire(self.base_url)
-        if self.wire_kind == "httpx":  # chosen on purpose, it proxies too: the variable is checked the same
+        if options.http_transport == "httpx":  # chosen on purpose, it proxies too: the variable checked the same
             checked_proxy(self.base_url)
         # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should
         # not include the imports.

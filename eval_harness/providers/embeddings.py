@@ -81,6 +81,7 @@ class OpenAIEmbeddingsClient:
         self.timeout_s = timeout_s
         self._transport = transport
         self._retrier = Retrier(policy or RetryPolicy())
+        self._checked = False  # the headers, CA bundle and proxy variable, checked on the first request
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import httpx
@@ -88,10 +89,12 @@ class OpenAIEmbeddingsClient:
         headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPTED_ENCODINGS}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
-        checked_headers(headers)  # a key holding a line break: one line naming the header, never its value
-        if self.url.startswith("https:"):
-            check_ca_bundle()
-        checked_proxy(self.url)  # httpx's client reads the proxy variables
+        if not self._checked:  # once per client, not per scored sample (a CA bundle is loaded to be checked)
+            checked_headers(headers)  # a key holding a line break: one line naming the header, never its value
+            if self.url.startswith("https:"):
+                check_ca_bundle()
+            checked_proxy(self.url)  # httpx's client reads the proxy variables
+            self._checked = True
         vectors: list[list[float]] = []
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport, headers=headers) as client:
             for start in range(0, len(texts), _BATCH):
