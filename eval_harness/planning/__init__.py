@@ -397,7 +397,8 @@ def _check_new_run_dir(run_dir: Path) -> None:
         )
     where = run_dir.parent.resolve()  # a relative --output-dir, or a symlink, may lead into a run as well
     for parent in (where, *where.parents):
-        if RunPaths(parent).manifest.is_file() and RunPaths(parent).samples.is_file():
+        documents = RunPaths(parent)
+        if documents.manifest.is_file() and documents.samples.is_file():
             inside = "the run directory" if parent == where else f"inside the run directory {parent}"
             raise ArtifactError(f"--output-dir {run_dir.parent} is {inside}; pick another")
     if run_dir.is_dir():

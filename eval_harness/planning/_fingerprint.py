@@ -144,10 +144,11 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
     if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    if parts.model.id != manifest.model.id:
-        changed.append(f"model ({manifest.model.id} → {parts.model.id})")
-    elif _as_compared(parts, manifest) != manifest.model:
-        changed.append(_model_args_change(manifest.model, _as_compared(parts, manifest)))
+    model_now = _as_compared(parts, manifest)
+    if model_now.id != manifest.model.id:
+        changed.append(f"model ({manifest.model.id} → {model_now.id})")
+    elif model_now != manifest.model:
+        changed.append(_model_args_change(manifest.model, model_now))
     recorded, now = _recorded_parts(manifest), parts.fingerprint_parts
     changed += [
         f"{name} ({_arg_text(recorded[name])} → {_arg_text(now[name])})"

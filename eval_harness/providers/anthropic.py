@@ -131,6 +131,7 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, options, context)
         assert isinstance(options, AnthropicOptions)
         self.anthropic_options = options
+        self.version = claude_version(model)  # read from the name once, not on every request body
         if urlsplit(self.base_url).path in ("", "/"):
             # Anthropic's own SDKs take ANTHROPIC_BASE_URL as the host alone and add /v1 themselves
             self.base_url = self.base_url.rstrip("/") + "/v1"
@@ -150,8 +151,7 @@ class AnthropicProvider(HTTPProvider):
     @property
     def takes_no_sampling(self) -> bool:
         """Whether the model refuses temperature and top_p whatever their value (Claude 4.7 and later)."""
-        version = claude_version(self.model)
-        return version is not None and version >= NO_SAMPLING_PARAMETERS
+        return self.version is not None and self.version >= NO_SAMPLING_PARAMETERS
 
     @property
     def thinks(self) -> bool:
@@ -191,8 +191,7 @@ class AnthropicProvider(HTTPProvider):
         # guide to Claude 4): Claude 4.1 and later; older Claude models, and other models behind the same API,
         # are sent both as given
         both = config.temperature is not None and config.top_p is not None
-        version = claude_version(self.model)
-        if both and version is not None and version >= ONE_SAMPLING_PARAMETER:
+        if both and self.version is not None and self.version >= ONE_SAMPLING_PARAMETER:
             raise ConfigError(
                 f"anthropic/{self.model}: the Messages API takes temperature or top_p, not both; drop one "
                 "(--temperature, or the task's [generation])"
