@@ -83,6 +83,17 @@ def task_root(tmp_path: Path) -> TaskRoot:
     return adder_task_root(tmp_path / "project")
 
 
+@pytest.fixture
+def spec_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
+    """A task root holding a plain template and ``data/adder.jsonl`` (4 samples), and no task: the current
+    directory, for tests that write a spec of their own."""
+    root = TaskRoot(tmp_path / "project")
+    root.template("plain.jinja2", "{{ input }}\n")
+    root.data("adder.jsonl", arithmetic_records(4))
+    monkeypatch.chdir(root.root)
+    return root
+
+
 def adder_task_root(directory: Path) -> TaskRoot:
     """A task root in ``directory`` with an `adder` task (numeric exact match) over 40 samples on two axes."""
     root = TaskRoot(directory)

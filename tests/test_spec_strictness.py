@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, TaskRoot, arithmetic_records
+from conftest import CliResult, TaskRoot
 
 from eval_harness.errors import ConfigError
 from eval_harness.tasks import MAX_NESTING, LoadedTask, load_task_file
@@ -32,13 +32,8 @@ _SCORER = '[[scorers]]\nname = "exact_match"\n'
 
 
 @pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
-    """A task root holding a template and ``data/adder.jsonl``; the current directory."""
-    task_root = TaskRoot(tmp_path / "project")
-    task_root.template("plain.jinja2", "{{ input }}\n")
-    task_root.data("adder.jsonl", arithmetic_records(4))
-    monkeypatch.chdir(task_root.root)
-    return task_root
+def root(spec_root: TaskRoot) -> TaskRoot:
+    return spec_root
 
 
 def _write(root: TaskRoot, body: str, name: str = "t") -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, TaskRoot, arithmetic_records
+from conftest import CliResult, TaskRoot
 
 from eval_harness.errors import ConfigError
 from eval_harness.tasks import load_task_file
@@ -100,12 +100,8 @@ def test_a_loaded_task_knows_where_each_scorer_begins(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
-    task_root = TaskRoot(tmp_path / "project")
-    task_root.template("plain.jinja2", "{{ input }}\n")
-    task_root.data("adder.jsonl", arithmetic_records(4))
-    monkeypatch.chdir(task_root.root)
-    return task_root
+def root(spec_root: TaskRoot) -> TaskRoot:
+    return spec_root
 
 
 _HEAD = 'template = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n\n[[scorers]]\nname = "exact_match"\n'
