@@ -97,16 +97,19 @@ def search_roots() -> list[Path]:
     return roots
 
 
+def root_of(spec: Path) -> Path:
+    """The task root of a spec given by its (resolved) path: the directory above its ``tasks/``, else its own
+    directory (where its ``templates/`` and ``data/`` are looked for)."""
+    return spec.parent.parent if spec.parent.name == "tasks" else spec.parent
+
+
 def find_task(name_or_path: str) -> LoadedTask:
     """Load a task by name (search path) or by the path of a .toml spec."""
     as_path = Path(name_or_path).expanduser()
     if as_path.suffix == ".toml" or os.sep in name_or_path:
         if not as_path.is_file():
             raise ConfigError(f"{as_path}: no such task spec file")
-        root = as_path.resolve().parent
-        if root.name == "tasks":
-            root = root.parent
-        return load_task_file(as_path, root)
+        return load_task_file(as_path, root_of(as_path.resolve()))
     for root in search_roots():
         candidate = root / "tasks" / f"{name_or_path}.toml"
         if candidate.is_file():
@@ -259,4 +262,13 @@ def scan_tasks() -> tuple[list[LoadedTask], list[str]]:
     return list(seen.values()), problems
 
 
-__all__ = ["MAX_NESTING", "LoadedTask", "find_task", "list_tasks", "load_task_file", "scan_tasks", "search_roots"]
+__all__ = [
+    "MAX_NESTING",
+    "LoadedTask",
+    "find_task",
+    "list_tasks",
+    "load_task_file",
+    "root_of",
+    "scan_tasks",
+    "search_roots",
+]

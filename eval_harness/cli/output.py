@@ -76,6 +76,7 @@ def _run_inputs(run: Path) -> list[tuple[str, Path]]:
     import re
 
     from eval_harness.artifacts import read_manifest  # here: pydantic is not worth importing at every start
+    from eval_harness.tasks import root_of
     from eval_harness.types import split_rewrite
 
     try:
@@ -90,7 +91,7 @@ def _run_inputs(run: Path) -> list[tuple[str, Path]]:
     inputs.append(("task spec", spec))
     if task.scorers_source not in (None, task.source):
         inputs.append(("task spec its scorers came from", Path(task.scorers_source)))
-    root = spec.parent.parent if spec.parent.name == "tasks" else spec.parent  # as tasks.find_task finds it
+    root = root_of(spec)
     inputs.append(("template", root / "templates" / task.template))
     few_shot = task.few_shot or {}
     if isinstance(few_shot.get("path"), str):
