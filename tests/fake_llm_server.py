@@ -1,9 +1,9 @@
 """A fake LLM server for tests and benchmarks: OpenAI and Anthropic wire formats on 127.0.0.1.
 
 Speaks ``POST /v1/chat/completions`` (also streamed), ``/v1/responses``, ``/v1/completions``,
-``/v1/embeddings``, ``GET /v1/models`` (OpenAI schemas) and ``POST /v1/messages`` (Anthropic), validates the
-requests the way the real APIs do (required fields and headers, the key when one is set) and records every
-request. What it answers is decided per request, first match wins:
+``/v1/embeddings``, ``GET /v1/models`` (OpenAI schemas) and ``POST /v1/messages`` (Anthropic, also streamed),
+validates the requests the way the real APIs do (required fields and headers, the key when one is set) and
+records every request. What it answers is decided per request, first match wins:
 
 1. a scripted queue (``server.script(reply, reply, ...)``): FIFO, shared by every generation endpoint;
    judge tests queue JSON verdicts with ``answer('{"score": 1}')``;
@@ -602,7 +602,13 @@ class FakeLLMServer:
             headers = {"content-type": "application/json", **reply.headers}
             return web.Response(body=payload, status=reply.status, headers=headers)
         if reply.events is not None:
-            lines = [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in reply.events]
+            # Anthropic names each event on an "event:" line before its data, as the type its payload holds
+            named = request.path in ANTHROPIC_PATHS
+            lines = [
+                (f"event: {e['type']}\n" if named and isinstance(e, dict) and "type" in e else "")
+                + f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n"
+                for e in reply.events
+            ]
             headers = {"content-type": "text/event-stream", **reply.headers}
             return web.Response(status=reply.status, body="".join(lines).encode(), headers=headers)
         text = reply.text if reply.text is not None else self._default_answer(recorded.prompt)
@@ -714,6 +720,8 @@ class FakeLLMServer:
                     "cache_creation_input_tokens": 0,
                     "cache_read_input_tokens": 0,
                 }
+            if body.get("stream"):
+                return await self._stream_message(request, payload, headers)
             return self._send_answer(payload, headers, reply)
         headers.setdefault("x-request-id", f"req_{number:08d}")
         if path == "/v1/responses":
@@ -825,6 +833,52 @@ class FakeLLMServer:
         if usage is not None and options.get("include_usage"):
             await send({**chunk([]), "usage": usage})
         await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    @staticmethod
+    async def _stream_message(
+        request: web.Request, message: dict[str, Any], headers: dict[str, str]
+    ) -> web.StreamResponse:
+        """A Messages answer as Anthropic streams it: message_start (empty content, the input usage and a
+        placeholder output count), a ping, each block's start, deltas and stop (a thinking block ends with its
+        signature_delta), message_delta (stop reason, the cumulative usage), message_stop. Text is sent as
+        UTF-8, unescaped, as the API sends it."""
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", **headers})
+        await response.prepare(request)
+
+        async def send(event: dict[str, Any]) -> None:
+            data = json.dumps(event, ensure_ascii=False)
+            await response.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
+
+        usage = message.get("usage")
+        start_usage = None if usage is None else {**usage, "output_tokens": 1}
+        opening = {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}
+        await send({"type": "message_start", "message": opening})
+        await send({"type": "ping"})
+        for index, block in enumerate(message["content"]):
+            field, delta_type = (
+                ("thinking", "thinking_delta") if block["type"] == "thinking" else ("text", "text_delta")
+            )
+            start = {"type": block["type"], field: ""}
+            if block["type"] == "thinking":
+                start["signature"] = ""
+            await send({"type": "content_block_start", "index": index, "content_block": start})
+            text = block[field]
+            for piece in [text[i : i + 3] for i in range(0, len(text), 3)]:
+                await send({"type": "content_block_delta", "index": index, "delta": {"type": delta_type, field: piece}})
+            if block["type"] == "thinking":
+                signature = {"type": "signature_delta", "signature": block["signature"]}
+                await send({"type": "content_block_delta", "index": index, "delta": signature})
+            await send({"type": "content_block_stop", "index": index})
+        closing: dict[str, Any] = {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        }
+        if usage is not None:
+            closing["usage"] = {"output_tokens": usage["output_tokens"]}
+        await send(closing)
+        await send({"type": "message_stop"})
         await response.write_eof()
         return response
 

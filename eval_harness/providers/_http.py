@@ -18,7 +18,7 @@ import email.utils
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
@@ -395,6 +395,33 @@ def lenient_json(content: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
 
 
+_SSE_LINE_END = re.compile(r"\r\n|\r|\n")
+"""Where a line of an event stream ends: CR LF, CR or LF, and nothing else (``str.splitlines`` also splits at
+U+2028, U+0085 and other characters JSON carries unescaped inside a string)."""
+
+
+def sse_payloads(text: str) -> Iterator[Any]:
+    """The JSON payloads of a server-sent event stream's ``data:`` lines, in order; ``None`` for a closing
+    ``[DONE]`` (OpenAI's), after which nothing is read. ``event:`` lines are not needed: every payload of
+    both APIs names its own type."""
+    for line in _SSE_LINE_END.split(text):
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            yield None
+            return
+        if not payload:
+            continue
+        try:
+            event = lenient_json(payload)  # as a whole body is read: a usage number orjson refuses is no failure
+        except ValueError:
+            # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
+            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
+        if event is not None:  # "data: null" carries nothing ([DONE] is None)
+            yield event
+
+
 def _is_json(headers: Mapping[str, str]) -> bool:
     return (headers.get("content-type") or "").strip().lower().startswith("application/json")
 
@@ -720,4 +747,5 @@ __all__ = [
     "retry_cause_of_status",
     "sampling",
     "shown_url",
+    "sse_payloads",
 ]

@@ -14,9 +14,15 @@ thinking refuse a temperature, so temperature and top_p are left out while think
 4.7 and later, which refuse them (a note at the run's start says so).
 
 Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
-``output_tokens``. Errors: ``{"type": "error", "error": {"type", "message"}}``; 529 ``overloaded_error``; rate
-limits send ``retry-after`` and ``anthropic-ratelimit-*-reset`` (RFC 3339); the monthly spend cap is a 429 whose
-``error.details.error_code`` is ``enforced_spend_limit_reached``, which no wait within a run clears.
+``output_tokens``. ``--model-arg stream=true`` asks for the answer as server-sent events (``"stream": true``):
+the connection then carries events (pings among them) while a long answer or long thinking is written,
+where an unstreamed request sits silent for minutes, which some networks end. The events are put back
+together into the Message an unstreamed request returns (``message_from_stream``) and read as one.
+
+Errors: ``{"type": "error", "error": {"type", "message"}}`` (as an ``error`` event inside a stream); 529
+``overloaded_error``; rate limits send ``retry-after`` and ``anthropic-ratelimit-*-reset`` (RFC 3339); the monthly
+spend cap is a 429 whose ``error.details.error_code`` is ``enforced_spend_limit_reached``, which no wait within a
+run clears.
 """
 
 from __future__ import annotations
@@ -29,7 +35,14 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from eval_harness.errors import ConfigError, ProviderError
+from eval_harness.errors import (
+    ConfigError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderResponseError,
+    RetryCause,
+    json_type_name,
+)
 from eval_harness.providers._http import (
     HTTPOptions,
     HTTPProvider,
@@ -38,10 +51,12 @@ from eval_harness.providers._http import (
     error_detail,
     error_details_code,
     sampling,
+    sse_payloads,
 )
 from eval_harness.providers._shapes import (
     count_or_none,
     name_or_none,
+    object_at,
     object_or_none,
     objects,
     string_at,
@@ -97,6 +112,11 @@ class AnthropicOptions(HTTPOptions):
         default=None, description="output_config.effort: how many tokens the model may spend (default: high)."
     )
     anthropic_version: str = Field(default=API_VERSION, description="The anthropic-version header.")
+    stream: bool = Field(
+        default=False,
+        description="Receive the answer as server-sent events: the connection is never silent while a long answer "
+        "or long thinking is written (the API recommends it for long requests).",
+    )
 
 
 _CLAUDE_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku)-(\d)(?:-(\d)(?!\d))?(?![\d.])")
@@ -227,6 +247,8 @@ class AnthropicProvider(HTTPProvider):
             body["output_config"] = {"effort": options.effort}
         if self.sends_sampling:
             body.update(sampling(config))
+        if options.stream:
+            body["stream"] = True
         return body
 
     def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
@@ -236,9 +258,9 @@ class AnthropicProvider(HTTPProvider):
         return blank or None
 
     async def generate(self, request: GenerateRequest) -> Completion:
-        reply = await self.post("/messages", self.request_body(request))
+        reply = await self.post("/messages", self.request_body(request), raw_text=self.anthropic_options.stream)
         try:
-            completion = self._completion(reply)
+            completion = self._completion(reply, reply.data if reply.text is None else message_from_stream(reply.text))
         except ProviderError as exc:
             raise self.labelled(exc, self.request_id(reply)) from None
         return cut_at_stop(completion, self.stop_applied_after(request), "stop_sequence")
@@ -251,9 +273,10 @@ class AnthropicProvider(HTTPProvider):
         # 402 billing_error: "an issue with your billing or payment information" (the API's errors page)
         return status == 402 or (status == 400 and _CREDIT_TOO_LOW in error_detail(body))
 
-    def _completion(self, reply: Reply) -> Completion:
-        data = reply.data
-        self.raise_for_error_body(reply, "content")
+    def _completion(self, reply: Reply, data: dict[str, Any]) -> Completion:
+        """The Completion of a Message: the body of an unstreamed reply, or the one a stream put together."""
+        if reply.text is None:
+            self.raise_for_error_body(reply, "content")
         texts: list[str] = []
         thoughts: list[str] = []
         for index, block in enumerate(objects(data.get("content"), "content", required=True)):
@@ -310,6 +333,113 @@ class AnthropicProvider(HTTPProvider):
         return max(waits) if waits else None
 
 
+_STREAM_ERROR_CAUSES: dict[str, RetryCause] = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "api_error": "server_error",
+    "timeout_error": "timeout",
+}
+"""The errors a stream can end with that another attempt may clear ("during periods of high usage, you may
+receive an overloaded_error, which would normally correspond to an HTTP 529 in a non-streaming context")."""
+_BLOCK_TEXT = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking")}
+"""A delta's type: (the field of the delta that holds its text, the field of the block it adds to)."""
+
+
+class _StreamedMessage:
+    """A Message as its events build it: ``message_start``'s message, each content block's start and deltas
+    (their texts kept as parts, joined once at the end: a long answer is tens of thousands of deltas),
+    ``message_delta``'s stop reason and usage (cumulative counts: each replaces the last) and ``message_stop``."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] | None = None
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.parts: dict[int, dict[str, list[str]]] = {}
+        self.stopped = False
+
+    def read(self, event: Any) -> None:
+        if type(event) is not dict:
+            raise ProviderResponseError(f"expected an object, got {json_type_name(event)}")
+        kind = event.get("type")
+        if kind == "error":
+            error = object_or_none(event, "error") or {}
+            detail = f"{error.get('type')}: {error.get('message')}" if error else str(event)
+            cause = _STREAM_ERROR_CAUSES.get(str(error.get("type")))
+            raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause=cause)
+        if kind == "message_start":
+            message = object_at(event, "message", "message_start")
+            if message is None:
+                raise ProviderResponseError("message_start without its message")
+            self.message = {**message, "content": []}
+            return
+        if kind not in ("content_block_start", "content_block_delta", "message_delta", "message_stop"):
+            return  # ping, content_block_stop, and event types added later (the API's versioning policy)
+        if self.message is None:
+            raise ProviderResponseError(f"{kind} before message_start")
+        if kind == "content_block_start":
+            index = self._index(event, kind)
+            block = object_at(event, "content_block", kind)
+            if block is None:
+                raise ProviderResponseError("content_block_start without its content_block")
+            self.blocks[index] = dict(block)
+            self.parts[index] = {}
+        elif kind == "content_block_delta":
+            self._add_delta(event)
+        elif kind == "message_delta":
+            delta = object_or_none(event, "delta") or {}
+            if "stop_reason" in delta:
+                self.message["stop_reason"] = delta["stop_reason"]
+            usage = object_or_none(event, "usage")
+            if usage is not None:
+                self.message["usage"] = {**(object_or_none(self.message, "usage") or {}), **usage}
+        else:
+            self.stopped = True
+
+    def _index(self, event: dict[str, Any], kind: str) -> int:
+        index = count_or_none(event, "index")
+        if index is None:
+            raise ProviderResponseError(f"{kind} without a block index")
+        return index
+
+    def _add_delta(self, event: dict[str, Any]) -> None:
+        index = self._index(event, "content_block_delta")
+        if index not in self.blocks:
+            raise ProviderResponseError(f"a delta of content block {index}, which never started")
+        delta = object_at(event, "delta", "content_block_delta")
+        fields = _BLOCK_TEXT.get(str(delta.get("type"))) if delta is not None else None
+        if delta is None or fields is None:
+            return  # signature_delta, citations_delta, input_json_delta: nothing the answer or thinking holds
+        source, target = fields
+        piece = string_at(delta, source, "delta")
+        if piece:
+            self.parts[index].setdefault(target, []).append(piece)
+
+    def assembled(self) -> dict[str, Any]:
+        if self.message is None or not self.stopped:
+            # a stream cut off is no answer, whatever text it carried so far
+            ended = "before message_start" if self.message is None else "before message_stop"
+            raise ProviderResponseError(f"the event stream ended {ended}", retry_cause="connection")
+        content = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            for field, parts in self.parts[index].items():
+                block[field] = str(block.get(field) or "") + "".join(parts)
+            content.append(block)
+        return {**self.message, "content": content}
+
+
+def message_from_stream(text: str) -> dict[str, Any]:
+    """The Message the events of a streamed reply describe, as an unstreamed reply would have sent it."""
+    message = _StreamedMessage()
+    for number, event in enumerate(sse_payloads(text), 1):
+        if event is None:
+            break  # no [DONE] in this API; read as the end, as a proxy speaking OpenAI's streams would mean it
+        try:
+            message.read(event)
+        except ProviderError as exc:
+            raise exc.with_message(f"event {number} of the stream: {exc}") from None
+    return message.assembled()
+
+
 __all__ = [
     "ADAPTIVE_THINKING_ROOM",
     "API_VERSION",
@@ -319,5 +449,6 @@ __all__ = [
     "AnthropicOptions",
     "AnthropicProvider",
     "claude_version",
+    "message_from_stream",
     "parse_reset_time",
 ]

@@ -20,7 +20,7 @@ Rate limits: ``retry-after``/``retry-after-ms`` when sent, else ``x-ratelimit-re
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -41,8 +41,8 @@ from eval_harness.providers._http import (
     Reply,
     cut_at_stop,
     error_code,
-    lenient_json,
     sampling,
+    sse_payloads,
 )
 from eval_harness.providers._shapes import (
     count_or_none,
@@ -325,7 +325,7 @@ class OpenAIWire(HTTPProvider):
     def _from_stream(self, reply: Reply, endpoint: Endpoint) -> Completion:
         stream = _Stream(endpoint)
         done = False
-        for number, event in enumerate(_events(reply.text or ""), 1):
+        for number, event in enumerate(sse_payloads(reply.text or ""), 1):
             if event is None:
                 done = True
                 break
@@ -440,26 +440,6 @@ class _Stream:
         reasoning = string_or_none(delta, "reasoning_content") or string_or_none(delta, "reasoning")
         if reasoning:
             self.thinking.append(reasoning)
-
-
-def _events(text: str) -> Iterator[Any]:
-    """The JSON payloads of a server-sent event stream; ``None`` for the closing ``[DONE]``."""
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            yield None
-            return
-        if not payload:
-            continue
-        try:
-            event = lenient_json(payload)  # as a whole body is read: a usage number orjson refuses is no failure
-        except ValueError:
-            # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
-            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
-        if event is not None:  # "data: null" carries nothing ([DONE] is None)
-            yield event
 
 
 @register_provider("openai")

@@ -1,0 +1,251 @@
+"""Streamed answers: Anthropic's Messages events (``--model-arg stream=true``) put back together into the
+answer an unstreamed request gets, and the reading of event-stream lines both APIs share.
+
+Each test answers on a real socket from the fake server, which streams a Messages answer as the API does
+(``event:`` lines, a ping, block starts, deltas, a signature, ``message_delta``'s cumulative usage) or sends
+an exact scripted stream (``Reply(events=...)``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import call, failure
+from conftest import provider_request as request
+from fake_llm_server import FakeLLMServer, Reply, answer
+from pydantic import SecretStr
+
+from eval_harness.config import Settings
+from eval_harness.errors import ProviderHTTPError, ProviderResponseError
+from eval_harness.providers.base import Provider, ProviderContext, create_provider
+from eval_harness.providers.gateway import Gateway, RetryPolicy
+from eval_harness.types import Completion
+
+ANTHROPIC_KEY = "sk-ant-test-stream-0123456789"
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def make(server: FakeLLMServer, model: str = MODEL, **args: str) -> Provider:
+    context = ProviderContext(settings=Settings(anthropic_api_key=SecretStr(ANTHROPIC_KEY)))
+    return create_provider(model, {"base_url": server.base_url, **args}, context)
+
+
+def event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields}
+
+
+def start(usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    message = {"id": "msg_s1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+               "content": [], "stop_reason": None, "stop_sequence": None,
+               "usage": usage or {"input_tokens": 25, "output_tokens": 1}}  # fmt: skip
+    return event("message_start", message=message)
+
+
+def text_block(index: int, *pieces: str) -> list[dict[str, Any]]:
+    deltas = [event("content_block_delta", index=index, delta={"type": "text_delta", "text": p}) for p in pieces]
+    return [
+        event("content_block_start", index=index, content_block={"type": "text", "text": ""}),
+        *deltas,
+        event("content_block_stop", index=index),
+    ]
+
+
+def ending(stop_reason: str = "end_turn", output_tokens: int = 15) -> list[dict[str, Any]]:
+    return [
+        event("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
+              usage={"output_tokens": output_tokens}),
+        event("message_stop"),
+    ]  # fmt: skip
+
+
+def fields(completion: Completion) -> tuple[Any, ...]:
+    usage = completion.usage
+    return (completion.text, completion.thinking, completion.finish_reason, usage.prompt_tokens,
+            usage.completion_tokens, completion.cost_usd, completion.model)  # fmt: skip
+
+
+async def test_a_streamed_answer_is_the_answer_the_same_request_gets_unstreamed(server: FakeLLMServer) -> None:
+    thinking = "Two and two make four; the question wants only the number. ✓ — déjà vu"
+    server.script(answer("4", thinking=thinking), answer("4", thinking=thinking))
+    plain = await call(make(server, thinking_budget="2048"))
+    streamed = await call(make(server, thinking_budget="2048", stream="true"))
+    sent = [recorded.body for recorded in server.requests]
+    assert "stream" not in sent[0] and sent[1]["stream"] is True
+    assert fields(streamed) == fields(plain)
+    assert (streamed.text, streamed.thinking) == ("4", thinking)  # the thinking apart from the answer
+    assert streamed.usage.completion_tokens > 1  # message_delta's final count, not message_start's placeholder
+    assert streamed.request_id is not None and streamed.request_id.startswith("req_")
+
+
+async def test_blocks_are_joined_in_their_index_order_and_pings_and_new_event_types_are_passed_over(
+    server: FakeLLMServer,
+) -> None:
+    events = [start(), event("ping"), *text_block(0, "The ans", "wer is"), event("ping"),
+              event("content_block_start", index=1, content_block={"type": "text", "text": ""}),
+              event("a_type_added_later", detail={"x": 1}),
+              event("content_block_delta", index=1, delta={"type": "text_delta", "text": " 4"}),
+              event("content_block_delta", index=1, delta={"type": "citations_delta", "citation": {}}),
+              event("content_block_stop", index=1), *ending()]  # fmt: skip
+    server.script(Reply(events=events))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.finish_reason, completion.usage.completion_tokens) == (
+        "The answer is 4",
+        "end_turn",
+        15,
+    )
+    assert completion.request_id is not None
+
+
+async def test_message_delta_usage_is_cumulative_and_replaces_message_starts_counts(server: FakeLLMServer) -> None:
+    usage_start = {"input_tokens": 1000, "output_tokens": 1, "cache_read_input_tokens": 0}
+    final = event("message_delta", delta={"stop_reason": "max_tokens"},
+                  usage={"input_tokens": 1000, "output_tokens": 40, "cache_read_input_tokens": 0})  # fmt: skip
+    server.script(Reply(events=[start(usage_start), *text_block(0, "cut"), final, event("message_stop")]))
+    completion = await call(make(server, stream="true"))
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (1000, 40)
+    assert completion.finish_reason == "max_tokens"
+    # Sonnet 4.5: $3 in, $15 out per million tokens: (1000 * 3 + 40 * 15) / 1e6, counted once, not summed
+    assert completion.cost_usd == pytest.approx(0.0036)
+
+
+@pytest.mark.parametrize(
+    ("kind", "cause"),
+    [("overloaded_error", "overloaded"), ("api_error", "server_error"), ("rate_limit_error", "rate_limit")],
+)
+async def test_an_error_event_inside_the_stream_is_retried_as_its_http_status_would_be(
+    server: FakeLLMServer, kind: str, cause: str
+) -> None:
+    # "during periods of high usage, you may receive an overloaded_error, which would normally correspond to an
+    # HTTP 529 in a non-streaming context" (Anthropic, "Streaming Messages")
+    failed = [start(), *text_block(0, "The answer"), event("error", error={"type": kind, "message": "Overloaded"})]
+    server.script(Reply(events=failed), answer("4"))
+    gateway = Gateway(make(server, stream="true"), RetryPolicy(max_retries=2, initial_wait_s=0.0))
+    try:
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    assert outcome.completion is not None and outcome.completion.text == "4"
+    assert outcome.attempts == 2 and outcome.retries == {cause: 1}
+
+
+async def test_an_error_event_of_another_kind_fails_the_sample_with_its_message(server: FakeLLMServer) -> None:
+    refused = event("error", error={"type": "invalid_request_error", "message": "prompt is too long"})
+    server.script(Reply(events=[start(), refused]))
+    error = await failure(make(server, stream="true"))
+    assert isinstance(error, ProviderHTTPError) and error.retry_cause is None
+    assert "event 2 of the stream" in str(error) and "prompt is too long" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("events", "ended"),
+    [
+        ([start(), *text_block(0, "The answer is")], "before message_stop"),  # no message_delta, no stop
+        ([start(), *text_block(0, "The answer is"), ending()[0]], "before message_stop"),
+        ([], "before message_start"),
+    ],
+    ids=["after-a-block", "after-message-delta", "empty"],
+)
+async def test_a_stream_cut_off_before_message_stop_is_not_an_answer(
+    server: FakeLLMServer, events: list[Any], ended: str
+) -> None:
+    server.script(Reply(events=events))
+    error = await failure(make(server, stream="true"))
+    assert isinstance(error, ProviderResponseError) and error.retry_cause == "connection"
+    assert f"the event stream ended {ended}" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (event("content_block_delta", index=3, delta={"type": "text_delta", "text": "x"}),
+         "event 3 of the stream: a delta of content block 3, which never started"),
+        (event("content_block_delta", delta={"type": "text_delta", "text": "x"}),
+         "event 3 of the stream: content_block_delta without a block index"),
+        (event("content_block_delta", index=0, delta={"type": "text_delta", "text": 7}),
+         "event 3 of the stream: delta.text"),
+        ([1, 2], "event 3 of the stream: expected an object, got an array"),
+    ],
+    ids=["unknown-block", "no-index", "text-not-a-string", "not-an-object"],
+)  # fmt: skip
+async def test_a_malformed_event_is_a_response_error_naming_it(server: FakeLLMServer, bad: Any, message: str) -> None:
+    opened = event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+    server.script(Reply(events=[start(), opened, bad, *ending()]))
+    error = await failure(make(server, stream="true"))
+    assert isinstance(error, ProviderResponseError) and message in str(error)
+
+
+async def test_a_block_before_message_start_is_a_response_error(server: FakeLLMServer) -> None:
+    server.script(Reply(events=[*text_block(0, "4"), *ending()]))
+    error = await failure(make(server, stream="true"))
+    assert isinstance(error, ProviderResponseError) and "content_block_start before message_start" in str(error)
+
+
+async def test_a_server_that_ignores_stream_and_answers_json_is_read_as_a_whole_reply(server: FakeLLMServer) -> None:
+    body = {"id": "msg_j", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "4"}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 2}}  # fmt: skip
+    server.script(Reply(body=body))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.finish_reason, completion.usage.completion_tokens) == ("4", "end_turn", 2)
+
+
+async def test_a_streamed_answer_holding_a_line_separator_keeps_it(server: FakeLLMServer) -> None:
+    # JSON carries U+2028 and U+0085 unescaped inside a string; the event-stream reader split lines at them
+    # (str.splitlines), so the event was cut in two and "not JSON"
+    text = "first\u2028second\x85third"
+    server.script(answer(text))
+    completion = await call(make(server, stream="true"))
+    assert completion.text == text
+
+
+async def test_an_openai_stream_holding_a_line_separator_keeps_it(server: FakeLLMServer) -> None:
+    chunk = '{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"a\u2028b"},"finish_reason":"stop"}]}'
+    raw = f"data: {chunk}\n\ndata: [DONE]\n\n".encode()
+    server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
+    context = ProviderContext(settings=Settings())
+    provider = create_provider("openai-compatible/m", {"base_url": server.base_url, "stream": "true"}, context)
+    completion = await call(provider)
+    assert (completion.text, completion.finish_reason) == ("a\u2028b", "stop")
+
+
+async def test_a_whitespace_stop_is_cut_at_in_a_streamed_answer_too(server: FakeLLMServer) -> None:
+    server.script(answer("4\nand more"))
+    completion = await call(make(server, stream="true"), request(stop=["\n"]))
+    assert (completion.text, completion.finish_reason) == ("4", "stop_sequence")
+    assert "stop_sequences" not in server.requests[-1].body
+
+
+def test_a_streamed_run_records_each_answer_apart_from_its_thinking_and_never_the_key(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    server.rule = lambda recorded: answer(server._default_answer(recorded.prompt), thinking="Let me see.")
+    args = ["run", "--task", "capability_profile", "--model", MODEL, "--model-arg", f"base_url={server.base_url}",
+            "--model-arg", "stream=true", "--model-arg", "thinking_budget=1024", "--output-dir", "results",
+            "--run-id", "r1", "--limit", "6", "--concurrency", "3", "-q"]  # fmt: skip
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVAL_HARNESS_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "eval_harness", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**clean, "ANTHROPIC_API_KEY": ANTHROPIC_KEY, "EVAL_HARNESS_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert len(server.requests) == 6 and all(r.body["stream"] is True for r in server.requests)
+    run = tmp_path / "results" / "r1"
+    records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert [r["error"] for r in records] == [None] * 6
+    assert all(r["thinking"] == "Let me see." and r["usage"]["completion_tokens"] > 1 for r in records)
+    assert json.loads((run / "manifest.json").read_text())["model"]["args"]["stream"] is True
+    for artifact in run.iterdir():
+        assert ANTHROPIC_KEY not in artifact.read_text(errors="replace")
