@@ -476,7 +476,7 @@ def test_a_base_url_that_would_carry_a_secret_is_refused_without_echoing_it(
     [
         ("openai/gpt-4o-mini", "give a key through OPENAI_API_KEY"),
         ("anthropic/claude-sonnet-4-5", "give a key through ANTHROPIC_API_KEY"),
-        ("openai-compatible/m", "give a key through the key (api_key_env / api_key model args)"),
+        ("openai-compatible/m", "give a key through --model-arg api_key_env=NAME (or api_key=...)"),
     ],
 )
 def test_a_base_url_with_credentials_points_to_the_providers_own_way_of_giving_a_key(

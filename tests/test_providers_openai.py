@@ -623,7 +623,7 @@ def test_a_base_url_holding_the_key_is_refused_without_echoing_it(args: dict[str
 
 def test_a_base_url_holding_the_key_of_api_key_env_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVER_KEY", "sk-from-a-variable-77")
-    args = {"base_url": "http://127.0.0.1:9/v1?token=sk-from-a-variable-77", "api_key_env": "MY_SERVER_KEY"}
+    args = {"base_url": "http://127.0.0.1:9/v1?q=sk-from-a-variable-77", "api_key_env": "MY_SERVER_KEY"}
     with pytest.raises(ConfigError, match="base_url holds the API key") as caught:
         create_provider("openai-compatible/x", args, ProviderContext(settings=settings()))
     assert "sk-from-a-variable" not in str(caught.value)

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
 from eval_harness.providers import ProviderContext, create_provider
+from eval_harness.providers._http import HTTPProvider
 from eval_harness.providers.embeddings import OpenAIEmbeddingsClient
 
 Cli = Callable[..., CliResult]
@@ -231,3 +232,25 @@ def test_epochs_at_the_bound_are_accepted(cli: Cli, project: TaskRoot) -> None:
     run_dir = project.root / "results" / "r1"
     assert json.loads((run_dir / "manifest.json").read_text())["epochs"] == 1000
     assert sorted(r["epoch"] for r in read_records(run_dir)) == list(range(1000))
+
+
+# a credential in the base_url's query that no configured key matches -------------------------------------
+
+
+@pytest.mark.parametrize("parameter", ["key", "api-key", "API_KEY", "access_token", "code", "sig", "X-Api-Key"])
+def test_a_base_url_query_parameter_that_carries_a_credential_is_refused_without_its_value(parameter: str) -> None:
+    # before: recorded in the manifest as given, since only the configured keys were looked for
+    url = f"http://127.0.0.1:9/v1?api-version=2024-10-21&{parameter}=gw-7f3a9c2e5d1b"
+    with pytest.raises(
+        ConfigError, match=rf"base_url carries a credential in its query \({parameter}=\.\.\.\)"
+    ) as caught:
+        create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
+    assert "gw-7f3a9c2e5d1b" not in str(caught.value)
+    with pytest.raises(ConfigError, match="carries a credential"):
+        OpenAIEmbeddingsClient("emb", url)
+
+
+def test_a_base_url_query_of_other_parameters_is_kept_and_sent() -> None:
+    url = "http://127.0.0.1:9/v1?api-version=2024-10-21&keyword=x&tokenizer=y"
+    provider = create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
+    assert isinstance(provider, HTTPProvider) and provider.base_url == url

@@ -43,7 +43,7 @@ class OpenAICompatibleProvider(OpenAIWire):
 
     Options = OpenAICompatibleOptions
     max_tokens_field = "max_tokens"
-    key_hint = "the key (api_key_env / api_key model args)"
+    key_hint = "--model-arg api_key_env=NAME (or api_key=...)"
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)
