@@ -609,6 +609,7 @@ class FakeLLMServer:
                 + f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n"
                 for e in reply.events
             ]
+            lines = [line.replace("{key}", self._presented_key(request)) for line in lines]
             headers = {"content-type": "text/event-stream", **reply.headers}
             return web.Response(status=reply.status, body="".join(lines).encode(), headers=headers)
         text = reply.text if reply.text is not None else self._default_answer(recorded.prompt)

@@ -1265,6 +1265,27 @@ def test_a_forced_change_of_a_model_arg_is_recorded_so_a_later_resume_calls_the_
         assert (len(first.generation_requests()), len(second.generation_requests())) == (4, 5)
 
 
+def test_a_resume_may_change_how_answers_travel_without_force_for_its_own_session(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: "model args of openai-compatible/local: stream unset → true. Use --force": the case streaming exists
+    # for (a run whose long unstreamed requests were dropped) needed --force, and recorded the run as a mix
+    with FakeLLMServer() as server:
+        assert served_run(cli, task_root, server, "travel", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "travel", 2)
+        transport = ["stream=true", "read_timeout_s=600", "connect_timeout_s=5", "max_response_bytes=1000000",
+                     "http_transport=httpx-pooled"]  # fmt: skip
+        resumed = cli("resume", run_dir, *(a for arg in transport for a in ("--model-arg", arg)), "-q")
+        assert resumed.code == 0, resumed.err
+        assert [r.body.get("stream") for r in server.generation_requests()[-2:]] == [True, True]
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["model"]["args"]["stream"] is False and not manifest.get("forced_changes")
+        later = cli("resume", cut_back(run_dir, 1), "-q")  # the recorded arguments again: unstreamed
+        assert later.code == 0, later.err
+        assert "stream" not in server.generation_requests()[-1].body
+    assert len(read_records(run_dir)) == 4
+
+
 def test_a_key_given_to_resume_as_a_model_arg_is_used_and_never_recorded(cli: Cli, task_root: TaskRoot) -> None:
     key = "sk-CANARY-resume-7f3a"
     with FakeLLMServer(api_key=key) as server:

@@ -154,9 +154,9 @@ async def test_an_error_event_of_another_kind_fails_the_sample_with_its_message(
     [
         ([start(), *text_block(0, "The answer is")], "before message_stop"),  # no message_delta, no stop
         ([start(), *text_block(0, "The answer is"), ending()[0]], "before message_stop"),
-        ([], "before message_start"),
+        ([event("ping")], "before message_start"),
     ],
-    ids=["after-a-block", "after-message-delta", "empty"],
+    ids=["after-a-block", "after-message-delta", "only-a-ping"],
 )
 async def test_a_stream_cut_off_before_message_stop_is_not_an_answer(
     server: FakeLLMServer, events: list[Any], ended: str
@@ -249,3 +249,127 @@ def test_a_streamed_run_records_each_answer_apart_from_its_thinking_and_never_th
     assert json.loads((run / "manifest.json").read_text())["model"]["args"]["stream"] is True
     for artifact in run.iterdir():
         assert ANTHROPIC_KEY not in artifact.read_text(errors="replace")
+
+
+# from the review of the change (review-s23-stream) ---------------------------------------------------------------
+async def test_a_null_count_in_message_delta_keeps_the_count_message_start_gave(server: FakeLLMServer) -> None:
+    # vLLM's and sglang's Anthropic endpoints send the input and cache counts of message_delta as null; before,
+    # the null replaced message_start's 3,010 input tokens and the cost came out ten times too low
+    usage_start = {"input_tokens": 10, "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 0,
+                   "output_tokens": 1}  # fmt: skip
+    nulls = {"input_tokens": None, "cache_read_input_tokens": None, "cache_creation_input_tokens": None}
+    final = event("message_delta", delta={"stop_reason": "end_turn"}, usage={**nulls, "output_tokens": 7})
+    server.script(Reply(events=[start(usage_start), *text_block(0, "4"), final, event("message_stop")]))
+    completion = await call(make(server, stream="true"))
+    usage = completion.usage
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (3010, 3000, 7)
+    # Sonnet 4.5: $3 in, $0.30 a cache read, $15 out per million: (10 * 3 + 3000 * 0.3 + 7 * 15) / 1e6
+    assert completion.cost_usd == pytest.approx(0.001035)
+
+
+async def test_without_a_final_output_count_the_placeholder_is_not_recorded_as_one(server: FakeLLMServer) -> None:
+    no_usage = event("message_delta", delta={"stop_reason": "end_turn"})
+    server.script(Reply(events=[start(), *text_block(0, "4"), no_usage, event("message_stop")]))
+    completion = await call(make(server, stream="true"))
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (25, 0)  # not message_start's 1
+
+
+def named_only(payload: dict[str, Any]) -> str:
+    """An event as a server that names it on its event: line alone sends it (the payload without its type)."""
+    kind = payload["type"]
+    return f"event: {kind}\ndata: " + json.dumps({k: v for k, v in payload.items() if k != "type"})
+
+
+async def test_events_named_only_on_their_event_line_are_read_by_that_name(server: FakeLLMServer) -> None:
+    # before: every event was passed over and each attempt failed as a dropped connection
+    events = [start(), *text_block(0, "The answer", " is 4"), *ending()]
+    raw = "".join(named_only(e) + "\n\n" for e in events).encode()
+    server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.finish_reason, completion.usage.completion_tokens) == (
+        "The answer is 4",
+        "end_turn",
+        15,
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "said"),
+    [
+        ('{"error": {"type": "overloaded_error", "message": "Overloaded"}}', "overloaded", "Overloaded"),
+        ("upstream connect error or disconnect/reset before headers", "server_error", "upstream connect error"),
+        ('{"type": "error", "error": {"type": "timeout_error", "message": "timed out"}}', "server_error", "timed out"),
+    ],
+    ids=["untyped-payload", "not-json", "timeout-error-as-its-504"],
+)
+async def test_an_error_event_is_an_error_whatever_its_data_holds(
+    server: FakeLLMServer, error: str, cause: str, said: str
+) -> None:
+    opening = "".join(named_only(e) + "\n\n" for e in [start(), *text_block(0, "The")])
+    raw = f"{opening}event: error\ndata: {error}\n\n".encode()
+    server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
+    error_raised = await failure(make(server, stream="true"))
+    assert isinstance(error_raised, ProviderHTTPError) and error_raised.retry_cause == cause
+    assert said in str(error_raised)
+
+
+@pytest.mark.parametrize("model", [MODEL, "openai-compatible/m"])
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [(b"<html><head><title>Gateway says hi</title></head></html>", "an HTML page (Gateway says hi)"),
+     (b"", "an empty body")],
+    ids=["html", "empty"],
+)  # fmt: skip
+async def test_a_200_that_is_neither_json_nor_an_event_stream_fails_at_once_described(
+    server: FakeLLMServer, model: str, body: bytes, said: str
+) -> None:
+    # before: read as a stream without events, retried as a dropped connection on every attempt, never described
+    server.script(Reply(body=body, headers={"content-type": "text/html"}))
+    error = await failure(make(server, model, stream="true"))
+    assert isinstance(error, ProviderResponseError) and error.retry_cause is None
+    assert f"HTTP 200 but the body is not JSON or an event stream: {said}" in str(error)
+
+
+@pytest.mark.parametrize("line_end", ["\r", "\r\n", "\n"], ids=["cr", "crlf", "lf"])
+async def test_an_event_stream_of_any_line_ending_is_read(server: FakeLLMServer, line_end: str) -> None:
+    events = [start(), *text_block(0, "4"), *ending()]
+    raw = "".join(f"event: {e['type']}{line_end}data: {json.dumps(e)}{line_end}{line_end}" for e in events)
+    server.script(Reply(body=raw.encode(), headers={"content-type": "text/event-stream"}))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.finish_reason) == ("4", "end_turn")
+
+
+async def test_a_data_field_over_several_lines_and_a_leading_bom_are_read_as_the_rules_say(
+    server: FakeLLMServer,
+) -> None:
+    # the data lines of one event are joined with a line feed; a byte-order mark before the first line is dropped
+    split_start = json.dumps(start(), indent=1).replace("\n", "\ndata: ")
+    rest = "".join(f"data: {json.dumps(e)}\n\n" for e in [*text_block(0, "4"), *ending()])
+    raw = f"\ufeffevent: message_start\ndata: {split_start}\n\n: a comment line\n\n{rest}"
+    server.script(Reply(body=raw.encode(), headers={"content-type": "text/event-stream"}))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.usage.prompt_tokens) == ("4", 25)
+
+
+async def test_blocks_started_out_of_order_and_a_blocks_initial_text_are_kept_in_index_order(
+    server: FakeLLMServer,
+) -> None:
+    later = event("content_block_start", index=1, content_block={"type": "text", "text": " is"})
+    first = event("content_block_start", index=0, content_block={"type": "text", "text": "The"})
+    to_first = event("content_block_delta", index=0, delta={"type": "text_delta", "text": " answer"})
+    to_later = event("content_block_delta", index=1, delta={"type": "text_delta", "text": " 4"})
+    server.script(Reply(events=[start(), later, first, to_later, to_first, *ending()]))
+    completion = await call(make(server, stream="true"))
+    assert completion.text == "The answer is 4"
+
+
+async def test_a_key_echoed_inside_a_streamed_answer_never_reaches_the_completion(server: FakeLLMServer) -> None:
+    events = [start(), *text_block(0, "your key is ", "{key}", " indeed"), *ending()]
+    server.script(Reply(events=events))
+    gateway = Gateway(make(server, stream="true"), RetryPolicy(max_retries=0))
+    try:
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    assert outcome.completion is not None and ANTHROPIC_KEY not in outcome.completion.text
+    assert outcome.completion.text == "your key is [REDACTED] indeed"

@@ -33,7 +33,7 @@ from eval_harness.providers.base import Provider, ProviderContext, create_provid
 KEY = "sk-test-size-cap-0123456789"
 WIRES = ["pooled", "httpx", "httpx-pooled"]
 CAP_TEXT = f"response body over {MAX_RESPONSE_BYTES // 2**20} MiB"
-RAISE_IT = "; --model-arg max_response_bytes=N raises the limit (a resume given it needs --force)"
+RAISE_IT = "; --model-arg max_response_bytes=N raises the limit (a resume may give it)"
 _ENDLESS_FOR_S = 20.0  # a bound for the stub itself, should a client never stop reading
 _CHUNK = b"a" * 65536
 _OK = {"id": "c", "model": "m", "choices": [{"index": 0, "message": {"content": "ok"}, "finish_reason": "stop"}]}

@@ -290,6 +290,16 @@ class _Parts:
         """The same of the judge's provider (none without a judge)."""
         return _option_defaults(self.judge.provider) if self.judge is not None else {}
 
+    @property
+    def model_transport_only(self) -> frozenset[str]:
+        """The provider's options that change how answers travel, not what they are."""
+        return type(self.provider.options).transport_only
+
+    @property
+    def judge_transport_only(self) -> frozenset[str]:
+        """The same of the judge's provider."""
+        return type(self.judge.provider.options).transport_only if self.judge is not None else frozenset()
+
 
 def _option_defaults(provider: Provider) -> dict[str, Any]:
     fields = type(provider.options).model_fields.items()

@@ -124,6 +124,12 @@ class _Fingerprinted(Protocol):
     @property
     def judge_defaults(self) -> Mapping[str, Any]: ...
 
+    @property
+    def model_transport_only(self) -> frozenset[str]: ...
+
+    @property
+    def judge_transport_only(self) -> frozenset[str]: ...
+
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
@@ -175,7 +181,8 @@ def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]
     judge = now.get("judge")
     if isinstance(judge, dict) and manifest.judge is not None and judge.get("id") == manifest.judge.id:
         # the judge's options added since the run started, at their default, are no change (as the model's)
-        now["judge"] = {**judge, "args": _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)}
+        args = _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)
+        now["judge"] = {**judge, "args": _transport_as_recorded(args, manifest.judge.args, parts.judge_transport_only)}
     return now
 
 
@@ -201,9 +208,19 @@ _UNSET = object()
 
 def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
     """The model as it is now, less the options the manifest does not record that are at their default: options
-    added to the provider since the run started (it ran with their default, so nothing changed)."""
+    added to the provider since the run started (it ran with their default, so nothing changed); and with its
+    transport options as recorded (given now, they hold for this session: no change to its answers)."""
     args = _known_or_set(parts.model.args, manifest.model.args, parts.model_defaults)
+    args = _transport_as_recorded(args, manifest.model.args, parts.model_transport_only)
     return parts.model.model_copy(update={"args": args})
+
+
+def _transport_as_recorded(
+    now: Mapping[str, Any], recorded: Mapping[str, Any], transport: frozenset[str]
+) -> dict[str, Any]:
+    """``now`` with each of the ``transport`` options as ``recorded`` has it (or left out where it has none)."""
+    kept = {k: v for k, v in now.items() if k not in transport}
+    return {**kept, **{k: v for k, v in recorded.items() if k in transport}}
 
 
 def _known_or_set(now: Mapping[str, Any], recorded: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:

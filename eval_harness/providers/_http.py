@@ -56,6 +56,10 @@ _HTML_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTAL
 class HTTPOptions(ProviderOptions):
     """Options every HTTP provider accepts."""
 
+    transport_only: ClassVar[frozenset[str]] = frozenset(
+        {"connect_timeout_s", "read_timeout_s", "max_response_bytes", "http_transport"}
+    )
+
     base_url: str | None = Field(default=None, description="API root, e.g. https://api.openai.com/v1.")
     connect_timeout_s: float | None = Field(default=None, gt=0, description="TCP/TLS connect timeout.")
     read_timeout_s: float | None = Field(
@@ -414,28 +418,64 @@ def lenient_json(content: bytes | str) -> Any:
 _SSE_LINE_END = re.compile(r"\r\n|\r|\n")
 """Where a line of an event stream ends: CR LF, CR or LF, and nothing else (``str.splitlines`` also splits at
 U+2028, U+0085 and other characters JSON carries unescaped inside a string)."""
+_SSE_DATA = re.compile(rb"(?:^|[\r\n])(?:\xef\xbb\xbf)?data:?")
+"""A ``data`` field at the start of a line: what tells an event stream from a body that is not one."""
+
+
+@dataclass(frozen=True)
+class SSEvent:
+    """One server-sent event: its name (``message`` when the stream gives none) and its data."""
+
+    name: str
+    data: str
+
+
+def sse_events(text: str) -> Iterator[SSEvent]:
+    """The events of a server-sent event stream, decoded as the WHATWG rules say (written here because no library
+    of the design card decodes them): a leading BOM dropped, lines ending at CR LF, CR or LF, one space after the
+    colon dropped, the ``data`` lines of an event joined with LF, an event dispatched at a blank line (the last one
+    at the end too), comment lines (``:``) and other fields passed over."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    name, data = "", list[str]()
+    for line in _SSE_LINE_END.split(text):
+        if not line:
+            if data:
+                yield SSEvent(name or "message", "\n".join(data))
+            name, data = "", []
+            continue
+        field, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    if data:
+        yield SSEvent(name or "message", "\n".join(data))
+
+
+def event_json(data: str) -> Any:
+    """An event's data as JSON (as leniently as a whole body: a usage number orjson refuses is no failure)."""
+    try:
+        return lenient_json(data)
+    except ValueError:
+        # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
+        raise ProviderResponseError(f"an event of the stream is not JSON: {data[:4000]!r}") from None
 
 
 def sse_payloads(text: str) -> Iterator[Any]:
-    """The JSON payloads of a server-sent event stream's ``data:`` lines, in order; ``None`` for a closing
-    ``[DONE]`` (OpenAI's), after which nothing is read. ``event:`` lines are not needed: every payload of
-    both APIs names its own type."""
-    for line in _SSE_LINE_END.split(text):
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
+    """The JSON payloads of a server-sent event stream, in order; ``None`` for a closing ``[DONE]`` (OpenAI's),
+    after which nothing is read. An event whose data is blank or ``null`` carries nothing."""
+    for event in sse_events(text):
+        data = event.data.strip()
+        if data == "[DONE]":
             yield None
             return
-        if not payload:
-            continue
-        try:
-            event = lenient_json(payload)  # as a whole body is read: a usage number orjson refuses is no failure
-        except ValueError:
-            # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
-            raise ProviderResponseError(f"an event of the stream is not JSON: {payload[:4000]!r}") from None
-        if event is not None:  # "data: null" carries nothing ([DONE] is None)
-            yield event
+        if data:
+            payload = event_json(data)
+            if payload is not None:
+                yield payload
 
 
 def _is_json(headers: Mapping[str, str]) -> bool:
@@ -604,16 +644,18 @@ class HTTPProvider(Provider):
             self._raise_for_status(status, headers, content)
         if 300 <= status < 400:
             raise redirected(self.label, status, headers, self.secrets())
-        if raw_text and not _is_json(headers):
+        if raw_text and not _is_json(headers) and _SSE_DATA.search(content):
             return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
         try:
             data = lenient_json(content)
         except ValueError:
-            if raw_text:  # an event stream after all, whatever its content-type said
+            if raw_text and _SSE_DATA.search(content):  # an event stream after all, whatever its content-type said
                 return Reply(None, headers, latency_ms, content.decode("utf-8", "replace"))
+            # an HTML page, or a stream without one event: failed at once, described, as unstreamed
             what = describe_body(content)
+            stream = " or an event stream" if raw_text else ""
             raise ProviderResponseError(
-                self._clean(f"{self.label}: HTTP {status} but the body is not JSON: {what}"),
+                self._clean(f"{self.label}: HTTP {status} but the body is not JSON{stream}: {what}"),
                 request_id=self.header_request_id(headers),
             ) from None
         if not isinstance(data, dict):
@@ -745,6 +787,7 @@ __all__ = [
     "HTTPProvider",
     "KeyOptions",
     "Reply",
+    "SSEvent",
     "apply_stop",
     "check_base_url",
     "checked_proxy",
@@ -754,6 +797,7 @@ __all__ = [
     "error_detail",
     "error_details_code",
     "error_for_status",
+    "event_json",
     "holds_secret",
     "join_url",
     "lenient_json",
@@ -763,5 +807,6 @@ __all__ = [
     "retry_cause_of_status",
     "sampling",
     "shown_url",
+    "sse_events",
     "sse_payloads",
 ]

@@ -102,7 +102,7 @@ def too_large(limit: int, status: int, how: str, *, settable: bool = True) -> st
     """The message of a body over ``limit`` bytes: ``response body over 64 MiB (HTTP 200, Content-Length 9e9)``,
     and how to raise it where a model arg can (``settable``)."""
     size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
-    hint = "; --model-arg max_response_bytes=N raises the limit (a resume given it needs --force)" if settable else ""
+    hint = "; --model-arg max_response_bytes=N raises the limit (a resume may give it)" if settable else ""
     return f"response body over {size} (HTTP {status}, {how}){hint}"
 
 

@@ -30,9 +30,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
+import orjson
 from pydantic import Field
 
 from eval_harness.errors import (
@@ -50,8 +51,9 @@ from eval_harness.providers._http import (
     cut_at_stop,
     error_detail,
     error_details_code,
+    event_json,
     sampling,
-    sse_payloads,
+    sse_events,
 )
 from eval_harness.providers._shapes import (
     count_or_none,
@@ -101,6 +103,8 @@ def parse_reset_time(value: str, now: float) -> float | None:
 
 class AnthropicOptions(HTTPOptions):
     """Options of ``anthropic/<model>``."""
+
+    transport_only: ClassVar[frozenset[str]] = HTTPOptions.transport_only | {"stream"}
 
     thinking_budget: int | None = Field(
         default=None, ge=MIN_THINKING_BUDGET, description="Extended-thinking budget in tokens (at least 1024)."
@@ -337,10 +341,11 @@ _STREAM_ERROR_CAUSES: dict[str, RetryCause] = {
     "overloaded_error": "overloaded",
     "rate_limit_error": "rate_limit",
     "api_error": "server_error",
-    "timeout_error": "timeout",
+    "timeout_error": "server_error",  # as its HTTP 504 is
 }
 """The errors a stream can end with that another attempt may clear ("during periods of high usage, you may
-receive an overloaded_error, which would normally correspond to an HTTP 529 in a non-streaming context")."""
+receive an overloaded_error, which would normally correspond to an HTTP 529 in a non-streaming context"). The
+spend cap and billing errors, which stop a run, come as HTTP statuses before a stream starts, not inside one."""
 _BLOCK_TEXT = {"text_delta": ("text", "text"), "thinking_delta": ("thinking", "thinking")}
 """A delta's type: (the field of the delta that holds its text, the field of the block it adds to)."""
 
@@ -355,15 +360,21 @@ class _StreamedMessage:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.parts: dict[int, dict[str, list[str]]] = {}
         self.stopped = False
+        self.output_counted = False
+        """Whether a message_delta gave the output count: message_start's is a placeholder (1 to 3)."""
 
-    def read(self, event: Any) -> None:
+    def read(self, name: str, event: Any) -> None:
+        """Take in one event: its SSE name, and its payload, whose ``type`` names it too (a server that sends the
+        name alone has it read from there, as Anthropic's SDKs do)."""
         if type(event) is not dict:
             raise ProviderResponseError(f"expected an object, got {json_type_name(event)}")
-        kind = event.get("type")
-        if kind == "error":
+        kind = event.get("type", name)
+        if kind == "error" or name == "error":
             error = object_or_none(event, "error") or {}
-            detail = f"{error.get('type')}: {error.get('message')}" if error else str(event)
-            cause = _STREAM_ERROR_CAUSES.get(str(error.get("type")))
+            detail = f"{error.get('type')}: {error.get('message')}" if error else orjson.dumps(event).decode()
+            # an error object of a kind not retried (a refused request) fails the sample; one without its object
+            # (an "event: error" of other data) is a server's failure, which another attempt may not meet
+            cause: RetryCause | None = _STREAM_ERROR_CAUSES.get(str(error.get("type"))) if error else "server_error"
             raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause=cause)
         if kind == "message_start":
             message = object_at(event, "message", "message_start")
@@ -386,11 +397,16 @@ class _StreamedMessage:
             self._add_delta(event)
         elif kind == "message_delta":
             delta = object_or_none(event, "delta") or {}
-            if "stop_reason" in delta:
-                self.message["stop_reason"] = delta["stop_reason"]
+            for field in ("stop_reason", "stop_sequence"):
+                if field in delta:
+                    self.message[field] = delta[field]
             usage = object_or_none(event, "usage")
             if usage is not None:
-                self.message["usage"] = {**(object_or_none(self.message, "usage") or {}), **usage}
+                # cumulative counts, each replacing the last; a null one (servers that speak this wire send the
+                # input and cache counts as null) keeps the count message_start gave, as the SDKs do
+                counted = {key: value for key, value in usage.items() if value is not None}
+                self.message["usage"] = {**(object_or_none(self.message, "usage") or {}), **counted}
+                self.output_counted = self.output_counted or "output_tokens" in counted
         else:
             self.stopped = True
 
@@ -424,17 +440,25 @@ class _StreamedMessage:
             for field, parts in self.parts[index].items():
                 block[field] = str(block.get(field) or "") + "".join(parts)
             content.append(block)
-        return {**self.message, "content": content}
+        message = {**self.message, "content": content}
+        usage = object_or_none(message, "usage")
+        if usage is not None and not self.output_counted:
+            message["usage"] = {key: value for key, value in usage.items() if key != "output_tokens"}
+        return message
 
 
 def message_from_stream(text: str) -> dict[str, Any]:
     """The Message the events of a streamed reply describe, as an unstreamed reply would have sent it."""
     message = _StreamedMessage()
-    for number, event in enumerate(sse_payloads(text), 1):
-        if event is None:
-            break  # no [DONE] in this API; read as the end, as a proxy speaking OpenAI's streams would mean it
+    for number, event in enumerate(sse_events(text), 1):
+        data = event.data.strip()
         try:
-            message.read(event)
+            if event.name == "error" and not data.startswith("{"):
+                # a proxy's own words ("upstream connect error ..."): an error all the same, perhaps passing
+                raise ProviderHTTPError(f"error inside the event stream: {data[:4000]!r}", retry_cause="server_error")
+            payload = event_json(data) if data else None
+            if payload is not None:  # a blank or null event carries nothing
+                message.read(event.name, payload)
         except ProviderError as exc:
             raise exc.with_message(f"event {number} of the stream: {exc}") from None
     return message.assembled()

@@ -27,6 +27,10 @@ class ProviderOptions(BaseModel):
     # inf and nan are refused: a manifest records them as null, and the run could not be resumed
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    transport_only: ClassVar[frozenset[str]] = frozenset()
+    """Options that change how answers travel, never what they are (streaming, timeouts, the HTTP client, the
+    largest body read): a resume may change them without ``--force``, for its own session."""
+
     def public(self) -> dict[str, Any]:
         """The options as recorded in a manifest: secrets are dropped."""
         return {

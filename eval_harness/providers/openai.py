@@ -88,6 +88,8 @@ def prompt_text(messages: list[ChatMessage]) -> str:
 class OpenAIOptions(HTTPOptions):
     """Options of ``openai/<model>``."""
 
+    transport_only: ClassVar[frozenset[str]] = HTTPOptions.transport_only | {"stream"}
+
     api: Literal["chat", "responses"] = Field(default="chat", description="chat (Chat Completions) or responses.")
     stream: bool = Field(default=False, description="Use server-sent events (Chat Completions only).")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(

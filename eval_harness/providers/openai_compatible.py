@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -26,6 +26,8 @@ from eval_harness.providers.openai import Endpoint, OpenAIWire
 
 class OpenAICompatibleOptions(KeyOptions):
     """Options of ``openai-compatible/<model>``."""
+
+    transport_only: ClassVar[frozenset[str]] = KeyOptions.transport_only | {"stream"}
 
     base_url: str | None = Field(default=None, description="The server's API root, e.g. http://127.0.0.1:8080/v1.")
     endpoint: Literal["chat", "completions"] = Field(
