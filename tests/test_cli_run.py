@@ -1286,6 +1286,32 @@ def test_a_resume_may_change_how_answers_travel_without_force_for_its_own_sessio
     assert len(read_records(run_dir)) == 4
 
 
+def test_a_forced_resume_records_its_real_change_but_not_its_transport_options(cli: Cli, task_root: TaskRoot) -> None:
+    # before: with --force, stream=true given beside a moved server was written into the manifest for good
+    with FakeLLMServer() as first, FakeLLMServer() as second:
+        assert served_run(cli, task_root, first, "both", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "both", 1)
+        forced = cli("resume", run_dir, "--model-arg", f"base_url={second.base_url}", "--model-arg", "stream=true",
+                     "--force", "-q")  # fmt: skip
+        assert forced.code == 0, forced.err
+        assert second.generation_requests()[-1].body["stream"] is True
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert (manifest["model"]["args"]["base_url"], manifest["model"]["args"]["stream"]) == (second.base_url, False)
+        later = cli("resume", cut_back(run_dir, 1), "-q")
+        assert later.code == 0, later.err
+        assert "stream" not in second.generation_requests()[-1].body
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o", "anthropic/claude-sonnet-4-5", "openai-compatible/m"])
+def test_every_http_provider_counts_streaming_and_its_timeouts_as_transport_only(model: str) -> None:
+    from eval_harness.providers.base import PROVIDERS
+
+    options = PROVIDERS.get(model.partition("/")[0]).Options
+    assert options.transport_only >= {"stream", "read_timeout_s", "connect_timeout_s", "max_response_bytes",
+                                      "http_transport"}  # fmt: skip
+    assert options.transport_only <= set(options.model_fields)
+
+
 def test_a_key_given_to_resume_as_a_model_arg_is_used_and_never_recorded(cli: Cli, task_root: TaskRoot) -> None:
     key = "sk-CANARY-resume-7f3a"
     with FakeLLMServer(api_key=key) as server:

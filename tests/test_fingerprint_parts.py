@@ -41,6 +41,7 @@ class _Now:
     prompt_inputs_sha256: str
     model_defaults: dict[str, Any] = field(default_factory=dict)
     judge_defaults: dict[str, Any] = field(default_factory=dict)
+    model_transport_only: frozenset[str] = frozenset()
 
 
 def test_a_changed_part_that_no_line_of_its_own_names_is_named_by_its_recorded_and_current_values(

@@ -237,7 +237,11 @@ def test_epochs_at_the_bound_are_accepted(cli: Cli, project: TaskRoot) -> None:
 # a credential in the base_url's query that no configured key matches -------------------------------------
 
 
-@pytest.mark.parametrize("parameter", ["key", "api-key", "API_KEY", "access_token", "code", "sig", "X-Api-Key"])
+@pytest.mark.parametrize(
+    "parameter",
+    ["key", "api-key", "API_KEY", "access_token", "code", "sig", "X-Api-Key", "subscription-key", "X-Amz-Signature",
+     "hf_token", "client_secret"],
+)  # fmt: skip
 def test_a_base_url_query_parameter_that_carries_a_credential_is_refused_without_its_value(parameter: str) -> None:
     # before: recorded in the manifest as given, since only the configured keys were looked for
     url = f"http://127.0.0.1:9/v1?api-version=2024-10-21&{parameter}=gw-7f3a9c2e5d1b"
@@ -254,3 +258,14 @@ def test_a_base_url_query_of_other_parameters_is_kept_and_sent() -> None:
     url = "http://127.0.0.1:9/v1?api-version=2024-10-21&keyword=x&tokenizer=y"
     provider = create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
     assert isinstance(provider, HTTPProvider) and provider.base_url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:9/v1?api-version=1;token=gw-7f3a9c2e5d1b", "http://127.0.0.1:9/v1#access_token=gw-7f3a9c2e5d1b"],
+    ids=["semicolon-separated", "in-the-fragment"],
+)
+def test_a_credential_parameter_after_a_semicolon_or_in_the_fragment_is_refused_too(url: str) -> None:
+    with pytest.raises(ConfigError, match="carries a credential") as caught:
+        create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
+    assert "gw-7f3a9c2e5d1b" not in str(caught.value)

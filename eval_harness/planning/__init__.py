@@ -295,11 +295,6 @@ class _Parts:
         """The provider's options that change how answers travel, not what they are."""
         return type(self.provider.options).transport_only
 
-    @property
-    def judge_transport_only(self) -> frozenset[str]:
-        """The same of the judge's provider."""
-        return type(self.judge.provider.options).transport_only if self.judge is not None else frozenset()
-
 
 def _option_defaults(provider: Provider) -> dict[str, Any]:
     fields = type(provider.options).model_fields.items()

@@ -127,9 +127,6 @@ class _Fingerprinted(Protocol):
     @property
     def model_transport_only(self) -> frozenset[str]: ...
 
-    @property
-    def judge_transport_only(self) -> frozenset[str]: ...
-
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
@@ -181,8 +178,7 @@ def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]
     judge = now.get("judge")
     if isinstance(judge, dict) and manifest.judge is not None and judge.get("id") == manifest.judge.id:
         # the judge's options added since the run started, at their default, are no change (as the model's)
-        args = _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)
-        now["judge"] = {**judge, "args": _transport_as_recorded(args, manifest.judge.args, parts.judge_transport_only)}
+        now["judge"] = {**judge, "args": _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)}
     return now
 
 
@@ -200,7 +196,10 @@ def _model_update(manifest: RunManifest, parts: _Fingerprinted) -> ModelUpdate |
     if _as_compared(parts, manifest) == manifest.model or not _unrecorded_parts_kept(manifest, parts):
         return None
     recorded = _as_recorded(manifest, parts)
-    return ModelUpdate(parts.model, _fingerprint({**recorded, "model": parts.model.model_dump(mode="json")}))
+    # the transport options given now hold for this session, forced or not: the manifest keeps the run's
+    args = _transport_as_recorded(parts.model.args, manifest.model.args, parts.model_transport_only)
+    model = parts.model.model_copy(update={"args": args})
+    return ModelUpdate(model, _fingerprint({**recorded, "model": model.model_dump(mode="json")}))
 
 
 _UNSET = object()
