@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -276,6 +277,39 @@ def redact_shown(
     return text[: limit - 1] + "…" if keep == "head" else "…" + text[len(text) - limit + 1 :]
 
 
+_CREDENTIAL_NAMES = frozenset({"sig", "code", "auth", "authorization", "bearer", "passwd"})
+_CREDENTIAL_ENDINGS = ("key", "token", "secret", "signature", "password", "credential", "credentials")
+"""Query parameters (lower case, without - _ . or spaces) that carry a credential: ``?key=`` (Google),
+``?api-key=``, ``?subscription-key=`` (Azure API Management), ``?code=`` (Azure Functions), ``?sig=`` and
+``?X-Amz-Signature=`` (signed URLs), ``?access_token=``, ``?hf_token=``... A query of other names stays allowed
+(Azure's ``?api-version=...``)."""
+_QUERY_SEPARATORS = re.compile(r"[&;]")
+
+
+def credential_parameter(url: str) -> str | None:
+    """The first parameter of ``url``'s query (or of its fragment) named for a credential; None when it has none
+    (or is no URL)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    for text in (parts.query, parts.fragment):
+        for item in _QUERY_SEPARATORS.split(text):
+            parameter = unquote(item.partition("=")[0])
+            name = re.sub(r"[-_.\s]", "", parameter.lower())
+            if name and (name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_ENDINGS)):
+                return parameter
+    return None
+
+
+def shown_without_credentials(value: str) -> str:
+    """``value`` as a message may show it: a URL with a credential in its query or fragment without them."""
+    if credential_parameter(value) is None:
+        return value
+    parts = urlsplit(value)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")) + " (its query left out)"
+
+
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_OUTPUT_DIR",
@@ -283,8 +317,10 @@ __all__ = [
     "MAX_EPOCHS",
     "RunConfig",
     "Settings",
+    "credential_parameter",
     "invalid_config",
     "parse_key_values",
     "redact",
     "redact_shown",
+    "shown_without_credentials",
 ]

@@ -1312,6 +1312,26 @@ def test_every_http_provider_counts_streaming_and_its_timeouts_as_transport_only
     assert options.transport_only <= set(options.model_fields)
 
 
+def test_moving_a_run_off_a_base_url_with_a_credential_never_shows_the_credential(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a run started before such base URLs were refused records one; its forced change named it on stderr and in
+    # the manifest's forced_changes
+    import eval_harness.providers._http as http_module
+
+    with FakeLLMServer() as server:
+        with monkeypatch.context() as before_the_rule:
+            before_the_rule.setattr(http_module, "credential_parameter", lambda url: None)
+            old_url = f"base_url={server.base_url}?token=gw-secret-7f3a9c"
+            assert served_run(cli, task_root, server, "old", "--model-arg", old_url, "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "old", 1)
+        assert "gw-secret-7f3a9c" in (run_dir / "manifest.json").read_text()
+        forced = cli("resume", run_dir, "--model-arg", f"base_url={server.base_url}", "--force", "-q")
+        assert forced.code == 0, forced.err
+    assert "gw-secret-7f3a9c" not in forced.err and "(its query left out)" in forced.err
+    assert "gw-secret-7f3a9c" not in (run_dir / "manifest.json").read_text()
+
+
 def test_a_key_given_to_resume_as_a_model_arg_is_used_and_never_recorded(cli: Cli, task_root: TaskRoot) -> None:
     key = "sk-CANARY-resume-7f3a"
     with FakeLLMServer(api_key=key) as server:

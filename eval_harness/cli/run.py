@@ -502,7 +502,8 @@ def resume_command(
         typer.Option(
             "--model-arg",
             help="Provider option KEY=VALUE replacing the recorded one (repeatable), e.g. a new base_url; a changed "
-            "one needs --force, and holds for later resumes.",
+            "one needs --force, and holds for later resumes; stream, timeouts, max_response_bytes and http_transport "
+            "need no --force and hold for this session only.",
         ),
     ] = None,
     fail_below: FailBelow = None,

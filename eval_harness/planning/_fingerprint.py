@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from eval_harness.config import shown_without_credentials
 from eval_harness.datasets import DatasetReport
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
@@ -242,7 +243,10 @@ def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
 def _arg_text(value: Any) -> str:
     if value is None:
         return "unset"
-    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    if isinstance(value, str):
+        # a base_url recorded before credentials in its query were refused: named without them
+        return shown_without_credentials(value)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 __all__ = ["ModelUpdate", "ScoringSetup"]

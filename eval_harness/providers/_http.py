@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from eval_harness import __version__, pricing
-from eval_harness.config import redact_shown
+from eval_harness.config import credential_parameter, redact_shown
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
@@ -148,26 +148,6 @@ def holds_secret(url: str, secrets: Iterable[str]) -> bool:
     return any(key in form for key in keys for form in forms)
 
 
-_CREDENTIAL_NAMES = frozenset({"sig", "code", "auth", "authorization", "bearer", "passwd"})
-_CREDENTIAL_ENDINGS = ("key", "token", "secret", "signature", "password", "credential", "credentials")
-"""Query parameters (lower case, without - _ . or spaces) that carry a credential: ``?key=`` (Google),
-``?api-key=``, ``?subscription-key=`` (Azure API Management), ``?code=`` (Azure Functions), ``?sig=`` and
-``?X-Amz-Signature=`` (signed URLs), ``?access_token=``, ``?hf_token=``... A query of other names stays allowed
-(Azure's ``?api-version=...``)."""
-_QUERY_SEPARATORS = re.compile(r"[&;]")
-
-
-def _credential_parameter(parts: SplitResult) -> str | None:
-    """The first parameter of the query (or of the fragment, which is recorded too) named for a credential."""
-    for text in (parts.query, parts.fragment):
-        for item in _QUERY_SEPARATORS.split(text):
-            parameter = unquote(item.partition("=")[0])
-            name = re.sub(r"[-_.\s]", "", parameter.lower())
-            if name and (name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_ENDINGS)):
-                return parameter
-    return None
-
-
 def check_base_url(url: str, secrets: Iterable[str], label: str, *, key_hint: str, name: str = "base_url") -> str:
     """``url`` without a trailing ``/``, once it is an http(s) URL with a host and a usable port that carries
     no credentials: no ``user:password@`` and none of ``secrets`` (the URL is recorded in the manifest and
@@ -195,7 +175,7 @@ def check_base_url(url: str, secrets: Iterable[str], label: str, *, key_hint: st
             f"{label}: {name} holds an API key, and the {name} is recorded in the manifest; give the key through "
             f"{key_hint}"
         )
-    parameter = _credential_parameter(parts)
+    parameter = credential_parameter(url)
     if parameter is not None:
         # a key the tool was not told of cannot be found by its value: its parameter's name gives it away
         raise ConfigError(
