@@ -1277,6 +1277,11 @@ def test_a_resume_may_change_how_answers_travel_without_force_for_its_own_sessio
                      "http_transport=httpx-pooled"]  # fmt: skip
         resumed = cli("resume", run_dir, *(a for arg in transport for a in ("--model-arg", arg)), "-q")
         assert resumed.code == 0, resumed.err
+        assert (
+            "resume: --model-arg stream=true holds for this session only (the run records false): give it again to "
+            "a later resume"
+        ) in resumed.err
+        assert "--model-arg read_timeout_s=600.0 holds for this session only (the run records unset)" in resumed.err
         assert [r.body.get("stream") for r in server.generation_requests()[-2:]] == [True, True]
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["model"]["args"]["stream"] is False and not manifest.get("forced_changes")
