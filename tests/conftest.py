@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,3 +207,13 @@ def adder_run_config(task_root: TaskRoot, **overrides: Any) -> RunConfig:
 def run_to_end(config: RunConfig) -> RunResult:
     """Plan and run ``config`` in this process, to its end."""
     return asyncio.run(Runner(plan_run(config)).run())
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    """A fake LLM server (tests/fake_llm_server.py) on 127.0.0.1 for one test, with no key set; a module that
+    needs another (a key, canned answers) defines its own ``server``."""
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as running:
+        yield running

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ from eval_harness.types import Completion
 
 ANTHROPIC_KEY = "sk-ant-test-stream-0123456789"
 MODEL = "anthropic/claude-sonnet-4-5"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def make(server: FakeLLMServer, model: str = MODEL, **args: str) -> Provider:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,6 @@ from eval_harness.errors import AuthenticationError, ProviderHTTPError
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import AdaptiveConcurrency, Booking, Gateway, RateLimiter, RetryPolicy
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, Sample
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def request(number: int = 0, epoch: int = 0, max_tokens: int | None = None) -> GenerateRequest:

@@ -5,7 +5,7 @@ exercises the real parsing, repair, self-consistency and spend accounting."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -277,10 +277,6 @@ def test_malformed_pairwise_verdicts_are_refused(reply: str, problem: str) -> No
 
 
 # Through the real path: the fake LLM server on 127.0.0.1, the openai-compatible provider and the gateway.
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def _gateway_judge(server: FakeLLMServer) -> Gateway:

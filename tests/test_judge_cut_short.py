@@ -7,7 +7,7 @@ must reach the record, for a judge at the top level and for one inside a composi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from conftest import CliResult, TaskRoot, read_records
@@ -25,12 +25,6 @@ INSIDE = (
     '[[scorers.args.scorers]]\nname = "exact_match"\nalias = "exact"\n'
     '[[scorers.args.scorers]]\nname = "rubric_judge"\nalias = "judge"\n' + ARGS
 )
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,6 @@ from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, Sam
 
 Cli = Callable[..., CliResult]
 CANARY = "sk-canary-thinking-5e1f0a9c7b3d"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 # --------------------------------------------------------------------------------------------------

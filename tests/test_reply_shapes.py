@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,12 +21,6 @@ from eval_harness.providers.gateway import Gateway, RetryPolicy
 
 OPENAI_KEY = "sk-test-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-0123456789"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def make(model_id: str, server: FakeLLMServer, **args: str) -> Provider:

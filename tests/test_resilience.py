@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,6 @@ from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import CallTally, Gateway, RetryPolicy
 from eval_harness.runner import Runner
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def request(number: int = 0, max_tokens: int | None = None) -> GenerateRequest:

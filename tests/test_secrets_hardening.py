@@ -4,7 +4,7 @@ percent-encoded keys, and the epoch bound (audit-cli S1, S2, D7, D5 and the URL-
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,12 +31,6 @@ def project(task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch) -> TaskRoot:
     monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(task_root.root / "cache"))
     monkeypatch.chdir(task_root.root)
     return task_root
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def run(cli: Cli, model: str, *args: str, task: str = "tasks/adder.toml", limit: int = 2) -> CliResult:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,6 @@ OPENAI_KEY = "sk-test-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-0123456789"
 REPO = Path(__file__).resolve().parent.parent
 CANARY = "sk-canary-quota-4e8b1d7c2a90"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as running:
-        yield running
 
 
 def context() -> ProviderContext:
