@@ -442,23 +442,6 @@ def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
     return notes
 
 
-def _transport_notes(plan: RunPlan) -> list[str]:
-    """A line for each option given now that changes how answers travel (``transport_only``), unlike the run's:
-    it holds for this session only, forced or not, and the printed resume command does not carry it."""
-    options = plan.provider.options
-    fields, recorded, now = type(options).model_fields, plan.manifest.model.args, options.public()
-
-    def shown(value: Any) -> str:
-        return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-    return [
-        f"resume: --model-arg {name}={shown(now[name])} holds for this session only (the run records "
-        f"{shown(recorded.get(name, fields[name].default))}): give it again to a later resume"
-        for name in sorted(type(options).transport_only)
-        if name in now and now[name] != recorded.get(name, fields[name].default)
-    ]
-
-
 def _resume(
     run_dir: Path,
     overrides: SessionOverrides,
@@ -488,8 +471,6 @@ def _resume(
         print(note, file=sys.stderr)
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
-    for note in _transport_notes(plan):
-        print(note, file=sys.stderr)
     if plan.model_update is not None:
         print("resume: the model's new arguments are recorded: later resumes keep them", file=sys.stderr)
     elif any(change.startswith("model args of ") for change in plan.forced):

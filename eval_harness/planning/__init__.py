@@ -61,6 +61,7 @@ from eval_harness.planning._fingerprint import (
     _fingerprint_parts,
     _model_update,
     _prompt_inputs_sha256,
+    _transport_notes,
 )
 from eval_harness.planning._session import (
     SessionOverrides,
@@ -566,7 +567,7 @@ def plan_resume(
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
-    plan.notes += _generation_kept(task, manifest)
+    plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts)
     if compared and report.sha256 == manifest.dataset.sha256:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
         checked = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
