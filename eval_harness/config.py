@@ -286,6 +286,13 @@ _CREDENTIAL_ENDINGS = ("key", "token", "secret", "signature", "password", "crede
 _QUERY_SEPARATORS = re.compile(r"[&;]")
 
 
+def _credential_named(item: str) -> str | None:
+    """The parameter of a query's ``name=value`` item when its name is a credential's, else None."""
+    parameter = unquote(item.partition("=")[0])
+    name = re.sub(r"[-_.\s]", "", parameter.lower())
+    return parameter if name and (name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_ENDINGS)) else None
+
+
 def credential_parameter(url: str) -> str | None:
     """The first parameter of ``url``'s query (or of its fragment) named for a credential; None when it has none
     (or is no URL)."""
@@ -295,11 +302,27 @@ def credential_parameter(url: str) -> str | None:
         return None
     for text in (parts.query, parts.fragment):
         for item in _QUERY_SEPARATORS.split(text):
-            parameter = unquote(item.partition("=")[0])
-            name = re.sub(r"[-_.\s]", "", parameter.lower())
-            if name and (name in _CREDENTIAL_NAMES or name.endswith(_CREDENTIAL_ENDINGS)):
+            if (parameter := _credential_named(item)) is not None:
                 return parameter
     return None
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without user info and without the parameters of its query and fragment named for a credential;
+    the others (Azure's ``api-version``) kept. For a URL that is recorded, not called: a rescore's."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if credential_parameter(url) is None and "@" not in parts.netloc:
+        return url
+
+    def kept(text: str) -> str:
+        return "&".join(item for item in _QUERY_SEPARATORS.split(text) if item and _credential_named(item) is None)
+
+    return urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, kept(parts.query), kept(parts.fragment))
+    )
 
 
 def shown_without_credentials(value: str) -> str:
@@ -323,4 +346,5 @@ __all__ = [
     "redact",
     "redact_shown",
     "shown_without_credentials",
+    "without_credentials",
 ]

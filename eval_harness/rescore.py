@@ -9,12 +9,13 @@ the source's records name (and name one where a source record written before lin
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from eval_harness.aggregate import load_columns_cached, scorer_keys
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
-from eval_harness.config import RunConfig, invalid_config
+from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
 from eval_harness.planning import RunPlan, plan_run
 from eval_harness.types import RunManifest, ScorerSpec
@@ -78,7 +79,7 @@ def plan_rescore(
             scorers=explicit,
             source_run=source_run,
             model=source.model.id,
-            model_args=dict(source.model.args),
+            model_args=_recordable(source.model.args),
             dataset=Path(source.dataset.path),
             skip_invalid=source.dataset.invalid_lines > 0,  # the source ran the valid lines: so does its rescore
             output_dir=output_dir or source_run.parent,
@@ -96,6 +97,12 @@ def plan_rescore(
         given = {**_FLAGS, **({} if timeout_s is None else {"timeout_s": "--timeout"})}
         raise invalid_config(exc, given, str(RunPaths(source_run).manifest)) from None
     plan = plan_run(config)
+    base_url = source.model.args.get("base_url")
+    if isinstance(base_url, str) and base_url != config.model_args["base_url"]:
+        shown = f" ({parameter}=...)" if (parameter := credential_parameter(base_url)) else ""
+        plan.notes.append(
+            f"rescore: the source run's base_url carries a credential{shown}; this run records it without"
+        )
     if plan.dataset_report.sha256 != source.dataset.sha256:
         raise ResumeMismatchError(
             f"cannot rescore {source_run}: its dataset {source.dataset.path} changed since that run "
@@ -114,6 +121,14 @@ _FLAGS = {
     "concurrency": "--concurrency", "judge_model": "--judge-model", "judge_args": "--judge-arg",
 }  # fmt: skip
 """The flag of ``rescore`` that sets each RunConfig field; the other fields come from the source's manifest."""
+
+
+def _recordable(args: dict[str, Any]) -> dict[str, Any]:
+    """The source run's model arguments as the new run records them. A run made before base URLs were checked
+    for credentials may hold one in its base_url's query; a rescore calls no model, so it is left out, not
+    refused."""
+    base_url = args.get("base_url")
+    return {**args, "base_url": without_credentials(base_url)} if isinstance(base_url, str) else dict(args)
 
 
 def _check_records(source_run: Path, source: RunManifest) -> None:

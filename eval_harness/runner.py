@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import shlex
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -137,11 +138,14 @@ class RunResult:
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
     context_window_stops: int = 0
     """Answers of this session that filled the model's context window: cut short, whatever max_tokens."""
+    session_model_args: dict[str, str] = field(default_factory=dict)
+    """Options this session was given for itself alone (see ``RunPlan.session_model_args``)."""
 
     @property
     def resume_command(self) -> str:
-        """The exact command that continues this run."""
-        return f"eval-harness resume {self.run_dir}"
+        """The exact command that continues this run as this session ran it."""
+        given = [f"--model-arg {shlex.quote(f'{name}={text}')}" for name, text in self.session_model_args.items()]
+        return " ".join(["eval-harness resume", shlex.quote(str(self.run_dir)), *given])
 
 
 def _starts_a_line(path: Path, offset: int) -> bool:
@@ -344,7 +348,7 @@ class Runner:
             progress.session_errors, progress.first_error,
             answers=progress.session_done - progress.session_unanswered,
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
-            context_window_stops=progress.session_context_stops,
+            context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
         )  # fmt: skip
 
     def _close_writer(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -1288,6 +1289,55 @@ def test_a_resume_may_change_how_answers_travel_without_force_for_its_own_sessio
         later = cli("resume", cut_back(run_dir, 1), "-q")  # the recorded arguments again: unstreamed
         assert later.code == 0, later.err
         assert "stream" not in server.generation_requests()[-1].body
+    assert len(read_records(run_dir)) == 4
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"])
+def test_a_hosted_providers_run_resumes_streamed_without_force(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    # only openai-compatible's stream was tested: removing it from these providers' transport options passed
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000")
+    with FakeLLMServer() as server:
+        made = cli("run", "--task", adder(task_root), "--model", model, "--model-arg", f"base_url={server.base_url}",
+                   "--output-dir", task_root.root / "results", "--run-id", "hosted", "--limit", "4", "-q")  # fmt: skip
+        assert made.code == 0, made.err
+        run_dir = cut_back(task_root.root / "results" / "hosted", 2)
+        resumed = cli("resume", run_dir, "--model-arg", "stream=true", "-q")
+        assert resumed.code == 0, resumed.err
+        assert "--model-arg stream=true holds for this session only (the run records false)" in resumed.err
+        assert [r.body.get("stream") for r in server.generation_requests()] == [None] * 4 + [True] * 2
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["model"]["args"]["stream"] is False and not manifest.get("forced_changes")
+    assert len(read_records(run_dir)) == 4
+
+
+def test_an_interrupted_resume_prints_a_command_that_gives_its_session_options_again(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: "resume with: eval-harness resume DIR": pasted, it went back to the unstreamed requests that failed
+    with FakeLLMServer() as server:
+        assert served_run(cli, task_root, server, "again", "-q").code == 0
+        run_dir = cut_back(task_root.root / "results" / "again", 1)
+        server.latency_s = 2.0
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_harness", "resume", str(run_dir), "--model-arg", "stream=true",
+             "--model-arg", "read_timeout_s=600", "--concurrency", "1", "-q"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while len(server.generation_requests()) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130, err
+        printed = err.strip().splitlines()[-1].removeprefix("interrupted; resume with: ")
+        assert printed == f"eval-harness resume {run_dir} --model-arg read_timeout_s=600.0 --model-arg stream=true"
+        server.latency_s = 0.0
+        resumed = cli(*shlex.split(printed)[1:], "-q")
+        assert resumed.code == 0, resumed.err
+        assert all(r.body.get("stream") is True for r in server.generation_requests()[4:])
     assert len(read_records(run_dir)) == 4
 
 

@@ -505,3 +505,19 @@ def test_a_rubric_that_fails_on_every_sample_is_refused_before_the_run(
         err = capsys.readouterr().err
         assert exit_code.value.code == 2 and "badrubric.jinja2" in err and problem in err, err
     assert not (task_root.root / "out").exists()
+
+
+def test_a_judge_refused_by_its_server_is_told_to_check_its_own_flag(
+    server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: "check --model-arg api_key_env=NAME": the model's flag, which sets nothing of the judge's
+    server.api_key = "sk-the-right-key-000000"
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "summarization", "--model", "mock/x", "--limit", "2",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--output-dir", str(tmp_path), "--run-id", "j", "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exit_code.value.code == 2 and "authentication failed: HTTP 401" in err, err
+    assert "check --judge-arg api_key_env=NAME (or api_key=...)" in err and "--model-arg" not in err

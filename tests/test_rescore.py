@@ -208,3 +208,32 @@ def test_a_hand_edited_source_record_fails_its_sample_only(cli: Cli, source_run:
     replayed = new[records[failed]["sample_id"], records[failed]["epoch"]]["error"]
     assert (replayed["type"], replayed["message"]) == ("ProviderError", "no output")
     assert sum(r["error"] is None for r in new.values()) == sum(r["error"] is None for r in records) - 1
+
+
+def test_a_rescore_does_not_copy_a_credential_from_an_old_runs_base_url(cli: Cli, source_run: Path) -> None:
+    # a run recorded before base URLs were checked for credentials: its base_url kept a gateway key
+    manifest_path = source_run / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    old_url = "http://127.0.0.1:9/v1?api-version=1&key=gw-SECRET-7f3a#sig=gw-SECRET-7f3a"
+    manifest["model"]["args"]["base_url"] = old_url
+    manifest_path.write_text(json.dumps(manifest))
+    result = cli("rescore", "--run", source_run, "--scorer", "exact_match:mode=strict", "--run-id", "clean", "-q")
+    assert result.code == 0, result.err
+    assert "the source run's base_url carries a credential (key=...); this run records it without" in result.err
+    rescored = json.loads((source_run.parent / "clean" / "manifest.json").read_text())
+    assert rescored["model"]["args"]["base_url"] == "http://127.0.0.1:9/v1?api-version=1"
+    assert all(b"gw-SECRET" not in path.read_bytes() for path in (source_run.parent / "clean").rglob("*"))
+    assert "gw-SECRET" not in result.out + result.err
+
+
+def test_a_rescore_resumed_with_a_model_arg_is_refused(cli: Cli, source_run: Path) -> None:
+    # before: "changed since the run started: model args ...: stream false → true", and with --force recorded
+    plan = plan_rescore(source_run, scorers=["exact_match:mode=lenient"], run_id="cut")
+    asyncio.run(Runner(plan).run())
+    samples = plan.run_dir / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:7]))
+    for force in ([], ["--force"]):
+        result = cli("resume", plan.run_dir, "--model-arg", "skill=1", *force)
+        assert result.code == 2 and "with --model-arg: it rescores" in result.err, result.err
+        assert "calls no model" in result.err
+    assert cli("resume", plan.run_dir, "-q").code == 0

@@ -248,6 +248,32 @@ def test_a_base_url_query_parameter_that_carries_a_credential_is_refused_without
         OpenAIEmbeddingsClient("emb", url)
 
 
+def test_the_refusal_names_the_flag_the_judge_was_given_through() -> None:
+    url = "http://127.0.0.1:9/v1?key=gw-7f3a9c2e5d1b"
+    with pytest.raises(ConfigError) as caught:
+        create_provider(
+            "openai-compatible/j", {"base_url": url}, ProviderContext(settings=Settings()), flag="--judge-arg"
+        )
+    assert str(caught.value).endswith("give the key through --judge-arg api_key_env=NAME (or api_key=...)")
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"), [("openai/gpt-4o-mini", "OPENAI_BASE_URL"), ("anthropic/claude-x", "ANTHROPIC_BASE_URL")]
+)
+def test_a_base_url_from_the_environment_is_named_by_its_variable(provider: str, variable: str) -> None:
+    # before: "base_url carries a credential", though the user gave no base_url
+    url = "http://127.0.0.1:9/v1?api-key=gw-7f3a9c2e5d1b"
+    keys = {"openai_api_key": SecretStr("sk-x"), "anthropic_api_key": SecretStr("sk-y")}
+    settings = Settings(**keys, openai_base_url=url, anthropic_base_url=url)
+    with pytest.raises(
+        ConfigError, match=rf"{provider}: {variable} carries a credential in its query \(api-key="
+    ) as caught:
+        create_provider(provider, {}, ProviderContext(settings=settings))
+    assert "gw-7f3a9c2e5d1b" not in str(caught.value)
+    with pytest.raises(ConfigError, match=rf"{provider}: base_url carries a credential"):  # given as the option
+        create_provider(provider, {"base_url": url}, ProviderContext(settings=settings))
+
+
 def test_a_base_url_query_of_other_parameters_is_kept_and_sent() -> None:
     url = "http://127.0.0.1:9/v1?api-version=2024-10-21&keyword=x&tokenizer=y"
     provider = create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))

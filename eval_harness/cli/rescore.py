@@ -30,7 +30,7 @@ def rescore_command(
 ) -> None:
     """Write a new run whose records reuse RUN's outputs with other scorers; no generation call is made."""
     from eval_harness.cli.output import refuse_inside_runs
-    from eval_harness.cli.run import finish_run, start_run
+    from eval_harness.cli.run import finish_run, print_notes, start_run
     from eval_harness.config import parse_key_values
     from eval_harness.rescore import plan_rescore
     from eval_harness.types import GateSettings
@@ -48,6 +48,7 @@ def rescore_command(
         judge_model=judge_model,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )
+    print_notes(plan)
     finish_run(start_run(plan, quiet), GateSettings(), quiet)
 
 

@@ -174,6 +174,12 @@ def _length_warning(result: RunResult) -> str:
     )
 
 
+def print_notes(plan: RunPlan) -> None:
+    """What planning found worth saying before the run starts (few-shot, resumed settings...): on stderr."""
+    for note in plan.notes:
+        print(note, file=sys.stderr)
+
+
 def start_run(plan: RunPlan, quiet: bool) -> RunResult:
     """Execute the plan with a progress display and Ctrl-C handling."""
     import asyncio
@@ -349,8 +355,7 @@ def run_command(
     plan = plan_run(
         config, gates=gates if gates.active else None
     )  # recorded, so that a resume applies them; axes checked now
-    for note in plan.notes:
-        print(note, file=sys.stderr)
+    print_notes(plan)
     if not plan.dataset_report.ok:
         from eval_harness.cli import render
 
@@ -459,8 +464,7 @@ def _resume(
         run_dir, overrides, retry_errors=retry_errors, force=force,
         model_args=parse_key_values(model_arg or [], "--model-arg"), gates=gates.given, keep_gates=gates.keep,
     )  # fmt: skip
-    for note in plan.notes:
-        print(note, file=sys.stderr)
+    print_notes(plan)
     for name, (recorded, now) in replaced_settings(plan).items():
         print(
             f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} "
@@ -533,6 +537,7 @@ def register(app: typer.Typer) -> None:
 
 __all__ = [
     "finish_run",
+    "print_notes",
     "register",
     "resume_command",
     "run_command",

@@ -61,6 +61,7 @@ from eval_harness.planning._fingerprint import (
     _fingerprint_parts,
     _model_update,
     _prompt_inputs_sha256,
+    _session_only,
     _transport_notes,
 )
 from eval_harness.planning._session import (
@@ -128,6 +129,9 @@ class RunPlan:
     so that the next resume calls the model as this one does (None: as the manifest has them)."""
     dataset_update: DatasetInfo | None = None
     """What a resume records of the dataset anew: the same bytes passed this build's checks (None: as it is)."""
+    session_model_args: dict[str, str] = field(default_factory=dict)
+    """Options of how answers travel given to this resume, unlike the run's (``--model-arg`` text by name): the
+    manifest keeps the run's, so the resume command printed at an interruption gives them again."""
 
 
 @dataclass
@@ -542,6 +546,12 @@ def plan_resume(
     after every recorded gate was dropped when not ``keep_gates`` (``--no-gates``)."""
     settings = settings or Settings.load()
     manifest = read_manifest(run_dir)
+    if manifest.source_run is not None and model_args:
+        # a replay has no options: each one given would be a change to force and record, for no effect
+        raise ConfigError(
+            f"cannot resume {run_dir} with --model-arg: it rescores {manifest.source_run}, whose recorded answers "
+            "it reads, so it calls no model"
+        )
     task_ref = (
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
@@ -567,7 +577,8 @@ def plan_resume(
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
-    plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts)
+    plan.session_model_args = _session_only(manifest, parts)
+    plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
     if compared and report.sha256 == manifest.dataset.sha256:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
         checked = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}

@@ -215,15 +215,24 @@ def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
     return parts.model.model_copy(update={"args": args})
 
 
-def _transport_notes(manifest: RunManifest, parts: _Fingerprinted) -> list[str]:
-    """A line for each option given now that changes how answers travel, unlike the run's: it holds for this
-    session only, forced or not (see ``_as_compared``), and the printed resume command does not carry it."""
+def _session_only(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, str]:
+    """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it holds
+    for this session only, forced or not (see ``_as_compared``)."""
     recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
-    return [
-        f"resume: --model-arg {name}={_arg_text(now[name])} holds for this session only (the run records "
-        f"{_arg_text(recorded.get(name, defaults.get(name)))}): give it again to a later resume"
+    return {
+        name: _arg_text(now[name])
         for name in sorted(parts.model_transport_only)
         if name in now and now[name] != recorded.get(name, defaults.get(name))
+    }
+
+
+def _transport_notes(manifest: RunManifest, parts: _Fingerprinted, session_only: Mapping[str, str]) -> list[str]:
+    """A line for each of the ``session_only`` options: the manifest keeps the run's."""
+    recorded, defaults = manifest.model.args, parts.model_defaults
+    return [
+        f"resume: --model-arg {name}={text} holds for this session only (the run records "
+        f"{_arg_text(recorded.get(name, defaults.get(name)))}): give it again to a later resume"
+        for name, text in session_only.items()
     ]
 
 

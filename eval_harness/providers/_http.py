@@ -534,20 +534,28 @@ class HTTPProvider(Provider):
     Options: ClassVar[type[ProviderOptions]] = HTTPOptions
     default_base_url: ClassVar[str | None] = None
     key_hint: ClassVar[str] = "the API key"
+    """Where the key comes from, for messages; ``{flag}`` stands for the flag the options were given through."""
+    base_url_variable: ClassVar[str | None] = None
+    """The environment variable ``configured_base_url`` reads (messages name it when the URL came from it)."""
     request_id_headers: ClassVar[tuple[str, ...]] = ("x-request-id", "request-id")
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)
         assert isinstance(options, HTTPOptions)
         self.http_options = options
-        base_url = options.base_url or self.configured_base_url() or self.default_base_url
+        configured = None if options.base_url else self.configured_base_url()
+        base_url = options.base_url or configured or self.default_base_url
         if not base_url:
             raise ConfigError(
                 f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
             )
         given = option_secrets(options)
         self.base_url = check_base_url(
-            base_url, [*context.settings.secrets(), *given], f"{self.provider_name}/{model}", key_hint=self.key_hint
+            base_url,
+            [*context.settings.secrets(), *given],
+            f"{self.provider_name}/{model}",
+            key_hint=self.key_source,
+            name=(configured and self.base_url_variable) or "base_url",
         )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
@@ -566,6 +574,11 @@ class HTTPProvider(Provider):
         # not include the imports.
         if self.wire_kind != "pooled":
             import httpx  # noqa: F401
+
+    @property
+    def key_source(self) -> str:
+        """Where this provider's key comes from, as messages say it (``--judge-arg api_key_env=NAME`` ...)."""
+        return self.key_hint.format(flag=self.context.options_flag)
 
     # hooks for subclasses ------------------------------------------------------------------------------
     def configured_base_url(self) -> str | None:
@@ -670,7 +683,7 @@ class HTTPProvider(Provider):
             headers,
             body,
             label=self.label,
-            key_hint=self.key_hint,
+            key_hint=self.key_source,
             secrets=self.secrets(),
             cause=self.retry_cause_of(status, headers, body),
             quota_exhausted=self.quota_exhausted(status, body),

@@ -149,6 +149,7 @@ class AnthropicProvider(HTTPProvider):
     Options = AnthropicOptions
     default_base_url = "https://api.anthropic.com/v1"
     key_hint = "ANTHROPIC_API_KEY"
+    base_url_variable = "ANTHROPIC_BASE_URL"
     request_id_headers = ("request-id", "x-request-id")
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
@@ -50,6 +50,8 @@ class ProviderContext:
     """True for a dry run: nothing will be called, so missing credentials are not an error yet."""
     axes: frozenset[str] | None = None
     """The dataset's axes, when the run knows them: options that name an axis are checked against them."""
+    options_flag: str = "--model-arg"
+    """The flag the provider's options were given through (``--judge-arg`` for the judge): messages name it."""
 
 
 class Provider(ABC):
@@ -178,6 +180,8 @@ def create_provider(
     if not sep or not model:
         raise ConfigError(f"model {model_id!r} must look like provider/model, e.g. mock/strong or openai/gpt-4o")
     cls = PROVIDERS.get(prefix)
+    if flag != context.options_flag:
+        context = replace(context, options_flag=flag)
     try:
         options = cls.Options.model_validate(raw_args)
     except ValidationError as exc:

@@ -451,6 +451,7 @@ class OpenAIProvider(OpenAIWire):
     Options = OpenAIOptions
     default_base_url = "https://api.openai.com/v1"
     key_hint = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)

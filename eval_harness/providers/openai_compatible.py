@@ -45,7 +45,7 @@ class OpenAICompatibleProvider(OpenAIWire):
 
     Options = OpenAICompatibleOptions
     max_tokens_field = "max_tokens"
-    key_hint = "--model-arg api_key_env=NAME (or api_key=...)"
+    key_hint = "{flag} api_key_env=NAME (or api_key=...)"
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)
