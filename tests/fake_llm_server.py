@@ -314,6 +314,9 @@ class FakeLLMServer:
         self.latency_s = latency_s
         self.ssl_context = ssl_context  # serve https with this context (a test's self-signed certificate)
         self.api_key = api_key
+        self.key_from: str | None = None
+        """Where the key is read: None (``Authorization: Bearer``, Anthropic's ``x-api-key``), ``header:NAME``
+        (as it is, as Azure's ``api-key``) or ``query:NAME`` (as Azure Functions' ``code``)."""
         self.answers = dict(answers or {})
         self.model_name = model_name
         self.host = host
@@ -495,6 +498,11 @@ class FakeLLMServer:
         )
 
     def _presented_key(self, request: web.Request) -> str:
+        place, _, name = (self.key_from or "").partition(":")
+        if place == "header":
+            return request.headers.get(name, "")
+        if place == "query":
+            return request.query.get(name, "")
         if request.path in ANTHROPIC_PATHS:
             return request.headers.get("x-api-key", "")
         auth = request.headers.get("authorization", "")

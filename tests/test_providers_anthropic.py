@@ -60,14 +60,16 @@ async def test_a_whitespace_stop_is_cut_at_here_as_the_api_refuses_it(server: Fa
     assert provider.stop_applied_after(request(stop=["\n", "Q:"])) == ["\n"]  # part of the cache key
 
 
-@pytest.mark.parametrize("suffix", ["", "/"])
+@pytest.mark.parametrize("suffix", ["", "/", "?region=eu"])
 async def test_a_base_url_of_the_host_alone_gets_v1_as_anthropics_sdks_add_it(
     server: FakeLLMServer, suffix: str
 ) -> None:
+    # before: the host and a query became http://host?region=eu/v1, whose requests went to / with a bad query
     settings = Settings(anthropic_api_key=SecretStr(KEY), anthropic_base_url=server.url + suffix)
     provider = create_provider(f"anthropic/{MODEL}", {}, ProviderContext(settings=settings))
     completion = await call(provider, request())
     assert completion.text == "4" and server.requests[-1].path == "/v1/messages"
+    assert server.requests[-1].query == ({"region": "eu"} if suffix.startswith("?") else {})
 
 
 async def test_max_tokens_defaults_when_the_task_gives_none(server: FakeLLMServer) -> None:

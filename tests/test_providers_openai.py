@@ -692,9 +692,13 @@ async def test_the_httpx_transport_reports_a_refused_connection_as_transient() -
     assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
 
 
-async def test_the_default_wire_sends_host_query_and_length(server: FakeLLMServer) -> None:
+@pytest.mark.parametrize("transport", ["pooled", "httpx", "httpx-pooled"])
+async def test_each_wire_sends_host_query_and_length(server: FakeLLMServer, transport: str) -> None:
+    # before: httpx's wires (behind a proxy, or chosen) sent /v1?api-version=2024-06-01/chat/completions
     server.script(answer("plain"))
-    provider = make("openai/gpt-4o", server, base_url=f"{server.base_url}?api-version=2024-06-01")
+    provider = make(
+        "openai/gpt-4o", server, base_url=f"{server.base_url}?api-version=2024-06-01", http_transport=transport
+    )
     try:
         completion = await provider.generate(request())
     finally:

@@ -4,6 +4,7 @@ percent-encoded keys, and the epoch bound (audit-cli S1, S2, D7, D5 and the URL-
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -254,7 +255,10 @@ def test_the_refusal_names_the_flag_the_judge_was_given_through() -> None:
         create_provider(
             "openai-compatible/j", {"base_url": url}, ProviderContext(settings=Settings()), flag="--judge-arg"
         )
-    assert str(caught.value).endswith("give the key through --judge-arg api_key_env=NAME (or api_key=...)")
+    assert str(caught.value).endswith(
+        "give the key through --judge-arg api_key_env=NAME (or api_key=...), with --judge-arg api_key_query=key for "
+        "a server that reads it from the query"
+    )
 
 
 @pytest.mark.parametrize(
@@ -289,3 +293,58 @@ def test_a_credential_parameter_after_a_semicolon_or_in_the_fragment_is_refused_
     with pytest.raises(ConfigError, match="carries a credential") as caught:
         create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
     assert "gw-7f3a9c2e5d1b" not in str(caught.value)
+
+
+# A server that takes its key elsewhere than Authorization: Bearer ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "key_from"),
+    [("api_key_query=code", "query:code"), ("api_key_header=x-functions-key", "header:x-functions-key")],
+)
+def test_a_key_sent_in_the_query_or_a_header_of_its_own_is_used_and_never_recorded(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, option: str, key_from: str
+) -> None:
+    # before: ?code=KEY in base_url was refused (it would be recorded) and no other way reached such a server
+    server.api_key, server.key_from = CANARY, key_from
+    monkeypatch.setenv("SERVER_KEY", CANARY)
+    server.script(bad_request("invalid request for {key}"))  # a server that echoes the key it was sent
+    base_url = f"{server.base_url}?api-version=1"
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={base_url}", "--model-arg",
+                 "api_key_env=SERVER_KEY", "--model-arg", option, "--concurrency", "1", limit=3)  # fmt: skip
+    assert result.code == 0, result.err
+    sent = server.generation_requests()
+    assert len(sent) == 3 and all("authorization" not in r.headers for r in sent)
+    assert all(r.query == {"api-version": "1", **({"code": CANARY} if "query" in key_from else {})} for r in sent)
+    records = read_records(project.root / "results" / "r1")
+    assert records[0]["error"] is not None and "invalid request for [REDACTED]" in records[0]["error"]["message"]
+    assert [r["error"] for r in records[1:]] == [None, None]
+    manifest = json.loads((project.root / "results" / "r1" / "manifest.json").read_text())
+    assert manifest["model"]["args"]["base_url"] == base_url
+    assert_canary_nowhere(result, project.root)
+
+
+def test_without_its_own_place_the_key_is_refused_by_such_a_server(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.api_key, server.key_from = CANARY, "query:code"
+    monkeypatch.setenv("SERVER_KEY", CANARY)
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={server.base_url}", "--model-arg",
+                 "api_key_env=SERVER_KEY")  # fmt: skip
+    assert result.code == 2 and "authentication failed: HTTP 401" in result.err, result.err
+    assert CANARY not in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"api_key_query": "code"}, "api_key_query=code but no key is given: give it through --model-arg api_key_env"),
+        ({"api_key_header": "x-functions-key"}, "api_key_header=x-functions-key but no key is given"),
+        ({"api_key": "k", "api_key_header": "a", "api_key_query": "b"}, "not both: the key is sent in one place"),
+        ({"api_key": "k", "api_key_header": "api key: x"}, "api_key_header: Value error, must be an HTTP header name"),
+        ({"api_key": "k", "api_key_query": "co&de"}, "api_key_query: Value error, must be a query parameter name"),
+    ],
+)
+def test_the_keys_place_is_checked_before_the_run(args: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        create_provider("openai-compatible/m", {"base_url": "http://127.0.0.1:9/v1", **args}, ProviderContext())

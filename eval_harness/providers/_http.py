@@ -148,11 +148,14 @@ def holds_secret(url: str, secrets: Iterable[str]) -> bool:
     return any(key in form for key in keys for form in forms)
 
 
-def check_base_url(url: str, secrets: Iterable[str], label: str, *, key_hint: str, name: str = "base_url") -> str:
+def check_base_url(
+    url: str, secrets: Iterable[str], label: str, *, key_hint: str, name: str = "base_url", query_option: str = ""
+) -> str:
     """``url`` without a trailing ``/``, once it is an http(s) URL with a host and a usable port that carries
     no credentials: no ``user:password@`` and none of ``secrets`` (the URL is recorded in the manifest and
     named in messages). Else a ``ConfigError`` as ``{label}: {name} ...`` that never echoes the URL, since a
-    key pasted into the wrong argument would be shown."""
+    key pasted into the wrong argument would be shown; ``query_option`` names the option that sends a key in the
+    query, when the provider has one."""
     url = url.rstrip("/")
     try:
         parts = urlsplit(url)
@@ -178,9 +181,10 @@ def check_base_url(url: str, secrets: Iterable[str], label: str, *, key_hint: st
     parameter = credential_parameter(url)
     if parameter is not None:
         # a key the tool was not told of cannot be found by its value: its parameter's name gives it away
+        also = f", with {query_option}={parameter} for a server that reads it from the query" if query_option else ""
         raise ConfigError(
             f"{label}: {name} carries a credential in its query ({parameter}=...), and the {name} is recorded "
-            f"in the manifest; give the key through {key_hint}"
+            f"in the manifest; give the key through {key_hint}{also}"
         )
     return url
 
@@ -190,13 +194,6 @@ def shown_url(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def join_url(base_url: str, path: str) -> str:
-    """``base_url`` with ``path`` appended to its path, its query kept: ``http://h/v1?v=1`` + ``/embeddings``
-    is ``http://h/v1/embeddings?v=1``."""
-    parts = urlsplit(base_url)
-    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 @dataclass(frozen=True)
@@ -537,6 +534,8 @@ class HTTPProvider(Provider):
     """Where the key comes from, for messages; ``{flag}`` stands for the flag the options were given through."""
     base_url_variable: ClassVar[str | None] = None
     """The environment variable ``configured_base_url`` reads (messages name it when the URL came from it)."""
+    key_query_option: ClassVar[str] = ""
+    """The option that sends the key in the query, when the provider has one (``{flag}`` as in ``key_hint``)."""
     request_id_headers: ClassVar[tuple[str, ...]] = ("x-request-id", "request-id")
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
@@ -556,6 +555,7 @@ class HTTPProvider(Provider):
             f"{self.provider_name}/{model}",
             key_hint=self.key_source,
             name=(configured and self.base_url_variable) or "base_url",
+            query_option=self.key_query_option.format(flag=context.options_flag),
         )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
@@ -588,6 +588,11 @@ class HTTPProvider(Provider):
     def auth_headers(self) -> dict[str, str]:
         """Headers that carry the credentials."""
         return {}
+
+    def sent_base_url(self) -> str:
+        """The base URL requests go to: ``base_url``, or, for a server that takes its key in the query, that
+        with the key (never recorded or shown: ``base_url`` is)."""
+        return self.base_url
 
     def reset_after(self, headers: Mapping[str, str]) -> float | None:
         """Seconds until the provider's rate-limit window resets, from its own headers."""
@@ -624,7 +629,7 @@ class HTTPProvider(Provider):
         if self._wire_state is None:
             size = max(self.context.concurrency, 1)
             self._wire_state = open_wire(
-                self.wire_kind, self.base_url, self._static_headers(), size, self._timeout,
+                self.wire_kind, self.sent_base_url(), self._static_headers(), size, self._timeout,
                 self.http_options.max_response_bytes,
             )  # fmt: skip
         return self._wire_state
@@ -803,7 +808,6 @@ __all__ = [
     "error_for_status",
     "event_json",
     "holds_secret",
-    "join_url",
     "lenient_json",
     "one_line",
     "parse_retry_after",

@@ -25,7 +25,7 @@ import ssl
 import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from eval_harness.errors import (
     ConfigError,
@@ -84,6 +84,13 @@ def open_wire(
     if kind == "pooled":
         return PooledWire(base_url, raw_headers, size, timeout, limit)
     return HttpxWire(base_url, raw_headers, size, timeout, limit, lean_pool=kind == "httpx-pooled")
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path, its query kept: ``http://h/v1?v=1`` + ``/embeddings``
+    is ``http://h/v1/embeddings?v=1``."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def check_ca_bundle() -> None:
@@ -256,7 +263,7 @@ class HttpxWire:
 
         url = self._urls.get(path)
         if url is None:
-            url = self._urls[path] = httpx.URL(self.base_url + path)
+            url = self._urls[path] = httpx.URL(join_url(self.base_url, path))
         client = self.client
         try:
             # streamed, so that the body is read within max_body: response.content would read it whole
@@ -317,6 +324,7 @@ __all__ = [
     "check_ca_bundle",
     "checked_headers",
     "decoded_body",
+    "join_url",
     "open_wire",
     "raw_body",
 ]

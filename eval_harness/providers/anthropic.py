@@ -64,6 +64,7 @@ from eval_harness.providers._shapes import (
     string_at,
     string_or_none,
 )
+from eval_harness.providers._wires import join_url
 from eval_harness.providers.base import ProviderContext, ProviderOptions, register_provider
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
@@ -159,7 +160,7 @@ class AnthropicProvider(HTTPProvider):
         self.version = claude_version(model)  # read from the name once, not on every request body
         if urlsplit(self.base_url).path in ("", "/"):
             # Anthropic's own SDKs take ANTHROPIC_BASE_URL as the host alone and add /v1 themselves
-            self.base_url = self.base_url.rstrip("/") + "/v1"
+            self.base_url = join_url(self.base_url, "/v1")
         if context.settings.anthropic_api_key is None and not context.offline:
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
         if options.thinking is not None and options.thinking_budget is not None:

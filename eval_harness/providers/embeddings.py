@@ -21,14 +21,13 @@ from eval_harness.providers._http import (
     check_base_url,
     checked_proxy,
     error_for_status,
-    join_url,
     redirected,
     retry_cause_of_status,
     shown_url,
 )
 from eval_harness.providers._retry import Retrier, RetryPolicy
 from eval_harness.providers._transport import MAX_RESPONSE_BYTES, ResponseTooLarge, too_large
-from eval_harness.providers._wires import ACCEPTED_ENCODINGS, check_ca_bundle, checked_headers, raw_body
+from eval_harness.providers._wires import ACCEPTED_ENCODINGS, check_ca_bundle, checked_headers, join_url, raw_body
 from eval_harness.providers.openai import quota_used_up, rate_limit_reset
 
 if TYPE_CHECKING:

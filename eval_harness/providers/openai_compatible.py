@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import re
 from typing import ClassVar, Literal
+from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from eval_harness.errors import ConfigError
 from eval_harness.providers._http import KeyOptions, holds_secret
@@ -34,9 +35,41 @@ class OpenAICompatibleOptions(KeyOptions):
         default="chat", description="chat (/chat/completions) or completions (legacy /completions, plain prompt)."
     )
     stream: bool = Field(default=False, description="Ask for server-sent events (usage via stream_options).")
+    api_key_header: str | None = Field(
+        default=None,
+        description="Send the key in this header, as it is, instead of Authorization: Bearer (e.g. api-key, "
+        "x-functions-key).",
+    )
+    api_key_query: str | None = Field(
+        default=None,
+        description="Send the key as this query parameter of every request (e.g. code, for Azure Functions); the "
+        "recorded base_url never holds it.",
+    )
+
+    @field_validator("api_key_header")
+    @classmethod
+    def _header_name(cls, value: str | None) -> str | None:
+        if value is not None and not _HEADER_NAME.fullmatch(value):
+            raise ValueError("must be an HTTP header name (letters, digits and - _ .)")
+        return value
+
+    @field_validator("api_key_query")
+    @classmethod
+    def _parameter_name(cls, value: str | None) -> str | None:
+        if value is not None and not _PARAMETER_NAME.fullmatch(value):
+            raise ValueError("must be a query parameter name (letters, digits and - _ .)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_place_for_the_key(self) -> OpenAICompatibleOptions:
+        if self.api_key_header is not None and self.api_key_query is not None:
+            raise ValueError("give api_key_header or api_key_query, not both: the key is sent in one place")
+        return self
 
 
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_PARAMETER_NAME = _HEADER_NAME
 
 
 @register_provider("openai-compatible")
@@ -46,6 +79,7 @@ class OpenAICompatibleProvider(OpenAIWire):
     Options = OpenAICompatibleOptions
     max_tokens_field = "max_tokens"
     key_hint = "{flag} api_key_env=NAME (or api_key=...)"
+    key_query_option = "{flag} api_key_query"
 
     def __init__(self, model: str, options: ProviderOptions, context: ProviderContext) -> None:
         super().__init__(model, options, context)
@@ -67,7 +101,14 @@ class OpenAICompatibleProvider(OpenAIWire):
         if self._key and holds_secret(self.base_url, [self._key]):  # the base URL is recorded in the manifest
             raise ConfigError(
                 f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
-                "manifest; give the key through --model-arg api_key_env=NAME only"
+                f"manifest; give the key through {context.options_flag} api_key_env=NAME only"
+            )
+        sent_in = options.api_key_header or options.api_key_query
+        if sent_in is not None and not self._key and not context.offline:
+            which = "api_key_header" if options.api_key_header else "api_key_query"
+            raise ConfigError(
+                f"openai-compatible/{model}: {which}={sent_in} but no key is given: give it through "
+                f"{context.options_flag} api_key_env=NAME (or api_key=...)"
             )
 
     @property
@@ -79,10 +120,25 @@ class OpenAICompatibleProvider(OpenAIWire):
         return self.compatible_options.stream
 
     def auth_headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self._key}"} if self._key else {}
+        options = self.compatible_options
+        if not self._key or options.api_key_query is not None:
+            return {}
+        if options.api_key_header is not None:
+            return {options.api_key_header.lower(): self._key}
+        return {"authorization": f"Bearer {self._key}"}
+
+    def sent_base_url(self) -> str:
+        name = self.compatible_options.api_key_query
+        if name is None or not self._key:
+            return self.base_url
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(query="&".join(filter(None, [parts.query, urlencode({name: self._key})]))))
 
     def own_secrets(self) -> list[str]:
-        return [self._key] if self._key else []
+        if not self._key:
+            return []
+        # a server that echoes its URL shows the key as it was sent in the query: percent-encoded
+        return list(dict.fromkeys([self._key, quote_plus(self._key)]))
 
 
 __all__ = ["OpenAICompatibleOptions", "OpenAICompatibleProvider"]
