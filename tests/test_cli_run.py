@@ -203,6 +203,16 @@ def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli,
     assert "1 prompt rendered; nothing was called or written" in one.out
 
 
+def test_a_run_paced_by_rpm_over_a_minute_or_more_says_how_long_before_it_starts(cli: Cli, task_root: TaskRoot) -> None:
+    # before: a low --rpm started without a word and looked like a hang
+    paced = cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "6", "--epochs", "2")
+    assert paced.code == 0, paced.err
+    assert paced.err.splitlines() == ["note: --rpm 6 paces the run's 80 requests over at least 13 minutes"]
+    once = cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "0.5", "--limit", "2", "--epochs", "1")
+    assert once.err.splitlines() == ["note: --rpm 0.5 paces the run's 2 requests over at least 2 minutes"]
+    assert cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "40").err == ""  # done within a minute
+
+
 def test_run_refuses_a_broken_dataset_with_exit_2_and_no_run_directory(cli: Cli, task_root: TaskRoot) -> None:
     data = task_root.data("adder.jsonl", [{"input": "a", "target": "b"}, {"input": "a"}, "[1]"])
     result = cli("run", "--task", adder(task_root), "--output-dir", task_root.root / "results")

@@ -71,6 +71,7 @@ from eval_harness.planning._session import (
     resumed_gates,
     session_settings,
 )
+from eval_harness.providers._retry import spoken_duration
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway
 from eval_harness.providers.replay import ReplayProvider
@@ -391,9 +392,18 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
+    plan.notes += _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
     return plan
+
+
+def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
+    """How long ``--rpm`` alone makes the run, when that is a minute or more: a low one looks like a hang."""
+    if not config.rpm or requests <= config.rpm:
+        return []
+    least = spoken_duration(60 * (requests - 1) / config.rpm)
+    return [f"note: --rpm {config.rpm:g} paces the run's {requests:,} requests over at least {least}"]
 
 
 def _check_new_run_dir(run_dir: Path) -> None:

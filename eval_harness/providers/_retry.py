@@ -46,13 +46,14 @@ class RetryPolicy:
         return total
 
 
-def _duration(seconds: float) -> str:
+def spoken_duration(seconds: float) -> str:
     """``1e9`` → '11,574 days', ``7200`` → '2.0 hours', ``900`` → '15 minutes'."""
     if seconds >= 2 * 86_400:
         return f"{seconds / 86_400:,.0f} days" if seconds < 1e15 else "for ever"
     if seconds >= 2 * 3_600:
         return f"{seconds / 3_600:.1f} hours"
-    return f"{seconds / 60:.0f} minutes"
+    minutes = f"{seconds / 60:.0f}"
+    return f"{minutes} minute{'' if minutes == '1' else 's'}"
 
 
 def is_transient(error: BaseException) -> bool:
@@ -100,7 +101,7 @@ class Retrier:
         assert wait is not None  # too_long
         if wait > self.policy.stop_wait_s:
             raise QuotaExhaustedError(
-                f"the server asks to wait {_duration(wait)}, so the run stops; resume it after that ({error})"
+                f"the server asks to wait {spoken_duration(wait)}, so the run stops; resume it after that ({error})"
             )
         why = "rate limited" if error.retry_cause == "rate_limit" else "not retried"
         return error.with_message(
@@ -173,4 +174,4 @@ class Retrier:
         return float(self._exponential(state))
 
 
-__all__ = ["Retrier", "RetryPolicy", "is_transient"]
+__all__ = ["Retrier", "RetryPolicy", "is_transient", "spoken_duration"]
