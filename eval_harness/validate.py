@@ -223,9 +223,12 @@ def _instruction_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, int]]
 
 
 def _naming_the_few_shot_file(exc: EvalHarnessError, loaded: LoadedTask) -> EvalHarnessError:
-    """The error, saying that the file is the task's few-shot file (a file that cannot be read says 'dataset')."""
+    """The error, saying that the file is the task's few-shot file (the reader calls any file it reads 'the
+    dataset')."""
     if isinstance(exc, DatasetUnreadableError):
-        return DatasetUnreadableError(f"few-shot file of task {loaded.spec.name!r}: {exc}")
+        told, owner = str(exc), f"the few-shot file of task {loaded.spec.name!r}"
+        named = told.replace(": cannot read the dataset: ", f": cannot read {owner}: ", 1)
+        return DatasetUnreadableError(named if named != told else f"{owner}: {told}")
     return exc
 
 

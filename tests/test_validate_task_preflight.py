@@ -113,6 +113,21 @@ def test_a_few_shot_file_that_cannot_be_read_exits_2_naming_it(cli: Cli, root: T
     )
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [(b"PK\x03\x04junk", "it is a zip archive, not JSONL"), (b"\x1f\x8b\x08\x00junk", "the gzip data is corrupt")],
+)
+def test_a_few_shot_file_that_opens_but_cannot_be_read_is_called_the_few_shot_file(
+    cli: Cli, root: TaskRoot, content: bytes, why: str
+) -> None:
+    # before: "few-shot file of task 'adder': data/shots.jsonl: cannot read the dataset: ..."
+    _with_pool(root, _CLEAN)
+    (root.root / "data" / "shots.jsonl").write_bytes(content)
+    result = _validate(cli)
+    assert result.code == 2 and "cannot read the dataset" not in result.err, result.err
+    assert f"shots.jsonl: cannot read the few-shot file of task 'adder': {why}" in result.err
+
+
 def test_the_dataset_problems_come_before_an_unreadable_few_shot_file_as_in_run(cli: Cli, root: TaskRoot) -> None:
     # run tells the dataset's problems first: the few-shot file is named as not checked, the exit is 1
     _with_pool(root, _CLEAN)
