@@ -228,6 +228,16 @@ def as_written(pattern: str) -> str:
     return quote + (shown.replace(quote, "\\" + quote) if quote in pattern else shown) + quote
 
 
+def spoken_duration(seconds: float) -> str:
+    """``1e9`` → '11,574 days', ``7200`` → '2.0 hours', ``900`` → '15 minutes'."""
+    if seconds >= 2 * 86_400:
+        return f"{seconds / 86_400:,.0f} days" if seconds < 1e15 else "for ever"
+    if seconds >= 2 * 3_600:
+        return f"{seconds / 3_600:.1f} hours"
+    minutes = f"{seconds / 60:.0f}"
+    return f"{minutes} minute{'' if minutes == '1' else 's'}"
+
+
 __all__ = [
     "ArtifactError",
     "AuthenticationError",
@@ -256,4 +266,5 @@ __all__ = [
     "UnknownNameError",
     "as_written",
     "json_type_name",
+    "spoken_duration",
 ]

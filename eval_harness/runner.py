@@ -140,12 +140,17 @@ class RunResult:
     """Answers of this session that filled the model's context window: cut short, whatever max_tokens."""
     session_model_args: dict[str, str] = field(default_factory=dict)
     """Options this session was given for itself alone (see ``RunPlan.session_model_args``)."""
+    retry_errors: bool = False
+    """Whether this session generated recorded errors again (``--retry-errors``)."""
 
     @property
     def resume_command(self) -> str:
-        """The exact command that continues this run as this session ran it."""
+        """The command that continues this run: with the options this session was given for itself alone, and
+        ``--retry-errors`` when it was retrying errors (those it had not reached yet stay errors otherwise). A
+        forced change that holds for one session only is not carried: stderr said so when the session began."""
         given = [f"--model-arg {shlex.quote(f'{name}={text}')}" for name, text in self.session_model_args.items()]
-        return " ".join(["eval-harness resume", shlex.quote(str(self.run_dir)), *given])
+        again = ["--retry-errors"] if self.retry_errors else []
+        return " ".join(["eval-harness resume", shlex.quote(str(self.run_dir)), *given, *again])
 
 
 def _starts_a_line(path: Path, offset: int) -> bool:
@@ -349,6 +354,7 @@ class Runner:
             answers=progress.session_done - progress.session_unanswered,
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
             context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
+            retry_errors=plan.retry_errors,
         )  # fmt: skip
 
     def _close_writer(self) -> None:

@@ -61,7 +61,7 @@ class Reply:
     text: str | None = None  # the answer (None: the default answer rule)
     thinking: str | None = None  # reasoning / thinking text, where the schema has a place for it
     finish_reason: str | None = None
-    message: str = ""  # error message; "{key}" becomes the presented key
+    message: str = ""  # error message; "{key}" becomes the presented key, "{query}" the query as it arrived
     error_type: str | None = None
     error_code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -671,7 +671,7 @@ class FakeLLMServer:
         return None
 
     def _error(self, request: web.Request, reply: Reply) -> web.Response:
-        message = reply.message.replace("{key}", self._presented_key(request))
+        message = reply.message.replace("{key}", self._presented_key(request)).replace("{query}", request.query_string)
         status = reply.status
         if request.path in ANTHROPIC_PATHS:
             kind = reply.error_type or {

@@ -211,6 +211,16 @@ def test_a_run_paced_by_rpm_over_a_minute_or_more_says_how_long_before_it_starts
     once = cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "0.5", "--limit", "2", "--epochs", "1")
     assert once.err.splitlines() == ["note: --rpm 0.5 paces the run's 2 requests over at least 2 minutes"]
     assert cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "40").err == ""  # done within a minute
+    assert cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "1.5", "--limit", "2").err == ""  # 40 s
+    cached = cli("run", "--task", adder(task_root), "--dry-run", "--rpm", "0.00001", "--limit", "2", "--cache")
+    assert cached.err.splitlines() == [
+        "note: --rpm 0.00001 paces the run's 2 requests over at least 69 days (answers found in --cache are not paced)"
+    ]
+    out_dir = task_root.root / "results"
+    made = cli("run", "--task", adder(task_root), "--rpm", "6000", "--output-dir", out_dir, "--run-id", "p", "-q")
+    assert made.code == 0, made.err
+    resumed = cli("resume", cut_back(out_dir / "p", 38), "--rpm", "30", "-q")  # a new run of 40 would be told
+    assert resumed.code == 0 and "paces" not in resumed.err, resumed.err  # a resume's share of the run is not known
 
 
 def test_run_refuses_a_broken_dataset_with_exit_2_and_no_run_directory(cli: Cli, task_root: TaskRoot) -> None:
@@ -1333,7 +1343,7 @@ def test_an_interrupted_resume_prints_a_command_that_gives_its_session_options_a
         server.latency_s = 2.0
         process = subprocess.Popen(
             [sys.executable, "-m", "eval_harness", "resume", str(run_dir), "--model-arg", "stream=true",
-             "--model-arg", "read_timeout_s=600", "--concurrency", "1", "-q"],
+             "--model-arg", "read_timeout_s=600", "--concurrency", "1", "--retry-errors", "-q"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         )  # fmt: skip
         deadline = time.monotonic() + 30
@@ -1343,7 +1353,9 @@ def test_an_interrupted_resume_prints_a_command_that_gives_its_session_options_a
         _, err = process.communicate(timeout=30)
         assert process.returncode == 130, err
         printed = err.strip().splitlines()[-1].removeprefix("interrupted; resume with: ")
-        assert printed == f"eval-harness resume {run_dir} --model-arg read_timeout_s=600.0 --model-arg stream=true"
+        assert printed == (
+            f"eval-harness resume {run_dir} --model-arg read_timeout_s=600.0 --model-arg stream=true --retry-errors"
+        )
         server.latency_s = 0.0
         resumed = cli(*shlex.split(printed)[1:], "-q")
         assert resumed.code == 0, resumed.err

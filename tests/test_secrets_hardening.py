@@ -13,7 +13,7 @@ from conftest import CliResult, TaskRoot, read_records
 from fake_llm_server import FakeLLMServer, bad_request
 from pydantic import SecretStr
 
-from eval_harness.config import Settings
+from eval_harness.config import Settings, without_credentials
 from eval_harness.errors import ConfigError
 from eval_harness.providers import ProviderContext, create_provider
 from eval_harness.providers._http import HTTPProvider
@@ -324,6 +324,84 @@ def test_a_key_sent_in_the_query_or_a_header_of_its_own_is_used_and_never_record
     assert_canary_nowhere(result, project.root)
 
 
+@pytest.mark.parametrize(
+    "encoded_as",
+    [
+        "{key}",
+        "{query}",
+        "code=Ab/cD%2BeF/gH%2BiJ/kL%2Bcanary%2BmN/oP%2BqR/sT%3D%3D",
+        "code=Ab%2FcD%2BeF%2FgH%2BiJ%2FkL%2Bcanary%2BmN%2FoP%2BqR%2FsT%3D%3D",
+    ],
+    ids=["decoded", "as-sent", "slash-kept", "all-quoted"],
+)
+def test_a_query_key_that_needs_encoding_is_redacted_however_the_server_echoes_it(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, encoded_as: str
+) -> None:
+    # an Azure Functions key is base64: / + = are percent-encoded in the query, where a redaction of the key as
+    # written would not find it
+    key = "Ab/cD+eF/gH+iJ/kL+canary+mN/oP+qR/sT=="
+    server.api_key, server.key_from = key, "query:code"
+    monkeypatch.setenv("SERVER_KEY", key)
+    server.script(bad_request(f"invalid request: {encoded_as}"))
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={server.base_url}", "--model-arg",
+                 "api_key_env=SERVER_KEY", "--model-arg", "api_key_query=code", "--concurrency", "1",
+                 limit=2)  # fmt: skip
+    assert result.code == 0, result.err
+    assert server.generation_requests()[0].query == {"code": key}
+    message = read_records(project.root / "results" / "r1")[0]["error"]["message"]
+    assert "invalid request: " in message and "canary" not in message, message
+    for path in project.root.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert b"canary" not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"base_url": "http://127.0.0.1:9/v1?code=x", "api_key_query": "code"}, "carries a credential"),
+        ({"base_url": "http://127.0.0.1:9/v1?region=eu", "api_key_query": "region"}, "would send twice"),
+        ({"base_url": "http://127.0.0.1:9/v1", "api_key_header": "User-Agent"}, "a header eval-harness sets itself"),
+    ],
+)
+def test_a_key_place_that_would_clash_with_the_request_is_refused(args: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        create_provider("openai-compatible/m", {"api_key": "k", **args}, ProviderContext())
+
+
+@pytest.mark.parametrize(
+    ("url", "hint"),
+    [
+        ("http://h:9/v1?code=x", ", with --model-arg api_key_query=code for a server that reads it from the query"),
+        (
+            "http://h:9/v1?api-key=x",
+            ", with --model-arg api_key_header=api-key for a server that reads it from a header (Azure's)",
+        ),
+        ("http://h:9/v1#code=x", ""),  # a fragment is never sent: nothing to move
+        ("http://h:9/v1?sv=1&sig=x", ""),  # a signed URL's signature is no key to send each time
+    ],
+)
+def test_the_refusal_says_where_such_a_key_goes_only_where_it_fits(url: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        create_provider("openai-compatible/m", {"base_url": url}, ProviderContext())
+    assert str(caught.value).endswith("give the key through --model-arg api_key_env=NAME (or api_key=...)" + hint)
+
+
+def test_a_credential_in_an_environment_base_url_is_refused_without_saying_it_is_recorded() -> None:
+    # before: "... and the OPENAI_BASE_URL is recorded in the manifest": a URL from the environment is not
+    settings = Settings(openai_api_key=SecretStr("sk-x"), openai_base_url="http://h:9/v1?token=x")
+    with pytest.raises(ConfigError) as caught:
+        create_provider("openai/gpt-4o", {}, ProviderContext(settings=settings))
+    assert str(caught.value) == (
+        "openai/gpt-4o: OPENAI_BASE_URL carries a credential in its query (token=...); give the key through "
+        "OPENAI_API_KEY"
+    )
+
+
+def test_a_judges_missing_base_url_names_the_judges_flag() -> None:
+    with pytest.raises(ConfigError, match=r"openai-compatible/j: set --judge-arg base_url=http://HOST:PORT/v1"):
+        create_provider("openai-compatible/j", {}, ProviderContext(), flag="--judge-arg")
+
+
 def test_without_its_own_place_the_key_is_refused_by_such_a_server(
     cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -348,3 +426,9 @@ def test_without_its_own_place_the_key_is_refused_by_such_a_server(
 def test_the_keys_place_is_checked_before_the_run(args: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         create_provider("openai-compatible/m", {"base_url": "http://127.0.0.1:9/v1", **args}, ProviderContext())
+
+
+def test_without_credentials_keeps_the_rest_of_the_url_and_joins_what_is_kept_with_ampersands() -> None:
+    url = "http://bob:pw@127.0.0.1:9/v1?api-version=1;key=x;b=2#sig=y&c=3"
+    assert without_credentials(url) == "http://127.0.0.1:9/v1?api-version=1&b=2#c=3"
+    assert without_credentials("http://127.0.0.1:9/v1?api-version=1") == "http://127.0.0.1:9/v1?api-version=1"

@@ -41,7 +41,7 @@ from eval_harness.datasets import (
     iter_positioned,
     validate_dataset,
 )
-from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError
+from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError, spoken_duration
 from eval_harness.planning._few_shot import (
     FewShot,
     Pool,
@@ -71,7 +71,6 @@ from eval_harness.planning._session import (
     resumed_gates,
     session_settings,
 )
-from eval_harness.providers._retry import spoken_duration
 from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway
 from eval_harness.providers.replay import ReplayProvider
@@ -400,10 +399,14 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
 
 def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
     """How long ``--rpm`` alone makes the run, when that is a minute or more: a low one looks like a hang."""
-    if not config.rpm or requests <= config.rpm:
+    if not config.rpm or requests < 2:
         return []
-    least = spoken_duration(60 * (requests - 1) / config.rpm)
-    return [f"note: --rpm {config.rpm:g} paces the run's {requests:,} requests over at least {least}"]
+    seconds = 60 * (requests - 1) / config.rpm
+    if seconds < 60:
+        return []
+    rpm = f"{config.rpm:.10f}".rstrip("0").rstrip(".")  # not :g, which writes 0.00001 as 1e-05
+    cached = " (answers found in --cache are not paced)" if config.cache else ""
+    return [f"note: --rpm {rpm} paces the run's {requests:,} requests over at least {spoken_duration(seconds)}{cached}"]
 
 
 def _check_new_run_dir(run_dir: Path) -> None:

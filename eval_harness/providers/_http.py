@@ -149,13 +149,21 @@ def holds_secret(url: str, secrets: Iterable[str]) -> bool:
 
 
 def check_base_url(
-    url: str, secrets: Iterable[str], label: str, *, key_hint: str, name: str = "base_url", query_option: str = ""
+    url: str,
+    secrets: Iterable[str],
+    label: str,
+    *,
+    key_hint: str,
+    name: str = "base_url",
+    query_option: str = "",
+    recorded: bool = True,
 ) -> str:
     """``url`` without a trailing ``/``, once it is an http(s) URL with a host and a usable port that carries
     no credentials: no ``user:password@`` and none of ``secrets`` (the URL is recorded in the manifest and
     named in messages). Else a ``ConfigError`` as ``{label}: {name} ...`` that never echoes the URL, since a
     key pasted into the wrong argument would be shown; ``query_option`` names the option that sends a key in the
-    query, when the provider has one."""
+    query, when the provider has one. A URL that is not ``recorded`` (one from an environment variable) is
+    refused as well, not told so."""
     url = url.rstrip("/")
     try:
         parts = urlsplit(url)
@@ -173,20 +181,32 @@ def check_base_url(
     if parts.username is not None or parts.password is not None:
         # a query stays allowed: Azure's ?api-version=... is one
         raise ConfigError(f"{label}: {name} must not carry user:password@; give a key through {key_hint}")
+    why = f", and the {name} is recorded in the manifest" if recorded else ""
     if holds_secret(url, secrets):
-        raise ConfigError(
-            f"{label}: {name} holds an API key, and the {name} is recorded in the manifest; give the key through "
-            f"{key_hint}"
-        )
+        raise ConfigError(f"{label}: {name} holds an API key{why}; give the key through {key_hint}")
     parameter = credential_parameter(url)
     if parameter is not None:
         # a key the tool was not told of cannot be found by its value: its parameter's name gives it away
-        also = f", with {query_option}={parameter} for a server that reads it from the query" if query_option else ""
         raise ConfigError(
-            f"{label}: {name} carries a credential in its query ({parameter}=...), and the {name} is recorded "
-            f"in the manifest; give the key through {key_hint}{also}"
+            f"{label}: {name} carries a credential in its query ({parameter}=...){why}; give the key through "
+            f"{key_hint}{_query_key_hint(url, parameter, query_option)}"
         )
     return url
+
+
+def _query_key_hint(url: str, parameter: str, query_option: str) -> str:
+    """Where a key named like ``parameter`` goes instead, when the provider can send it so: ``api-key`` (Azure)
+    is read as a header; another parameter of the query (not of the fragment, which is never sent, nor a signed
+    URL's signature) as that parameter."""
+    sent = {unquote(item.partition("=")[0]) for item in re.split(r"[&;]", urlsplit(url).query)}
+    if not query_option or parameter not in sent:
+        return ""
+    if parameter.lower() == "api-key":
+        header_option = query_option.replace("api_key_query", "api_key_header")
+        return f", with {header_option}=api-key for a server that reads it from a header (Azure's)"
+    if "signature" in parameter.lower() or parameter.lower() == "sig":
+        return ""
+    return f", with {query_option}={parameter} for a server that reads it from the query"
 
 
 def shown_url(url: str) -> str:
@@ -546,7 +566,8 @@ class HTTPProvider(Provider):
         base_url = options.base_url or configured or self.default_base_url
         if not base_url:
             raise ConfigError(
-                f"{self.provider_name}/{model}: set --model-arg base_url=http://HOST:PORT/v1 (the server's API root)"
+                f"{self.provider_name}/{model}: set {context.options_flag} base_url=http://HOST:PORT/v1 (the server's "
+                "API root)"
             )
         given = option_secrets(options)
         self.base_url = check_base_url(
@@ -555,7 +576,8 @@ class HTTPProvider(Provider):
             f"{self.provider_name}/{model}",
             key_hint=self.key_source,
             name=(configured and self.base_url_variable) or "base_url",
-            query_option=self.key_query_option.format(flag=context.options_flag),
+            query_option=self.key_query_option.replace("{flag}", context.options_flag),
+            recorded=not configured,
         )
         self.price = pricing.resolve(
             self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
@@ -578,7 +600,7 @@ class HTTPProvider(Provider):
     @property
     def key_source(self) -> str:
         """Where this provider's key comes from, as messages say it (``--judge-arg api_key_env=NAME`` ...)."""
-        return self.key_hint.format(flag=self.context.options_flag)
+        return self.key_hint.replace("{flag}", self.context.options_flag)
 
     # hooks for subclasses ------------------------------------------------------------------------------
     def configured_base_url(self) -> str | None:

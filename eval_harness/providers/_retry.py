@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from eval_harness.errors import AuthenticationError, ProviderError, QuotaExhaustedError
+from eval_harness.errors import AuthenticationError, ProviderError, QuotaExhaustedError, spoken_duration
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -44,16 +44,6 @@ class RetryPolicy:
             total += wait
             wait *= 2
         return total
-
-
-def spoken_duration(seconds: float) -> str:
-    """``1e9`` → '11,574 days', ``7200`` → '2.0 hours', ``900`` → '15 minutes'."""
-    if seconds >= 2 * 86_400:
-        return f"{seconds / 86_400:,.0f} days" if seconds < 1e15 else "for ever"
-    if seconds >= 2 * 3_600:
-        return f"{seconds / 3_600:.1f} hours"
-    minutes = f"{seconds / 60:.0f}"
-    return f"{minutes} minute{'' if minutes == '1' else 's'}"
 
 
 def is_transient(error: BaseException) -> bool:
@@ -174,4 +164,4 @@ class Retrier:
         return float(self._exponential(state))
 
 
-__all__ = ["Retrier", "RetryPolicy", "is_transient", "spoken_duration"]
+__all__ = ["Retrier", "RetryPolicy", "is_transient"]

@@ -165,12 +165,13 @@ class AnthropicProvider(HTTPProvider):
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
         if options.thinking is not None and options.thinking_budget is not None:
             raise ConfigError(
-                f"anthropic/{model}: give --model-arg thinking=adaptive or thinking_budget=N, not both "
+                f"anthropic/{model}: give {context.options_flag} thinking=adaptive or thinking_budget=N, not both "
                 "(Claude 4.6 and later take adaptive thinking; earlier models only a budget)"
             )
         if options.thinking_budget is not None and self.takes_no_sampling:
             raise ConfigError(
-                f"anthropic/{model}: Claude 4.7 and later refuse a thinking budget; use --model-arg thinking=adaptive "
+                f"anthropic/{model}: Claude 4.7 and later refuse a thinking budget; use {context.options_flag} "
+                "thinking=adaptive "
                 "(and effort=... for how much it may spend)"
             )
 

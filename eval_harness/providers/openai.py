@@ -484,7 +484,8 @@ class OpenAIProvider(OpenAIWire):
     def check_generation(self, config: GenerateConfig) -> None:
         if self.endpoint != "responses" and self.openai_options.reasoning_summary is not None:
             raise ConfigError(
-                f"openai/{self.model}: reasoning_summary is a Responses API option; add --model-arg api=responses"
+                f"openai/{self.model}: reasoning_summary is a Responses API option; add "
+                f"{self.context.options_flag} api=responses"
             )
         if self.endpoint == "responses" and config.max_tokens is not None and config.max_tokens < MIN_OUTPUT_TOKENS:
             # refused rather than raised to 16: the manifest must record what was sent

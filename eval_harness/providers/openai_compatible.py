@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from typing import ClassVar, Literal
-from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -28,7 +28,8 @@ from eval_harness.providers.openai import Endpoint, OpenAIWire
 class OpenAICompatibleOptions(KeyOptions):
     """Options of ``openai-compatible/<model>``."""
 
-    transport_only: ClassVar[frozenset[str]] = KeyOptions.transport_only | {"stream"}
+    # where the key travels changes no answer: a resume may move it for its session, as it may stream
+    transport_only: ClassVar[frozenset[str]] = KeyOptions.transport_only | {"stream", "api_key_header", "api_key_query"}
 
     base_url: str | None = Field(default=None, description="The server's API root, e.g. http://127.0.0.1:8080/v1.")
     endpoint: Literal["chat", "completions"] = Field(
@@ -51,6 +52,10 @@ class OpenAICompatibleOptions(KeyOptions):
     def _header_name(cls, value: str | None) -> str | None:
         if value is not None and not _HEADER_NAME.fullmatch(value):
             raise ValueError("must be an HTTP header name (letters, digits and - _ .)")
+        if value is not None and value.lower() in _OWN_HEADERS:
+            raise ValueError(
+                f"{value} is a header eval-harness sets itself; name the one the server reads the key from"
+            )
         return value
 
     @field_validator("api_key_query")
@@ -70,6 +75,10 @@ class OpenAICompatibleOptions(KeyOptions):
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _PARAMETER_NAME = _HEADER_NAME
+_OWN_HEADERS = frozenset(
+    {"host", "content-type", "content-length", "accept", "accept-encoding", "user-agent", "connection",
+     "transfer-encoding"}
+)  # fmt: skip
 
 
 @register_provider("openai-compatible")
@@ -102,6 +111,11 @@ class OpenAICompatibleProvider(OpenAIWire):
             raise ConfigError(
                 f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
                 f"manifest; give the key through {context.options_flag} api_key_env=NAME only"
+            )
+        if options.api_key_query is not None and options.api_key_query in parse_qs(urlsplit(self.base_url).query):
+            raise ConfigError(
+                f"openai-compatible/{model}: base_url's query already has {options.api_key_query}=, which "
+                f"api_key_query={options.api_key_query} would send twice (servers read the first)"
             )
         sent_in = options.api_key_header or options.api_key_query
         if sent_in is not None and not self._key and not context.offline:
@@ -137,8 +151,10 @@ class OpenAICompatibleProvider(OpenAIWire):
     def own_secrets(self) -> list[str]:
         if not self._key:
             return []
-        # a server that echoes its URL shows the key as it was sent in the query: percent-encoded
-        return list(dict.fromkeys([self._key, quote_plus(self._key)]))
+        # a server that echoes its URL shows the key in the query as it was sent (form-encoded) or encoded again
+        # its own way: each common encoding is redacted
+        encoded = [quote_plus(self._key), quote(self._key, safe=""), quote(self._key), quote_plus(self._key, safe="/")]
+        return list(dict.fromkeys([self._key, *encoded]))
 
 
 __all__ = ["OpenAICompatibleOptions", "OpenAICompatibleProvider"]
