@@ -146,10 +146,15 @@ class InspectedSample(BaseModel):
     epochs: list[EpochOutcome] | None = Field(
         default=None, description="With --by-sample: every epoch of the sample in scope, by epoch; None otherwise."
     )
+    dataset_file: str | None = Field(
+        default=None,
+        description="The file of a dataset directory (``dataset_path``) the sample was read from, by name; None "
+        "for a dataset of one file.",
+    )
     dataset_line: int | None = Field(
         default=None,
-        description="The line of the run's dataset file (``dataset_path``) the sample was read from; None in a "
-        "record written before it was recorded.",
+        description="The line of the run's dataset file (``dataset_path``, or ``dataset_file`` in it) the sample "
+        "was read from; None in a record written before it was recorded.",
     )
     prompt: list[PromptMessage] = Field(
         default_factory=list,
@@ -561,6 +566,7 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,
         failed_gates=[key for key in gates if _below_one((record.get("scores") or {}).get(key))],
+        dataset_file=_file_name(record.get("dataset_file")),
         dataset_line=_line_number(record.get("dataset_line")),
         prompt=_prompt(record.get("prompt")),
         score_metadata=_score_metadata(record.get("score_metadata")),
@@ -582,6 +588,14 @@ def _score_metadata(value: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict):
         return {}
     return {str(name): details for name, details in value.items() if isinstance(details, dict)}
+
+
+def _file_name(value: Any) -> str | None:
+    """A record's ``dataset_file`` when it names a file in the directory (no reader checks this field, and a
+    hand-edited ``../x`` would point a path shown beside it elsewhere)."""
+    if isinstance(value, str) and value and "/" not in value and "\\" not in value and value not in (".", ".."):
+        return value
+    return None
 
 
 def _line_number(value: Any) -> int | None:

@@ -34,7 +34,7 @@ from eval_harness.artifacts import (
 )
 from eval_harness.cache import SCORED_EPOCH, Origin
 from eval_harness.config import redact
-from eval_harness.datasets import Position, file_stamp
+from eval_harness.datasets import Position, dataset_stamp
 from eval_harness.durable import remove_stale_temporaries, write_atomic
 from eval_harness.errors import (
     ArtifactError,
@@ -285,7 +285,7 @@ class Runner:
                         tracker.seen(sample.id, position, done)
                     key = record_key(sample.id, epoch)
                     if not recorded(key):
-                        yield sample, epoch, position.line, previous.get(key)
+                        yield sample, epoch, position, previous.get(key)
 
             if self._tally is None:
                 _import_aggregate_meanwhile()
@@ -383,7 +383,7 @@ class Runner:
 
     def _check_dataset_unchanged(self) -> None:
         path = self.plan.dataset_path
-        if file_stamp(path) != self.plan.dataset_stamp:
+        if dataset_stamp(path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:
             self._fatal = DatasetError(
                 f"{path}: the dataset file changed while the run read it, so its records may mix the old lines "
                 "and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
@@ -515,11 +515,11 @@ class Runner:
         task = asyncio.current_task()
         assert task is not None
         try:
-            for sample, epoch, line, previous in work:
+            for sample, epoch, position, previous in work:
                 if self._stop.is_set():
                     return
                 try:
-                    record = await self._process(sample, epoch, line, previous, task)
+                    record = await self._process(sample, epoch, position, previous, task)
                 except AuthenticationError:
                     raise
                 except Exception as exc:  # a template that fails on this sample's fields, a bug
@@ -578,12 +578,12 @@ class Runner:
             self.listener.update(progress)
 
     async def _process(
-        self, sample: Sample, epoch: int, line: int, previous: dict[str, Any] | None, task: asyncio.Task[None]
+        self, sample: Sample, epoch: int, position: Position, previous: dict[str, Any] | None, task: asyncio.Task[None]
     ) -> dict[str, Any]:
         plan = self.plan
-        messages = plan.template.render(sample, plan.examples)
+        messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
         if previous is not None:
-            return await self._rescore(sample, epoch, line, messages, previous, task)
+            return await self._rescore(sample, epoch, position, messages, previous, task)
         request = GenerateRequest(
             messages=messages, config=plan.generation, sample=sample, epoch=epoch, seed=plan.config.seed
         )
@@ -604,14 +604,14 @@ class Runner:
             failure = outcome.error or ProviderError("no completion")
             error = self._generation_error(failure)
             request_id = redact(failure.request_id, self._secrets) if failure.request_id else None
-            return _record(sample, epoch, line, messages, spent, error=error, request_id=request_id)
-        return await self._scored(sample, epoch, line, messages, spent, outcome.completion, task)
+            return _record(sample, epoch, position, messages, spent, error=error, request_id=request_id)
+        return await self._scored(sample, epoch, position, messages, spent, outcome.completion, task)
 
     async def _scored(
         self,
         sample: Sample,
         epoch: int,
-        line: int,
+        position: Position,
         messages: list[ChatMessage],
         spent: _Spent,
         completion: Completion,
@@ -639,13 +639,13 @@ class Runner:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
         for key in result.skipped:  # a weight-0 scorer's failure is kept as its explanation: its message too
             result.explanations[key] = redact(result.explanations[key], self._secrets)
-        return _record(sample, epoch, line, messages, spent, completion, result, error, self._threshold)
+        return _record(sample, epoch, position, messages, spent, completion, result, error, self._threshold)
 
     async def _rescore(
         self,
         sample: Sample,
         epoch: int,
-        line: int,
+        position: Position,
         messages: list[ChatMessage],
         previous: dict[str, Any],
         task: asyncio.Task[None],
@@ -662,7 +662,7 @@ class Runner:
             cached=bool(previous.get("cached")),
         )
         spent = (previous.get("attempts", 1), previous.get("retries") or {}, previous.get("backoff_s") or 0.0)
-        return await self._scored(sample, epoch, line, messages, spent, completion, task)
+        return await self._scored(sample, epoch, position, messages, spent, completion, task)
 
     def _scoring_timed_out(self, partial: ScoringResult) -> ScoringResult:
         """The verdict on an answer whose scorers outlived the timeout: a scoring error naming the scorer cut
@@ -740,8 +740,8 @@ class _Deadlines:
 _Spent = tuple[int, dict[str, int], float]
 """What a sample's generation took: attempts, retries by cause, seconds of backoff."""
 
-_Work = tuple[Sample, int, int, dict[str, Any] | None]
-"""One record to make: the sample, its epoch, its dataset line, and the record whose answer is scored again
+_Work = tuple[Sample, int, Position, dict[str, Any] | None]
+"""One record to make: the sample, its epoch, where it is in the dataset, and the record whose answer is scored again
 (``--retry-errors`` of a scoring error) or None."""
 
 
@@ -777,7 +777,7 @@ _NO_USAGE = _usage_fields(Usage())
 def _record(
     sample: Sample,
     epoch: int,
-    line: int,
+    position: Position,
     messages: list[ChatMessage],
     spent: _Spent,
     completion: Completion | None = None,
@@ -820,7 +820,8 @@ def _record(
         "finish_reason": completion.finish_reason if completion is not None else None,
         "thinking": completion.thinking if completion is not None else None,
         # before retries and backoff_s, not last: the columns reader's fast path finds a line's end by them
-        "dataset_line": line,
+        "dataset_file": position.member,
+        "dataset_line": position.line,
         "retries": retries,
         "backoff_s": backoff_s,
     }

@@ -191,6 +191,11 @@ class SampleRecord(BaseModel):
     finish_reason: str | None = None
     thinking: str | None = None
     # before retries and backoff_s, not last: the columns reader's fast path finds a line's end by them
+    dataset_file: str | None = Field(
+        default=None,
+        description="The file of a dataset directory the sample was read from, by name (None: a dataset of one "
+        "file); dataset_line counts in it.",
+    )
     dataset_line: int | None = Field(
         default=None,
         description="1-based line of the dataset file the sample was read from (of a CSV row: the line it ends "
@@ -276,6 +281,10 @@ class DatasetInfo(BaseModel):
         default=None,
         description="The dataset's axes, sorted (None: a run written before they were recorded): a gate on an "
         "axis of an incomplete run is told apart from a mistyped one.",
+    )
+    files: list[str] | None = Field(
+        default=None,
+        description="A dataset directory's files, by name, in the order they are read (None: path is one file).",
     )
 
 

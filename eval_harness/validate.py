@@ -152,13 +152,16 @@ def preflight(path: Path, task: str) -> Preflight:
 def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     """The preflight of a task that draws its few-shot examples from a file: the file is checked first, so that
     the dataset's one pass compares its examples with the samples (as in run)."""
-    from eval_harness.planning import choose_few_shot, few_shot_file, load_pool
+    from eval_harness.planning import choose_few_shot, few_shot_file, few_shot_files, joined_pools, load_pool
 
     spec = loaded.spec
     try:
-        pool_path = few_shot_file(loaded, path)
-        assert pool_path is not None, "a task that draws k > 0 examples from a file names one"
-        pool_report = validate_dataset(Path(_shown(pool_path)), spec.dataset, task=spec.name)
+        # a dataset directory's files may each have their own (path_from_dataset)
+        pool_paths: dict[str, Path | None] = {**few_shot_files(loaded, path)} or {"": few_shot_file(loaded, path)}
+        shown = {member: Path(_shown(pool_path)) for member, pool_path in pool_paths.items() if pool_path is not None}
+        assert shown, "a task that draws k > 0 examples from a file names one"
+        pool_reports = [validate_dataset(pool_path, spec.dataset, task=spec.name) for pool_path in shown.values()]
+        pool_report = next((each for each in pool_reports if not each.ok), None) or _joined(pool_reports)
     except (ConfigError, DatasetUnreadableError) as exc:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         failure = _naming_the_few_shot_file(exc, loaded)
@@ -169,7 +172,9 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     if not pool_report.ok:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         return Preflight(report, check, None, "the few-shot file has problems (run takes no example from it)")
-    pool = load_pool(loaded, pool_path)  # checked just above: its examples held as run holds them
+    # checked just above: its examples held as run holds them
+    pools = {member: load_pool(loaded, pool_path) for member, pool_path in pool_paths.items() if pool_path}
+    pool = pools[""] if "" in pools else joined_pools(path, pools)
     report = validate_dataset(path, spec.dataset, task=spec.name, overlap=pool.overlap)
     check.also_samples = len(pool.overlap.found)
     try:
@@ -181,6 +186,19 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     return Preflight(report, check, _render(path, loaded, chosen))
 
 
+def _joined(reports: list[DatasetReport]) -> DatasetReport:
+    """Clean few-shot files' reports as one line of the check: one file's, or a sum named by the files."""
+    if len(reports) == 1:
+        return reports[0]
+    joined = DatasetReport(path=f"{len(reports)} files ({reports[0].path}, ...)")
+    for report in reports:
+        joined.lines += report.lines
+        joined.valid += report.valid
+        joined.blank_lines += report.blank_lines
+        joined.warnings += report.warnings
+    return joined
+
+
 def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     """Render the prompt of every valid sample but those held out as examples, as run renders it (its template
     loaded as run loads it, with the examples' sources, for an error one of them causes); a sample whose prompt
@@ -190,15 +208,16 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     from eval_harness.scorers.instructions import sample_check_problems
 
     template = prompt_template(loaded, chosen)
-    check = RenderCheck(_shown(template.path), len(chosen.examples))
+    shown_each = max(map(len, chosen.by_member.values()), default=len(chosen.examples))  # a directory's: per file
+    check = RenderCheck(_shown(template.path), shown_each)
     check.check_fields = list(dict.fromkeys(_instruction_fields([(s.name, s.args) for s in loaded.spec.scorers])))
     excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
-    where = str(path)
     for position, sample in iter_positioned(path, loaded.spec.dataset, skip):
+        where = str(path / position.member) if position.member else str(path)
         check.samples += 1
         try:
-            template.render(sample, chosen.examples)
+            template.render(sample, chosen.for_member(position.member))
         except TemplateError as exc:
             check.problems.add(Problem(where, position.line, "template", str(exc)))
         for check_field, common in check.check_fields:

@@ -209,7 +209,7 @@ def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path)
     ("make", "message"),
     [
         (lambda p: None, "no such file"),
-        (lambda p: p.mkdir(), "it is a directory"),
+        (lambda p: p.mkdir(), r"the directory holds no \.jsonl or \.jsonl\.gz file"),  # a directory is read whole
         (lambda p: p.write_bytes(gzip.compress(b'{"input": "a"}\n')[:-6]), "the gzip data is corrupt or truncated"),
         # a gzip header over garbage failed at the first peek, outside the guard: "error: Unknown compression method"
         (lambda p: p.write_bytes(b"\x1f\x8bgarbage\n"), r"d\.jsonl: cannot read the dataset: the gzip data is corrupt"),

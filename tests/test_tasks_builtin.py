@@ -181,6 +181,28 @@ def test_mmlu_runs_on_the_original_file_with_five_shots_from_the_dev_file(cli: C
     assert prompt.count("Answer: ") == 5 and "What is the embryological origin of the hyoid bone?" in prompt
 
 
+@needs(*mmlu_split("test"), *mmlu_split("dev"))
+def test_mmlu_runs_a_directory_of_subjects_as_one_profile_each_with_its_own_dev_shots(cli: Cli, tmp_path: Path) -> None:
+    # before: one subject file per run ("cannot read the dataset: it is a directory")
+    test_dir, spec = DATASETS / "mmlu" / "test", find_task("mmlu").spec.dataset
+    summary, records = _run(cli, tmp_path, "mmlu", "--dataset", test_dir, "--model-arg", "skill=1")
+    counts = {subject: validate_dataset(test_dir / f"{subject}_test.csv", spec).valid for subject in MMLU_SUBJECTS}
+    assert summary["records"] == len(records) == sum(counts.values())
+    assert {a["axis"]: a["n"] for a in summary["axes"]} == counts and summary["overall"]["mean"] == 1.0
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["dataset"]["files"] == [f"{subject}_test.csv" for subject in MMLU_SUBJECTS]
+    assert manifest["dataset"]["path"] == str(test_dir.resolve()) and manifest["dataset"]["seekable"] is False
+    first = {}
+    for record in records:
+        assert record["dataset_file"] == f"{record['axis']}_test.csv"
+        first.setdefault(record["axis"], record)
+    for subject, record in first.items():  # each subject's prompt shows its own dev file's five questions
+        shots = [s.input for s in iter_samples(DATASETS / "mmlu" / "dev" / f"{subject}_dev.csv", spec)]
+        prompt = record["prompt"][-1]["content"]
+        assert len(shots) == 5 and all(str(shot) in prompt for shot in shots), subject
+        assert record["dataset_line"] == 1 and prompt.count("Answer: ") == 5
+
+
 @pytest.mark.parametrize("split", [pytest.param(s, marks=needs(*mmlu_split(s))) for s in ("test", "dev", "val")])
 def test_every_mmlu_file_maps_to_four_choices_and_a_letter(split: str) -> None:
     spec = find_task("mmlu").spec.dataset

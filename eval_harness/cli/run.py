@@ -235,7 +235,13 @@ def run_command(
         str, typer.Option("--model", "-m", help="provider/model, e.g. mock/strong, openai/gpt-4o-mini.")
     ] = "mock/default",
     model_arg: ModelArg = None,
-    dataset: Annotated[Path | None, typer.Option(help="Dataset file overriding the task's own.")] = None,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            help="Dataset file overriding the task's own, or a directory whose files of the task's format are read "
+            "in name order as one dataset."
+        ),
+    ] = None,
     skip_invalid: Annotated[
         bool,
         typer.Option(

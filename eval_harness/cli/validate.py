@@ -12,7 +12,10 @@ from eval_harness.cli import EXIT_CHECK_FAILED
 
 
 def validate_dataset_command(
-    path: Annotated[Path, typer.Option("--path", "-p", help="The JSONL (or CSV) file to check.")],
+    path: Annotated[
+        Path,
+        typer.Option("--path", "-p", help="The JSONL (or CSV) file to check, or a directory of them (one dataset)."),
+    ],
     task: Annotated[
         str | None,
         typer.Option(

@@ -53,11 +53,13 @@ _BOM = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class Position:
-    """Where a line of a JSONL dataset is: byte offset, 1-based line number, offset of the next line."""
+    """Where a line of a JSONL dataset is: byte offset, 1-based line number, offset of the next line; and, in a
+    dataset directory, the name of the file it is in (None for a dataset of one file)."""
 
     offset: int
     line: int
     next_offset: int
+    member: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class DatasetReport:
     sha256: str = ""
     lines: int = 0
     valid: int = 0
+    members: list[str] = field(default_factory=list)
+    """The names of a dataset directory's files, in the order they are read (empty for a dataset of one file)."""
     blank_lines: list[int] = field(default_factory=list)
     axis_counts: Counter[str] = field(default_factory=Counter)
     duplicate_ids: list[str] = field(default_factory=list)
@@ -154,6 +158,25 @@ class _ScanState:
     seen_ids: SeenStrings = field(default_factory=SeenStrings)
     derived_seen: Counter[str] = field(default_factory=Counter)
     overlap: OverlapWatcher | None = None
+    members: list[str] = field(default_factory=list)
+    """The files of a dataset directory read so far, the current one last (empty for a dataset of one file)."""
+    before: tuple[int, int, int] = (0, 0, 0)
+    """The report's lines, blank lines and problems when the current file began: its own are counted from them."""
+
+    @property
+    def member(self) -> str | None:
+        return self.members[-1] if self.members else None
+
+    def place(self, line: int) -> int:
+        """``line`` of the current file as one number over the whole dataset (ids are compared across files)."""
+        return (max(len(self.members) - 1, 0) << 32) + line
+
+    def where(self, place: int) -> str:
+        """A ``place`` as a message names it: ``line 3`` in the current file, ``x.csv:3`` in another."""
+        index, line = place >> 32, place & 0xFFFFFFFF
+        if not self.members or index == len(self.members) - 1:
+            return f"line {line}"
+        return f"{self.members[index]}:{line}"
 
 
 class OverlapWatcher(Protocol):
@@ -174,7 +197,7 @@ def validate_dataset(
     scan = _ScanState(DatasetReport(path=str(path)), validating=True, overlap=overlap)
     if task is not None:
         scan.reader = f"task {task!r} reads JSONL"
-    for _ in _scan(path, spec or DatasetSpec(), scan):
+    for _ in _scan_dataset(path, spec or DatasetSpec(), scan):
         pass
     return scan.report
 
@@ -198,7 +221,7 @@ def iter_positioned(
     begins the stream there instead of at the top; lines before it are not read at all.
     """
     scan = _ScanState(DatasetReport(path=str(path)), skip=skip, start=start)
-    for item in _scan(path, spec or DatasetSpec(), scan):
+    for item in _scan_dataset(path, spec or DatasetSpec(), scan):
         yield scan.position, item
 
 
@@ -210,8 +233,87 @@ def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
     return list(iter_samples(path, spec))
 
 
+MEMBER_SUFFIXES = {"jsonl": (".jsonl", ".jsonl.gz"), "csv": (".csv", ".csv.gz")}
+"""The files a dataset directory is read from, by the task's format."""
+
+
+def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
+    """The files a dataset is read from: ``path``, or, when it is a directory, the files directly in it whose
+    names end as the format's do (``MEMBER_SUFFIXES``), by name; a hidden one is passed over. A directory
+    without one is refused."""
+    if not path.is_dir():
+        return [path]
+    suffixes = MEMBER_SUFFIXES[(spec or DatasetSpec()).format]
+    try:
+        found = [p for p in path.iterdir() if p.name.endswith(suffixes) and not p.name.startswith(".")]
+    except OSError as exc:
+        raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
+    members = sorted((p for p in found if not p.is_dir()), key=lambda p: p.name)
+    if not members:
+        other = [fmt for fmt, ends in MEMBER_SUFFIXES.items() if ends != suffixes and any(path.glob(f"*{ends[0]}*"))]
+        hint = f" (it holds {other[0].upper()} files: a task that reads {other[0].upper()} reads them)" if other else ""
+        raise DatasetUnreadableError(
+            f"{path}: cannot read the dataset: the directory holds no {' or '.join(suffixes)} file{hint}"
+        )
+    return members
+
+
+def dataset_sha256(path: Path, spec: DatasetSpec | None = None) -> str:
+    """The dataset's sha256, as ``validate_dataset`` reports it: the file's, or a directory's (see
+    ``_member_digest``)."""
+    members = dataset_members(path, spec)
+    if members == [path]:
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for member in members:
+        _member_digest(digest, member.name, file_sha256(member))
+    return digest.hexdigest()
+
+
+def dataset_stamp(path: Path, spec: DatasetSpec | None = None) -> tuple[int, ...] | None:
+    """``file_stamp`` of the dataset; of a directory, its files' sizes summed, the latest of their times and how
+    many there are (not the directory's own time: a run's output or an editor's file beside them changes it)."""
+    if not path.is_dir():
+        return file_stamp(path)
+    try:
+        members = dataset_members(path, spec)
+    except DatasetUnreadableError:
+        return None
+    stamps = [stamp for stamp in map(file_stamp, members) if stamp is not None]
+    if len(stamps) < len(members):
+        return None
+    return sum(size for size, _ in stamps), max(time for _, time in stamps), len(stamps)
+
+
+def _member_digest(digest: hashlib._Hash, name: str, sha256: str) -> None:
+    """A directory's sha256 covers each file's name and content, in order: renaming, adding or changing one
+    changes it (hashing the files' bytes end to end would not see a line moved across two of them)."""
+    digest.update(f"{name}\0{sha256}\n".encode("utf-8", "surrogateescape"))
+
+
+def _scan_dataset(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
+    """``_scan`` of the file, or of each file of a directory in turn, as one dataset."""
+    members = dataset_members(path, spec)
+    if members == [path]:
+        yield from _scan(path, spec, scan)
+        return
+    if scan.start is not None:
+        raise ValueError("a dataset directory is not read from a position")
+    digest = hashlib.sha256() if scan.validating else None
+    scan.report.members = [member.name for member in members]
+    for member in members:
+        scan.members.append(member.name)
+        yield from _scan(member, spec, scan)
+        if digest is not None:
+            _member_digest(digest, member.name, scan.report.sha256)
+    if digest is not None:
+        scan.report.sha256 = digest.hexdigest()
+
+
 def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
     report = scan.report
+    scan.before = (report.lines, len(report.blank_lines), report.problem_count)
+    lines_before, blank_before, problems_before = scan.before
     # Only validation reports the file's sha256; the runner's second pass already has it.
     digest = hashlib.sha256() if scan.validating else None
     with _open(path) as handle:
@@ -233,9 +335,11 @@ def _scan(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[Sample]:
     if digest is None:
         return  # an iteration, or a partial read, proves nothing about the whole file
     report.sha256 = digest.hexdigest()
-    if report.lines == 0 and report.problem_count == 0:
+    lines, blank = report.lines - lines_before, len(report.blank_lines) - blank_before
+    clean = report.problem_count == problems_before
+    if lines == 0 and clean:
         report.add(Problem(str(path), 1, "file", "the file is empty"))
-    elif report.lines == len(report.blank_lines) and report.problem_count == 0:
+    elif lines == blank and clean:
         report.add(Problem(str(path), 1, "file", "the file holds only blank lines"))
 
 
@@ -249,7 +353,7 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _Hashin
         if not raw and not too_long:
             break
         lineno += 1
-        scan.position = Position(offset, lineno, offset + consumed)
+        scan.position = Position(offset, lineno, offset + consumed, scan.member)
         offset += consumed
         report.lines += 1
         if too_long:
@@ -290,7 +394,8 @@ def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, wher
     if report.not_json is not None and not meant_as_json:
         report.add_not_json(lineno)
         return
-    first_line = scan.start is None and report.lines == len(report.blank_lines) + 1
+    lines_before, blank_before, _ = scan.before
+    first_line = scan.start is None and report.lines - lines_before == len(report.blank_lines) - blank_before + 1
     if first_line and not meant_as_json:
         report.add(
             Problem(
@@ -337,7 +442,7 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
         for row in rows:
             first_line, lineno = last_line + 1, rows.line_num
             last_line = lineno
-            scan.position = Position(-1, lineno, -1)  # CSV records may span lines: no byte positions
+            scan.position = Position(-1, lineno, -1, scan.member)  # CSV records may span lines: no byte positions
             try:
                 raw = "\x1f".join(row).encode("utf-8")
             except UnicodeEncodeError as exc:
@@ -406,9 +511,9 @@ def _checked_sample(
         report.add(Problem(where, lineno, problem.field_name, problem.message))
         return None
     if scan.validating:
-        first = scan.seen_ids.first(sample_id, lineno)
+        first = scan.seen_ids.first(sample_id, scan.place(lineno))
         if first is not None:
-            report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on line {first})"))
+            report.add(Problem(where, lineno, "id", f"duplicate id {sample_id!r} (first on {scan.where(first)})"))
             report.duplicate_ids.append(sample_id)
             return None
         if scan.overlap is not None:
@@ -460,12 +565,16 @@ def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MEMBER_SUFFIXES",
     "PROBLEMS_SHOWN",
     "DatasetReport",
     "OverlapWatcher",
     "Position",
     "Problem",
     "UnlistedLines",
+    "dataset_members",
+    "dataset_sha256",
+    "dataset_stamp",
     "file_sha256",
     "file_stamp",
     "is_compressed",

@@ -35,8 +35,9 @@ from eval_harness.config import RunConfig, Settings, redact
 from eval_harness.datasets import (
     DatasetReport,
     Position,
-    file_sha256,
-    file_stamp,
+    dataset_members,
+    dataset_sha256,
+    dataset_stamp,
     is_compressed,
     iter_positioned,
     validate_dataset,
@@ -49,7 +50,9 @@ from eval_harness.planning._few_shot import (
     _resumed_few_shot,
     choose_few_shot,
     few_shot_file,
+    few_shot_files,
     holdout_refusal,
+    joined_pools,
     load_pool,
     prompt_template,
 )
@@ -81,6 +84,7 @@ from eval_harness.types import (
     DATASET_CHECKS,
     ChatMessage,
     DatasetInfo,
+    DatasetSpec,
     GateSettings,
     GenerateConfig,
     ModelInfo,
@@ -112,8 +116,11 @@ class RunPlan:
     excluded_ids: frozenset[str]
     manifest: RunManifest
     run_dir: Path
-    dataset_stamp: tuple[int, int] | None = None
-    """The dataset file's size and modification time before it was checked (see ``file_stamp``)."""
+    few_shot: FewShot = field(default_factory=FewShot)
+    """The few-shot examples (``examples``), and, for a dataset directory whose files each have a few-shot file,
+    those of each file (``few_shot.for_member``)."""
+    dataset_stamp: tuple[int, ...] | None = None
+    """The dataset's size and modification time before it was checked (see ``dataset_stamp``)."""
     prompt_inputs_sha256: str | None = None
     """What the prompts are rendered from besides the template and the sample (see ``_prompt_inputs_sha256``)."""
     resuming: bool = False
@@ -190,7 +197,7 @@ def _resumed_dataset(
     When its bytes still hash to the manifest's sha256 it was validated when the run started, so the hash is
     all that is checked (a second per-line validation of a million samples would dominate the resume), unless
     the run was validated by other checks (``DATASET_CHECKS``): they may have counted lines these refuse."""
-    sha256 = file_sha256(path)
+    sha256 = dataset_sha256(path, task.spec.dataset)
     count = manifest.dataset.sample_count
     if sha256 == manifest.dataset.sha256 and manifest.dataset.checks == DATASET_CHECKS:
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
@@ -324,7 +331,7 @@ def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings:
 
 def _plan(
     config: RunConfig, task: LoadedTask, dataset_path: Path, report: DatasetReport, parts: _Parts,
-    manifest: RunManifest, run_dir: Path, generation: GenerateConfig, dataset_stamp: tuple[int, int] | None,
+    manifest: RunManifest, run_dir: Path, generation: GenerateConfig, dataset_stamp: tuple[int, ...] | None,
 ) -> RunPlan:  # fmt: skip
     parts.provider.check_generation(generation)
     return RunPlan(
@@ -339,6 +346,7 @@ def _plan(
         judge=parts.judge,
         generation=generation,
         examples=parts.few_shot.examples,
+        few_shot=parts.few_shot,
         excluded_ids=parts.few_shot.excluded,
         manifest=manifest,
         run_dir=run_dir,
@@ -348,11 +356,13 @@ def _plan(
     )
 
 
-def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path) -> None:
+def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path, spec: DatasetSpec) -> None:
     """Refuse text the manifest would record that is not UTF-8 (a file name from a Latin-1 file system, a byte
     typed into a flag): JSON cannot hold it, and the run would stop with a traceback after its directory exists.
     Values of --model-arg and --judge-arg are named, never shown: one may be a key."""
     shown = {"--task": str(task_path), "the dataset": str(dataset_path), "--output-dir": str(config.output_dir)}
+    if dataset_path.is_dir():  # its files' names are recorded in every record
+        shown |= {f"the dataset's file {member.name}": str(member) for member in dataset_members(dataset_path, spec)}
     shown |= {"--model": config.model, "--judge-model": config.judge_model or ""}
     hidden = {f"--model-arg {key}": f"{key}={value}" for key, value in config.model_args.items()}
     hidden |= {f"--judge-arg {key}": f"{key}={value}" for key, value in config.judge_args.items()}
@@ -371,8 +381,8 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
-    _check_utf8(config, task.path, dataset_path)
-    stamp = file_stamp(dataset_path)
+    _check_utf8(config, task.path, dataset_path, task.spec.dataset)
+    stamp = dataset_stamp(dataset_path, task.spec.dataset)
     pool = _checked_pool(task, dataset_path, lambda: _validated_dataset(task, dataset_path, config.skip_invalid))
     report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
     parts = _parts(config, task, report, settings, choose_few_shot(task, dataset_path, pool))
@@ -468,7 +478,11 @@ def _new_manifest(
             format=task.spec.dataset.format,
             invalid_lines=report.problem_count,
             # a compressed file's byte positions are not its lines': a resume of it reads every record
-            seekable=task.spec.dataset.format == "jsonl" and not report.warnings and not is_compressed(dataset_path),
+            seekable=task.spec.dataset.format == "jsonl"
+            and not report.warnings
+            and not report.members  # a directory's records are found by reading them all, as a gzip file's
+            and not is_compressed(dataset_path),
+            files=report.members or None,
             checks=DATASET_CHECKS,
             axes=sorted(report.axis_counts),
         ),
@@ -524,8 +538,8 @@ def _run_axes(plan: RunPlan) -> dict[str, int]:
 def _render_first_prompt(plan: RunPlan) -> None:
     """Render the first prompt (and each judge's rubric) now: a template that fails on every sample (an empty
     prompt, a name no sample has) is refused before the run directory exists, not found by the first call."""
-    for _position, sample, _epoch in work_items(plan):
-        plan.template.render(sample, plan.examples)
+    for position, sample, _epoch in work_items(plan):
+        plan.template.render(sample, plan.few_shot.for_member(position.member))
         plan.scoring.preflight(sample)  # a judge's rubric, the same way
         return
 
@@ -571,7 +585,7 @@ def plan_resume(
     task = find_task(task_ref)
     config = _resume_config(manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {})
     dataset_path = Path(manifest.dataset.path)
-    stamp = file_stamp(dataset_path)
+    stamp = dataset_stamp(dataset_path, task.spec.dataset)
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
     report, compared = _resumed_dataset(task, dataset_path, manifest, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
@@ -671,8 +685,8 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     count = 0
     prompt_tokens = 0
     longest, longest_sample = 0, None
-    for _position, sample, _epoch in work_items(plan):
-        messages = plan.template.render(sample, plan.examples)
+    for position, sample, _epoch in work_items(plan):
+        messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
         if len(first) < show:
             first.append(messages)
         count += 1
@@ -705,8 +719,10 @@ __all__ = [
     "choose_few_shot",
     "dry_run",
     "few_shot_file",
+    "few_shot_files",
     "gate_changes",
     "holdout_refusal",
+    "joined_pools",
     "judge_info",
     "load_pool",
     "plan_resume",

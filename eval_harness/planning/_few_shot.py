@@ -16,6 +16,7 @@ from typing import Any
 
 from eval_harness.datasets import (
     DatasetReport,
+    dataset_members,
     iter_positioned,
     iter_samples,
     split,
@@ -83,6 +84,13 @@ class FewShot:
     hold-out)."""
     note: str | None = None
     """What the run tells its user: the pool's examples left out as samples under evaluation."""
+    by_member: dict[str, list[Sample]] = field(default_factory=dict)
+    """A dataset directory's examples per file, by the file's name, when each file has its own few-shot file
+    (``path_from_dataset``); ``examples`` then holds them all, in file order. Empty otherwise."""
+
+    def for_member(self, member: str | None) -> list[Sample]:
+        """The examples a sample of ``member`` (a dataset directory's file, None for one file) is shown."""
+        return self.by_member[member] if self.by_member and member is not None else self.examples
 
 
 @dataclass
@@ -93,6 +101,23 @@ class Pool:
     examples: list[Sample]
     lines: dict[str, int]
     overlap: PoolOverlap
+    by_member: dict[str, Pool] = field(default_factory=dict)
+    """A dataset directory's pools, one per file by the file's name (``path_from_dataset``): this pool is then
+    all of them (its ``overlap`` compares every one with the dataset in the one pass). Empty otherwise."""
+
+
+def few_shot_files(task: LoadedTask, dataset_path: Path) -> dict[str, Path]:
+    """The few-shot file of each file of a dataset directory, by the file's name, when the task derives it from
+    the dataset's path (``path_from_dataset``); empty otherwise (one file's ``few_shot_file`` serves all)."""
+    spec = task.spec.few_shot
+    if spec is None or spec.path_from_dataset is None or spec.k == 0 or not dataset_path.is_dir():
+        return {}
+    files = {}
+    for member in dataset_members(dataset_path, task.spec.dataset):
+        path = few_shot_file(task, member)
+        assert path is not None, "path_from_dataset with k > 0 names a file"
+        files[member.name] = path
+    return files
 
 
 def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
@@ -167,9 +192,15 @@ def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[
 def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
     """The few-shot file, checked and loaded, before the dataset's pass compares it with the samples. None when
     the examples come from no file."""
+    files = few_shot_files(task, dataset_path)
+    if files:
+        return joined_pools(dataset_path, {member: _checked_file_pool(task, path) for member, path in files.items()})
     path = few_shot_file(task, dataset_path)
-    if path is None:
-        return None
+    return None if path is None else _checked_file_pool(task, path)
+
+
+def _checked_file_pool(task: LoadedTask, path: Path) -> Pool:
+    """The few-shot file at ``path`` checked line by line (refused with its problems), then loaded."""
     try:
         report = validate_dataset(path, task.spec.dataset, task=task.spec.name)
     except DatasetUnreadableError as exc:  # opened, but not text (a corrupt gzip archive ...): not "the dataset"
@@ -178,6 +209,13 @@ def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
     if not report.ok:
         raise DatasetError(f"{path}: few-shot file has {report.problems_counted}", report.problem_lines())
     return load_pool(task, path)
+
+
+def joined_pools(dataset_path: Path, pools: dict[str, Pool]) -> Pool:
+    """A dataset directory's pools (``few_shot_files``, each loaded) as the one pool its pass compares."""
+    examples = [example for pool in pools.values() for example in pool.examples]
+    lines = {id_: line for pool in pools.values() for id_, line in pool.lines.items()}
+    return Pool(dataset_path, examples, lines, PoolOverlap(examples), pools)
 
 
 def load_pool(task: LoadedTask, path: Path) -> Pool:
@@ -261,7 +299,21 @@ def _left_out_listing(found: dict[str, str], kept: int, k: int) -> str:
 def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
     """k examples of the pool, drawn from those that are no sample under evaluation (``found``: pool example id
     -> the dataset sample equal to it in content). They are left out before the draw rather than the
-    run refused: the rest of the file is still a valid pool, and the draw stays a function of the files."""
+    run refused: the rest of the file is still a valid pool, and the draw stays a function of the files. A
+    dataset directory's pools are drawn from each on its own."""
+    if pool.by_member:
+        drawn = {
+            member: _chosen(task, own, {id_: twin for id_, twin in found.items() if id_ in own.lines})
+            for member, own in pool.by_member.items()
+        }
+        notes = [chosen.note for chosen in drawn.values() if chosen.note]
+        return FewShot(
+            [example for chosen in drawn.values() for example in chosen.examples],
+            frozenset(),
+            {id_: where for chosen in drawn.values() for id_, where in chosen.sources.items()},
+            "\n".join(notes) or None,
+            {member: chosen.examples for member, chosen in drawn.items()},
+        )
     spec = task.spec.few_shot
     assert spec is not None
     kept = [example for example in pool.examples if example.id not in found]
@@ -355,7 +407,9 @@ __all__ = [
     "PoolOverlap",
     "choose_few_shot",
     "few_shot_file",
+    "few_shot_files",
     "holdout_refusal",
+    "joined_pools",
     "load_pool",
     "prompt_template",
 ]

@@ -88,7 +88,8 @@ def _print_sample(
         out.print(f"shown:  epoch {s.epoch}{verdict} · {spent}", markup=False, soft_wrap=True)
     if s.dataset_line is not None and dataset:
         # PATH:LINE, the form editors and terminals open at the line
-        out.print(f"source: {dataset}:{s.dataset_line}", markup=False, soft_wrap=True)
+        source = f"{dataset}/{s.dataset_file}" if s.dataset_file else dataset
+        out.print(f"source: {source}:{s.dataset_line}", markup=False, soft_wrap=True)
     if shown.prompt:
         for message in s.prompt:
             # later lines indented under the first, so a template's "Answer:" does not read as a label of the listing

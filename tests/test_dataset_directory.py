@@ -1,0 +1,195 @@
+"""A dataset directory: its files read in name order as one dataset (one run, one profile), each sample
+recorded with its file and line; resumed exactly; refused whole when one file changes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import REPO, CliResult, TaskRoot, read_records, write_jsonl
+
+from eval_harness.datasets import dataset_sha256, iter_positioned, validate_dataset
+
+Cli = Callable[..., CliResult]
+
+
+def records(axis: str, count: int, start: int = 0) -> list[dict[str, str]]:
+    return [{"input": f"What is {i} + 1?", "target": str(i + 1), "axis": axis} for i in range(start, start + count)]
+
+
+@pytest.fixture
+def directory(task_root: TaskRoot) -> Path:
+    """Three files of the adder task's kind, written out of name order, and files that are not part of it."""
+    folder = task_root.root / "data" / "parts"
+    write_jsonl(folder / "b_sums.jsonl", records("b", 3))
+    write_jsonl(folder / "a_sums.jsonl", records("a", 4, start=100))
+    write_jsonl(folder / "c_sums.jsonl", records("c", 2, start=200))
+    (folder / "notes.txt").write_text("not a dataset file\n")
+    (folder / ".hidden.jsonl").write_text("{not json\n")
+    (folder / "nested.jsonl").mkdir()
+    return folder
+
+
+def adder(task_root: TaskRoot) -> Path:
+    return task_root.root / "tasks" / "adder.toml"
+
+
+def test_the_files_are_read_in_name_order_as_one_dataset_with_their_names_and_lines(directory: Path) -> None:
+    report = validate_dataset(directory)
+    assert report.ok and report.valid == 9 and report.members == ["a_sums.jsonl", "b_sums.jsonl", "c_sums.jsonl"]
+    assert report.sha256 == dataset_sha256(directory)
+    places = [(position.member, position.line) for position, _ in iter_positioned(directory)]
+    assert places == [("a_sums.jsonl", n) for n in range(1, 5)] + [("b_sums.jsonl", n) for n in range(1, 4)] + [
+        ("c_sums.jsonl", 1),
+        ("c_sums.jsonl", 2),
+    ]
+
+
+def test_its_sha256_changes_with_any_files_name_or_content_and_with_a_file_added(directory: Path) -> None:
+    before = dataset_sha256(directory)
+    (directory / "c_sums.jsonl").rename(directory / "d_sums.jsonl")
+    renamed = dataset_sha256(directory)
+    write_jsonl(directory / "e.jsonl", records("e", 1))
+    added = dataset_sha256(directory)
+    assert len({before, renamed, added}) == 3
+
+
+def test_a_problem_names_its_file_and_an_id_met_in_another_file_names_where(task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "ids"
+    write_jsonl(folder / "a.jsonl", [{"id": "x", "input": "1", "target": "2"}, {"id": "y", "input": "3"}])
+    write_jsonl(
+        folder / "b.jsonl", [{"id": "z", "input": "5", "target": "6"}, {"id": "x", "input": "7", "target": "8"}]
+    )
+    report = validate_dataset(folder)
+    assert report.problem_lines() == [
+        f"{folder / 'a.jsonl'}:2: target: missing (required)",
+        f"{folder / 'b.jsonl'}:2: id: duplicate id 'x' (first on a.jsonl:1)",
+    ]
+
+
+def test_a_file_of_a_directory_that_is_empty_is_a_problem_of_its_own(task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "gap"
+    write_jsonl(folder / "a.jsonl", records("a", 2))
+    (folder / "b.jsonl").write_text("")
+    assert validate_dataset(folder).problem_lines() == [f"{folder / 'b.jsonl'}:1: file: the file is empty"]
+
+
+def test_a_directory_without_a_file_of_the_tasks_format_is_refused_before_anything_is_written(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    folder = task_root.root / "data" / "none"
+    folder.mkdir()
+    (folder / "x.csv").write_text("a,b\n")
+    result = cli("run", "--task", adder(task_root), "--dataset", folder, "--output-dir", task_root.root / "results")
+    assert result.code == 2 and not (task_root.root / "results").exists()
+    assert result.err.strip() == (
+        f"error: {folder}: cannot read the dataset: the directory holds no .jsonl or .jsonl.gz file (it holds CSV "
+        "files: a task that reads CSV reads them)"
+    )
+
+
+def test_a_run_of_a_directory_profiles_every_file_and_records_where_each_sample_is(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    out = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--dataset", directory, "--model-arg", "skill=0.3",
+                 "--output-dir", out, "--run-id", "d", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    written = read_records(out / "d")
+    assert [(r["dataset_file"], r["dataset_line"], r["axis"]) for r in written][:5] == [
+        ("a_sums.jsonl", 1, "a"), ("a_sums.jsonl", 2, "a"), ("a_sums.jsonl", 3, "a"), ("a_sums.jsonl", 4, "a"),
+        ("b_sums.jsonl", 1, "b"),
+    ]  # fmt: skip
+    summary = json.loads((out / "d" / "summary.json").read_text())
+    assert {a["axis"]: a["n"] for a in summary["axes"]} == {"a": 4, "b": 3, "c": 2}
+    manifest = json.loads((out / "d" / "manifest.json").read_text())["dataset"]
+    assert manifest["files"] == ["a_sums.jsonl", "b_sums.jsonl", "c_sums.jsonl"] and manifest["sample_count"] == 9
+    failed = [r for r in written if not r["passed"]]
+    shown = cli("inspect", "--run", out / "d", "--show-failures", "--n", "9")
+    assert shown.code == 0 and failed, shown.err
+    for record in failed:  # PATH:LINE of the file in the directory, as editors open it
+        assert f"source: {directory.resolve()}/{record['dataset_file']}:{record['dataset_line']}\n" in shown.out
+    listed = json.loads(cli("inspect", "--run", out / "d", "--show-failures", "--n", "9", "--format", "json").out)
+    assert {(s["dataset_file"], s["dataset_line"]) for s in listed["worst"]} == {
+        (r["dataset_file"], r["dataset_line"]) for r in failed
+    }
+
+
+def test_a_directory_run_killed_and_resumed_ends_with_each_sample_once(cli: Cli, task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "many"
+    for index, axis in enumerate("pqrs"):
+        write_jsonl(folder / f"{axis}.jsonl", records(axis, 30, start=100 * index))
+    out = task_root.root / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
+         "--model", "mock/slow", "--model-arg", "latency_ms=30", "--concurrency", "4", "--output-dir", str(out),
+         "--run-id", "k", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    samples = out / "k" / "samples.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not samples.exists() or samples.read_bytes().count(b"\n") < 40):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    assert 40 <= len(read_records(out / "k")) < 120
+    resumed = cli("resume", out / "k", "-q")
+    assert resumed.code == 0, resumed.err
+    written = read_records(out / "k")
+    assert len(written) == len({r["sample_id"] for r in written}) == 120
+    assert {(r["dataset_file"], r["dataset_line"]) for r in written} == {
+        (f"{axis}.jsonl", line) for axis in "pqrs" for line in range(1, 31)
+    }
+
+
+def test_a_resume_refuses_a_directory_one_of_whose_files_changed(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    out = task_root.root / "results"
+    made = cli("run", "--task", adder(task_root), "--dataset", directory, "--output-dir", out, "--run-id", "c", "-q")
+    assert made.code == 0, made.err
+    lines = (out / "c" / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "c" / "samples.jsonl").write_bytes(b"".join(lines[:3]))
+    write_jsonl(directory / "b_sums.jsonl", records("b", 3, start=50))
+    refused = cli("resume", out / "c", "-q")
+    assert refused.code == 2 and "dataset" in refused.err and "changed" in refused.err, refused.err
+
+
+def test_each_file_draws_its_examples_from_its_own_few_shot_file(cli: Cli, task_root: TaskRoot) -> None:
+    shots, tests = task_root.root / "data" / "dev", task_root.root / "data" / "test"
+    for axis, start in (("alpha", 0), ("beta", 500)):
+        write_jsonl(tests / f"{axis}_test.jsonl", records(axis, 3, start=start))
+        write_jsonl(shots / f"{axis}_dev.jsonl", records(axis, 2, start=start + 900))
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    spec = task_root.task(
+        "shots",
+        'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n'
+        "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'\n"
+        '[[scorers]]\nname = "exact_match"\n',
+    )
+    out = task_root.root / "results"
+    result = cli("run", "--task", spec, "--dataset", tests, "--output-dir", out, "--run-id", "s", "-q")
+    assert result.code == 0, result.err
+    for record in read_records(out / "s"):
+        prompt = record["prompt"][-1]["content"]
+        offset = 900 if record["axis"] == "alpha" else 1400
+        assert prompt.startswith(f"What is {offset} + 1? {offset + 1}\nWhat is {offset + 1} + 1? {offset + 2}\n")
+    lines = (out / "s" / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "s" / "samples.jsonl").write_bytes(b"".join(lines[:2]))
+    resumed = cli("resume", out / "s", "-q")  # the examples drawn again from each file are the recorded ones
+    assert resumed.code == 0 and resumed.err == "", resumed.err
+    assert [r["prompt"] for r in read_records(out / "s")] == [json.loads(line)["prompt"] for line in lines]
+    rescored = cli("rescore", "--run", out / "s", "--scorer", "exact_match:mode=strict", "--run-id", "t", "-q")
+    assert rescored.code == 0, rescored.err
+    compared = cli("compare", "--run-a", out / "s", "--run-b", out / "t", "--format", "json")
+    assert compared.code == 0, compared.err
+    checked = cli("validate-dataset", "--task", spec, "--path", tests)
+    assert checked.code == 0, checked.out + checked.err
+    assert "few-shot: 2 files (" in checked.out and "4 examples, 4 valid, 0 problems" in checked.out
+    assert "with 2 few-shot examples: 6 samples, 6 rendered, 0 problems" in checked.out
