@@ -385,7 +385,7 @@ class Runner:
         path = self.plan.dataset_path
         if dataset_stamp(path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:
             self._fatal = DatasetError(
-                f"{path}: the dataset file changed while the run read it, so its records may mix the old lines "
+                f"{path}: the dataset changed while the run read it, so its records may mix the old lines "
                 "and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
                 "what changed)"
             )

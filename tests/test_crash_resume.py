@@ -154,7 +154,7 @@ def test_a_dataset_edited_during_the_run_fails_the_run_by_name_and_the_resume_re
     _, err = process.communicate(timeout=60)  # quiet: nothing on stdout
     assert process.returncode == 2, err
     assert err.strip().splitlines() == [
-        f"error: run failed: {dataset}: the dataset file changed while the run read it, so its records may mix "
+        f"error: run failed: {dataset}: the dataset changed while the run read it, so its records may mix "
         "the old lines and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
         "what changed)"
     ]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, CliResult, TaskRoot, read_records, write_jsonl
 
-from eval_harness.datasets import dataset_sha256, iter_positioned, validate_dataset
+from eval_harness.datasets import dataset_sha256, dataset_stamp, iter_positioned, validate_dataset
+from eval_harness.errors import DatasetUnreadableError
 
 Cli = Callable[..., CliResult]
 
@@ -193,3 +194,41 @@ def test_each_file_draws_its_examples_from_its_own_few_shot_file(cli: Cli, task_
     assert checked.code == 0, checked.out + checked.err
     assert "few-shot: 2 files (" in checked.out and "4 examples, 4 valid, 0 problems" in checked.out
     assert "with 2 few-shot examples: 6 samples, 6 rendered, 0 problems" in checked.out
+
+
+def test_lines_that_are_not_json_are_counted_per_file_and_named_by_it(task_root: TaskRoot) -> None:
+    # before: once a file's first line was not JSON, every later file's such lines were only counted with it
+    folder = task_root.root / "data" / "prose"
+    (folder).mkdir(parents=True)
+    (folder / "a.jsonl").write_text("hello there\nmore prose\nand more\n")
+    (folder / "b.jsonl").write_text("a,b,c\n1,2,3\n")
+    assert validate_dataset(folder).problem_lines() == [
+        f"{folder / 'a.jsonl'}:1: line: not JSON: this looks like plain text; the file is read as JSONL (one JSON "
+        "object per line)",
+        f"{folder / 'b.jsonl'}:1: line: not JSON: this looks like a CSV file with a header row (a, b, c); the file is "
+        "read as JSONL (one JSON object per line)",
+        f"... and 2 more lines that are not JSON either (lines 2-3 of {folder / 'a.jsonl'}), not listed one by one",
+        f"... and 1 more line that is not JSON either (line 2 of {folder / 'b.jsonl'}), not listed one by one",
+    ]
+
+
+def test_a_directory_holding_a_file_and_its_gzip_copy_is_refused(task_root: TaskRoot) -> None:
+    import gzip
+
+    folder = task_root.root / "data" / "twice"
+    path = write_jsonl(folder / "a.jsonl", records("a", 2))
+    (folder / "a.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))  # what `gzip -k` leaves
+    with pytest.raises(DatasetUnreadableError, match=r"holds both a\.jsonl and a\.jsonl\.gz, the same file twice"):
+        validate_dataset(folder)
+
+
+def test_a_file_renamed_during_a_run_changes_the_directorys_stamp(directory: Path) -> None:
+    before = dataset_stamp(directory)
+    (directory / "c_sums.jsonl").rename(directory / "d_sums.jsonl")  # same size, same time, same count
+    assert dataset_stamp(directory) != before
+
+
+def test_validate_dataset_lists_the_files_of_a_directory(cli: Cli, directory: Path) -> None:
+    result = cli("validate-dataset", "--path", directory)
+    assert result.code == 0, result.err
+    assert "files: a_sums.jsonl, b_sums.jsonl, c_sums.jsonl\n" in result.out

@@ -289,7 +289,7 @@ def test_few_shot_path_from_dataset_matches_a_relative_dataset_path(
     _with_few_shot(task_root, f"[few_shot]\nk = 1\n{shots}\n")
     monkeypatch.chdir(subjects)
     plan = plan_run(config(task_root, dataset=Path("test/x_test.jsonl")))
-    assert [example.id for example in plan.examples] == ["d1"]
+    assert [example.id for example in plan.few_shot.examples] == ["d1"]
 
 
 def test_two_runs_planned_with_one_run_id_leave_one_record_per_key(task_root: TaskRoot) -> None:

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -82,6 +83,8 @@ class UnlistedLines:
     count: int = 0
     first: int = 0
     last: int = 0
+    path: str = ""
+    """The file they are in (a dataset directory's: each file has its own)."""
 
     def add(self, line: int) -> None:
         self.count += 1
@@ -106,7 +109,10 @@ class DatasetReport:
     problem_count: int = 0
     warnings: list[str] = field(default_factory=list)
     not_json: UnlistedLines | None = None
-    """Set when the first line is not JSON at all (a CSV header, text): later such lines are only counted."""
+    """Set when the first line of the file being read is not JSON at all (a CSV header, text): later such lines
+    of that file are only counted."""
+    not_json_spans: list[UnlistedLines] = field(default_factory=list)
+    """Every file's ``not_json``, in order (a dataset directory may have several)."""
 
     @property
     def ok(self) -> bool:
@@ -127,17 +133,21 @@ class DatasetReport:
         """Count a line that is not JSON, after the first line said what the file looks like."""
         self.problem_count += 1
         if self.not_json is None:
-            self.not_json = UnlistedLines()
+            self.not_json = UnlistedLines(path=self.path)
+            self.not_json_spans.append(self.not_json)
         self.not_json.add(line)
 
     def problem_lines(self) -> list[str]:
         """The shown problems, then a count of the rest."""
         lines = [str(p) for p in self.problems]
         hidden = self.problem_count - len(self.problems)
-        span = self.not_json
-        if span is not None and span.count:
+        for span in self.not_json_spans:
+            if not span.count:
+                continue
             hidden -= span.count
             which = f"line {span.first}" if span.count == 1 else f"lines {span.first}-{span.last}"
+            if span.path != self.path:  # a dataset directory's file
+                which += f" of {span.path}"
             more = "1 more line that is" if span.count == 1 else f"{span.count} more lines that are"
             lines.append(f"... and {more} not JSON either ({which}), not listed one by one")
         if hidden > 0:
@@ -249,6 +259,13 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
     except OSError as exc:
         raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
     members = sorted((p for p in found if not p.is_dir()), key=lambda p: p.name)
+    names = {member.name for member in members}
+    twice = next((name for name in sorted(names) if name.endswith(".gz") and name[:-3] in names), None)
+    if twice is not None:  # `gzip -k` leaves both: every sample would be evaluated twice
+        raise DatasetUnreadableError(
+            f"{path}: cannot read the dataset: it holds both {twice[:-3]} and {twice}, the same file twice as "
+            "far as can be told; keep one"
+        )
     if not members:
         other = [fmt for fmt, ends in MEMBER_SUFFIXES.items() if ends != suffixes and any(path.glob(f"*{ends[0]}*"))]
         hint = f" (it holds {other[0].upper()} files: a task that reads {other[0].upper()} reads them)" if other else ""
@@ -271,8 +288,9 @@ def dataset_sha256(path: Path, spec: DatasetSpec | None = None) -> str:
 
 
 def dataset_stamp(path: Path, spec: DatasetSpec | None = None) -> tuple[int, ...] | None:
-    """``file_stamp`` of the dataset; of a directory, its files' sizes summed, the latest of their times and how
-    many there are (not the directory's own time: a run's output or an editor's file beside them changes it)."""
+    """``file_stamp`` of the dataset; of a directory, its files' sizes summed, the latest of their times, how many
+    there are and their names (not the directory's own time: a run's output or an editor's file beside them
+    changes it)."""
     if not path.is_dir():
         return file_stamp(path)
     try:
@@ -282,7 +300,9 @@ def dataset_stamp(path: Path, spec: DatasetSpec | None = None) -> tuple[int, ...
     stamps = [stamp for stamp in map(file_stamp, members) if stamp is not None]
     if len(stamps) < len(members):
         return None
-    return sum(size for size, _ in stamps), max(time for _, time in stamps), len(stamps)
+    # a rename keeps sizes and times: the names are part of the stamp too
+    names = zlib.crc32("\0".join(member.name for member in members).encode("utf-8", "surrogateescape"))
+    return sum(size for size, _ in stamps), max(time for _, time in stamps), len(stamps), names
 
 
 def _member_digest(digest: hashlib._Hash, name: str, sha256: str) -> None:
@@ -391,7 +411,7 @@ def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, wher
     "invalid JSON" again; a line that begins like JSON ('{' or '[') always gets its own JSON error."""
     report = scan.report
     meant_as_json = text.startswith(("{", "["))
-    if report.not_json is not None and not meant_as_json:
+    if report.not_json is not None and report.not_json.path == where and not meant_as_json:
         report.add_not_json(lineno)
         return
     lines_before, blank_before, _ = scan.before
@@ -405,7 +425,8 @@ def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, wher
                 f"not JSON: this looks like {_looks_like(text)}; {scan.reader} (one JSON object per line)",
             )
         )
-        report.not_json = UnlistedLines()
+        report.not_json = UnlistedLines(path=where)
+        report.not_json_spans.append(report.not_json)
         return
     report.add(Problem(where, lineno, "line", f"invalid JSON: {_json_error(text, refused)}"))
 

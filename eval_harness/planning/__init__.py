@@ -112,13 +112,11 @@ class RunPlan:
     provider: Provider
     judge: Gateway | None
     generation: GenerateConfig
-    examples: list[Sample]
     excluded_ids: frozenset[str]
     manifest: RunManifest
     run_dir: Path
     few_shot: FewShot = field(default_factory=FewShot)
-    """The few-shot examples (``examples``), and, for a dataset directory whose files each have a few-shot file,
-    those of each file (``few_shot.for_member``)."""
+    """The few-shot examples: a sample of a dataset directory's file is shown ``few_shot.for_member(file)``."""
     dataset_stamp: tuple[int, ...] | None = None
     """The dataset's size and modification time before it was checked (see ``dataset_stamp``)."""
     prompt_inputs_sha256: str | None = None
@@ -345,7 +343,6 @@ def _plan(
         provider=parts.provider,
         judge=parts.judge,
         generation=generation,
-        examples=parts.few_shot.examples,
         few_shot=parts.few_shot,
         excluded_ids=parts.few_shot.excluded,
         manifest=manifest,

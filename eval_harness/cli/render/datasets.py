@@ -20,9 +20,11 @@ def print_dataset_report(report: DatasetReport) -> None:
         f"{report.path}: {counted(report.lines, 'line')}, {report.valid:,} valid, {len(report.blank_lines):,} blank, "
         f"{counted(len(report.duplicate_ids), 'duplicate id')}, {counted(report.problem_count, 'problem')}"
     )
+    if report.members:
+        stdout.print(f"files: {', '.join(report.members)}", markup=False, soft_wrap=True)
     stdout.print(f"axes: {axes}")
     stdout.print(f"sha256: {report.sha256}")
-    if report.blank_lines:
+    if report.blank_lines and not report.members:  # a directory's numbers would mix its files
         shown = ", ".join(map(str, report.blank_lines[:10]))
         more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""
         stdout.print(f"blank lines (allowed, skipped): {shown}{more}")
