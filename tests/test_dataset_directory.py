@@ -232,3 +232,34 @@ def test_validate_dataset_lists_the_files_of_a_directory(cli: Cli, directory: Pa
     result = cli("validate-dataset", "--path", directory)
     assert result.code == 0, result.err
     assert "files: a_sums.jsonl, b_sums.jsonl, c_sums.jsonl\n" in result.out
+
+
+def test_an_example_equal_to_a_sample_of_another_file_is_kept_as_a_run_of_its_own_file_keeps_it(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: every file's pool was compared with every file's samples, so beta's copy of alpha's example took it
+    # out of alpha's prompts, which a run of alpha alone shows
+    shots, tests = task_root.root / "data" / "dev", task_root.root / "data" / "test"
+    write_jsonl(tests / "alpha_test.jsonl", records("alpha", 2) + records("alpha", 1, start=901))
+    write_jsonl(tests / "beta_test.jsonl", records("beta", 1, start=900) + records("beta", 1, start=500))
+    write_jsonl(shots / "alpha_dev.jsonl", records("alpha", 2, start=900))
+    write_jsonl(shots / "beta_dev.jsonl", records("beta", 2, start=1400))
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    spec = task_root.task(
+        "shots",
+        'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n'
+        "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'\n"
+        '[[scorers]]\nname = "exact_match"\n',
+    )
+    out = task_root.root / "results"
+    result = cli("run", "--task", spec, "--dataset", tests, "--output-dir", out, "--run-id", "x", "-q")
+    assert result.code == 0, result.err
+    # alpha's own sample "901 + 1" is its second example: left out of alpha's draw, and said so; beta's copy of
+    # alpha's first example ("900 + 1") is no reason to leave that one out
+    assert result.err.startswith("few-shot: left out 1 example of ") and "alpha_dev.jsonl" in result.err
+    for record in read_records(out / "x"):
+        prompt = record["prompt"][-1]["content"]
+        if record["axis"] == "alpha":
+            assert prompt.startswith("What is 900 + 1? 901\nWhat is") and "What is 901 + 1? 902\nWhat" not in prompt
+        else:
+            assert prompt.startswith("What is 1400 + 1? 1401\nWhat is 1401 + 1? 1402\n")

@@ -193,8 +193,9 @@ class OverlapWatcher(Protocol):
     """What ``validate_dataset`` feeds every valid line to, in its one pass (e.g. the few-shot leak check,
     ``planning._few_shot.PoolOverlap``)."""
 
-    def see(self, sample_id: str, fields: dict[str, Any]) -> None:
-        """One valid sample of the dataset, as ``Sample`` fields."""
+    def see(self, sample_id: str, fields: dict[str, Any], member: str | None, /) -> None:
+        """One valid sample of the dataset, as ``Sample`` fields, and the dataset directory's file it is in (None
+        for a dataset of one file)."""
 
 
 def validate_dataset(
@@ -538,7 +539,7 @@ def _checked_sample(
             report.duplicate_ids.append(sample_id)
             return None
         if scan.overlap is not None:
-            scan.overlap.see(sample_id, fields)
+            scan.overlap.see(sample_id, fields, scan.member)
     report.valid += 1
     report.axis_counts[fields["axis"]] += 1
     return None if scan.validating else Sample(**fields)

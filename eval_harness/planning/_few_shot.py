@@ -48,8 +48,8 @@ class PoolOverlap:
         self.found: dict[str, str] = {}
         """Pool example id -> the id of the first dataset sample found equal to it."""
 
-    def see(self, sample_id: str, fields: dict[str, Any]) -> None:
-        """Compare one dataset sample (``Sample`` fields) with the pool."""
+    def see(self, sample_id: str, fields: dict[str, Any], member: str | None = None, /) -> None:
+        """Compare one dataset sample (``Sample`` fields) with the pool (whatever file it is in)."""
         candidates = self._by_question.get(_question(fields["input"]))
         if candidates is None:
             return
@@ -61,6 +61,27 @@ class PoolOverlap:
                 and (example.choices or None) == choices
             ):
                 self.found.setdefault(example.id, sample_id)
+
+
+class _JoinedOverlap(PoolOverlap):
+    """A dataset directory's pools, each compared with its own file's samples only: an example is shown only to
+    the samples of the file whose pool it is in, so only those can have it leak (a directory then draws the
+    examples each of its files would draw alone)."""
+
+    def __init__(self, pools: dict[str, Pool]) -> None:
+        super().__init__(())
+        self._pools = pools
+
+    def see(self, sample_id: str, fields: dict[str, Any], member: str | None = None, /) -> None:
+        pool = self._pools.get(member) if member is not None else None
+        if pool is None:
+            return
+        found = pool.overlap.found
+        before = len(found)
+        pool.overlap.see(sample_id, fields, member)
+        if len(found) != before:  # rare: an example that is a sample; kept here too for the notes and counts
+            for example_id, twin in found.items():
+                self.found.setdefault(example_id, twin)
 
 
 def _question(value: str | list[ChatMessage]) -> str:
@@ -215,7 +236,7 @@ def joined_pools(dataset_path: Path, pools: dict[str, Pool]) -> Pool:
     """A dataset directory's pools (``few_shot_files``, each loaded) as the one pool its pass compares."""
     examples = [example for pool in pools.values() for example in pool.examples]
     lines = {id_: line for pool in pools.values() for id_, line in pool.lines.items()}
-    return Pool(dataset_path, examples, lines, PoolOverlap(examples), pools)
+    return Pool(dataset_path, examples, lines, _JoinedOverlap(pools), pools)
 
 
 def load_pool(task: LoadedTask, path: Path) -> Pool:
@@ -302,9 +323,9 @@ def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
     run refused: the rest of the file is still a valid pool, and the draw stays a function of the files. A
     dataset directory's pools are drawn from each on its own."""
     if pool.by_member:
+        # each file's own findings (an empty ``found`` asks for the draw that leaves nothing out)
         drawn = {
-            member: _chosen(task, own, {id_: twin for id_, twin in found.items() if id_ in own.lines})
-            for member, own in pool.by_member.items()
+            member: _chosen(task, own, own.overlap.found if found else {}) for member, own in pool.by_member.items()
         }
         notes = [chosen.note for chosen in drawn.values() if chosen.note]
         return FewShot(
