@@ -160,7 +160,8 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
         pool_paths: dict[str, Path | None] = {**few_shot_files(loaded, path)} or {"": few_shot_file(loaded, path)}
         shown = {member: Path(_shown(pool_path)) for member, pool_path in pool_paths.items() if pool_path is not None}
         assert shown, "a task that draws k > 0 examples from a file names one"
-        pool_reports = [validate_dataset(pool_path, spec.dataset, task=spec.name) for pool_path in shown.values()]
+        # files sharing one few-shot file: it is checked once
+        pool_reports = [validate_dataset(each, spec.dataset, task=spec.name) for each in dict.fromkeys(shown.values())]
         pool_report = next((each for each in pool_reports if not each.ok), None) or _joined(pool_reports)
     except (ConfigError, DatasetUnreadableError) as exc:
         report = validate_dataset(path, spec.dataset, task=spec.name)
@@ -173,7 +174,9 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         return Preflight(report, check, None, "the few-shot file has problems (run takes no example from it)")
     # checked just above: its examples held as run holds them
-    pools = {member: load_pool(loaded, pool_path) for member, pool_path in pool_paths.items() if pool_path}
+    files = {member: pool_path for member, pool_path in pool_paths.items() if pool_path is not None}
+    loads = {each: load_pool(loaded, each) for each in dict.fromkeys(files.values())}
+    pools = {member: loads[each] for member, each in files.items()}
     pool = pools[""] if "" in pools else joined_pools(path, pools)
     report = validate_dataset(path, spec.dataset, task=spec.name, overlap=pool.overlap)
     check.also_samples = len(pool.overlap.found)

@@ -263,3 +263,58 @@ def test_an_example_equal_to_a_sample_of_another_file_is_kept_as_a_run_of_its_ow
             assert prompt.startswith("What is 900 + 1? 901\nWhat is") and "What is 901 + 1? 902\nWhat" not in prompt
         else:
             assert prompt.startswith("What is 1400 + 1? 1401\nWhat is 1401 + 1? 1402\n")
+
+
+def few_shot_task(task_root: TaskRoot, source: str) -> Path:
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    return task_root.task(
+        "shots",
+        f'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n{source}\n[[scorers]]\nname = "exact_match"\n',
+    )
+
+
+def test_a_fixed_few_shot_file_that_is_one_of_the_directorys_files_is_refused_as_the_dataset_itself(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    spec = few_shot_task(task_root, f'path = "{directory / "b_sums.jsonl"}"')
+    result = cli("run", "--task", spec, "--dataset", directory, "--dry-run")
+    assert result.code == 2
+    assert "few-shot examples would come from the dataset under evaluation; use holdout_fraction" in result.err
+
+
+def test_a_file_the_few_shot_pattern_does_not_match_is_named_with_why_every_file_must_match(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    tests = task_root.root / "data" / "test"
+    write_jsonl(tests / "alpha_test.jsonl", records("alpha", 2))
+    write_jsonl(tests / "extra.jsonl", records("extra", 2))
+    write_jsonl(task_root.root / "data" / "dev" / "alpha_dev.jsonl", records("alpha", 2, start=900))
+    spec = few_shot_task(task_root, "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'")
+    result = cli("run", "--task", spec, "--dataset", tests, "--dry-run")
+    assert result.code == 2 and f"does not match {tests.resolve() / 'extra.jsonl'}" in result.err, result.err
+    assert (
+        f"(a file of the dataset directory {tests}: each file's few-shot file is derived from its own path"
+        in result.err
+    )
+
+
+def test_files_that_share_a_few_shot_file_have_it_read_once(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_harness.planning import _few_shot
+    from eval_harness.tasks import find_task
+
+    tests = task_root.root / "data" / "test"
+    for axis in ("alpha", "beta", "gamma"):
+        write_jsonl(tests / f"{axis}_test.jsonl", records(axis, 2))
+    write_jsonl(task_root.root / "data" / "dev" / "all_dev.jsonl", records("dev", 3, start=900))
+    spec = few_shot_task(task_root, "path_from_dataset = '^(.*)/test/[a-z]+_test\\.jsonl$ => \\1/dev/all_dev.jsonl'")
+    checked: list[Path] = []
+    real = _few_shot._checked_file_pool
+    monkeypatch.setattr(_few_shot, "_checked_file_pool", lambda task, path: checked.append(path) or real(task, path))
+    pool = _few_shot._load_pool(find_task(str(spec)), tests)
+    assert pool is not None and sorted(pool.by_member) == ["alpha_test.jsonl", "beta_test.jsonl", "gamma_test.jsonl"]
+    assert checked == [task_root.root / "data" / "dev" / "all_dev.jsonl"]
+    shown = cli("validate-dataset", "--task", spec, "--path", tests)
+    assert shown.code == 0, shown.out + shown.err
+    assert "all_dev.jsonl: 3 examples, 3 valid, 0 problems" in shown.out  # one file, not "3 files (...)"

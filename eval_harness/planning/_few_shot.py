@@ -135,7 +135,15 @@ def few_shot_files(task: LoadedTask, dataset_path: Path) -> dict[str, Path]:
         return {}
     files = {}
     for member in dataset_members(dataset_path, task.spec.dataset):
-        path = few_shot_file(task, member)
+        try:
+            path = few_shot_file(task, member)
+        except ConfigError as exc:
+            if "does not match" not in str(exc):
+                raise
+            raise ConfigError(
+                f"{exc} (a file of the dataset directory {dataset_path}: each file's few-shot file is derived from "
+                "its own path, so the pattern must match every file's)"
+            ) from None
         assert path is not None, "path_from_dataset with k > 0 names a file"
         files[member.name] = path
     return files
@@ -166,7 +174,8 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
                 f"{task.place('few_shot', key)}: {pool_path}: no such file; there is {found}: copy it to "
                 f"{pool_path.parent}"
             )
-    if pool_path.resolve() == dataset_path.resolve():
+    evaluated = dataset_members(dataset_path, task.spec.dataset) if dataset_path.is_dir() else [dataset_path]
+    if pool_path.resolve() in {path.resolve() for path in evaluated}:
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
         )
@@ -215,7 +224,11 @@ def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
     the examples come from no file."""
     files = few_shot_files(task, dataset_path)
     if files:
-        return joined_pools(dataset_path, {member: _checked_file_pool(task, path) for member, path in files.items()})
+        loaded: dict[Path, Pool] = {}  # files may share one few-shot file: checked and loaded once
+        for shots in files.values():
+            if shots not in loaded:
+                loaded[shots] = _checked_file_pool(task, shots)
+        return joined_pools(dataset_path, {member: loaded[shots] for member, shots in files.items()})
     path = few_shot_file(task, dataset_path)
     return None if path is None else _checked_file_pool(task, path)
 
