@@ -41,6 +41,18 @@ def adder(task_root: TaskRoot) -> Path:
     return task_root.root / "tasks" / "adder.toml"
 
 
+PER_FILE = "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'"
+"""Each test file's examples from the dev file of its name, as the mmlu task maps them."""
+
+
+def few_shot_task(task_root: TaskRoot, source: str) -> Path:
+    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
+    return task_root.task(
+        "shots",
+        f'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n{source}\n[[scorers]]\nname = "exact_match"\n',
+    )
+
+
 def test_the_files_are_read_in_name_order_as_one_dataset_with_their_names_and_lines(directory: Path) -> None:
     report = validate_dataset(directory)
     assert report.ok and report.valid == 9 and report.members == ["a_sums.jsonl", "b_sums.jsonl", "c_sums.jsonl"]
@@ -167,13 +179,7 @@ def test_each_file_draws_its_examples_from_its_own_few_shot_file(cli: Cli, task_
     for axis, start in (("alpha", 0), ("beta", 500)):
         write_jsonl(tests / f"{axis}_test.jsonl", records(axis, 3, start=start))
         write_jsonl(shots / f"{axis}_dev.jsonl", records(axis, 2, start=start + 900))
-    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
-    spec = task_root.task(
-        "shots",
-        'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n'
-        "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'\n"
-        '[[scorers]]\nname = "exact_match"\n',
-    )
+    spec = few_shot_task(task_root, PER_FILE)
     out = task_root.root / "results"
     result = cli("run", "--task", spec, "--dataset", tests, "--output-dir", out, "--run-id", "s", "-q")
     assert result.code == 0, result.err
@@ -244,13 +250,7 @@ def test_an_example_equal_to_a_sample_of_another_file_is_kept_as_a_run_of_its_ow
     write_jsonl(tests / "beta_test.jsonl", records("beta", 1, start=900) + records("beta", 1, start=500))
     write_jsonl(shots / "alpha_dev.jsonl", records("alpha", 2, start=900))
     write_jsonl(shots / "beta_dev.jsonl", records("beta", 2, start=1400))
-    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
-    spec = task_root.task(
-        "shots",
-        'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n'
-        "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'\n"
-        '[[scorers]]\nname = "exact_match"\n',
-    )
+    spec = few_shot_task(task_root, PER_FILE)
     out = task_root.root / "results"
     result = cli("run", "--task", spec, "--dataset", tests, "--output-dir", out, "--run-id", "x", "-q")
     assert result.code == 0, result.err
@@ -263,14 +263,6 @@ def test_an_example_equal_to_a_sample_of_another_file_is_kept_as_a_run_of_its_ow
             assert prompt.startswith("What is 900 + 1? 901\nWhat is") and "What is 901 + 1? 902\nWhat" not in prompt
         else:
             assert prompt.startswith("What is 1400 + 1? 1401\nWhat is 1401 + 1? 1402\n")
-
-
-def few_shot_task(task_root: TaskRoot, source: str) -> Path:
-    task_root.template("shots.jinja2", "{% for e in examples %}{{ e.input }} {{ e.target }}\n{% endfor %}{{ input }}\n")
-    return task_root.task(
-        "shots",
-        f'name = "shots"\ntemplate = "shots.jinja2"\n[few_shot]\nk = 2\n{source}\n[[scorers]]\nname = "exact_match"\n',
-    )
 
 
 def test_a_fixed_few_shot_file_that_is_one_of_the_directorys_files_is_refused_as_the_dataset_itself(
@@ -289,7 +281,7 @@ def test_a_file_the_few_shot_pattern_does_not_match_is_named_with_why_every_file
     write_jsonl(tests / "alpha_test.jsonl", records("alpha", 2))
     write_jsonl(tests / "extra.jsonl", records("extra", 2))
     write_jsonl(task_root.root / "data" / "dev" / "alpha_dev.jsonl", records("alpha", 2, start=900))
-    spec = few_shot_task(task_root, "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'")
+    spec = few_shot_task(task_root, PER_FILE)
     result = cli("run", "--task", spec, "--dataset", tests, "--dry-run")
     assert result.code == 2 and f"does not match {tests.resolve() / 'extra.jsonl'}" in result.err, result.err
     assert (
