@@ -568,6 +568,7 @@ def test_a_ca_bundle_that_cannot_be_loaded_stops_the_run_naming_ssl_cert_file(tm
         result = cli(tmp_path, *args, env={"SSL_CERT_FILE": str(bundle)})
         assert result.returncode == 2, result.stderr
         assert f"SSL_CERT_FILE={bundle}: cannot load it as a CA bundle ({reason}" in result.stderr
+        assert not (tmp_path / "results").exists()  # before: found at the first request, the run recorded "failed"
 
 
 def test_a_proxy_variable_that_is_no_url_is_refused_before_the_run_without_showing_it(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from eval_harness.errors import (
     ServerUntrustedError,
     json_type_name,
 )
-from eval_harness.providers._wires import ACCEPTED_ENCODINGS, Wire, WireKind, open_wire
+from eval_harness.providers._wires import ACCEPTED_ENCODINGS, Wire, WireKind, check_ca_bundle, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import Completion, GenerateConfig, Usage
 
@@ -592,6 +592,9 @@ class HTTPProvider(Provider):
         self.wire_kind: WireKind = options.http_transport or _default_wire(self.base_url)
         if options.http_transport == "httpx":  # chosen on purpose, it proxies too: the variable checked the same
             checked_proxy(self.base_url)
+        if self.base_url.startswith("https:") and not context.offline:
+            # before the run exists, as a bad proxy variable is: at the first request the run stopped "failed"
+            check_ca_bundle()
         # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should
         # not include the imports.
         if self.wire_kind != "pooled":
