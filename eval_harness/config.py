@@ -51,6 +51,9 @@ class RunConfig(BaseModel):
     )
     epochs: int = Field(default=1, ge=1, le=MAX_EPOCHS, description="Times each sample is run.")
     limit: int | None = Field(default=None, ge=1, le=MAX_COUNT, description="Evaluate only the first N samples.")
+    limit_per_axis: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Evaluate only the first N samples of each axis."
+    )
     seed: int = Field(
         default=0,
         ge=-(2**63),

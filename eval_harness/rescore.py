@@ -87,6 +87,7 @@ def plan_rescore(
             concurrency=concurrency,
             epochs=source.epochs,
             limit=source.limit,
+            limit_per_axis=source.limit_per_axis,
             seed=source.seed,
             generation=source.task.generation.model_dump(exclude_none=True),
             judge_model=judge_model,

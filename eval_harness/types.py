@@ -339,6 +339,9 @@ class RunManifest(BaseModel):
     seed: int
     epochs: int = Field(ge=1)
     limit: int | None
+    limit_per_axis: int | None = Field(
+        default=None, description="--limit-per-axis: the first N samples of each axis (None: all; before --limit)."
+    )
     concurrency: int = Field(description="--concurrency of the last session (a resume keeps it).")
     timeout_s: float = Field(description="--timeout of the last session (a resume keeps it).")
     rpm: float | None = Field(default=None, description="--rpm of the last session (a resume keeps it).")

@@ -310,3 +310,37 @@ def test_files_that_share_a_few_shot_file_have_it_read_once(
     shown = cli("validate-dataset", "--task", spec, "--path", tests)
     assert shown.code == 0, shown.out + shown.err
     assert "all_dev.jsonl: 3 examples, 3 valid, 0 problems" in shown.out  # one file, not "3 files (...)"
+
+
+def test_limit_per_axis_runs_the_first_samples_of_every_axis_and_keeps_to_them_on_resume_and_rescore(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    # --limit takes the first files' samples only: a quick run over every subject of a directory needs this
+    out = task_root.root / "results"
+    dry = cli("run", "--task", adder(task_root), "--dataset", directory, "--limit-per-axis", "2", "--dry-run")
+    assert dry.code == 0 and "6 prompts rendered; nothing was called or written" in dry.out, dry.out + dry.err
+    made = cli("run", "--task", adder(task_root), "--dataset", directory, "--limit-per-axis", "2",
+               "--output-dir", out, "--run-id", "p", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    taken = [(r["dataset_file"], r["dataset_line"]) for r in read_records(out / "p")]
+    assert taken == [("a_sums.jsonl", 1), ("a_sums.jsonl", 2), ("b_sums.jsonl", 1), ("b_sums.jsonl", 2),
+                     ("c_sums.jsonl", 1), ("c_sums.jsonl", 2)]  # fmt: skip
+    manifest = json.loads((out / "p" / "manifest.json").read_text())
+    assert (manifest["limit_per_axis"], manifest["expected_records"]) == (2, 6)
+    lines = (out / "p" / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "p" / "samples.jsonl").write_bytes(b"".join(lines[:3]))
+    resumed = cli("resume", out / "p", "-q")
+    assert resumed.code == 0, resumed.err
+    assert sorted((r["dataset_file"], r["dataset_line"]) for r in read_records(out / "p")) == taken
+    rescored = cli("rescore", "--run", out / "p", "--scorer", "exact_match", "--run-id", "q", "-q")
+    assert rescored.code == 0 and len(read_records(out / "q")) == 6, rescored.err
+    both = cli("run", "--task", adder(task_root), "--dataset", directory, "--limit-per-axis", "2", "--limit", "5",
+               "--output-dir", out, "--run-id", "l", "-q")  # fmt: skip
+    assert both.code == 0 and [(r["dataset_file"], r["dataset_line"]) for r in read_records(out / "l")] == taken[:5]
+    everything = cli("run", "--task", adder(task_root), "--dataset", directory, "--output-dir", out, "--run-id", "c")
+    assert everything.code == 0, everything.err
+    compared = cli("compare", "--run-a", out / "p", "--run-b", out / "c", "--format", "json")
+    assert compared.code == 0, compared.err
+    assert [c["text"] for c in json.loads(compared.out)["differs"]] == ["limit_per_axis 2 → unset"]
+    refused = cli("run", "--resume", out / "p", "--limit-per-axis", "3")
+    assert refused.code == 2 and "--limit-per-axis" in refused.err, refused.err

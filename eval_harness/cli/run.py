@@ -205,7 +205,8 @@ def _generation_overrides(temperature: float | None, max_tokens: int | None) -> 
 _FLAGS = {
     "task": "--task", "model": "--model", "model_args": "--model-arg", "dataset": "--dataset",
     "output_dir": "--output-dir", "run_id": "--run-id", "concurrency": "--concurrency", "epochs": "--epochs",
-    "limit": "--limit", "seed": "--seed", "timeout_s": "--timeout", "max_retries": "--max-retries",
+    "limit": "--limit", "limit_per_axis": "--limit-per-axis", "seed": "--seed", "timeout_s": "--timeout",
+    "max_retries": "--max-retries",
     "generation": "--temperature/--max-tokens", "rpm": "--rpm", "tpm": "--tpm", "judge_model": "--judge-model",
     "judge_args": "--judge-arg", "cache": "--cache",
 }  # fmt: skip
@@ -215,7 +216,8 @@ _FLAGS = {
 _FIXED_BY_THE_RUN = {
     "task": "--task", "model": "--model", "dataset": "--dataset",
     "skip_invalid": "--skip-invalid", "run_id": "--run-id", "output_dir": "--output-dir", "epochs": "--epochs",
-    "limit": "--limit", "seed": "--seed", "temperature": "--temperature", "max_tokens": "--max-tokens",
+    "limit": "--limit", "limit_per_axis": "--limit-per-axis", "seed": "--seed", "temperature": "--temperature",
+    "max_tokens": "--max-tokens",
     "dry_run_": "--dry-run", "judge_model": "--judge-model", "judge_arg": "--judge-arg",
 }  # fmt: skip
 """The options (parameter name: flag) a resumed run keeps from its manifest."""
@@ -253,6 +255,12 @@ def run_command(
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight at most.")] = 16,
     epochs: Annotated[int, typer.Option(min=1, max=MAX_EPOCHS, help="Run each sample K times.")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N samples.")] = None,
+    limit_per_axis: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Only the first N samples of each axis (a quick run over every subject; --limit then applies)."
+        ),
+    ] = None,
     seed: Annotated[
         int,
         typer.Option(
@@ -345,6 +353,7 @@ def run_command(
             concurrency=concurrency,
             epochs=epochs,
             limit=limit,
+            limit_per_axis=limit_per_axis,
             seed=seed,
             timeout_s=timeout,
             max_retries=5 if max_retries is None else max_retries,

@@ -86,7 +86,7 @@ def differing_settings(a: RunManifest, b: RunManifest) -> list[SettingChange]:
     changes += _leaf_changes("task.pass_threshold", ta.pass_threshold, tb.pass_threshold)
     judges = [m.judge.model_dump(mode="json") if m.judge else None for m in (a, b)]
     changes += _leaf_changes("judge", *judges)
-    for name in ("seed", "epochs", "limit"):
+    for name in ("seed", "epochs", "limit", "limit_per_axis"):
         changes += _leaf_changes(name, getattr(a, name), getattr(b, name))
     if a.source_run != b.source_run:  # a rescore's outputs, named by the source run's directory
         ids = " → ".join(Path(run).name if run else "unset" for run in (a.source_run, b.source_run))

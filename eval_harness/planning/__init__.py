@@ -22,6 +22,7 @@ Imports flow one way, down these rows: a module imports only from rows below its
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from eval_harness.datasets import (
     dataset_stamp,
     is_compressed,
     iter_positioned,
+    iter_samples,
     validate_dataset,
 )
 from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError, spoken_duration
@@ -117,6 +119,8 @@ class RunPlan:
     run_dir: Path
     few_shot: FewShot = field(default_factory=FewShot)
     """The few-shot examples: a sample of a dataset directory's file is shown ``few_shot.for_member(file)``."""
+    included_ids: frozenset[str] | None = None
+    """The samples ``--limit-per-axis`` takes (None: every one not held out)."""
     dataset_stamp: tuple[int, ...] | None = None
     """The dataset's size and modification time before it was checked (see ``dataset_stamp``)."""
     prompt_inputs_sha256: str | None = None
@@ -266,9 +270,27 @@ def _provider_context(config: RunConfig, settings: Settings, axes: frozenset[str
     )
 
 
-def _counted_samples(report: DatasetReport, excluded: frozenset[str], limit: int | None) -> int:
-    available = report.valid - len(excluded)
+def _counted_samples(
+    report: DatasetReport, excluded: frozenset[str], included: frozenset[str] | None, limit: int | None
+) -> int:
+    available = report.valid - len(excluded) if included is None else len(included)
     return min(available, limit) if limit is not None else available
+
+
+def _first_of_each_axis(
+    task: LoadedTask, dataset_path: Path, excluded: frozenset[str], per_axis: int | None
+) -> frozenset[str] | None:
+    """The ids of the first ``per_axis`` samples of each axis in dataset order, past those held out as examples
+    (``--limit-per-axis``); None without it. One pass: the axis of a line is known once its sample is built."""
+    if per_axis is None:
+        return None
+    taken: Counter[str] = Counter()
+    chosen: set[str] = set()
+    for sample in iter_samples(dataset_path, task.spec.dataset):
+        if sample.id not in excluded and taken[sample.axis] < per_axis:
+            taken[sample.axis] += 1
+            chosen.add(sample.id)
+    return frozenset(chosen)
 
 
 @dataclass
@@ -284,6 +306,8 @@ class _Parts:
     few_shot: FewShot
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
+    included: frozenset[str] | None = None
+    """The samples ``--limit-per-axis`` takes (None: every one; see ``_first_of_each_axis``)."""
 
     @property
     def fingerprint(self) -> str:
@@ -345,6 +369,7 @@ def _plan(
         generation=generation,
         few_shot=parts.few_shot,
         excluded_ids=parts.few_shot.excluded,
+        included_ids=parts.included,
         manifest=manifest,
         run_dir=run_dir,
         dataset_stamp=dataset_stamp,
@@ -395,6 +420,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     refusal = holdout_refusal(task, dataset_path, report, parts.few_shot.excluded)
     if refusal is not None:
         raise refusal
+    parts.included = _first_of_each_axis(task, dataset_path, parts.few_shot.excluded, config.limit_per_axis)
     manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
@@ -486,9 +512,11 @@ def _new_manifest(
         seed=config.seed,
         epochs=config.epochs,
         limit=config.limit,
+        limit_per_axis=config.limit_per_axis,
         fingerprint=parts.fingerprint,
         **session_settings(config),
-        expected_records=_counted_samples(report, parts.few_shot.excluded, config.limit) * config.epochs,
+        expected_records=_counted_samples(report, parts.few_shot.excluded, parts.included, config.limit)
+        * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
         judge=judge_info(parts.judge),
@@ -587,6 +615,7 @@ def plan_resume(
     report, compared = _resumed_dataset(task, dataset_path, manifest, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
     parts = _parts(config, task, report, settings, few_shot)
+    parts.included = _first_of_each_axis(task, dataset_path, few_shot.excluded, config.limit_per_axis)
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
     changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
     if changed and not force:
@@ -648,7 +677,7 @@ def work_items(
     start: Position | None = None,
     taken_before: int = 0,
 ) -> Iterator[tuple[Position, Sample, int]]:
-    """(position, sample, epoch) in dataset order, after hold-out and --limit.
+    """(position, sample, epoch) in dataset order, after hold-out, --limit-per-axis and --limit.
 
     ``finished(sample_id, position)`` lets a resume pass over samples whose every epoch is recorded without
     building them; they still count toward --limit. ``start`` (a resume frontier) begins there, with
@@ -657,9 +686,11 @@ def work_items(
     taken = taken_before
     limit = plan.config.limit
 
+    included = plan.included_ids
+
     def pass_over(sample_id: str, position: Position) -> bool:
         nonlocal taken
-        if sample_id in plan.excluded_ids:
+        if sample_id in plan.excluded_ids or (included is not None and sample_id not in included):
             return True
         if limit is not None and taken >= limit:
             return False  # let the loop below see it and stop

@@ -72,6 +72,7 @@ def _resume_config(
             concurrency=_kept(overrides.concurrency, manifest.concurrency),
             epochs=manifest.epochs,
             limit=manifest.limit,
+            limit_per_axis=manifest.limit_per_axis,
             seed=manifest.seed,
             timeout_s=_kept(overrides.timeout_s, manifest.timeout_s),
             rpm=_kept(overrides.rpm, manifest.rpm) or None,  # 0 given now: no limit from here on
