@@ -285,3 +285,17 @@ async def test_max_response_bytes_sets_the_cap(server: FakeLLMServer, wire: str)
     error = await bounded_failure(provider)
     assert isinstance(error, ProviderResponseError) and "response body over 2000 bytes" in str(error)
     assert (await call(provider)).text == "small"
+
+
+async def test_a_judges_body_over_the_cap_names_the_judges_flag(server: FakeLLMServer) -> None:
+    # before: "--model-arg max_response_bytes=N raises the limit (a resume may give it)": neither holds for a judge
+    server.script(answer("a" * 5000))
+    context = ProviderContext(settings=Settings(), concurrency=2)
+    judge = create_provider(
+        "openai-compatible/j",
+        {"base_url": server.base_url, "max_response_bytes": "2000", "api_key": KEY},
+        context,
+        flag="--judge-arg",
+    )
+    error = await bounded_failure(judge)
+    assert str(error).endswith("; --judge-arg max_response_bytes=N raises the limit"), str(error)

@@ -42,6 +42,7 @@ from eval_harness.errors import (
     ServerUntrustedError,
     json_type_name,
 )
+from eval_harness.providers._transport import RAISE_THE_LIMIT
 from eval_harness.providers._wires import ACCEPTED_ENCODINGS, Wire, WireKind, check_ca_bundle, open_wire
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import Completion, GenerateConfig, Usage
@@ -754,7 +755,10 @@ class HTTPProvider(Provider):
 
         A try/except at each call site rather than a context manager: this runs once per request, and
         entering and leaving a generator-based context manager costs more than the rest of the check."""
-        labelled = exc.with_message(self._clean(f"{self.label}: {exc}"))
+        told = str(exc)
+        if self.context.options_flag != "--model-arg":  # the wire knows no flag: a judge's is not the model's
+            told = told.replace(RAISE_THE_LIMIT, f"; {self.context.options_flag} max_response_bytes=N raises the limit")
+        labelled = exc.with_message(self._clean(f"{self.label}: {told}"))
         labelled.request_id = exc.request_id or request_id
         return labelled
 

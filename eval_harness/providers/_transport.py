@@ -98,11 +98,15 @@ class ResponseTooLarge(TransportError):
         self.limit, self.status, self.how = limit, status, how
 
 
+RAISE_THE_LIMIT = "; --model-arg max_response_bytes=N raises the limit (a resume may give it)"
+"""How ``too_large`` says the limit is raised, for the model (a judge's provider says it its own way)."""
+
+
 def too_large(limit: int, status: int, how: str, *, settable: bool = True) -> str:
     """The message of a body over ``limit`` bytes: ``response body over 64 MiB (HTTP 200, Content-Length 9e9)``,
     and how to raise it where a model arg can (``settable``)."""
     size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
-    hint = "; --model-arg max_response_bytes=N raises the limit (a resume may give it)" if settable else ""
+    hint = RAISE_THE_LIMIT if settable else ""
     return f"response body over {size} (HTTP {status}, {how}){hint}"
 
 
@@ -619,6 +623,7 @@ def tls_refusal(error: ssl.SSLError, host: str, port: int) -> str | None:
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
+    "RAISE_THE_LIMIT",
     "ConnectFailed",
     "ConnectTimedOut",
     "ConnectionDropped",
