@@ -571,6 +571,21 @@ def test_a_ca_bundle_that_cannot_be_loaded_stops_the_run_naming_ssl_cert_file(tm
         assert not (tmp_path / "results").exists()  # before: found at the first request, the run recorded "failed"
 
 
+def test_the_early_ca_bundle_check_spares_a_cached_run_and_reads_the_scheme_in_any_case(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # review-s24c: a run answered from --cache never connects, so it must not be refused for a bundle it does not
+    # need; "HTTPS://" skipped the check
+    from eval_harness.errors import ServerUntrustedError
+    from eval_harness.providers import ProviderContext, create_provider
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    for base_url in ("https://127.0.0.1:9/v1", "HTTPS://127.0.0.1:9/v1"):
+        with pytest.raises(ServerUntrustedError, match=r"SSL_CERT_FILE=.*missing\.pem: cannot load it as a CA bundle"):
+            create_provider("openai-compatible/x", {"base_url": base_url}, ProviderContext())
+    create_provider("openai-compatible/x", {"base_url": "https://127.0.0.1:9/v1"}, ProviderContext(cache=True))
+
+
 def test_a_proxy_variable_that_is_no_url_is_refused_before_the_run_without_showing_it(tmp_path: Path) -> None:
     args = ["run", "--task", "capability_profile", "--model", "openai-compatible/x", "--model-arg",
             "base_url=http://example.com:9/v1", "--limit", "3", "-q"]  # fmt: skip

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,6 +267,7 @@ def _provider_context(config: RunConfig, settings: Settings, axes: frozenset[str
         read_timeout_s=config.timeout_s,
         offline=config.dry_run,
         axes=axes,
+        cache=config.cache,
     )
 
 
@@ -278,18 +279,24 @@ def _counted_samples(
 
 
 def _first_of_each_axis(
-    task: LoadedTask, dataset_path: Path, excluded: frozenset[str], per_axis: int | None
+    task: LoadedTask, dataset_path: Path, excluded: frozenset[str], per_axis: int | None, axes: Iterable[str] | None
 ) -> frozenset[str] | None:
     """The ids of the first ``per_axis`` samples of each axis in dataset order, past those held out as examples
-    (``--limit-per-axis``); None without it. One pass: the axis of a line is known once its sample is built."""
+    (``--limit-per-axis``); None without it. The axis of a line is known once its sample is built: the pass stops
+    once each of the dataset's ``axes`` (when known) has its share, and reads to the end when one has fewer."""
     if per_axis is None:
         return None
     taken: Counter[str] = Counter()
     chosen: set[str] = set()
+    left = set(axes) if axes else None
     for sample in iter_samples(dataset_path, task.spec.dataset):
         if sample.id not in excluded and taken[sample.axis] < per_axis:
             taken[sample.axis] += 1
             chosen.add(sample.id)
+            if left is not None and taken[sample.axis] == per_axis:
+                left.discard(sample.axis)
+                if not left:
+                    break
     return frozenset(chosen)
 
 
@@ -420,7 +427,9 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     refusal = holdout_refusal(task, dataset_path, report, parts.few_shot.excluded)
     if refusal is not None:
         raise refusal
-    parts.included = _first_of_each_axis(task, dataset_path, parts.few_shot.excluded, config.limit_per_axis)
+    parts.included = _first_of_each_axis(
+        task, dataset_path, parts.few_shot.excluded, config.limit_per_axis, report.axis_counts
+    )
     manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
@@ -615,7 +624,9 @@ def plan_resume(
     report, compared = _resumed_dataset(task, dataset_path, manifest, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
     parts = _parts(config, task, report, settings, few_shot)
-    parts.included = _first_of_each_axis(task, dataset_path, few_shot.excluded, config.limit_per_axis)
+    parts.included = _first_of_each_axis(
+        task, dataset_path, few_shot.excluded, config.limit_per_axis, report.axis_counts or manifest.dataset.axes
+    )
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
     changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
     if changed and not force:
@@ -687,22 +698,27 @@ def work_items(
     limit = plan.config.limit
 
     included = plan.included_ids
+    included_left = len(included) if included is not None else -1
 
     def pass_over(sample_id: str, position: Position) -> bool:
-        nonlocal taken
-        if sample_id in plan.excluded_ids or (included is not None and sample_id not in included):
+        nonlocal taken, included_left
+        if included is not None and sample_id not in included:
+            return included_left != 0  # past the last sample it takes: let the loop below see it and stop
+        if sample_id in plan.excluded_ids:
             return True
         if limit is not None and taken >= limit:
             return False  # let the loop below see it and stop
         if finished is not None and finished(sample_id, position):
             taken += 1
+            included_left -= included is not None
             return True
         return False
 
     for position, sample in iter_positioned(plan.dataset_path, plan.task.spec.dataset, pass_over, start):
-        if limit is not None and taken >= limit:
+        if included_left == 0 or (limit is not None and taken >= limit):
             return
         taken += 1
+        included_left -= included is not None
         for epoch in range(plan.config.epochs):
             yield position, sample, epoch
 

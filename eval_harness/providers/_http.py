@@ -593,7 +593,7 @@ class HTTPProvider(Provider):
         self.wire_kind: WireKind = options.http_transport or _default_wire(self.base_url)
         if options.http_transport == "httpx":  # chosen on purpose, it proxies too: the variable checked the same
             checked_proxy(self.base_url)
-        if self.base_url.startswith("https:") and not context.offline:
+        if self.base_url[:6].lower() == "https:" and not context.offline and not context.cache:
             # before the run exists, as a bad proxy variable is: at the first request the run stopped "failed"
             check_ca_bundle()
         # Import the wire now, not inside the first call: that call's rate-limit slot and its latency should

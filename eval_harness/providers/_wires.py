@@ -78,7 +78,7 @@ def open_wire(
     # Checked here, for every kind, before a client exists: httpx sent a line break as is (httpx-pooled) or
     # refused it per request with the value's repr in the message, where redaction does not find the key.
     raw_headers = checked_headers(headers)
-    if base_url.startswith("https:"):
+    if base_url[:6].lower() == "https:":
         check_ca_bundle()
     limit = MAX_RESPONSE_BYTES if max_body is None else max_body
     if kind == "pooled":

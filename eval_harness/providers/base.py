@@ -50,6 +50,9 @@ class ProviderContext:
     """True for a dry run: nothing will be called, so missing credentials are not an error yet."""
     axes: frozenset[str] | None = None
     """The dataset's axes, when the run knows them: options that name an axis are checked against them."""
+    cache: bool = False
+    """Answers may come from ``--cache``: a run answered from it may never connect (nothing is checked early that
+    only a connection needs)."""
     options_flag: str = "--model-arg"
     """The flag the provider's options were given through (``--judge-arg`` for the judge): messages name it."""
 

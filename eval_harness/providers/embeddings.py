@@ -90,7 +90,7 @@ class OpenAIEmbeddingsClient:
             headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
         if not self._checked:  # once per client, not per scored sample (a CA bundle is loaded to be checked)
             checked_headers(headers)  # a key holding a line break: one line naming the header, never its value
-            if self.url.startswith("https:"):
+            if self.url[:6].lower() == "https:":
                 check_ca_bundle()
             checked_proxy(self.url)  # httpx's client reads the proxy variables
             self._checked = True
