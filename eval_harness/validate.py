@@ -162,7 +162,7 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
         assert shown, "a task that draws k > 0 examples from a file names one"
         # files sharing one few-shot file: it is checked once
         pool_reports = [validate_dataset(each, spec.dataset, task=spec.name) for each in dict.fromkeys(shown.values())]
-        pool_report = next((each for each in pool_reports if not each.ok), None) or _joined(pool_reports)
+        pool_report = _joined(pool_reports)
     except (ConfigError, DatasetUnreadableError) as exc:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         failure = _naming_the_few_shot_file(exc, loaded)
@@ -190,7 +190,8 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
 
 
 def _joined(reports: list[DatasetReport]) -> DatasetReport:
-    """Clean few-shot files' reports as one line of the check: one file's, or a sum named by the files."""
+    """Few-shot files' reports as one of the check: one file's, or a sum named by the files whose problems are
+    each file's (every problem names its file), so that every broken file is told at once."""
     if len(reports) == 1:
         return reports[0]
     joined = DatasetReport(path=f"{len(reports)} files ({reports[0].path}, ...)")
@@ -199,6 +200,10 @@ def _joined(reports: list[DatasetReport]) -> DatasetReport:
         joined.valid += report.valid
         joined.blank_lines += report.blank_lines
         joined.warnings += report.warnings
+        joined.duplicate_ids += report.duplicate_ids
+        joined.not_json_spans += report.not_json_spans
+        joined.problems += report.problems[: PROBLEMS_SHOWN - len(joined.problems)]
+        joined.problem_count += report.problem_count
     return joined
 
 

@@ -364,3 +364,16 @@ def test_limit_per_axis_stops_reading_once_every_axis_has_its_share(
     built.clear()
     assert planning._first_of_each_axis(task, path, frozenset(), 4, ["a", "b", "c"]) is not None
     assert len(built) == 506  # "a" has only 3: the pass reads on to the end, as it must
+
+
+def test_validate_dataset_tells_the_problems_of_every_few_shot_file_at_once(cli: Cli, task_root: TaskRoot) -> None:
+    # before: only the first few-shot file with problems was shown; the next showed after it was fixed
+    shots, tests = task_root.root / "data" / "dev", task_root.root / "data" / "test"
+    for axis in ("alpha", "beta"):
+        write_jsonl(tests / f"{axis}_test.jsonl", records(axis, 2))
+        write_jsonl(shots / f"{axis}_dev.jsonl", [*records(axis, 2, start=900), {"input": "no target"}])
+    result = cli("validate-dataset", "--task", few_shot_task(task_root, PER_FILE), "--path", tests)
+    assert result.code == 1, result.out + result.err
+    for axis in ("alpha", "beta"):
+        assert f"{shots / f'{axis}_dev.jsonl'}:3: target: missing (required)" in result.out
+    assert "few-shot: 2 files (" in result.out and "6 examples, 4 valid, 2 problems" in result.out
