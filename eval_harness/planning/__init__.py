@@ -698,7 +698,10 @@ def work_items(
     limit = plan.config.limit
 
     included = plan.included_ids
+    # the samples --limit-per-axis takes that are still ahead: at 0 the rest of the file is passed over unread;
+    # without it nothing is counted down (-1 stays -1)
     included_left = len(included) if included is not None else -1
+    counted = 1 if included is not None else 0
 
     def pass_over(sample_id: str, position: Position) -> bool:
         nonlocal taken, included_left
@@ -710,7 +713,7 @@ def work_items(
             return False  # let the loop below see it and stop
         if finished is not None and finished(sample_id, position):
             taken += 1
-            included_left -= included is not None
+            included_left -= counted
             return True
         return False
 
@@ -718,7 +721,7 @@ def work_items(
         if included_left == 0 or (limit is not None and taken >= limit):
             return
         taken += 1
-        included_left -= included is not None
+        included_left -= counted
         for epoch in range(plan.config.epochs):
             yield position, sample, epoch
 
