@@ -328,12 +328,18 @@ def without_credentials(url: str) -> str:
     )
 
 
+def shown_url(url: str) -> str:
+    """``url`` as messages may name it: without user info, query or fragment, which can carry credentials."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def shown_without_credentials(value: str) -> str:
     """``value`` as a message may show it: a URL with a credential in its query or fragment without them."""
     if credential_parameter(value) is None:
         return value
-    parts = urlsplit(value)
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")) + " (its query left out)"
+    return shown_url(value) + " (its query left out)"
 
 
 __all__ = [
@@ -348,6 +354,7 @@ __all__ = [
     "parse_key_values",
     "redact",
     "redact_shown",
+    "shown_url",
     "shown_without_credentials",
     "without_credentials",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,12 +158,13 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     spec = loaded.spec
     try:
         # a dataset directory's files may each have their own (path_from_dataset)
-        pool_paths: dict[str, Path | None] = {**few_shot_files(loaded, path)} or {"": few_shot_file(loaded, path)}
-        shown = {member: Path(_shown(pool_path)) for member, pool_path in pool_paths.items() if pool_path is not None}
-        assert shown, "a task that draws k > 0 examples from a file names one"
-        # files sharing one few-shot file: it is checked once
-        pool_reports = [validate_dataset(each, spec.dataset, task=spec.name) for each in dict.fromkeys(shown.values())]
-        pool_report = _joined(pool_reports)
+        files = few_shot_files(loaded, path)
+        single = None if files else few_shot_file(loaded, path)
+        assert files or single is not None, "a task that draws k > 0 examples from a file names one"
+        pool_paths = list(dict.fromkeys(files.values())) if files else [single]  # a file several share: once
+        pool_report = _joined(
+            [validate_dataset(Path(_shown(each)), spec.dataset, task=spec.name) for each in pool_paths if each]
+        )
     except (ConfigError, DatasetUnreadableError) as exc:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         failure = _naming_the_few_shot_file(exc, loaded)
@@ -174,10 +176,7 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
         report = validate_dataset(path, spec.dataset, task=spec.name)
         return Preflight(report, check, None, "the few-shot file has problems (run takes no example from it)")
     # checked just above: its examples held as run holds them
-    files = {member: pool_path for member, pool_path in pool_paths.items() if pool_path is not None}
-    loads = {each: load_pool(loaded, each) for each in dict.fromkeys(files.values())}
-    pools = {member: loads[each] for member, each in files.items()}
-    pool = pools[""] if "" in pools else joined_pools(path, pools)
+    pool = load_pool(loaded, single) if single is not None else joined_pools(path, files, partial(load_pool, loaded))
     report = validate_dataset(path, spec.dataset, task=spec.name, overlap=pool.overlap)
     check.also_samples = len(pool.overlap.found)
     try:

@@ -135,23 +135,16 @@ def few_shot_files(task: LoadedTask, dataset_path: Path) -> dict[str, Path]:
         return {}
     files = {}
     for member in dataset_members(dataset_path, task.spec.dataset):
-        try:
-            path = few_shot_file(task, member)
-        except ConfigError as exc:
-            if "does not match" not in str(exc):
-                raise
-            raise ConfigError(
-                f"{exc} (a file of the dataset directory {dataset_path}: each file's few-shot file is derived from "
-                "its own path, so the pattern must match every file's)"
-            ) from None
+        path = few_shot_file(task, member, directory=dataset_path)
         assert path is not None, "path_from_dataset with k > 0 names a file"
         files[member.name] = path
     return files
 
 
-def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
+def few_shot_file(task: LoadedTask, dataset_path: Path, *, directory: Path | None = None) -> Path | None:
     """The file the few-shot examples come from, refused naming the spec's line when it cannot be read; None when
-    they come from no file (none, or a hold-out)."""
+    they come from no file (none, or a hold-out). ``directory``: the dataset directory ``dataset_path`` is a file
+    of (see ``few_shot_files``)."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
         return None
@@ -163,7 +156,13 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
         absolute = str(dataset_path.resolve())
         derived = re.sub(pattern, replacement, absolute)
         if derived == absolute:
-            raise ConfigError(f"{task.place('few_shot', key)}: {as_written(pattern)} does not match {absolute}")
+            why = (
+                f" (a file of the dataset directory {directory}: each file's few-shot file is derived from its own "
+                "path, so the pattern must match every file's)"
+                if directory is not None
+                else ""
+            )
+            raise ConfigError(f"{task.place('few_shot', key)}: {as_written(pattern)} does not match {absolute}{why}")
         pool_path = Path(derived)
     else:
         assert spec.path is not None, "FewShotSpec requires one source when k > 0"
@@ -174,7 +173,7 @@ def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
                 f"{task.place('few_shot', key)}: {pool_path}: no such file; there is {found}: copy it to "
                 f"{pool_path.parent}"
             )
-    evaluated = dataset_members(dataset_path, task.spec.dataset) if dataset_path.is_dir() else [dataset_path]
+    evaluated = dataset_members(dataset_path, task.spec.dataset)  # of one file: [dataset_path]
     if pool_path.resolve() in {path.resolve() for path in evaluated}:
         raise ConfigError(
             f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
@@ -224,11 +223,7 @@ def _load_pool(task: LoadedTask, dataset_path: Path) -> Pool | None:
     the examples come from no file."""
     files = few_shot_files(task, dataset_path)
     if files:
-        loaded: dict[Path, Pool] = {}  # files may share one few-shot file: checked and loaded once
-        for shots in files.values():
-            if shots not in loaded:
-                loaded[shots] = _checked_file_pool(task, shots)
-        return joined_pools(dataset_path, {member: loaded[shots] for member, shots in files.items()})
+        return joined_pools(dataset_path, files, lambda shots: _checked_file_pool(task, shots))
     path = few_shot_file(task, dataset_path)
     return None if path is None else _checked_file_pool(task, path)
 
@@ -245,8 +240,14 @@ def _checked_file_pool(task: LoadedTask, path: Path) -> Pool:
     return load_pool(task, path)
 
 
-def joined_pools(dataset_path: Path, pools: dict[str, Pool]) -> Pool:
-    """A dataset directory's pools (``few_shot_files``, each loaded) as the one pool its pass compares."""
+def joined_pools(dataset_path: Path, files: dict[str, Path], load: Callable[[Path], Pool]) -> Pool:
+    """A dataset directory's few-shot files (``few_shot_files``), each loaded by ``load`` (a file several share:
+    once), as the one pool its pass compares."""
+    loaded: dict[Path, Pool] = {}
+    for shots in files.values():
+        if shots not in loaded:
+            loaded[shots] = load(shots)
+    pools = {member: loaded[shots] for member, shots in files.items()}
     examples = [example for pool in pools.values() for example in pool.examples]
     lines = {id_: line for pool in pools.values() for id_, line in pool.lines.items()}
     return Pool(dataset_path, examples, lines, _JoinedOverlap(pools), pools)

@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from eval_harness import __version__, pricing
-from eval_harness.config import credential_parameter, redact_shown
+from eval_harness.config import credential_parameter, redact_shown, shown_url
 from eval_harness.errors import (
     AuthenticationError,
     ConfigError,
@@ -199,8 +199,7 @@ def _query_key_hint(url: str, parameter: str, query_option: str) -> str:
     """Where a key named like ``parameter`` goes instead, when the provider can send it so: ``api-key`` (Azure)
     is read as a header; another parameter of the query (not of the fragment, which is never sent, nor a signed
     URL's signature) as that parameter."""
-    sent = {unquote(item.partition("=")[0]) for item in re.split(r"[&;]", urlsplit(url).query)}
-    if not query_option or parameter not in sent:
+    if not query_option or credential_parameter(urlsplit(url)._replace(fragment="").geturl()) != parameter:
         return ""
     if parameter.lower() == "api-key":
         header_option = query_option.replace("api_key_query", "api_key_header")
@@ -208,13 +207,6 @@ def _query_key_hint(url: str, parameter: str, query_option: str) -> str:
     if "signature" in parameter.lower() or parameter.lower() == "sig":
         return ""
     return f", with {query_option}={parameter} for a server that reads it from the query"
-
-
-def shown_url(url: str) -> str:
-    """``url`` as messages may name it: without user info, query or fragment, which can carry credentials."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @dataclass(frozen=True)
@@ -843,7 +835,6 @@ __all__ = [
     "redirected",
     "retry_cause_of_status",
     "sampling",
-    "shown_url",
     "sse_events",
     "sse_payloads",
 ]

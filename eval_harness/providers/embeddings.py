@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import SecretStr
 
+from eval_harness.config import shown_url
 from eval_harness.errors import ProviderConnectionError, ProviderResponseError, ProviderTimeoutError
 from eval_harness.providers._http import (
     TRANSIENT_4XX,
@@ -23,7 +24,6 @@ from eval_harness.providers._http import (
     error_for_status,
     redirected,
     retry_cause_of_status,
-    shown_url,
 )
 from eval_harness.providers._retry import Retrier, RetryPolicy
 from eval_harness.providers._transport import MAX_RESPONSE_BYTES, ResponseTooLarge, too_large
