@@ -343,9 +343,10 @@ def _stopped_after(server: FakeLLMServer, tmp_path: Path, args: list[str], recor
     "limits",
     [
         ["--max-retries", "2"],  # a sample runs out of retries: 0.5-1 s, then 1-2 s
-        ["--max-retries", "3", "--timeout", "1"],  # cut short by its timeout between retries: it used to be a
+        ["--max-retries", "3", "--timeout", "2"],  # cut short by its timeout between retries: it used to be a
         # per-sample timeout error, every remaining sample too, exit 0; now the first cut once the refusals have
-        # lasted the 3.5 s of backoff a sample out of retries would have waited stops the run
+        # lasted the 3.5 s of backoff a sample out of retries would have waited stops the run. 2 s, not 1: a loaded
+        # machine once took 1 s over one 50 ms answer before the server went down (a plain timeout, no refusal)
         ["--max-retries", "0"],  # two samples refused in a row: it used to record all the rest as errors
     ],
     ids=["out-of-retries", "timeout-shorter-than-backoff", "no-retries"],
