@@ -1236,14 +1236,24 @@ def test_a_resume_only_flag_on_a_new_run_is_refused_not_ignored(
     assert not out_dir.exists()  # it used to run a new run, as if the flag had done something
 
 
-def test_a_gate_on_an_axis_that_limit_leaves_out_is_refused_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
+@pytest.mark.parametrize(
+    ("limits", "named"),
+    [
+        (["--limit", "1"], "--limit 1"),
+        # the per-axis share is taken first, so --limit is what leaves beta out; both are named, as both chose
+        (["--limit-per-axis", "1", "--limit", "1"], "--limit-per-axis 1 and --limit 1"),
+    ],
+)
+def test_a_gate_on_an_axis_that_limit_leaves_out_is_refused_before_the_run(
+    cli: Cli, task_root: TaskRoot, limits: list[str], named: str
+) -> None:
     # before: refused only after the whole run, which left a run directory that blocked the rerun
     out_dir = task_root.root / "results"
-    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "1",
+    result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, *limits,
                  "--fail-below-axis", "beta=0.5", "-q")  # fmt: skip
     assert (result.code, result.err.strip()) == (
         2,
-        "error: --fail-below-axis beta: the run takes 1 sample (--limit 1), none of that axis (their axes: alpha)",
+        f"error: --fail-below-axis beta: the run takes 1 sample ({named}), none of that axis (their axes: alpha)",
     )
     assert not out_dir.exists()
 

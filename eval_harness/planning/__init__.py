@@ -535,7 +535,8 @@ def _new_manifest(
 
 def _check_gate_axes(plan: RunPlan) -> None:
     """A ``--fail-below-axis`` for an axis the run will not have is refused now, not after the whole run has
-    been paid for: one the dataset lacks, or one that ``--limit`` (or a few-shot hold-out) leaves out."""
+    been paid for: one the dataset lacks, or one that ``--limit`` (past ``--limit-per-axis``'s share) or a few-shot
+    hold-out leaves out."""
     wanted = [axis for axis, _ in plan.gates.fail_below_axis] if plan.gates is not None else []
     if not wanted:
         return
@@ -551,7 +552,9 @@ def _check_gate_axes(plan: RunPlan) -> None:
     counts = _run_axes(plan)  # read only as far as --limit, a fraction of the validation's full read
     missing = [axis for axis in wanted if axis not in counts]
     if missing:
-        reasons = [f"--limit {limit}"] if limit is not None else []
+        per_axis = plan.config.limit_per_axis
+        reasons = [f"--limit-per-axis {per_axis}"] if per_axis is not None else []
+        reasons += [f"--limit {limit}"] if limit is not None else []
         why = " and ".join(reasons + (["the few-shot hold-out"] if plan.excluded_ids else []))
         taken = sum(counts.values())
         raise ConfigError(
