@@ -265,6 +265,27 @@ def test_an_example_equal_to_a_sample_of_another_file_is_kept_as_a_run_of_its_ow
             assert prompt.startswith("What is 1400 + 1? 1401\nWhat is 1401 + 1? 1402\n")
 
 
+def test_a_pattern_that_maps_a_file_onto_another_file_of_the_same_directory_is_refused_as_the_dataset_itself(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: only each file's own path was compared, so sums.jsonl drew its examples from sums_dev.jsonl, which is
+    # evaluated too: its samples shown answered in sums' prompts (sums_dev's own examples come from outside it)
+    folder = task_root.root / "data" / "beside"
+    write_jsonl(folder / "sums.jsonl", records("a", 3))
+    write_jsonl(folder / "sums_dev.jsonl", records("b", 3, start=100))
+    # sums.jsonl -> beside/sums_dev.jsonl (\2 empty), sums_dev.jsonl -> _devbeside/sums_dev.jsonl (outside)
+    write_jsonl(task_root.root / "data" / "_devbeside" / "sums_dev.jsonl", records("c", 3, start=200))
+    spec = few_shot_task(
+        task_root, "path_from_dataset = '^(.*)/beside/sums(_dev)?\\.jsonl$ => \\1/\\2beside/sums_dev.jsonl'"
+    )
+    result = cli("run", "--task", spec, "--dataset", folder, "--dry-run")
+    assert result.code == 2, result.err
+    assert result.err.strip() == (
+        f"error: {spec}:5: few_shot.path_from_dataset: few-shot examples would come from the dataset under "
+        "evaluation (sums_dev.jsonl, for sums.jsonl); use holdout_fraction instead"
+    )
+
+
 def test_a_fixed_few_shot_file_that_is_one_of_the_directorys_files_is_refused_as_the_dataset_itself(
     cli: Cli, task_root: TaskRoot, directory: Path
 ) -> None:

@@ -348,3 +348,16 @@ def test_an_old_hold_out_run_whose_held_out_samples_are_all_twins_resumes_with_i
     assert [_example_lines(r) for r in records[10:]] == [_example_lines(r) for r in started[10:]]
     assert "few-shot: this run keeps the examples it started with (before held-out samples equal" in resumed.err
     assert "(= sample " in resumed.err
+
+
+def test_a_few_shot_file_that_is_the_dataset_itself_is_refused_naming_the_spec_line(cli: Cli, root: TaskRoot) -> None:
+    spec = root.root / "tasks" / "adder.toml"
+    body = spec.read_text().replace('"plain.jinja2"', '"shots.jinja2"')
+    spec.write_text(f'{body}[few_shot]\nk = 2\npath = "data/adder.jsonl"\n')
+    result = _run(cli, "itself")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {spec}:10: few_shot.path: few-shot examples would come from the dataset under evaluation; use "
+        "holdout_fraction instead",
+    )
+    assert not (root.root / "results").exists()

@@ -173,10 +173,13 @@ def few_shot_file(task: LoadedTask, dataset_path: Path, *, directory: Path | Non
                 f"{task.place('few_shot', key)}: {pool_path}: no such file; there is {found}: copy it to "
                 f"{pool_path.parent}"
             )
-    evaluated = dataset_members(dataset_path, task.spec.dataset)  # of one file: [dataset_path]
+    # every file evaluated, not only this one: a pattern may map one file of a directory onto another
+    evaluated = dataset_members(directory or dataset_path, task.spec.dataset)  # of one file: [dataset_path]
     if pool_path.resolve() in {path.resolve() for path in evaluated}:
+        which = f" ({pool_path.name}, for {dataset_path.name})" if directory is not None else ""
         raise ConfigError(
-            f"{task.path}: few-shot examples would come from the dataset under evaluation; use holdout_fraction instead"
+            f"{task.place('few_shot', key)}: few-shot examples would come from the dataset under evaluation{which}; "
+            "use holdout_fraction instead"
         )
     _check_readable(task, pool_path, key)
     return pool_path
