@@ -225,6 +225,8 @@ class Runner:
                 anew |= {"model": update.model, "fingerprint": update.fingerprint}
             if plan.dataset_update is not None:
                 anew["dataset"] = plan.dataset_update
+            if plan.expected_update is not None:
+                anew["expected_records"] = plan.expected_update
             manifest = plan.manifest.model_copy(
                 update={
                     "task": task_info,

@@ -222,6 +222,23 @@ def test_resume_refuses_a_changed_dataset_and_force_overrides(task_root: TaskRoo
     assert read_manifest(run_dir).forced_changes[0].startswith("session 2: dataset")
 
 
+@pytest.mark.parametrize("now", [30, 45], ids=["fewer-lines", "more-lines"])
+def test_a_resume_forced_across_a_changed_dataset_expects_the_records_of_the_dataset_as_it_is_now(
+    task_root: TaskRoot, now: int
+) -> None:
+    # before: the run kept expecting the 40 records of the dataset it started on, so with 30 lines every resume
+    # ended "interrupted, 10 of 40 records missing" (records no session could write), and with 45 went past 100%
+    run_dir = interrupt_after(task_root, 5)
+    task_root.data("adder.jsonl", arithmetic_records(now))
+    result = asyncio.run(Runner(plan_resume(run_dir, force=True)).run())
+    assert (result.status, result.new_records) == ("complete", now - 5)
+    manifest, summary = read_manifest(run_dir), read_summary(run_dir)
+    assert (manifest.status, manifest.expected_records) == ("complete", now)
+    assert (summary.expected_records, summary.missing) == (now, 0)
+    again = plan_resume(run_dir, force=True)  # still forced (the run started on other lines), nothing to add
+    assert again.expected_update is None and asyncio.run(Runner(again).run()).new_records == 0
+
+
 def test_resume_refuses_a_changed_template(task_root: TaskRoot) -> None:
     run_dir = interrupt_after(task_root, 5)
     task_root.template("plain.jinja2", "{{ input }}\nAnswer with a number.\n")

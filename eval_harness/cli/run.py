@@ -189,7 +189,7 @@ def start_run(plan: RunPlan, quiet: bool) -> RunResult:
     from eval_harness.cli.render import run as run_views
 
     label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
-    with run_views.ProgressDisplay(plan.manifest.expected_records, label) as display:
+    with run_views.ProgressDisplay(plan.expected_records, label) as display:
         return asyncio.run(_execute(plan, display))
 
 

@@ -138,9 +138,17 @@ class RunPlan:
     so that the next resume calls the model as this one does (None: as the manifest has them)."""
     dataset_update: DatasetInfo | None = None
     """What a resume records of the dataset anew: the same bytes passed this build's checks (None: as it is)."""
+    expected_update: int | None = None
+    """The records a resume forced across a changed dataset expects, counted in the dataset as it is now, and
+    recorded from this session on (None: as the manifest has them)."""
     session_model_args: dict[str, str] = field(default_factory=dict)
     """Options of how answers travel given to this resume, unlike the run's (``--model-arg`` text by name): the
     manifest keeps the run's, so the resume command printed at an interruption gives them again."""
+
+    @property
+    def expected_records(self) -> int:
+        """The records the run expects once this session has started (see ``expected_update``)."""
+        return self.manifest.expected_records if self.expected_update is None else self.expected_update
 
 
 @dataclass
@@ -645,6 +653,11 @@ def plan_resume(
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
     plan.session_model_args = _session_only(manifest, parts)
+    if report.sha256 != manifest.dataset.sha256:  # forced (refused above otherwise): the session runs the new lines
+        # counted as a new run of them would: with the old count, a dataset that lost lines left the run short of
+        # records it can never write ("interrupted" after every resume), and one that gained lines past 100%
+        counted = _counted_samples(report, few_shot.excluded, parts.included, config.limit) * config.epochs
+        plan.expected_update = counted if counted != manifest.expected_records else None
     plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
     if compared and report.sha256 == manifest.dataset.sha256:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
