@@ -398,3 +398,18 @@ def test_validate_dataset_tells_the_problems_of_every_few_shot_file_at_once(cli:
     for axis in ("alpha", "beta"):
         assert f"{shots / f'{axis}_dev.jsonl'}:3: target: missing (required)" in result.out
     assert "few-shot: 2 files (" in result.out and "6 examples, 4 valid, 2 problems" in result.out
+
+
+@pytest.mark.parametrize("command", ["run", "validate-dataset"])
+def test_a_file_whose_name_holds_a_line_break_is_refused_naming_it(
+    cli: Cli, task_root: TaskRoot, directory: Path, command: str
+) -> None:
+    # review-s24b: "source: DIR/FILE:LINE" and every FILE:LINE problem of it were split over two lines
+    write_jsonl(directory / "d\nsums.jsonl", records("d", 2, start=300))
+    args = ["--dataset", directory, "--dry-run"] if command == "run" else ["--path", directory]
+    result = cli(command, *(["--task", adder(task_root)] if command == "run" else []), *args)
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {directory}: cannot read the dataset: the file 'd\\nsums.jsonl' has a control character (a line "
+        "break?) in its name, which would break every line that names it; rename it",
+    )

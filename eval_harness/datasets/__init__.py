@@ -267,6 +267,12 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
             f"{path}: cannot read the dataset: it holds both {twice[:-3]} and {twice}, the same file twice as "
             "far as can be told; keep one"
         )
+    broken = next((name for name in sorted(names) if any(ord(char) < 32 or ord(char) == 127 for char in name)), None)
+    if broken is not None:  # every message about it is FILE:LINE: ... on one line, and inspect's source too
+        raise DatasetUnreadableError(
+            f"{path}: cannot read the dataset: the file {broken!r} has a control character (a line break?) in its "
+            "name, which would break every line that names it; rename it"
+        )
     if not members:
         other = [fmt for fmt, ends in MEMBER_SUFFIXES.items() if ends != suffixes and any(path.glob(f"*{ends[0]}*"))]
         hint = f" (it holds {other[0].upper()} files: a task that reads {other[0].upper()} reads them)" if other else ""
