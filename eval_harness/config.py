@@ -197,23 +197,37 @@ def parse_key_values(pairs: list[str], flag: str) -> dict[str, str]:
 def redact(text: str, secrets: Sequence[str]) -> str:
     """Replace every secret in ``text``, padded or stripped, so it can be shown or stored; and, for a secret of
     16 characters or more, any part of it that starts or ends it and holds at least half of it (at least 12
-    characters), in any case: a server that cuts its message inside the key, or upper-cases it, shows it."""
+    characters), in any case: a server that cuts its message inside the key, or upper-cases it, shows it.
+
+    Every form of every secret is looked for in the text as given, and what they find is replaced at once: one
+    form replaced first would cut another's match (a key's percent-encoded form, matching up to its first
+    ``%2F``, left the rest of the same key echoed with ``/`` for its plain form to miss)."""
+    spans: list[tuple[int, int]] = []
     folded: str | None = None
     for secret in secrets:
         # the stripped form too: a server echoes the key as it arrived, without the padding a header loses
         for form in dict.fromkeys((secret, secret.strip())):
+            if len(form) < 4:
+                continue
+            spans += _occurrences(text, form)
             if len(form) < 16:
-                if len(form) >= 4:
-                    text = text.replace(form, "[REDACTED]")
                 continue
             # any part to redact holds the key's first or last half: looked for first, in the text lower-cased
             # once (every answer of a run with a key passes here, and almost none holds one)
             head, tail = _halves(form)
             folded = text.lower() if folded is None else folded
             if head in folded or tail in folded:
-                text = _without_partial(text.replace(form, "[REDACTED]"), form)
-                folded = None
-    return text
+                spans += _partial_spans(text, form)
+    return _replaced(text, spans) if spans else text
+
+
+def _occurrences(text: str, form: str) -> list[tuple[int, int]]:
+    """Where ``form`` occurs in ``text``, exactly, as (start, end) spans."""
+    spans, start = [], text.find(form)
+    while start != -1:
+        spans.append((start, start + len(form)))
+        start = text.find(form, start + len(form))
+    return spans
 
 
 @functools.lru_cache(maxsize=64)
@@ -223,11 +237,11 @@ def _halves(secret: str) -> tuple[str, str]:
     return secret[:half].lower(), secret[-half:].lower()
 
 
-def _without_partial(text: str, secret: str) -> str:
-    """``text`` with each long part of ``secret`` from either end replaced: its first half and as much of the
-    rest as follows, or its last half and as much of the rest as comes before, in any case. Found by the fixed
-    half, then extended a character at a time: a pattern of nested optional groups ("longest prefix of this
-    string", which ``re`` lacks) nests once per character, and a 2,000-character token overflows its parser."""
+def _partial_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Where each long part of ``secret`` from either end is in ``text``: its first half and as much of the rest
+    as follows, or its last half and as much of the rest as comes before, in any case. Found by the fixed half,
+    then extended a character at a time: a pattern of nested optional groups ("longest prefix of this string",
+    which ``re`` lacks) nests once per character, and a 2,000-character token overflows its parser."""
     half = max(12, len(secret) // 2)
     head, tail = secret[:half], secret[-half:]
     spans = []
@@ -243,6 +257,11 @@ def _without_partial(text: str, secret: str) -> str:
         while size < min(len(before), start) and text[start - size - 1].lower() == before[-size - 1].lower():
             size += 1
         spans.append((start - size, found.end()))
+    return spans
+
+
+def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (overlapping or touching ones as one) replaced by ``[REDACTED]``."""
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

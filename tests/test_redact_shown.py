@@ -239,3 +239,34 @@ def test_a_long_part_of_a_two_thousand_character_token_is_redacted() -> None:
     token = "eyJ" + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(32))[:1997]
     text = f"401: bad token {token[:1200]}… and {token[-1100:].upper()} again"
     assert redact(text, [token]) == "401: bad token [REDACTED]… and [REDACTED] again"
+
+
+def _encoded_forms(key: str) -> list[str]:
+    from urllib.parse import quote, quote_plus
+
+    # as openai-compatible's own_secrets lists a key it sends in the query
+    return list(dict.fromkeys([key, quote_plus(key), quote(key, safe=""), quote(key), quote_plus(key, safe="/")]))
+
+
+def test_every_encoding_of_a_query_key_is_redacted_whole_whichever_form_the_server_echoes() -> None:
+    # readme-walk3 2: the longest form (%2F for /) matched the echo up to the first /, was cut there, and the
+    # plain-slash form could no longer match what was left: "code=[REDACTED]/6LmdP8%2BzvPRWbKGCY2K%2BvWGA"
+    import random
+    from urllib.parse import quote
+
+    from eval_harness.config import redact
+
+    key = "SEAnhbMXYneS4bMCN6RFbzPOQMRASfk/6LmdP8+zvPRWbKGCY2K+vWGA"
+    assert redact(f"bad request, query was code={quote(key)}", _encoded_forms(key)) == (
+        "bad request, query was code=[REDACTED]"
+    )
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+    draws = random.Random(7)
+    shown = []
+    for _ in range(500):
+        key = "".join(draws.choice(alphabet) for _ in range(draws.randint(16, 56)))
+        for echoed in _encoded_forms(key):
+            text = redact(f"query was code={echoed}&x=1", _encoded_forms(key))
+            if text != "query was code=[REDACTED]&x=1":
+                shown.append((key, echoed, text))
+    assert shown == []
