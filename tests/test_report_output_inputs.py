@@ -104,3 +104,53 @@ def test_report_output_beside_the_runs_inputs_is_written(cli: Cli, task_root: Ta
     result = cli("report", "--run", few_shot_run, "--output", target, "--format", "json")
     assert result.code == 0, result.err
     assert json.loads(target.read_text())["run"]["run_id"] == "r"
+
+
+@pytest.fixture
+def directory_run(cli: Cli, task_root: TaskRoot) -> Path:
+    """A finished run of a dataset directory (test/a_test.jsonl, test/b_test.jsonl), each file drawing its
+    few-shot examples from its own dev file (dev/a_dev.jsonl, dev/b_dev.jsonl)."""
+    for name in ("a", "b"):
+        rows = [{"id": f"{name}{i}", "input": f"What is {i} + 1?", "target": str(i + 1)} for i in range(3)]
+        task_root.data(f"test/{name}_test.jsonl", rows)
+        shots = [{"id": f"{name}s{i}", "input": f"What is {i} + 50?", "target": str(i + 51)} for i in range(2)]
+        task_root.data(f"dev/{name}_dev.jsonl", shots)
+    task_root.task(
+        "perfile",
+        'name = "perfile"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/test"\n[few_shot]\nk = 1\n'
+        "path_from_dataset = '^(.*)/test/([a-z]+)_test\\.jsonl$ => \\1/dev/\\2_dev.jsonl'\n"
+        '[[scorers]]\nname = "exact_match"\n',
+    )
+    out = task_root.root / "results"
+    made = cli("run", "--task", task_root.root / "tasks" / "perfile.toml", "--model", "mock/m", "--output-dir", out,
+               "--run-id", "d", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    return out / "d"
+
+
+@pytest.mark.parametrize(
+    ("relative", "what"),
+    [
+        ("data/test/b_test.jsonl", "is the dataset file b_test.jsonl of the run {run} that report reads; " + REPLACE),
+        ("data/dev/b_dev.jsonl", "is the few-shot file of the run {run} that report reads; " + REPLACE),
+        (
+            "data/test/report.jsonl",
+            "would be a new file of the dataset directory {folder} of the run {run} that report reads (its .jsonl "
+            "and .jsonl.gz files are the dataset); the run could no longer be resumed or rescored; choose another path",
+        ),
+    ],
+    ids=["a-file-of-it", "a-files-few-shot-file", "a-new-file-in-it"],
+)
+def test_report_output_refuses_the_files_of_a_dataset_directory_and_their_few_shot_files(
+    cli: Cli, task_root: TaskRoot, directory_run: Path, relative: str, what: str
+) -> None:
+    # readme-walk3 1: only the directory itself was refused; each of these was written (exit 0), and the run's
+    # resume then failed on 38 problems of the report read as dataset lines
+    before = _digests(task_root.root)
+    target = task_root.root / relative
+    result = cli("report", "--run", directory_run, "--output", target, "--format", "json")
+    expected = what.format(run=directory_run, folder=task_root.root / "data" / "test")
+    assert (result.code, result.err) == (2, f"error: --output {target}: {expected}\n")
+    assert _digests(task_root.root) == before
+    elsewhere = cli("report", "--run", directory_run, "--output", task_root.root / "data" / "test" / "notes.md")
+    assert elsewhere.code == 0, elsewhere.err  # a file the directory does not read from is no part of the dataset

@@ -84,7 +84,8 @@ def _run_inputs(run: Path) -> list[tuple[str, Path]]:
     except EvalHarnessError:
         return []
     task, dataset = manifest.task, Path(manifest.dataset.path)
-    inputs = [("dataset", dataset)]
+    members = [dataset / name for name in manifest.dataset.files or []]  # a directory's files (none: one file)
+    inputs = [("dataset", dataset), *((f"dataset file {member.name}", member) for member in members)]
     if task.source is None:  # a run made before the spec was recorded: where its template is is not known
         return inputs
     spec = Path(task.source)
@@ -100,8 +101,24 @@ def _run_inputs(run: Path) -> list[tuple[str, Path]]:
     elif isinstance(few_shot.get("path_from_dataset"), str):
         pattern, replacement = split_rewrite(few_shot["path_from_dataset"])
         with contextlib.suppress(re.error, IndexError):  # a hand-edited rewrite: nothing it could name
-            inputs.append(("few-shot file", Path(re.sub(pattern, replacement, str(dataset.resolve())))))
+            for source in members or [dataset]:  # each file of a directory has its own
+                inputs.append(("few-shot file", Path(re.sub(pattern, replacement, str(source.resolve())))))
     return inputs
+
+
+def _dataset_directory(run: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """The dataset directory ``run`` was made from and the endings of the files read from it; None when its
+    dataset is one file, or the manifest cannot be read."""
+    from eval_harness.artifacts import read_manifest
+    from eval_harness.datasets import MEMBER_SUFFIXES
+
+    try:
+        manifest = read_manifest(run)
+    except EvalHarnessError:
+        return None
+    if not manifest.dataset.files:
+        return None
+    return Path(manifest.dataset.path), MEMBER_SUFFIXES[manifest.dataset.format]
 
 
 def _same_file(target: Path, other: Path) -> bool:
@@ -125,6 +142,15 @@ def _refuse_run_inputs(option: str, path: Path, target: Path, runs: Iterable[Pat
                 raise ConfigError(
                     f"{option} {_shown(path, target)}: is the {what} of the run {run} that {command} reads; writing "
                     f"there would replace it, and the run could no longer be resumed or rescored; choose another path"
+                )
+        directory = _dataset_directory(run)
+        if directory is not None:
+            folder, endings = directory
+            if target.parent == folder.resolve() and target.name.endswith(endings) and not target.name.startswith("."):
+                raise ConfigError(
+                    f"{option} {_shown(path, target)}: would be a new file of the dataset directory {folder} of the "
+                    f"run {run} that {command} reads (its {' and '.join(endings)} files are the dataset); the run "
+                    "could no longer be resumed or rescored; choose another path"
                 )
 
 
