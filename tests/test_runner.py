@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -237,6 +238,25 @@ def test_a_resume_forced_across_a_changed_dataset_expects_the_records_of_the_dat
     assert (summary.expected_records, summary.missing) == (now, 0)
     again = plan_resume(run_dir, force=True)  # still forced (the run started on other lines), nothing to add
     assert again.expected_update is None and asyncio.run(Runner(again).run()).new_records == 0
+
+
+def test_a_resume_whose_dataset_gained_a_bad_line_says_it_changed_and_not_to_pass_skip_invalid(
+    task_root: TaskRoot,
+) -> None:
+    # readme-walk3 9: "the dataset has 1 problem; fix it, or pass --skip-invalid", an option resume refuses, and
+    # not a word of the change that made it read the dataset again
+    run_dir = interrupt_after(task_root, 5)
+    dataset = task_root.root / "data" / "adder.jsonl"
+    old = read_manifest(run_dir).dataset.sha256
+    with dataset.open("a") as out:
+        out.write('{"bad\n')
+    with pytest.raises(DatasetError) as refused:
+        plan_resume(run_dir)
+    new = hashlib.sha256(dataset.read_bytes()).hexdigest()
+    assert str(refused.value).splitlines()[0] == (
+        f"{dataset}: the dataset, changed since the run started (sha256 {old[:12]} → {new[:12]}), has 1 problem; "
+        "fix it, or start a new run (with --skip-invalid to run the valid lines only)"
+    )
 
 
 def test_resume_refuses_a_changed_template(task_root: TaskRoot) -> None:

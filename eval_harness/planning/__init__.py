@@ -181,10 +181,10 @@ def _dataset_pass(task: LoadedTask, path: Path, pool: Pool | None) -> DatasetRep
 
 
 def _validated_dataset(
-    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: Pool | None = None
+    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: Pool | None = None, *, changed: str | None = None
 ) -> DatasetReport:
     """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
-    the same pass."""
+    the same pass. ``changed``: how a resumed run's dataset changed since it started (it is checked again)."""
     report = _dataset_pass(task, path, pool)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
@@ -192,11 +192,14 @@ def _validated_dataset(
         hint = "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
     elif skip_invalid:
         hint = "no valid line is left to run; fix them"
+    elif changed is not None:  # a resume keeps the run's choice: it takes no --skip-invalid
+        hint = "fix them, or start a new run (with --skip-invalid to run the valid lines only)"
     else:
         hint = "fix them, or pass --skip-invalid to run the valid lines only"
     if report.problem_count == 1:
         hint = hint.replace("fix them", "fix it")
-    raise DatasetError(f"{path}: the dataset has {report.problems_counted}; {hint}", report.problem_lines())
+    what = "the dataset" if changed is None else f"the dataset, changed since the run started ({changed}),"
+    raise DatasetError(f"{path}: {what} has {report.problems_counted}; {hint}", report.problem_lines())
 
 
 def _resumed_dataset(
@@ -223,7 +226,8 @@ def _resumed_dataset(
                 report.problem_lines(),
             )
         return report, True
-    return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool), True
+    changed = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}"
+    return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
 
 
 def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
