@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shlex
@@ -1549,3 +1550,17 @@ def test_a_resume_says_it_keeps_the_runs_generation_options_when_the_task_now_sa
     assert flagged.code == 0, flagged.err
     resumed_flagged = cli("resume", cut_back(task_root.root / "results" / "f", 3), "-q")
     assert resumed_flagged.code == 0 and "[generation]" not in resumed_flagged.err
+
+
+def test_a_run_says_when_lines_without_an_id_repeat_an_earlier_lines_content(cli: Cli, tmp_path: Path) -> None:
+    # readme-walk3 10: validate-dataset warned of it, run said nothing, and the item counted twice in the profile
+    dataset = tmp_path / "noid.jsonl"
+    same, other = '{"input": "What is 1 + 1?", "target": "2"}\n', '{"input": "What is 2 + 1?", "target": "3"}\n'
+    dataset.write_text(same + same + other + other + same)
+    result = cli("run", "--task", "capability_profile", "--dataset", dataset, "--output-dir", tmp_path / "out", "-q")
+    assert result.code == 0, result.err
+    derived = hashlib.sha256(same.rstrip("\n").encode()).hexdigest()[:16]
+    assert result.err.splitlines() == [
+        f"note: 3 lines repeat an earlier line's content and run again; the first: {dataset}:2: id {derived}-2 was "
+        "derived (validate-dataset lists them)"
+    ]

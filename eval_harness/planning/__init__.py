@@ -445,10 +445,21 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
-    plan.notes += _pacing_notes(config, manifest.expected_records)
+    plan.notes += _repeated_content_notes(report) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
     return plan
+
+
+def _repeated_content_notes(report: DatasetReport) -> list[str]:
+    """A line without an id that repeats an earlier one's content runs again under a derived id (``-2``...): the
+    same item counted twice, which a run should say as validate-dataset does."""
+    if not report.warnings:
+        return []
+    count, first = len(report.warnings), report.warnings[0].replace(": duplicate content;", ":")
+    lines = f"{count:,} lines repeat" if count > 1 else "1 line repeats"
+    more = f"; the first: {first} (validate-dataset lists them)" if count > 1 else f": {first}"
+    return [f"note: {lines} an earlier line's content and run{'s' if count == 1 else ''} again{more}"]
 
 
 def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
