@@ -65,9 +65,9 @@ def plan_rescore(
         raise ConfigError(f"cannot rescore {source_run}: it is still running; wait for it to end, then rescore")
     if status != "complete":
         # its missing records would become errors of the new run, each counted as wrong
+        state = "it failed" if status == "failed" else f"it is {status}"
         raise ConfigError(
-            f"cannot rescore {source_run}: it is {status}, not complete; finish it first "
-            f"(eval-harness resume {source_run})"
+            f"cannot rescore {source_run}: {state}, not complete; finish it first (eval-harness resume {source_run})"
         )
     _check_records(source_run, source)
     explicit = [parse_scorer(s) for s in scorers] if scorers else None

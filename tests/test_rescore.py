@@ -142,12 +142,16 @@ def test_rescore_refuses_when_the_source_dataset_changed(task_root: TaskRoot, so
         plan_rescore(source_run, scorers=["exact_match"])
 
 
-def test_rescore_refuses_a_source_that_is_not_complete(source_run: Path) -> None:
+@pytest.mark.parametrize(("status", "said"), [("interrupted", "it is interrupted"), ("failed", "it failed")])
+def test_rescore_refuses_a_source_that_is_not_complete(source_run: Path, status: str, said: str) -> None:
     # its missing records would each become an error of the new run, counted as wrong, without a word
     manifest = json.loads((source_run / "manifest.json").read_text())
-    (source_run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
-    with pytest.raises(ConfigError, match=r"it is interrupted, not complete; finish it first \(eval-harness resume"):
+    (source_run / "manifest.json").write_text(json.dumps({**manifest, "status": status}))
+    with pytest.raises(ConfigError) as refused:
         plan_rescore(source_run, scorers=["exact_match"])
+    assert str(refused.value) == (  # "it is failed" before (readme-walk3 13)
+        f"cannot rescore {source_run}: {said}, not complete; finish it first (eval-harness resume {source_run})"
+    )
 
 
 def test_rescore_names_a_killed_source_interrupted_and_a_live_one_running(source_run: Path) -> None:

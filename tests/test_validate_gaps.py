@@ -237,3 +237,15 @@ def test_jsonl_given_to_the_csv_task_says_so_on_its_first_problem(tmp_path: Path
         "question, A, B, C, D, answer)"
     )
     assert lines[1:] == [f"{path}:2: row: expected 6 columns, got 3", f"{path}:3: row: expected 6 columns, got 3"]
+
+
+def test_validate_dataset_prints_its_axes_on_one_line_however_many_and_an_axis_named_like_markup_as_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # readme-walk3 13: piped, rich wrapped the axes line at 160 columns, so a script reading "axes:" got half
+    axes = [f"subject_number_{i:02d}" for i in range(20)] + ["[b]bold"]
+    path = write_jsonl(tmp_path / "many.jsonl", [{"input": "q", "target": "a", "axis": axis} for axis in axes])
+    result = cli("validate-dataset", "--path", path)
+    assert result.code == 0, result.err
+    shown = [line for line in result.out.splitlines() if line.startswith("axes: ")]
+    assert shown == ["axes: " + ", ".join(f"{axis} 1" for axis in sorted(axes))]

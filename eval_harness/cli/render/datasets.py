@@ -18,11 +18,15 @@ def print_dataset_report(report: DatasetReport) -> None:
     axes = ", ".join(f"{axis} {count:,}" for axis, count in sorted(report.axis_counts.items())) or "none"
     stdout.print(
         f"{report.path}: {counted(report.lines, 'line')}, {report.valid:,} valid, {len(report.blank_lines):,} blank, "
-        f"{counted(len(report.duplicate_ids), 'duplicate id')}, {counted(report.problem_count, 'problem')}"
+        f"{counted(len(report.duplicate_ids), 'duplicate id')}, {counted(report.problem_count, 'problem')}",
+        markup=False,
+        soft_wrap=True,
     )
     if report.members:
         stdout.print(f"files: {', '.join(report.members)}", markup=False, soft_wrap=True)
-    stdout.print(f"axes: {axes}")
+    # one line each however long, for a script reading them (rich wraps at the terminal's width, 160 in a pipe),
+    # and an axis named like markup ("[b]") as written
+    stdout.print(f"axes: {axes}", markup=False, soft_wrap=True)
     stdout.print(f"sha256: {report.sha256}")
     if report.blank_lines and not report.members:  # a directory's numbers would mix its files
         shown = ", ".join(map(str, report.blank_lines[:10]))
