@@ -413,3 +413,150 @@ def test_a_file_whose_name_holds_a_line_break_is_refused_naming_it(
         f"error: {directory}: cannot read the dataset: the file 'd\\nsums.jsonl' has a control character (a line "
         "break?) in its name, which would break every line that names it; rename it",
     )
+
+
+# --- a directory without a file of the format says what it holds (readme-walk3 finding 6) ---
+
+
+def refusal(result: CliResult) -> tuple[int, str]:
+    """A refused command's exit code and its one line on stderr."""
+    return result.code, result.err.strip()
+
+
+@pytest.mark.parametrize("command", ["run", "validate-dataset"])
+def test_the_parent_of_a_datasets_directories_is_refused_saying_subdirectories_are_not_read(
+    cli: Cli, task_root: TaskRoot, command: str
+) -> None:
+    # before: "the directory holds no .jsonl or .jsonl.gz file", and nothing of dev/, test/ and val/ in it
+    parent = task_root.root / "data" / "sums"
+    for part in ("val", "dev", "test"):
+        write_jsonl(parent / part / "a.jsonl", records("a", 2))
+    (parent / "SOURCE.md").write_text("where the files come from\n")
+    args = ["run", "--dataset", parent, "--dry-run"] if command == "run" else ["validate-dataset", "--path", parent]
+    assert refusal(cli(*args, "--task", adder(task_root))) == (
+        2,
+        f"error: {parent}: cannot read the dataset: the directory holds no .jsonl or .jsonl.gz file (it holds the "
+        "directories dev, test, val: subdirectories are not read)",
+    )
+
+
+def test_a_directory_of_files_named_near_the_format_names_them_and_the_names_that_are_read(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    folder = task_root.root / "data" / "json"
+    write_jsonl(folder / "a.json", records("a", 1))
+    write_jsonl(folder / "b.JSONL", records("b", 1))
+    assert refusal(cli("validate-dataset", "--path", folder)) == (
+        2,
+        f"error: {folder}: cannot read the dataset: the directory holds no .jsonl or .jsonl.gz file (it holds "
+        "a.json, b.JSONL: only files whose names end in .jsonl or .jsonl.gz, in lower case, are read)",
+    )
+
+
+def test_an_upper_case_suffix_is_not_read_beside_a_lower_case_one(task_root: TaskRoot) -> None:
+    # kept as it was, and now said when no file is read: the files read are the ones `ls *.jsonl` lists
+    folder = task_root.root / "data" / "cases"
+    write_jsonl(folder / "a.jsonl", records("a", 1))
+    write_jsonl(folder / "b.JSONL", records("b", 1))
+    assert validate_dataset(folder).members == ["a.jsonl"]
+
+
+def test_a_directory_names_at_most_three_of_what_it_holds_and_counts_the_rest(task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "many"
+    for name in ("e.json", "d.json", "c.json", "b.json", "a.json"):
+        write_jsonl(folder / name, records("a", 1))
+    with pytest.raises(DatasetUnreadableError, match=r"\(it holds a\.json, b\.json, c\.json and 2 more: only files"):
+        validate_dataset(folder)
+
+
+def test_a_directory_of_other_files_names_them(task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a dataset\n")
+    with pytest.raises(DatasetUnreadableError, match=r"holds no \.jsonl or \.jsonl\.gz file \(it holds notes\.txt\)$"):
+        validate_dataset(folder)
+
+
+def test_a_name_holding_a_line_break_is_shown_escaped_in_the_one_line_message(task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "odd"
+    write_jsonl(folder / "a\nb.json", records("a", 1))
+    with pytest.raises(DatasetUnreadableError, match=r"\(it holds 'a\\nb\.json': only files") as refused:
+        validate_dataset(folder)
+    assert "\n" not in str(refused.value)
+
+
+# --- a broken symbolic link (readme-walk3, a nit) ---
+
+
+def test_a_broken_symbolic_link_in_a_dataset_directory_is_called_one(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "no such file", of a file that ls lists
+    folder = task_root.root / "data" / "links"
+    write_jsonl(folder / "a.jsonl", records("a", 2))
+    gone = task_root.root / "nonexistent.jsonl"
+    (folder / "g.jsonl").symlink_to(gone)
+    assert refusal(cli("validate-dataset", "--path", folder)) == (
+        2,
+        f"error: {folder / 'g.jsonl'}: cannot read the dataset: it is a broken symbolic link: its target {gone} "
+        "does not exist",
+    )
+
+
+# --- every missing few-shot file of a directory at once (readme-walk3 finding 11) ---
+
+
+def subjects(task_root: TaskRoot, names: str, with_dev: str) -> tuple[Path, Path]:
+    """A test/ directory with a file per subject of ``names``, and a dev/ file for those of ``with_dev``."""
+    tests, dev = task_root.root / "data" / "test", task_root.root / "data" / "dev"
+    for index, name in enumerate(names.split()):
+        write_jsonl(tests / f"{name}_test.jsonl", records(name, 2, start=100 * index))
+    for index, name in enumerate(with_dev.split()):
+        write_jsonl(dev / f"{name}_dev.jsonl", records(name, 2, start=100 * index + 50))
+    return tests, dev
+
+
+@pytest.mark.parametrize("command", ["run", "validate-dataset"])
+def test_every_missing_few_shot_file_of_a_directory_is_named_at_once(
+    cli: Cli, task_root: TaskRoot, command: str
+) -> None:
+    # before: only the first missing one; fixing it showed the next
+    tests, dev = subjects(task_root, "anatomy facts religions", with_dev="anatomy")
+    spec = few_shot_task(task_root, PER_FILE)
+    args = ["run", "--dataset", tests, "--dry-run"] if command == "run" else ["validate-dataset", "--path", tests]
+    assert refusal(cli(*args, "--task", spec)) == (
+        2,
+        f"error: {spec}:5: few_shot.path_from_dataset: cannot read 2 of the 3 few-shot files (no such file): "
+        f"{dev / 'facts_dev.jsonl'}, {dev / 'religions_dev.jsonl'}",
+    )
+
+
+def test_many_missing_few_shot_files_are_named_three_and_counted(cli: Cli, task_root: TaskRoot) -> None:
+    tests, dev = subjects(task_root, "alpha beta delta epsilon gamma", with_dev="")
+    spec = few_shot_task(task_root, PER_FILE)
+    assert refusal(cli("run", "--task", spec, "--dataset", tests, "--dry-run")) == (
+        2,
+        f"error: {spec}:5: few_shot.path_from_dataset: cannot read any of the 5 few-shot files (no such file): "
+        f"{dev / 'alpha_dev.jsonl'}, {dev / 'beta_dev.jsonl'}, {dev / 'delta_dev.jsonl'} and 2 more",
+    )
+
+
+def test_few_shot_files_unreadable_for_different_reasons_say_each_its_own(cli: Cli, task_root: TaskRoot) -> None:
+    tests, dev = subjects(task_root, "alpha beta gamma", with_dev="gamma")
+    gone = task_root.root / "gone.jsonl"
+    (dev / "alpha_dev.jsonl").symlink_to(gone)
+    spec = few_shot_task(task_root, PER_FILE)
+    assert refusal(cli("run", "--task", spec, "--dataset", tests, "--dry-run")) == (
+        2,
+        f"error: {spec}:5: few_shot.path_from_dataset: cannot read 2 of the 3 few-shot files: "
+        f"{dev / 'alpha_dev.jsonl'} (it is a broken symbolic link: its target {gone} does not exist), "
+        f"{dev / 'beta_dev.jsonl'} (no such file)",
+    )
+
+
+def test_one_missing_few_shot_file_of_a_directory_is_told_as_before(cli: Cli, task_root: TaskRoot) -> None:
+    tests, dev = subjects(task_root, "alpha beta", with_dev="alpha")
+    spec = few_shot_task(task_root, PER_FILE)
+    assert refusal(cli("run", "--task", spec, "--dataset", tests, "--dry-run")) == (
+        2,
+        f"error: {spec}:5: few_shot.path_from_dataset: {dev / 'beta_dev.jsonl'}: cannot read the few-shot file: "
+        "no such file",
+    )

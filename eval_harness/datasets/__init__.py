@@ -42,6 +42,7 @@ from eval_harness.datasets._files import (
     file_sha256,
     file_stamp,
     is_compressed,
+    why_missing,
 )
 from eval_harness.datasets._subsets import sample, split
 from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name
@@ -247,19 +248,24 @@ def load_samples(path: Path, spec: DatasetSpec | None = None) -> list[Sample]:
 MEMBER_SUFFIXES = {"jsonl": (".jsonl", ".jsonl.gz"), "csv": (".csv", ".csv.gz")}
 """The files a dataset directory is read from, by the task's format."""
 
+_NEAR_SUFFIXES = {"jsonl": (".json", ".json.gz", ".ndjson", ".ndjson.gz"), "csv": ()}
+"""Names a file of the format may have been given by mistake, beside its own in another case (``a.JSONL``): a
+directory holding only such files is refused naming them, since they are not read (names are matched as written,
+so that the files read are the ones ``ls *.jsonl`` lists)."""
+
+_NAMES_SHOWN = 3
+"""The entries of a directory a one-line message names before it counts the rest."""
+
 
 def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
     """The files a dataset is read from: ``path``, or, when it is a directory, the files directly in it whose
     names end as the format's do (``MEMBER_SUFFIXES``), by name; a hidden one is passed over. A directory
-    without one is refused."""
+    without one is refused, saying what it holds when that tells the slip (``_holds``)."""
     if not path.is_dir():
         return [path]
     suffixes = MEMBER_SUFFIXES[(spec or DatasetSpec()).format]
-    try:
-        found = [p for p in path.iterdir() if p.name.endswith(suffixes) and not p.name.startswith(".")]
-    except OSError as exc:
-        raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
-    members = sorted((p for p in found if not p.is_dir()), key=lambda p: p.name)
+    entries = _entries(path)
+    members = [entry for entry in entries if _is_member(entry, suffixes)]
     names = {member.name for member in members}
     twice = next((name for name in sorted(names) if name.endswith(".gz") and name[:-3] in names), None)
     if twice is not None:  # `gzip -k` leaves both: every sample would be evaluated twice
@@ -274,12 +280,76 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
             "name, which would break every line that names it; rename it"
         )
     if not members:
-        other = [fmt for fmt, ends in MEMBER_SUFFIXES.items() if ends != suffixes and any(path.glob(f"*{ends[0]}*"))]
-        hint = f" (it holds {other[0].upper()} files: a task that reads {other[0].upper()} reads them)" if other else ""
         raise DatasetUnreadableError(
-            f"{path}: cannot read the dataset: the directory holds no {' or '.join(suffixes)} file{hint}"
+            f"{path}: cannot read the dataset: the directory holds no {' or '.join(suffixes)} file"
+            f"{_holds(entries, (spec or DatasetSpec()).format)}"
         )
     return members
+
+
+def foreign_format(path: Path, spec: DatasetSpec | None = None) -> str | None:
+    """The format (a key of ``MEMBER_SUFFIXES``) other than ``spec``'s that the dataset at ``path`` is in, as far
+    as names tell: a file named as another format's (``x.csv`` read as JSONL), or a directory holding no file of
+    ``spec``'s format but some of another's. None otherwise: what names do not tell, reading the lines does."""
+    own = (spec or DatasetSpec()).format
+    if path.is_file():
+        return next((fmt for fmt, ends in MEMBER_SUFFIXES.items() if fmt != own and path.name.endswith(ends)), None)
+    if not path.is_dir():
+        return None  # missing, a pipe: the reader says so, whatever the name
+    try:
+        entries = _entries(path)
+    except DatasetUnreadableError:
+        return None
+    if any(_is_member(entry, MEMBER_SUFFIXES[own]) for entry in entries):
+        return None
+    return _other_format(entries, own)
+
+
+def _entries(path: Path) -> list[Path]:
+    """What the directory ``path`` holds, by name, but its hidden entries (a dataset never reads them)."""
+    try:
+        return sorted((entry for entry in path.iterdir() if not entry.name.startswith(".")), key=lambda p: p.name)
+    except OSError as exc:
+        raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
+
+
+def _is_member(entry: Path, suffixes: tuple[str, ...]) -> bool:
+    return entry.name.endswith(suffixes) and not entry.is_dir()
+
+
+def _other_format(entries: list[Path], own: str) -> str | None:
+    """The first format but ``own`` that a file among ``entries`` is named as."""
+    others = [(fmt, ends) for fmt, ends in MEMBER_SUFFIXES.items() if fmt != own]
+    return next((fmt for fmt, ends in others if any(_is_member(entry, ends) for entry in entries)), None)
+
+
+def _holds(entries: list[Path], own: str) -> str:
+    """What a directory holding no file of the format ``own`` holds, when that explains the slip, as the message's
+    closing parenthesis: files of another format, files of a name near the format's (``a.json``, ``b.JSONL``),
+    subdirectories (the parent of ``test/`` given for it); or, failing these, its first entries ("" when it holds
+    none but hidden ones)."""
+    other = _other_format(entries, own)
+    if other is not None:
+        return f" (it holds {other.upper()} files: a task that reads {other.upper()} reads them)"
+    suffixes = MEMBER_SUFFIXES[own]
+    near_ends = suffixes + _NEAR_SUFFIXES[own]
+    near = [entry.name for entry in entries if entry.name.lower().endswith(near_ends) and not entry.is_dir()]
+    if near:
+        return (
+            f" (it holds {_named(near)}: only files whose names end in {' or '.join(suffixes)}, in lower case, "
+            "are read)"
+        )
+    folders = [entry.name for entry in entries if entry.is_dir()]
+    if folders:
+        which = "the directory" if len(folders) == 1 else "the directories"
+        return f" (it holds {which} {_named(folders)}: subdirectories are not read)"
+    return f" (it holds {_named([entry.name for entry in entries])})" if entries else ""
+
+
+def _named(names: list[str]) -> str:
+    """``a, b, c``, or the first ``_NAMES_SHOWN`` names and how many more."""
+    shown = ", ".join(repr(name) if not name.isprintable() else name for name in names[:_NAMES_SHOWN])
+    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
 
 
 def dataset_sha256(path: Path, spec: DatasetSpec | None = None) -> str:
@@ -605,6 +675,7 @@ __all__ = [
     "dataset_stamp",
     "file_sha256",
     "file_stamp",
+    "foreign_format",
     "is_compressed",
     "iter_positioned",
     "iter_samples",
@@ -612,4 +683,5 @@ __all__ = [
     "sample",
     "split",
     "validate_dataset",
+    "why_missing",
 ]

@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import hashlib
 import io
+import os
 import stat
 import typing
 import zlib
@@ -38,6 +39,16 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def why_missing(path: Path) -> str:
+    """Why a file that was not found is not there, in a message's words: a symbolic link whose target is gone is
+    listed in its directory, so "no such file" would contradict what ``ls`` shows."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return "no such file"
+    return f"it is a broken symbolic link: its target {target} does not exist"
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:
@@ -91,7 +102,7 @@ def _open(path: Path) -> IO[bytes]:
         handle.close()
         return typing.cast(IO[bytes], gzip.open(path, "rb"))  # it closes the file it opens
     except FileNotFoundError:
-        raise DatasetUnreadableError(f"{path}: cannot read the dataset: no such file") from None
+        raise DatasetUnreadableError(f"{path}: cannot read the dataset: {why_missing(path)}") from None
     except OSError as exc:
         raise DatasetUnreadableError(f"{path}: cannot read the dataset: {exc.strerror}") from None
 
@@ -143,4 +154,4 @@ def _read_line(reader: _HashingReader) -> tuple[bytes, bool, int]:
     return b"", True, consumed
 
 
-__all__ = ["MAX_LINE_BYTES", "file_sha256", "file_stamp", "is_compressed"]
+__all__ = ["MAX_LINE_BYTES", "file_sha256", "file_stamp", "is_compressed", "why_missing"]

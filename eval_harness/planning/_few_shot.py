@@ -21,6 +21,7 @@ from eval_harness.datasets import (
     iter_samples,
     split,
     validate_dataset,
+    why_missing,
 )
 from eval_harness.datasets import sample as sample_subset
 from eval_harness.errors import ConfigError, DatasetError, DatasetUnreadableError, as_written
@@ -28,6 +29,9 @@ from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import ChatMessage, RunManifest, Sample, split_rewrite
+
+_FILES_SHOWN = 3
+"""The few-shot files a one-line refusal names before it counts the rest."""
 
 
 class PoolOverlap:
@@ -129,21 +133,53 @@ class Pool:
 
 def few_shot_files(task: LoadedTask, dataset_path: Path) -> dict[str, Path]:
     """The few-shot file of each file of a dataset directory, by the file's name, when the task derives it from
-    the dataset's path (``path_from_dataset``); empty otherwise (one file's ``few_shot_file`` serves all)."""
+    the dataset's path (``path_from_dataset``); empty otherwise (one file's ``few_shot_file`` serves all). Refused
+    naming every few-shot file that cannot be read, not the first only: a directory of subjects often lacks
+    several (one dev file per subject), which would otherwise be found one run at a time."""
     spec = task.spec.few_shot
     if spec is None or spec.path_from_dataset is None or spec.k == 0 or not dataset_path.is_dir():
         return {}
     files = {}
     for member in dataset_members(dataset_path, task.spec.dataset):
-        path = few_shot_file(task, member, directory=dataset_path)
+        path = _few_shot_path(task, member, directory=dataset_path)
         assert path is not None, "path_from_dataset with k > 0 names a file"
         files[member.name] = path
+    distinct = list(dict.fromkeys(files.values()))  # a file several share: once
+    unreadable = {path: why for path in distinct if (why := _unreadable(path)) is not None}
+    if unreadable:
+        raise _unreadable_refusal(task, unreadable, len(distinct))
     return files
 
 
-def few_shot_file(task: LoadedTask, dataset_path: Path, *, directory: Path | None = None) -> Path | None:
+def few_shot_file(task: LoadedTask, dataset_path: Path) -> Path | None:
     """The file the few-shot examples come from, refused naming the spec's line when it cannot be read; None when
-    they come from no file (none, or a hold-out). ``directory``: the dataset directory ``dataset_path`` is a file
+    they come from no file (none, or a hold-out)."""
+    path = _few_shot_path(task, dataset_path)
+    if path is not None and (why := _unreadable(path)) is not None:
+        raise _unreadable_refusal(task, {path: why}, 1)
+    return path
+
+
+def _unreadable_refusal(task: LoadedTask, unreadable: dict[Path, str], total: int) -> ConfigError:
+    """The refusal of the few-shot files that cannot be read (``unreadable``: each with why; of ``total``), on one
+    line naming the spec's: the first few files named, the rest counted, a reason they all share (most often "no
+    such file") said once."""
+    place = task.place("few_shot", _source_key(task))
+    if len(unreadable) == 1:
+        [(path, why)] = unreadable.items()
+        return ConfigError(f"{place}: {path}: cannot read the few-shot file: {why}")
+    reasons = set(unreadable.values())
+    shared = reasons.pop() if len(reasons) == 1 else None
+    named = [str(path) if shared else f"{path} ({why})" for path, why in unreadable.items()]
+    more = len(named) - _FILES_SHOWN
+    shown = ", ".join(named[:_FILES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    how_many = "any" if len(unreadable) == total else len(unreadable)
+    why = f" ({shared})" if shared else ""
+    return ConfigError(f"{place}: cannot read {how_many} of the {total} few-shot files{why}: {shown}")
+
+
+def _few_shot_path(task: LoadedTask, dataset_path: Path, *, directory: Path | None = None) -> Path | None:
+    """``few_shot_file``'s path, not yet opened. ``directory``: the dataset directory ``dataset_path`` is a file
     of (see ``few_shot_files``)."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
@@ -181,7 +217,6 @@ def few_shot_file(task: LoadedTask, dataset_path: Path, *, directory: Path | Non
             f"{task.place('few_shot', key)}: few-shot examples would come from the dataset under evaluation{which}; "
             "use holdout_fraction instead"
         )
-    _check_readable(task, pool_path, key)
     return pool_path
 
 
@@ -191,23 +226,22 @@ def _source_key(task: LoadedTask) -> str:
     return "path_from_dataset" if spec is not None and spec.path_from_dataset is not None else "path"
 
 
-def _check_readable(task: LoadedTask, path: Path, key: str) -> None:
-    """Refuse a few-shot file that cannot be opened, naming the spec's line: the dataset reader, which would refuse
-    it later, calls any file it reads 'the dataset'. A pipe is refused before it is opened, which would block."""
+def _unreadable(path: Path) -> str | None:
+    """Why a few-shot file cannot be opened, None when it can. It is asked before the file is read, so that the
+    refusal names the spec's line: the dataset reader, which would refuse it later, calls any file it reads 'the
+    dataset'. A pipe is refused before it is opened, which would block."""
     try:
         mode = path.stat().st_mode
         if stat.S_ISDIR(mode):
-            why = "it is a directory"
-        elif not stat.S_ISREG(mode):
-            why = "it is not a regular file (a pipe or a device); save it to a file first"
-        else:
-            with path.open("rb"):
-                return
+            return "it is a directory"
+        if not stat.S_ISREG(mode):
+            return "it is not a regular file (a pipe or a device); save it to a file first"
+        with path.open("rb"):
+            return None
     except FileNotFoundError:
-        why = "no such file"
+        return why_missing(path)
     except OSError as exc:
-        why = exc.strerror or str(exc)
-    raise ConfigError(f"{task.place('few_shot', key)}: {path}: cannot read the few-shot file: {why}")
+        return exc.strerror or str(exc)
 
 
 def _checked_pool(task: LoadedTask, dataset_path: Path, check_dataset: Callable[[], object]) -> Pool | None:

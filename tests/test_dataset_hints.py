@@ -1,0 +1,89 @@
+"""validate-dataset without --task reads JSONL: a CSV dataset (a file named .csv, a directory of them) is refused in
+one line telling to give a task that reads CSV, rather than with every line "not JSON"."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, TaskRoot, write_jsonl
+
+Cli = Callable[..., CliResult]
+
+CSV_ROWS = "What is 1 + 1?,1,2,3,4,B\nWhat is 2 + 2?,2,3,4,5,C\n"
+"""Two rows of the mmlu task's header-less CSV."""
+
+
+def records(axis: str, count: int, start: int = 0) -> list[dict[str, str]]:
+    return [{"input": f"What is {i} + 1?", "target": str(i + 1), "axis": axis} for i in range(start, start + count)]
+
+
+def adder(task_root: TaskRoot) -> Path:
+    return task_root.root / "tasks" / "adder.toml"
+
+
+def refusal(result: CliResult) -> tuple[int, str]:
+    return result.code, result.err.strip()
+
+
+def test_a_csv_directory_checked_without_a_task_is_told_to_give_a_task_that_reads_csv(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: "(it holds CSV files: a task that reads CSV reads them)", which never said --task
+    folder = task_root.root / "data" / "test"
+    folder.mkdir(parents=True)
+    (folder / "anatomy_test.csv").write_text(CSV_ROWS)
+    assert refusal(cli("validate-dataset", "--path", folder)) == (
+        2,
+        f"error: {folder}: cannot read the dataset: the directory holds no .jsonl or .jsonl.gz file (it holds CSV "
+        "files: give --task with a task that reads CSV, e.g. --task mmlu)",
+    )
+    (folder.parent / "dev").mkdir()
+    (folder.parent / "dev" / "anatomy_dev.csv").write_text(CSV_ROWS.replace("What", "So what"))  # its few-shot file
+    checked = cli("validate-dataset", "--path", folder, "--task", "mmlu")  # as told: the dataset is read
+    assert checked.code == 0 and f"{folder}: 2 lines, 2 valid" in checked.out, checked.out + checked.err
+
+
+@pytest.mark.parametrize("name", ["anatomy_test.csv", "anatomy_test.csv.gz"])
+def test_a_csv_file_checked_without_a_task_is_refused_in_one_line_telling_to_give_one(
+    cli: Cli, task_root: TaskRoot, name: str
+) -> None:
+    # before: exit 1, each line "not JSON ... the file is read as JSONL", and no word of --task
+    path = task_root.root / "data" / name  # data/ holds the adder task's file
+    path.write_bytes(gzip.compress(CSV_ROWS.encode()) if name.endswith(".gz") else CSV_ROWS.encode())
+    result = cli("validate-dataset", "--path", path)
+    assert (result.out, *refusal(result)) == (
+        "",
+        2,
+        f"error: {path}: cannot read the dataset: its name says CSV, and without --task a file is read as JSONL: "
+        "give --task with a task that reads CSV, e.g. --task mmlu",
+    )
+
+
+def test_a_directory_holding_jsonl_files_beside_csv_ones_is_still_checked_without_a_task(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    folder = task_root.root / "data" / "mixed"
+    write_jsonl(folder / "a.jsonl", records("a", 2))
+    (folder / "c.csv").write_text(CSV_ROWS)
+    result = cli("validate-dataset", "--path", folder)
+    assert result.code == 0 and "files: a.jsonl\n" in result.out, result.out + result.err
+
+
+def test_run_of_a_csv_directory_with_a_jsonl_task_keeps_its_hint(cli: Cli, task_root: TaskRoot) -> None:
+    folder = task_root.root / "data" / "test"
+    folder.mkdir(parents=True)
+    (folder / "anatomy_test.csv").write_text(CSV_ROWS)
+    assert refusal(cli("run", "--task", adder(task_root), "--dataset", folder, "--dry-run")) == (
+        2,
+        f"error: {folder}: cannot read the dataset: the directory holds no .jsonl or .jsonl.gz file (it holds CSV "
+        "files: a task that reads CSV reads them)",
+    )
+
+
+def test_a_missing_csv_file_checked_without_a_task_is_told_missing(cli: Cli, task_root: TaskRoot) -> None:
+    path = task_root.root / "data" / "gone.csv"  # its name says CSV, but there is nothing to give a task for
+    result = cli("validate-dataset", "--path", path)
+    assert refusal(result) == (2, f"error: {path}: cannot read the dataset: no such file")
