@@ -560,3 +560,20 @@ def test_one_missing_few_shot_file_of_a_directory_is_told_as_before(cli: Cli, ta
         f"error: {spec}:5: few_shot.path_from_dataset: {dev / 'beta_dev.jsonl'}: cannot read the few-shot file: "
         "no such file",
     )
+
+
+def test_a_run_names_the_files_of_its_directory_that_look_like_dataset_files_but_are_not_read(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    # readme-walk3 7: c.csv (or b.JSONL) dropped in beside the .jsonl files was passed over without a word, and
+    # the run was short of its samples; notes.txt, a hidden file and a subdirectory stay unmentioned
+    (directory / "c.csv").write_text("input,target\nWhat is 1 + 1?,2\n")
+    write_jsonl(directory / "d_sums.JSONL", records("d", 1, start=400))
+    result = cli(
+        "run", "--task", adder(task_root), "--dataset", directory, "--output-dir", task_root.root / "out", "-q"
+    )
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        f"note: {directory}: passed over 2 files not read as part of the dataset (c.csv, d_sums.JSONL): only its "
+        ".jsonl and .jsonl.gz files are"
+    ]

@@ -305,6 +305,30 @@ def foreign_format(path: Path, spec: DatasetSpec | None = None) -> str | None:
     return _other_format(entries, own)
 
 
+def passed_over(path: Path, spec: DatasetSpec | None = None) -> str | None:
+    """A note naming the files of the dataset directory ``path`` that look like dataset files but are not read
+    (named as another format's, or near the format's own: ``c.csv``, ``a.json``, ``b.JSONL``); None when it has
+    none, or ``path`` is one file. Passing them over is the rule, but a file dropped in with the wrong name
+    would otherwise leave the run short of it without a word."""
+    if not path.is_dir():
+        return None
+    fmt = (spec or DatasetSpec()).format
+    own = MEMBER_SUFFIXES[fmt]
+    looks = tuple(end for ends in MEMBER_SUFFIXES.values() for end in ends) + _NEAR_SUFFIXES[fmt]
+    names = [
+        entry.name
+        for entry in _entries(path)
+        if entry.name.lower().endswith(looks) and not entry.name.endswith(own) and not entry.is_dir()
+    ]
+    if not names:
+        return None
+    files = "1 file" if len(names) == 1 else f"{len(names):,} files"
+    return (
+        f"note: {path}: passed over {files} not read as part of the dataset ({_named(names)}): only its "
+        f"{' and '.join(own)} files are"
+    )
+
+
 def _entries(path: Path) -> list[Path]:
     """What the directory ``path`` holds, by name, but its hidden entries (a dataset never reads them)."""
     try:
@@ -680,6 +704,7 @@ __all__ = [
     "iter_positioned",
     "iter_samples",
     "load_samples",
+    "passed_over",
     "sample",
     "split",
     "validate_dataset",
