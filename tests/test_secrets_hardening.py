@@ -414,18 +414,87 @@ def test_without_its_own_place_the_key_is_refused_by_such_a_server(
 
 
 @pytest.mark.parametrize(
+    ("placed", "elsewhere"),
+    [
+        ((), "elsewhere"),
+        (("--model-arg", "api_key_query=key"), "elsewhere than the query parameter key"),
+        (("--model-arg", "api_key_header=api-key"), "elsewhere than the header api-key"),
+    ],
+    ids=["bearer", "query", "header"],
+)
+def test_a_refused_key_says_the_server_may_read_it_elsewhere(
+    cli: Cli,
+    project: TaskRoot,
+    server: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    placed: tuple[str, ...],
+    elsewhere: str,
+) -> None:
+    # before: only "check --model-arg api_key_env=NAME (or api_key=...)", when the key was right and its place wrong
+    server.api_key, server.key_from = CANARY, "header:x-functions-key"
+    monkeypatch.setenv("SERVER_KEY", CANARY)
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={server.base_url}", "--model-arg",
+                 "api_key_env=SERVER_KEY", *placed)  # fmt: skip
+    assert result.code == 2, result.err
+    assert (
+        "authentication failed: HTTP 401 (check --model-arg api_key_env=NAME (or api_key=...); or the server reads "
+        f"its key {elsewhere}: --model-arg api_key_header=NAME or --model-arg api_key_query=NAME)"
+    ) in result.err
+
+
+def test_a_refused_request_without_a_key_says_only_to_give_one(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer
+) -> None:
+    server.api_key = CANARY
+    result = run(cli, "openai-compatible/m", "--model-arg", f"base_url={server.base_url}")
+    assert result.code == 2, result.err
+    assert "authentication failed: HTTP 401 (check --model-arg api_key_env=NAME (or api_key=...)):" in result.err
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         ({"api_key_query": "code"}, "api_key_query=code but no key is given: give it through --model-arg api_key_env"),
         ({"api_key_header": "x-functions-key"}, "api_key_header=x-functions-key but no key is given"),
         ({"api_key": "k", "api_key_header": "a", "api_key_query": "b"}, "not both: the key is sent in one place"),
-        ({"api_key": "k", "api_key_header": "api key: x"}, "api_key_header: Value error, must be an HTTP header name"),
-        ({"api_key": "k", "api_key_query": "co&de"}, "api_key_query: Value error, must be a query parameter name"),
+        ({"api_key": "k", "api_key_header": "api key: x"}, "--model-arg api_key_header: must be an HTTP header name"),
+        ({"api_key": "k", "api_key_query": "co&de"}, "--model-arg api_key_query: must be a query parameter name"),
     ],
 )
 def test_the_keys_place_is_checked_before_the_run(args: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         create_provider("openai-compatible/m", {"base_url": "http://127.0.0.1:9/v1", **args}, ProviderContext())
+
+
+@pytest.mark.parametrize("flag", ["--model-arg", "--judge-arg"])
+@pytest.mark.parametrize(
+    ("model", "args", "message"),
+    [
+        (
+            "openai-compatible/m",
+            {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "api_key_header": "a", "api_key_query": "b"},
+            "give api_key_header or api_key_query, not both: the key is sent in one place",
+        ),
+        ("openai/gpt-4o", {"price_in": "1"}, "give both price_in and price_out (USD per million tokens)"),
+        ("mock/m", {"skill.a": "2"}, "skill.a must be between 0 and 1, got 2.0"),
+    ],
+)
+def test_an_error_of_the_options_together_names_the_flag_alone_without_pydantics_prefix(
+    flag: str, model: str, args: dict[str, str], message: str
+) -> None:
+    # before: "--model-arg model-arg: Value error, give api_key_header or api_key_query, not both ..."
+    with pytest.raises(ConfigError) as caught:
+        create_provider(model, args, ProviderContext(), flag=flag)
+    assert str(caught.value).startswith(f"{flag}: {message} (provider {model.partition('/')[0]}; options: ")
+
+
+def test_an_options_own_error_is_named_by_flag_and_option_without_pydantics_prefix() -> None:
+    with pytest.raises(ConfigError) as caught:
+        create_provider("openai-compatible/j", {"base_url": "http://127.0.0.1:9/v1", "api_key_query": "co&de"},
+                        ProviderContext(), flag="--judge-arg")  # fmt: skip
+    assert str(caught.value).startswith(
+        "--judge-arg api_key_query: must be a query parameter name (letters, digits and - _ .) (provider "
+    )
 
 
 def test_without_credentials_keeps_the_rest_of_the_url_and_joins_what_is_kept_with_ampersands() -> None:

@@ -18,6 +18,7 @@ import orjson
 
 from eval_harness.config import shown_without_credentials
 from eval_harness.datasets import DatasetReport
+from eval_harness.providers.base import Provider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
@@ -217,23 +218,44 @@ def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
 
 def _session_only(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, str]:
     """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it holds
-    for this session only, forced or not (see ``_as_compared``)."""
+    for this session only, forced or not (see ``_as_compared``). One the run set that is unset now is not among
+    them: the option given in its place (``ProviderOptions.replaces``) is, and unsets it again (no ``--model-arg``
+    text could)."""
     recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
     return {
         name: _arg_text(now[name])
         for name in sorted(parts.model_transport_only)
-        if name in now and now[name] != recorded.get(name, defaults.get(name))
+        if name in now and now[name] is not None and now[name] != recorded.get(name, defaults.get(name))
     }
 
 
-def _transport_notes(manifest: RunManifest, parts: _Fingerprinted, session_only: Mapping[str, str]) -> list[str]:
+class _Resumed(_Fingerprinted, Protocol):
+    """The parts of a resumed session, with the provider built for it."""
+
+    @property
+    def provider(self) -> Provider: ...
+
+
+def _transport_notes(manifest: RunManifest, parts: _Resumed, session_only: Mapping[str, str]) -> list[str]:
     """A line for each of the ``session_only`` options: the manifest keeps the run's."""
-    recorded, defaults = manifest.model.args, parts.model_defaults
-    return [
-        f"resume: --model-arg {name}={text} holds for this session only (the run records "
-        f"{_arg_text(recorded.get(name, defaults.get(name)))}): give it again to a later resume"
-        for name, text in session_only.items()
-    ]
+    recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
+    replaces = type(parts.provider.options).replaces
+    notes = []
+    for name, text in session_only.items():
+        unset = [
+            f"{other}={_arg_text(recorded[other])}"
+            for other in sorted(replaces.get(name, ()))
+            if recorded.get(other) is not None and now.get(other) is None
+        ]
+        run_has = (
+            f", in place of the run's {', '.join(unset)}"
+            if unset
+            else f" (the run records {_arg_text(recorded.get(name, defaults.get(name)))})"
+        )
+        notes.append(
+            f"resume: --model-arg {name}={text} holds for this session only{run_has}: give it again to a later resume"
+        )
+    return notes
 
 
 def _transport_as_recorded(

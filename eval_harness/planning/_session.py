@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from eval_harness.artifacts import RunPaths
 from eval_harness.config import RunConfig, invalid_config
+from eval_harness.providers.base import resumed_args
 from eval_harness.types import GateSettings, RunManifest
 
 T = TypeVar("T")
@@ -65,7 +66,7 @@ def _resume_config(
             judge_model=manifest.judge.id if manifest.judge else None,
             judge_args=dict(manifest.judge.args) if manifest.judge else {},
             model=manifest.model.id,
-            model_args={**manifest.model.args, **model_args},
+            model_args=resumed_args(manifest.model.id, manifest.model.args, model_args),
             dataset=Path(manifest.dataset.path),
             output_dir=run_dir.parent,
             run_id=manifest.run_id,

@@ -598,6 +598,11 @@ class HTTPProvider(Provider):
         """Where this provider's key comes from, as messages say it (``--judge-arg api_key_env=NAME`` ...)."""
         return self.key_hint.replace("{flag}", self.context.options_flag)
 
+    @property
+    def auth_failure_hint(self) -> str:
+        """What a refused key (HTTP 401/403) says to check: where the key comes from, by default."""
+        return self.key_source
+
     # hooks for subclasses ------------------------------------------------------------------------------
     def configured_base_url(self) -> str | None:
         """The base URL from the environment (e.g. OPENAI_BASE_URL), when the provider has one."""
@@ -706,7 +711,7 @@ class HTTPProvider(Provider):
             headers,
             body,
             label=self.label,
-            key_hint=self.key_source,
+            key_hint=self.auth_failure_hint,
             secrets=self.secrets(),
             cause=self.retry_cause_of(status, headers, body),
             quota_exhausted=self.quota_exhausted(status, body),
@@ -785,6 +790,10 @@ class HTTPProvider(Provider):
 
 class KeyOptions(HTTPOptions):
     """Options of providers whose key may come from a model arg or a named environment variable."""
+
+    # the variable names where the key is read from, never what the answers are: a resume after a 401 may name
+    # another for its session without --force (the key itself is never recorded either way)
+    transport_only: ClassVar[frozenset[str]] = HTTPOptions.transport_only | {"api_key_env"}
 
     api_key: SecretStr | None = Field(
         default=None, description="API key (never recorded; prefer api_key_env so a resume finds it again)."

@@ -29,7 +29,19 @@ class ProviderOptions(BaseModel):
 
     transport_only: ClassVar[frozenset[str]] = frozenset()
     """Options that change how answers travel, never what they are (streaming, timeouts, the HTTP client, the
-    largest body read): a resume may change them without ``--force``, for its own session."""
+    largest body read, where the key is read from and sent): a resume may change them without ``--force``, for its
+    own session."""
+    replaces: ClassVar[Mapping[str, frozenset[str]]] = {}
+    """Options that may not be set together, by name: each given anew to a resume unsets the recorded ones it
+    names (the run's ``api_key_query`` for an ``api_key_header`` given now), which nothing else could unset."""
+
+    @classmethod
+    def resumed(cls, recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """The options of a resumed session: ``recorded`` with each option ``given`` now in place of its own, and
+        unset where one ``given`` replaces it (``replaces``); two of a pair given together are both kept, and
+        refused as on a run."""
+        unset = {name for option in given for name in cls.replaces.get(option, ()) if name not in given}
+        return {**{name: value for name, value in recorded.items() if name not in unset}, **given}
 
     def public(self) -> dict[str, Any]:
         """The options as recorded in a manifest: secrets are dropped."""
@@ -192,10 +204,20 @@ def create_provider(
         known = ", ".join(cls.Options.model_fields) or "none"
         if exc.errors(include_url=False)[0]["type"] == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
             message = "unknown option" + _misplaced_option_hint(key, flag, prefix)
-        raise ConfigError(
-            f"{flag} {key or flag.removeprefix('--')}: {message} (provider {prefix}; options: {known})"
-        ) from None
+        # a validator's own message reads as it is written, without pydantic's "Value error, " before it; one of
+        # the options together (a model validator's) has no name to go after the flag
+        message = message.removeprefix("Value error, ")
+        where = f"{flag} {key}" if key else flag
+        raise ConfigError(f"{where}: {message} (provider {prefix}; options: {known})") from None
     return cls(model, options, context)
+
+
+def resumed_args(model_id: str, recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of a resumed session of ``provider/model``: ``recorded`` with those ``given`` now in their place
+    (see ``ProviderOptions.resumed``)."""
+    if not given:
+        return dict(recorded)
+    return PROVIDERS.get(model_id.partition("/")[0]).Options.resumed(recorded, given)
 
 
 __all__ = [
@@ -207,4 +229,5 @@ __all__ = [
     "estimate_tokens",
     "option_secrets",
     "register_provider",
+    "resumed_args",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 from urllib.parse import parse_qs, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
@@ -30,6 +31,11 @@ class OpenAICompatibleOptions(KeyOptions):
 
     # where the key travels changes no answer: a resume may move it for its session, as it may stream
     transport_only: ClassVar[frozenset[str]] = KeyOptions.transport_only | {"stream", "api_key_header", "api_key_query"}
+    # the key goes in one place: either given to a resume unsets the run's other, which would be refused beside it
+    replaces: ClassVar[Mapping[str, frozenset[str]]] = {
+        "api_key_header": frozenset({"api_key_query"}),
+        "api_key_query": frozenset({"api_key_header"}),
+    }
 
     base_url: str | None = Field(default=None, description="The server's API root, e.g. http://127.0.0.1:8080/v1.")
     endpoint: Literal["chat", "completions"] = Field(
@@ -124,6 +130,23 @@ class OpenAICompatibleProvider(OpenAIWire):
                 f"openai-compatible/{model}: {which}={sent_in} but no key is given: give it through "
                 f"{context.options_flag} api_key_env=NAME (or api_key=...)"
             )
+
+    @property
+    def auth_failure_hint(self) -> str:
+        if not self._key:
+            return self.key_source
+        # the right key sent in another place than the server reads it from is refused all the same
+        options, flag = self.compatible_options, self.context.options_flag
+        if options.api_key_header is not None:
+            sent = f" than the header {options.api_key_header}"
+        elif options.api_key_query is not None:
+            sent = f" than the query parameter {options.api_key_query}"
+        else:
+            sent = ""
+        return (
+            f"{self.key_source}; or the server reads its key elsewhere{sent}: {flag} api_key_header=NAME or "
+            f"{flag} api_key_query=NAME"
+        )
 
     @property
     def endpoint(self) -> Endpoint:
