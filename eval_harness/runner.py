@@ -386,9 +386,10 @@ class Runner:
     def _check_dataset_unchanged(self) -> None:
         path = self.plan.dataset_path
         if dataset_stamp(path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:
+            kept = "its files" if self.plan.manifest.dataset.files else "the file"
             self._fatal = DatasetError(
                 f"{path}: the dataset changed while the run read it, so its records may mix the old lines "
-                "and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
+                f"and the new; keep {kept} unchanged during a run (a resume compares its sha256 and names "
                 "what changed)"
             )
 

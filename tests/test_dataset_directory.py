@@ -577,3 +577,62 @@ def test_a_run_names_the_files_of_its_directory_that_look_like_dataset_files_but
         f"note: {directory}: passed over 2 files not read as part of the dataset (c.csv, d_sums.JSONL): only its "
         ".jsonl and .jsonl.gz files are"
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("rename", ": d_sums.jsonl added; c_sums.jsonl removed"),
+        ("add", ": e_sums.jsonl added"),
+        ("edit", ": a file's content changed"),
+    ],
+)
+def test_a_resume_refused_for_a_changed_directory_says_which_files_came_or_went(
+    cli: Cli, task_root: TaskRoot, directory: Path, change: str, said: str
+) -> None:
+    # readme-walk3 8: only the two sha256 were named, though the manifest lists the files
+    out = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--dataset", directory, "--limit", "2", "--output-dir", out,
+               "--run-id", "r", "-q").code == 0  # fmt: skip
+    before = dataset_sha256(directory)
+    if change == "rename":
+        (directory / "c_sums.jsonl").rename(directory / "d_sums.jsonl")
+    elif change == "add":
+        write_jsonl(directory / "e_sums.jsonl", records("e", 1, start=500))
+    else:
+        write_jsonl(directory / "b_sums.jsonl", records("b", 4))
+    refused = cli("resume", out / "r", "-q")
+    assert refused.code == 2
+    assert f"dataset {directory} (sha256 {before[:12]} → {dataset_sha256(directory)[:12]}{said}). Use --force" in (
+        refused.err
+    ), refused.err
+
+
+def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unchanged(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    folder = task_root.root / "data" / "live"
+    for axis in "pq":
+        write_jsonl(folder / f"{axis}.jsonl", records(axis, 40, start=0 if axis == "p" else 100))
+    out = task_root.root / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
+         "--model", "mock/slow", "--model-arg", "latency_ms=25", "--concurrency", "2", "--output-dir", str(out),
+         "--run-id", "e", "-q"],
+        stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    samples = out / "e" / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while (not samples.exists() or samples.stat().st_size == 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with (folder / "q.jsonl").open("a") as handle:
+        handle.write(json.dumps(records("q", 1, start=900)[0]) + "\n")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2, err
+    assert err.strip().splitlines() == [  # it said "keep the file unchanged", of a directory
+        f"error: run failed: {folder}: the dataset changed while the run read it, so its records may mix the old "
+        "lines and the new; keep its files unchanged during a run (a resume compares its sha256 and names what "
+        "changed)"
+    ]
+    resumed = cli("resume", out / "e", "-q")
+    assert resumed.code == 2 and ": a file's content changed). Use --force" in resumed.err, resumed.err

@@ -134,7 +134,8 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
     changed = []
     if report.sha256 != manifest.dataset.sha256:
-        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]})")
+        files = _files_changed(manifest.dataset.files, report.members)
+        changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]}{files})")
     old_template, new_template = manifest.task.template_sha256, parts.template.sha256
     if new_template != old_template:
         changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
@@ -163,6 +164,18 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
         changed.append("a judge rubric or the judge model")
     return changed
+
+
+def _files_changed(recorded: list[str] | None, now: list[str]) -> str:
+    """Which files of a dataset directory came or went, as the end of a change's parenthesis (``: c.jsonl added;
+    b.jsonl removed``); that a file's content changed when none did. The manifest keeps the files' names, not each
+    one's sha256, so which one changed is not known. "" for a dataset of one file."""
+    if recorded is None or not now:
+        return ""
+    added, removed = [name for name in now if name not in recorded], [name for name in recorded if name not in now]
+    parts = [f"{', '.join(added)} added"] if added else []
+    parts += [f"{', '.join(removed)} removed"] if removed else []
+    return ": " + ("; ".join(parts) if parts else "a file's content changed")
 
 
 def _recorded_parts(manifest: RunManifest) -> dict[str, Any]:
