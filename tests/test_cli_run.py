@@ -154,6 +154,25 @@ def test_an_option_given_under_both_its_spellings_names_both(cli: Cli, task_root
     assert (result.code, result.err) == (2, "error: -t/--task given 2 times; it takes one value (give it once)\n")
 
 
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [
+        (["run", "--task", "adder", "--limit-per-axis"], "eval-harness run [OPTIONS]"),
+        (["cache", "clear", "--cache-dir"], "eval-harness cache clear [OPTIONS]"),
+    ],
+)
+def test_an_option_given_last_without_its_value_prints_the_usage_lines_as_every_other_mistake(
+    cli: Cli, args: list[str], usage: str
+) -> None:
+    # readme-walk3 13: click's parser raised it without a context, so only "Error: ..." was printed
+    result = cli(*args)
+    command = usage.removesuffix(" [OPTIONS]")
+    assert (result.code, result.err) == (
+        2,
+        f"Usage: {usage}\nTry '{command} --help' for help.\n\nError: Option '{args[-1]}' requires an argument.\n",
+    )
+
+
 def test_an_option_of_a_subcommand_given_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
     result = cli("cache", "clear", "--cache-dir", tmp_path / "a", "--cache-dir", tmp_path / "b")
     assert (result.code, result.err) == (2, "error: --cache-dir given 2 times; it takes one value (give it once)\n")

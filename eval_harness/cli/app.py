@@ -101,7 +101,9 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     """An option that takes one value, given twice, is refused: click keeps the last one, so a second
     ``--dataset`` (two MMLU subjects, say) would silently replace the first; so is an on/off pair given twice."""
     commands: dict[str, Any] = getattr(command, "commands", {})
+    path = ["eval-harness"]
     while args and args[0] in commands:  # down to the (sub)command the arguments are for
+        path.append(args[0])
         command, args = commands[args[0]], args[1:]
         commands = getattr(command, "commands", {})
     options = {
@@ -129,6 +131,8 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             continue
         repeatable = None
         if not option.is_flag and not equals:
+            if index == len(args):
+                _refuse_missing_value(command, " ".join(path), name)
             if option.multiple and index < len(args):
                 repeatable = (name, args[index])
             index += 1  # its value, whatever it looks like
@@ -141,6 +145,19 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             pair = next(o for o in options.values() if o.name == option_name).is_flag
             what = "it is one on/off setting (give one of them once)" if pair else "it takes one value (give it once)"
             raise ConfigError(f"{spelt} given {len(names)} times; {what}")
+
+
+class _UsageMistake(Exception):
+    """A command line mistake found before click parses it, with the usage lines click would print."""
+
+
+def _refuse_missing_value(command: Any, command_path: str, name: str) -> NoReturn:
+    """The last option given without its value: click says so without its usage lines (its parser raises the
+    error without a context), unlike every other mistake on the line."""
+    usage = typer.Context(command, info_name=command_path).get_usage()
+    raise _UsageMistake(
+        f"{usage}\nTry '{command_path} --help' for help.\n\nError: Option {name!r} requires an argument."
+    )
 
 
 def _tolerate_narrow_encodings() -> None:
@@ -184,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
         _refuse_repeated_options(command, args)
         # args=None (the console): click reads sys.argv itself, expanding globs on Windows as it always did
         command(args=argv, prog_name="eval-harness")
+    except _UsageMistake as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     except DatasetError as exc:
         print(f"error: {_redacted(str(exc))}", file=sys.stderr)
         for problem in exc.problems:
