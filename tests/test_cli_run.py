@@ -792,6 +792,44 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> 
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted", err
 
 
+def _interrupt_wrapped_by_set_name() -> None:
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise RuntimeError("Error calling __set_name__ on 'Field' instance 'examples' in 'FewShot'") from interrupt
+
+
+@pytest.mark.parametrize("raised", ["interrupt", "wrapped"])
+def test_ctrl_c_while_a_command_plans_says_interrupted_and_exits_130(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch, raised: str
+) -> None:
+    # torture-s25 F2, F3: typer turned it into a silent exit 130; Python 3.11 wraps one that lands while a class is
+    # built in a RuntimeError, which ended in a traceback and exit 1
+    import eval_harness.planning
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        if raised == "interrupt":
+            raise KeyboardInterrupt
+        _interrupt_wrapped_by_set_name()
+
+    monkeypatch.setattr(eval_harness.planning, "plan_run", interrupted)
+    result = cli("run", "--task", adder(task_root), "--output-dir", task_root.root / "results", "-q")
+    assert (result.code, result.out, result.err) == (130, "", "interrupted\n")
+
+
+def test_a_runtime_error_not_caused_by_an_interrupt_is_not_taken_for_one(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import eval_harness.planning
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(eval_harness.planning, "plan_run", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli("run", "--task", adder(task_root), "--output-dir", task_root.root / "results", "-q")
+
+
 def test_a_gate_on_an_axis_the_dataset_lacks_is_refused_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     result = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--fail-below-axis", "gamma=0.5", "-q")

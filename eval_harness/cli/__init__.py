@@ -1,7 +1,5 @@
 """The command line: one module per command, ``render/`` the only place that draws with rich."""
 
-import re
-
 # The exit codes of every command (README "Exit codes"); an EvalHarnessError carries its own (2, or 1 for a
 # failed gate), since errors.py, a building block, cannot import the CLI.
 EXIT_CHECK_FAILED = 1
@@ -17,12 +15,16 @@ gate or a dataset with problems."""
 # Control characters other than line breaks and tabs, shown as escapes: a dataset value or a model's output
 # holding ESC[2J (clear the screen), an OSC title sequence or a bare carriage return must not act on the
 # terminal of the user who reads it, in a table or in an error message.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 
 
 def visible(text: str) -> str:
     """``text`` with its control characters (but line breaks and tabs) written as escapes (``\\x1b``)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
+    # re imported here, not above: this package is imported before the launcher can catch a Ctrl-C, so what it
+    # imports at the top widens the moment an interrupt still ends in a traceback (re's cache keeps the pattern)
+    import re
+
+    return re.sub(_CONTROL, lambda m: repr(m.group())[1:-1], text) if re.search(_CONTROL, text) else text
 
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_BROKEN_PIPE", "EXIT_CHECK_FAILED", "EXIT_INTERRUPTED", "visible"]

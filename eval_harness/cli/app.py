@@ -217,6 +217,18 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:  # disk full, permission denied, ...: the OS's own words, without a traceback
         print(f"error: {_redacted(_os_error_text(exc))}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
+    except SystemExit as exc:
+        # typer turns a Ctrl-C outside a run's own handling (while the command parses, imports, plans or prints)
+        # into a silent exit 130; a command's own exit 130 has said what it has to
+        if exc.code == EXIT_INTERRUPTED and isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt):
+            print("interrupted", file=sys.stderr)
+        raise
+    except RuntimeError as exc:
+        # Python 3.11 wraps an interrupt that lands while a class is built (pydantic's __set_name__) in this
+        if not isinstance(exc.__cause__, KeyboardInterrupt):
+            raise
+        print("interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
