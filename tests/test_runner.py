@@ -240,6 +240,23 @@ def test_a_resume_forced_across_a_changed_dataset_expects_the_records_of_the_dat
     assert again.expected_update is None and asyncio.run(Runner(again).run()).new_records == 0
 
 
+def test_a_forced_resume_counts_the_records_of_lines_the_dataset_lost_so_that_none_stands_in_for_a_missing_one(
+    task_root: TaskRoot,
+) -> None:
+    # review-s25 2: expecting only the changed dataset's 7 keys, the records of q0000-q0002 (lines it lost) stood
+    # in for samples of it never written: cut back to 7 records, the run read "complete" and its gates passed
+    run_dir = interrupt_after(task_root, 5)  # q0000-q0004
+    task_root.data("adder.jsonl", arithmetic_records(10)[3:])  # q0003-q0009
+    result = asyncio.run(Runner(plan_resume(run_dir, force=True)).run())
+    assert (result.status, result.new_records) == ("complete", 5)
+    assert read_manifest(run_dir).expected_records == 10  # q0003-q0009, and q0000-q0002 recorded before
+    samples = run_dir / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:7]))  # a crash's loss
+    again = asyncio.run(Runner(plan_resume(run_dir, force=True)).run())
+    assert (again.status, again.new_records) == ("complete", 3)
+    assert sorted(keys(run_dir)) == [(f"q{i:04d}", 0) for i in range(10)]
+
+
 def test_a_resume_whose_dataset_gained_a_bad_line_says_it_changed_and_not_to_pass_skip_invalid(
     task_root: TaskRoot,
 ) -> None:

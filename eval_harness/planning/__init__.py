@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eval_harness import __version__
-from eval_harness.artifacts import RunPaths, new_run_id, read_manifest, utc_now
+from eval_harness.artifacts import RunPaths, new_run_id, read_manifest, record_key, scan_keys, utc_now
 from eval_harness.config import RunConfig, Settings, redact
 from eval_harness.datasets import (
     DatasetReport,
@@ -672,16 +672,26 @@ def plan_resume(
     plan.model_update = _model_update(manifest, parts)
     plan.session_model_args = _session_only(manifest, parts)
     if report.sha256 != manifest.dataset.sha256:  # forced (refused above otherwise): the session runs the new lines
-        # counted as a new run of them would: with the old count, a dataset that lost lines left the run short of
-        # records it can never write ("interrupted" after every resume), and one that gained lines past 100%
-        counted = _counted_samples(report, few_shot.excluded, parts.included, config.limit) * config.epochs
-        plan.expected_update = counted if counted != manifest.expected_records else None
+        expected = _expected_after_change(plan)
+        plan.expected_update = expected if expected != manifest.expected_records else None
     plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
     if compared and report.sha256 == manifest.dataset.sha256:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
         checked = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
         plan.dataset_update = manifest.dataset.model_copy(update=checked)
     return plan
+
+
+def _expected_after_change(plan: RunPlan) -> int:
+    """The records a run resumed with --force across a changed dataset expects: one for each key the changed
+    dataset gives, and one for each key already recorded that it no longer gives (its record stays and counts).
+    With the old count, a dataset that lost lines left the run short of records it can never write
+    ("interrupted" after every resume), and one that gained lines went past 100%; with the new dataset's count
+    alone, the records of lines it lost would stand in for samples of it never written."""
+    wanted = {record_key(sample.id, epoch) for _position, sample, epoch in work_items(plan)}
+    samples = RunPaths(plan.run_dir).samples
+    recorded = scan_keys(samples).done if samples.exists() else set()
+    return len(wanted | recorded)
 
 
 def _generation_kept(task: LoadedTask, manifest: RunManifest) -> list[str]:
