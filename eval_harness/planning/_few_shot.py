@@ -140,8 +140,10 @@ def few_shot_files(task: LoadedTask, dataset_path: Path) -> dict[str, Path]:
     if spec is None or spec.path_from_dataset is None or spec.k == 0 or not dataset_path.is_dir():
         return {}
     files = {}
-    for member in dataset_members(dataset_path, task.spec.dataset):
-        path = _few_shot_path(task, member, directory=dataset_path)
+    members = dataset_members(dataset_path, task.spec.dataset)
+    evaluated = frozenset(member.resolve() for member in members)  # once: each file's check compares with all
+    for member in members:
+        path = _few_shot_path(task, member, directory=dataset_path, evaluated=evaluated)
         assert path is not None, "path_from_dataset with k > 0 names a file"
         files[member.name] = path
     distinct = list(dict.fromkeys(files.values()))  # a file several share: once
@@ -178,9 +180,16 @@ def _unreadable_refusal(task: LoadedTask, unreadable: dict[Path, str], total: in
     return ConfigError(f"{place}: cannot read {how_many} of the {total} few-shot files{why}: {shown}")
 
 
-def _few_shot_path(task: LoadedTask, dataset_path: Path, *, directory: Path | None = None) -> Path | None:
+def _few_shot_path(
+    task: LoadedTask,
+    dataset_path: Path,
+    *,
+    directory: Path | None = None,
+    evaluated: frozenset[Path] | None = None,
+) -> Path | None:
     """``few_shot_file``'s path, not yet opened. ``directory``: the dataset directory ``dataset_path`` is a file
-    of (see ``few_shot_files``)."""
+    of (see ``few_shot_files``); ``evaluated``: the resolved paths of the files evaluated (read here when not
+    given)."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0 or spec.holdout_fraction is not None:
         return None
@@ -210,8 +219,9 @@ def _few_shot_path(task: LoadedTask, dataset_path: Path, *, directory: Path | No
                 f"{pool_path.parent}"
             )
     # every file evaluated, not only this one: a pattern may map one file of a directory onto another
-    evaluated = dataset_members(directory or dataset_path, task.spec.dataset)  # of one file: [dataset_path]
-    if pool_path.resolve() in {path.resolve() for path in evaluated}:
+    if evaluated is None:  # of one file: {dataset_path}
+        evaluated = frozenset(path.resolve() for path in dataset_members(directory or dataset_path, task.spec.dataset))
+    if pool_path.resolve() in evaluated:
         which = f" ({pool_path.name}, for {dataset_path.name})" if directory is not None else ""
         raise ConfigError(
             f"{task.place('few_shot', key)}: few-shot examples would come from the dataset under evaluation{which}; "
