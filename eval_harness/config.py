@@ -202,23 +202,26 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     Every form of every secret is looked for in the text as given, and what they find is replaced at once: one
     form replaced first would cut another's match (a key's percent-encoded form, matching up to its first
     ``%2F``, left the rest of the same key echoed with ``/`` for its plain form to miss)."""
-    spans: list[tuple[int, int]] = []
-    folded: str | None = None
-    for secret in secrets:
-        # the stripped form too: a server echoes the key as it arrived, without the padding a header loses
-        for form in dict.fromkeys((secret, secret.strip())):
-            if len(form) < 4:
-                continue
-            spans += _occurrences(text, form)
-            if len(form) < 16:
-                continue
-            # any part to redact holds the key's first or last half: looked for first, in the text lower-cased
-            # once (every answer of a run with a key passes here, and almost none holds one)
-            head, tail = _halves(form)
-            folded = text.lower() if folded is None else folded
+    forms, long_forms = _forms(tuple(secrets))
+    spans = [span for form in forms if form in text for span in _occurrences(text, form)]
+    if long_forms:
+        # the parts left once the whole forms are blanked (same length: the positions hold), so a text of many
+        # whole keys is not searched again for each one's halves
+        rest = _replaced(text, spans, blank=True) if spans else text
+        folded = rest.lower()  # once: every answer of a run with a key passes here, and almost none holds one
+        for form in long_forms:
+            head, tail = _halves(form)  # any part to redact holds the key's first or last half
             if head in folded or tail in folded:
-                spans += _partial_spans(text, form)
+                spans += _partial_spans(rest, form)
     return _replaced(text, spans) if spans else text
+
+
+@functools.lru_cache(maxsize=64)
+def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The forms of ``secrets`` to look for (each as given and stripped: a server echoes a key as it arrived,
+    without the padding a header loses; none under 4 characters), and those long enough to be found in part."""
+    forms = tuple(form for secret in secrets for form in dict.fromkeys((secret, secret.strip())) if len(form) >= 4)
+    return forms, tuple(form for form in forms if len(form) >= 16)
 
 
 def _occurrences(text: str, form: str) -> list[tuple[int, int]]:
@@ -260,8 +263,9 @@ def _partial_spans(text: str, secret: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each of ``spans`` (overlapping or touching ones as one) replaced by ``[REDACTED]``."""
+def _replaced(text: str, spans: list[tuple[int, int]], *, blank: bool = False) -> str:
+    """``text`` with each of ``spans`` (overlapping or touching ones as one) replaced by ``[REDACTED]``, or, with
+    ``blank``, by as many NUL characters (which no key holds) as it is long."""
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -270,7 +274,7 @@ def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
             merged.append([start, end])
     pieces, last = [], 0
     for start, end in merged:
-        pieces += [text[last:start], "[REDACTED]"]
+        pieces += [text[last:start], "\0" * (end - start) if blank else "[REDACTED]"]
         last = end
     return "".join(pieces) + text[last:]
 
