@@ -220,7 +220,9 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 def _forms(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The forms of ``secrets`` to look for (each as given and stripped: a server echoes a key as it arrived,
     without the padding a header loses; none under 4 characters), and those long enough to be found in part."""
-    forms = tuple(form for secret in secrets for form in dict.fromkeys((secret, secret.strip())) if len(form) >= 4)
+    given = [form for secret in secrets for form in dict.fromkeys((secret, secret.strip())) if len(form) >= 4]
+    # and as JSON text that escapes "/" shows it (PHP's encoder, and servers that echo a body unparsed)
+    forms = tuple(dict.fromkeys([*given, *(form.replace("/", "\\/") for form in given if "/" in form)]))
     return forms, tuple(form for form in forms if len(form) >= 16)
 
 

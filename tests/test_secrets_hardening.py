@@ -331,8 +331,11 @@ def test_a_key_sent_in_the_query_or_a_header_of_its_own_is_used_and_never_record
         "{query}",
         "code=Ab/cD%2BeF/gH%2BiJ/kL%2Bcanary%2BmN/oP%2BqR/sT%3D%3D",
         "code=Ab%2FcD%2BeF%2FgH%2BiJ%2FkL%2Bcanary%2BmN%2FoP%2BqR%2FsT%3D%3D",
+        # review-s25 4: encoded once more by a server logging the query it received, and JSON escaping "/"
+        "code=Ab%252FcD%252BeF%252FgH%252BiJ%252FkL%252Bcanary%252BmN%252FoP%252BqR%252FsT%253D%253D",
+        '{{"code": "Ab\\/cD+eF\\/gH+iJ\\/kL+canary+mN\\/oP+qR\\/sT=="}}',
     ],
-    ids=["decoded", "as-sent", "slash-kept", "all-quoted"],
+    ids=["decoded", "as-sent", "slash-kept", "all-quoted", "quoted-twice", "json-escaped-slash"],
 )
 def test_a_query_key_that_needs_encoding_is_redacted_however_the_server_echoes_it(
     cli: Cli, project: TaskRoot, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, encoded_as: str

@@ -97,8 +97,8 @@ class Provider(ABC):
     def secrets(self) -> list[str]:
         """Values that must never reach an artifact, log or message: the environment's keys, every
         ``SecretStr`` among the options (a key given as ``--model-arg api_key=...``) and ``own_secrets``, each
-        once, longest first (so that a key holding another is not left half shown by the shorter one's
-        redaction)."""
+        once, longest first (an order ``redact`` no longer needs, since it finds them all in the text as given, but
+        which keeps the list the same however its values came)."""
         values = [*self.context.settings.secrets(), *option_secrets(self.options), *self.own_secrets()]
         return sorted(dict.fromkeys(value for value in values if value), key=len, reverse=True)
 

@@ -71,7 +71,7 @@ class OpenAIEmbeddingsClient:
         self.name = f"api:{model}"
         self._api_key = api_key
         values = [*secrets, *([api_key.get_secret_value()] if api_key is not None else [])]
-        # longest first, as Provider.secrets(): a key holding another must not be left half shown
+        # each once, longest first, as Provider.secrets() lists them
         self._secret_values = sorted(dict.fromkeys(value for value in values if value), key=len, reverse=True)
         self.base_url = check_base_url(
             base_url, self._secret_values, "embeddings", name=base_url_name, key_hint="OPENAI_API_KEY"

@@ -177,6 +177,7 @@ class OpenAICompatibleProvider(OpenAIWire):
         # a server that echoes its URL shows the key in the query as it was sent (form-encoded) or encoded again
         # its own way: each common encoding is redacted
         encoded = [quote_plus(self._key), quote(self._key, safe=""), quote(self._key), quote_plus(self._key, safe="/")]
+        encoded.append(quote(encoded[0], safe=""))  # encoded once more by a server that logs the query it received
         return list(dict.fromkeys([self._key, *encoded]))
 
 
