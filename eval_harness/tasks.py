@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
 from eval_harness.toml_lines import KeyPath, key_lines, line_in, line_of, nesting_line
-from eval_harness.types import TaskSpec, error_places
+from eval_harness.types import TaskSpec, error_places, problem_message
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -218,7 +218,7 @@ def _told_problem(error: ValidationError, path: Path) -> tuple[KeyPath, str]:
     problem, location = problems[told], places[told]
     if problem["type"] == "extra_forbidden":
         return location, str(UnknownNameError.among("key", str(location[-1]), _keys_at(location[:-1])))
-    return location, problem["msg"]
+    return location, problem_message(problem)
 
 
 def _keys_at(location: KeyPath) -> list[str]:

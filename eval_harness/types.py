@@ -795,7 +795,13 @@ def first_problem(error: ValidationError) -> tuple[str, str]:
     """The first problem of a validation error as ``(location, message)``; the location is its dotted field
     path ("" for the value as a whole), without the union members pydantic tried."""
     place = error_places(error, 1)[0]
-    return ".".join(map(str, place.loc)), error.errors(include_url=False)[0]["msg"]
+    return ".".join(map(str, place.loc)), problem_message(error.errors(include_url=False)[0])
+
+
+def problem_message(problem: Mapping[str, Any]) -> str:
+    """One problem of a validation error in words: a validator's own read as written, without the "Value error, "
+    pydantic puts before them."""
+    return str(problem["msg"]).removeprefix("Value error, ")
 
 
 __all__ = [
@@ -838,5 +844,6 @@ __all__ = [
     "Usage",
     "error_places",
     "first_problem",
+    "problem_message",
     "split_rewrite",
 ]

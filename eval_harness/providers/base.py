@@ -204,9 +204,7 @@ def create_provider(
         known = ", ".join(cls.Options.model_fields) or "none"
         if exc.errors(include_url=False)[0]["type"] == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
             message = "unknown option" + _misplaced_option_hint(key, flag, prefix)
-        # a validator's own message reads as it is written, without pydantic's "Value error, " before it; one of
-        # the options together (a model validator's) has no name to go after the flag
-        message = message.removeprefix("Value error, ")
+        # a problem of the options together (a model validator's) has no name to go after the flag
         where = f"{flag} {key}" if key else flag
         raise ConfigError(f"{where}: {message} (provider {prefix}; options: {known})") from None
     return cls(model, options, context)

@@ -55,6 +55,7 @@ from eval_harness.types import (
     ScorerSpec,
     Usage,
     error_places,
+    problem_message,
 )
 
 INJECTED = ("judge", "where")
@@ -230,15 +231,16 @@ def _problems(name: str, error: ValidationError) -> str:
         location = ".".join(map(str, [name, *place.loc] if name else place.loc))
         either = previous is not None and _alternatives(*previous, problem["loc"], place)
         previous = (problem["loc"], place)
+        message = problem_message(problem)
         if either and shown[-1][1] == location:
-            if problem["msg"] not in shown[-1][2]:
-                shown[-1][2].append(problem["msg"])
+            if message not in shown[-1][2]:
+                shown[-1][2].append(message)
             continue
         if len(shown) == _SHOWN_PROBLEMS:
             break
         value = problem["input"]
         got = f" (got {shortened(repr(value), 60)})" if isinstance(value, str | int | float) else ""
-        shown.append((", or " if either else "; ", location, [problem["msg"]], got))
+        shown.append((", or " if either else "; ", location, [message], got))
     return "".join(
         f"{joint if number else ''}{location}: {_either(messages)}{got}"
         for number, (joint, location, messages, got) in enumerate(shown)
