@@ -198,7 +198,7 @@ def _joined(reports: list[DatasetReport]) -> DatasetReport:
         joined.lines += report.lines
         joined.valid += report.valid
         joined.blank_lines += report.blank_lines
-        joined.warnings += report.warnings
+        joined.repeats += report.repeats
         joined.duplicate_ids += report.duplicate_ids
         joined.not_json_spans += report.not_json_spans
         joined.problems += report.problems[: PROBLEMS_SHOWN - len(joined.problems)]

@@ -1621,3 +1621,10 @@ def test_a_run_says_when_lines_without_an_id_repeat_an_earlier_lines_content(cli
         f"note: 3 lines repeat an earlier line's content and run again; the first: {dataset}:2: id {derived}-2 was "
         "derived (validate-dataset lists them)"
     ]
+    # review-s25 8: of the lines the run takes: --limit 3 runs lines 1-3, and of the three repeats only line 2
+    limited = cli("run", "--task", "capability_profile", "--dataset", dataset, "--limit", "3", "--output-dir",
+                  tmp_path / "out", "-q")  # fmt: skip
+    assert limited.code == 0, limited.err
+    assert limited.err.splitlines() == [
+        f"note: 1 line repeats an earlier line's content and runs again: {dataset}:2: id {derived}-2 was derived"
+    ]

@@ -254,7 +254,8 @@ def test_identical_lines_without_ids_get_distinct_derived_ids_and_a_warning(tmp_
     ids = [s.id for s in iter_samples(path)]
     assert report.ok and len(set(ids)) == 2
     assert ids[1] == ids[0] + "-2"
-    assert "duplicate content" in report.warnings[0]
+    assert [(repeat.line, repeat.sample_id) for repeat in report.repeats] == [(2, ids[1])]
+    assert str(report.repeats[0]) == f"{path}:2: duplicate content; id {ids[1]} was derived"
 
 
 def test_samples_are_streamed_with_defaults_and_extra_fields_kept_as_metadata(tmp_path: Path) -> None:

@@ -77,6 +77,19 @@ class Problem:
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """A line without an id whose content an earlier line has: it is evaluated again under a derived id."""
+
+    path: str
+    line: int
+    sample_id: str
+    """The id derived for it (``<hash>-2``...)."""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: duplicate content; id {self.sample_id} was derived"
+
+
 @dataclass
 class UnlistedLines:
     """Lines that are problems but are counted rather than listed: how many, the first and the last."""
@@ -108,7 +121,8 @@ class DatasetReport:
     duplicate_ids: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
-    warnings: list[str] = field(default_factory=list)
+    repeats: list[Repeat] = field(default_factory=list)
+    """Lines without an id that repeat an earlier one's content (validate-dataset warns of each)."""
     not_json: UnlistedLines | None = None
     """Set when the first line of the file being read is not JSON at all (a CSV header, text): later such lines
     of that file are only counted."""
@@ -661,7 +675,7 @@ def _line_id(obj: dict[str, Any], raw: bytes, spec: DatasetSpec, scan: _ScanStat
     count = scan.derived_seen[sample_id]
     if count > 1:
         if scan.validating:
-            scan.report.warnings.append(f"{where}:{lineno}: duplicate content; id {sample_id}-{count} was derived")
+            scan.report.repeats.append(Repeat(where, lineno, f"{sample_id}-{count}"))
         sample_id = f"{sample_id}-{count}"
     return sample_id
 
@@ -693,6 +707,7 @@ __all__ = [
     "OverlapWatcher",
     "Position",
     "Problem",
+    "Repeat",
     "UnlistedLines",
     "dataset_members",
     "dataset_sha256",

@@ -448,21 +448,29 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     plan.gates = gates
     skipped = passed_over(dataset_path, task.spec.dataset)
     plan.notes += [skipped] if skipped else []
-    plan.notes += _repeated_content_notes(report) + _pacing_notes(config, manifest.expected_records)
+    plan.notes += _repeated_content_notes(plan) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
     return plan
 
 
-def _repeated_content_notes(report: DatasetReport) -> list[str]:
+def _repeated_content_notes(plan: RunPlan) -> list[str]:
     """A line without an id that repeats an earlier one's content runs again under a derived id (``-2``...): the
-    same item counted twice, which a run should say as validate-dataset does."""
-    if not report.warnings:
+    same item counted twice, which a run should say as validate-dataset does; of the lines the run takes (past
+    --limit and the rest), read again only when it takes a part of the dataset."""
+    repeats = plan.dataset_report.repeats
+    if repeats and (plan.config.limit is not None or plan.included_ids is not None or plan.excluded_ids):
+        taken = {sample.id for _position, sample, epoch in work_items(plan) if epoch == 0}
+        repeats = [repeat for repeat in repeats if repeat.sample_id in taken]
+    if not repeats:
         return []
-    count, first = len(report.warnings), report.warnings[0].replace(": duplicate content;", ":")
-    lines = f"{count:,} lines repeat" if count > 1 else "1 line repeats"
-    more = f"; the first: {first} (validate-dataset lists them)" if count > 1 else f": {first}"
-    return [f"note: {lines} an earlier line's content and run{'s' if count == 1 else ''} again{more}"]
+    first = f"{repeats[0].path}:{repeats[0].line}: id {repeats[0].sample_id} was derived"
+    if len(repeats) == 1:
+        return [f"note: 1 line repeats an earlier line's content and runs again: {first}"]
+    return [
+        f"note: {len(repeats):,} lines repeat an earlier line's content and run again; the first: {first} "
+        "(validate-dataset lists them)"
+    ]
 
 
 def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
@@ -537,7 +545,7 @@ def _new_manifest(
             invalid_lines=report.problem_count,
             # a compressed file's byte positions are not its lines': a resume of it reads every record
             seekable=task.spec.dataset.format == "jsonl"
-            and not report.warnings
+            and not report.repeats
             and not report.members  # a directory's records are found by reading them all, as a gzip file's
             and not is_compressed(dataset_path),
             files=report.members or None,

@@ -32,7 +32,7 @@ def print_dataset_report(report: DatasetReport) -> None:
         shown = ", ".join(map(str, report.blank_lines[:10]))
         more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""
         stdout.print(f"blank lines (allowed, skipped): {shown}{more}")
-    _print_findings(report.warnings[:10], report.problem_lines())
+    _print_findings([str(repeat) for repeat in report.repeats[:10]], report.problem_lines())
 
 
 def _print_findings(warnings: Sequence[str], problems: Sequence[str]) -> None:
@@ -89,7 +89,7 @@ def _print_few_shot(check: FewShotCheck) -> None:
             markup=False,
             soft_wrap=True,
         )
-        _print_findings(report.warnings[:10], report.problem_lines())
+        _print_findings([str(repeat) for repeat in report.repeats[:10]], report.problem_lines())
     _print_findings([check.note] if check.note else [], [check.refusal] if check.refusal else [])
 
 
