@@ -636,3 +636,22 @@ def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unc
     ]
     resumed = cli("resume", out / "e", "-q")
     assert resumed.code == 2 and ": a file's content changed). Use --force" in resumed.err, resumed.err
+
+
+def test_a_resume_of_a_directory_that_gained_a_broken_file_names_it_as_the_change(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    # review-s25 6: the refusal of a changed directory with a broken line named only the two sha256
+    out = task_root.root / "results"
+    made = cli("run", "--task", adder(task_root), "--dataset", directory, "--limit", "2", "--output-dir", out,
+               "--run-id", "r", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    before = dataset_sha256(directory)
+    (directory / "d_sums.jsonl").write_text("garbage\n")
+    refused = cli("resume", out / "r", "-q")
+    assert refused.code == 2
+    assert refused.err.splitlines()[0] == (
+        f"error: {directory}: the dataset, changed since the run started (sha256 {before[:12]} → "
+        f"{dataset_sha256(directory)[:12]}: d_sums.jsonl added), has 1 problem; fix it, or start a new run (with "
+        "--skip-invalid to run the valid lines only)"
+    )

@@ -63,6 +63,7 @@ from eval_harness.planning._fingerprint import (
     ModelUpdate,
     ScoringSetup,
     _changes,
+    _files_changed,
     _fingerprint,
     _fingerprint_parts,
     _model_update,
@@ -227,7 +228,8 @@ def _resumed_dataset(
                 report.problem_lines(),
             )
         return report, True
-    changed = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}"
+    names = [member.name for member in dataset_members(path, task.spec.dataset)] if path.is_dir() else []
+    changed = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{_files_changed(manifest.dataset.files, names)}"
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
 
 
