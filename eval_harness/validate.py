@@ -14,9 +14,17 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval_harness.datasets import PROBLEMS_SHOWN, DatasetReport, Problem, iter_positioned, validate_dataset
+from eval_harness.datasets import (
+    MEMBER_SUFFIXES,
+    PROBLEMS_SHOWN,
+    DatasetReport,
+    Problem,
+    foreign_format,
+    iter_positioned,
+    validate_dataset,
+)
 from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
-from eval_harness.tasks import LoadedTask, find_task
+from eval_harness.tasks import LoadedTask, find_task, list_tasks
 from eval_harness.types import DatasetSpec
 
 if TYPE_CHECKING:
@@ -26,9 +34,28 @@ if TYPE_CHECKING:
 def validate(path: Path, task: str | None = None) -> DatasetReport:
     """Validate ``path`` with the field mapping of ``task`` (or the plain sample schema)."""
     if not task:
+        _refuse_another_format(path)
         return validate_dataset(path, DatasetSpec())
     loaded = find_task(task)
     return validate_dataset(path, loaded.spec.dataset, task=loaded.spec.name)
+
+
+def _refuse_another_format(path: Path) -> None:
+    """Refuse, in one line, a dataset whose names say it is not JSONL, which is all a check without --task reads:
+    each line of a CSV file read as JSONL would be a problem of its own, and a CSV directory holds no file to
+    read. Only a task knows a CSV file's columns, hence the advice to give one."""
+    other = foreign_format(path)
+    if other is None:
+        return
+    kind = other.upper()
+    readers = sorted(task.lookup_name for task in list_tasks() if task.spec.dataset.format == other)
+    example = f", e.g. --task {readers[0]}" if readers else ""
+    advice = f"give --task with a task that reads {kind}{example}"
+    if path.is_dir():
+        what = f"the directory holds no {' or '.join(MEMBER_SUFFIXES['jsonl'])} file (it holds {kind} files: {advice})"
+    else:
+        what = f"its name says {kind}, and without --task a file is read as JSONL: {advice}"
+    raise DatasetUnreadableError(f"{path}: cannot read the dataset: {what}")
 
 
 @dataclass

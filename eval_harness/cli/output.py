@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from eval_harness.errors import ArtifactError, ConfigError, EvalHarnessError
@@ -70,24 +71,36 @@ def _refuse_other_runs(option: str, path: Path, target: Path) -> None:
         )
 
 
-def _run_inputs(run: Path) -> list[tuple[str, Path]]:
-    """The files ``run``'s manifest names as what the run was made from, each with what it is to the run; none
-    when the manifest cannot be read (the command itself then says why, before it writes anything)."""
+@dataclass(frozen=True)
+class _RunInputs:
+    """What a run was made from, as its manifest names it."""
+
+    files: list[tuple[str, Path]]
+    """Each file with what it is to the run (its dataset, task spec, template, few-shot file...)."""
+    directory: tuple[Path, tuple[str, ...]] | None = None
+    """A dataset directory and the endings of the files read from it (None: the dataset is one file)."""
+
+
+def _run_inputs(run: Path) -> _RunInputs:
+    """The files ``run``'s manifest names as what the run was made from; none when the manifest cannot be read
+    (the command itself then says why, before it writes anything)."""
     import re
 
     from eval_harness.artifacts import read_manifest  # here: pydantic is not worth importing at every start
+    from eval_harness.datasets import MEMBER_SUFFIXES
     from eval_harness.tasks import root_of
     from eval_harness.types import split_rewrite
 
     try:
         manifest = read_manifest(run)
     except EvalHarnessError:
-        return []
+        return _RunInputs([])
     task, dataset = manifest.task, Path(manifest.dataset.path)
     members = [dataset / name for name in manifest.dataset.files or []]  # a directory's files (none: one file)
     inputs = [("dataset", dataset), *((f"dataset file {member.name}", member) for member in members)]
+    directory = (dataset, MEMBER_SUFFIXES[manifest.dataset.format]) if members else None
     if task.source is None:  # a run made before the spec was recorded: where its template is is not known
-        return inputs
+        return _RunInputs(inputs, directory)
     spec = Path(task.source)
     inputs.append(("task spec", spec))
     if task.scorers_source not in (None, task.source):
@@ -103,22 +116,7 @@ def _run_inputs(run: Path) -> list[tuple[str, Path]]:
         with contextlib.suppress(re.error, IndexError):  # a hand-edited rewrite: nothing it could name
             for source in members or [dataset]:  # each file of a directory has its own
                 inputs.append(("few-shot file", Path(re.sub(pattern, replacement, str(source.resolve())))))
-    return inputs
-
-
-def _dataset_directory(run: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """The dataset directory ``run`` was made from and the endings of the files read from it; None when its
-    dataset is one file, or the manifest cannot be read."""
-    from eval_harness.artifacts import read_manifest
-    from eval_harness.datasets import MEMBER_SUFFIXES
-
-    try:
-        manifest = read_manifest(run)
-    except EvalHarnessError:
-        return None
-    if not manifest.dataset.files:
-        return None
-    return Path(manifest.dataset.path), MEMBER_SUFFIXES[manifest.dataset.format]
+    return _RunInputs(inputs, directory)
 
 
 def _same_file(target: Path, other: Path) -> bool:
@@ -137,15 +135,15 @@ def _refuse_run_inputs(option: str, path: Path, target: Path, runs: Iterable[Pat
     """The same refusal for a file a run read was made from (its dataset, task spec, template or few-shot file):
     a slip such as ``--output data/x.jsonl`` would replace it, and the run's resume and rescore check its sha256."""
     for run in runs:
-        for what, source in _run_inputs(run):
+        inputs = _run_inputs(run)
+        for what, source in inputs.files:
             if _same_file(target, source):
                 raise ConfigError(
                     f"{option} {_shown(path, target)}: is the {what} of the run {run} that {command} reads; writing "
                     f"there would replace it, and the run could no longer be resumed or rescored; choose another path"
                 )
-        directory = _dataset_directory(run)
-        if directory is not None:
-            folder, endings = directory
+        if inputs.directory is not None:
+            folder, endings = inputs.directory
             if target.parent == folder.resolve() and target.name.endswith(endings) and not target.name.startswith("."):
                 raise ConfigError(
                     f"{option} {_shown(path, target)}: would be a new file of the dataset directory {folder} of the "

@@ -23,7 +23,7 @@ import json
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -327,20 +327,25 @@ def passed_over(path: Path, spec: DatasetSpec | None = None) -> str | None:
     if not path.is_dir():
         return None
     fmt = (spec or DatasetSpec()).format
-    own = MEMBER_SUFFIXES[fmt]
-    looks = tuple(end for ends in MEMBER_SUFFIXES.values() for end in ends) + _NEAR_SUFFIXES[fmt]
-    names = [
-        entry.name
-        for entry in _entries(path)
-        if entry.name.lower().endswith(looks) and not entry.name.endswith(own) and not entry.is_dir()
-    ]
+    names = _lookalikes(_entries(path), fmt)
     if not names:
         return None
     files = "1 file" if len(names) == 1 else f"{len(names):,} files"
     return (
-        f"note: {path}: passed over {files} not read as part of the dataset ({_named(names)}): only its "
-        f"{' and '.join(own)} files are"
+        f"note: {path}: passed over {files} not read as part of the dataset ({named_briefly(names)}): only its "
+        f"{' and '.join(MEMBER_SUFFIXES[fmt])} files are"
     )
+
+
+def _lookalikes(entries: list[Path], fmt: str) -> list[str]:
+    """The names of the files among ``entries`` that look like dataset files but are not read as files of the
+    format ``fmt``: named as another format's, or near ``fmt``'s own (``a.json``, ``b.JSONL``)."""
+    looks = tuple(end for ends in MEMBER_SUFFIXES.values() for end in ends) + _NEAR_SUFFIXES[fmt]
+    return [
+        entry.name
+        for entry in entries
+        if entry.name.lower().endswith(looks) and not _is_member(entry, MEMBER_SUFFIXES[fmt]) and not entry.is_dir()
+    ]
 
 
 def _entries(path: Path) -> list[Path]:
@@ -369,23 +374,22 @@ def _holds(entries: list[Path], own: str) -> str:
     other = _other_format(entries, own)
     if other is not None:
         return f" (it holds {other.upper()} files: a task that reads {other.upper()} reads them)"
-    suffixes = MEMBER_SUFFIXES[own]
-    near_ends = suffixes + _NEAR_SUFFIXES[own]
-    near = [entry.name for entry in entries if entry.name.lower().endswith(near_ends) and not entry.is_dir()]
+    near = _lookalikes(entries, own)  # no file of another format is among them: of a name near the format's
     if near:
         return (
-            f" (it holds {_named(near)}: only files whose names end in {' or '.join(suffixes)}, in lower case, "
-            "are read)"
+            f" (it holds {named_briefly(near)}: only files whose names end in {' or '.join(MEMBER_SUFFIXES[own])}, "
+            "in lower case, are read)"
         )
     folders = [entry.name for entry in entries if entry.is_dir()]
     if folders:
         which = "the directory" if len(folders) == 1 else "the directories"
-        return f" (it holds {which} {_named(folders)}: subdirectories are not read)"
-    return f" (it holds {_named([entry.name for entry in entries])})" if entries else ""
+        return f" (it holds {which} {named_briefly(folders)}: subdirectories are not read)"
+    return f" (it holds {named_briefly([entry.name for entry in entries])})" if entries else ""
 
 
-def _named(names: list[str]) -> str:
-    """``a, b, c``, or the first ``_NAMES_SHOWN`` names and how many more."""
+def named_briefly(names: Sequence[str]) -> str:
+    """``a, b, c``, or the first ``_NAMES_SHOWN`` names and how many more: for a one-line message (a name that
+    would act on the terminal or break the line shown escaped)."""
     shown = ", ".join(repr(name) if not name.isprintable() else name for name in names[:_NAMES_SHOWN])
     return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
 
@@ -719,6 +723,7 @@ __all__ = [
     "iter_positioned",
     "iter_samples",
     "load_samples",
+    "named_briefly",
     "passed_over",
     "sample",
     "split",

@@ -19,6 +19,7 @@ from eval_harness.datasets import (
     dataset_members,
     iter_positioned,
     iter_samples,
+    named_briefly,
     split,
     validate_dataset,
     why_missing,
@@ -29,9 +30,6 @@ from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
 from eval_harness.types import ChatMessage, RunManifest, Sample, split_rewrite
-
-_FILES_SHOWN = 3
-"""The few-shot files a one-line refusal names before it counts the rest."""
 
 
 class PoolOverlap:
@@ -172,9 +170,7 @@ def _unreadable_refusal(task: LoadedTask, unreadable: dict[Path, str], total: in
         return ConfigError(f"{place}: {path}: cannot read the few-shot file: {why}")
     reasons = set(unreadable.values())
     shared = reasons.pop() if len(reasons) == 1 else None
-    named = [str(path) if shared else f"{path} ({why})" for path, why in unreadable.items()]
-    more = len(named) - _FILES_SHOWN
-    shown = ", ".join(named[:_FILES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    shown = named_briefly([str(path) if shared else f"{path} ({why})" for path, why in unreadable.items()])
     how_many = "any" if len(unreadable) == total else len(unreadable)
     why = f" ({shared})" if shared else ""
     return ConfigError(f"{place}: cannot read {how_many} of the {total} few-shot files{why}: {shown}")
