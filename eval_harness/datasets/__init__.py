@@ -121,6 +121,9 @@ class DatasetReport:
     duplicate_ids: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    passed_over: str | None = None
+    """A note naming the files of a dataset directory that look like dataset files but are not read (see
+    ``passed_over``); None when there are none."""
     repeats: list[Repeat] = field(default_factory=list)
     """Lines without an id that repeat an earlier one's content (validate-dataset warns of each)."""
     not_json: UnlistedLines | None = None
@@ -440,6 +443,8 @@ def _scan_dataset(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[S
         raise ValueError("a dataset directory is not read from a position")
     digest = hashlib.sha256() if scan.validating else None
     scan.report.members = [member.name for member in members]
+    if scan.validating:
+        scan.report.passed_over = passed_over(path, spec)
     for member in members:
         scan.members.append(member.name)
         yield from _scan(member, spec, scan)

@@ -42,7 +42,6 @@ from eval_harness.datasets import (
     is_compressed,
     iter_positioned,
     iter_samples,
-    passed_over,
     validate_dataset,
 )
 from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError, spoken_duration
@@ -448,8 +447,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     manifest = _new_manifest(config, task, dataset_path, report, parts, generation, run_id, gates)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
-    skipped = passed_over(dataset_path, task.spec.dataset)
-    plan.notes += [skipped] if skipped else []
+    plan.notes += [report.passed_over] if report.passed_over else []
     plan.notes += _repeated_content_notes(plan) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)

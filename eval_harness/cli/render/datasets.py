@@ -24,6 +24,8 @@ def print_dataset_report(report: DatasetReport) -> None:
     )
     if report.members:
         stdout.print(f"files: {', '.join(report.members)}", markup=False, soft_wrap=True)
+    if report.passed_over:
+        stdout.print(report.passed_over, markup=False, soft_wrap=True)
     # one line each however long, for a script reading them (rich wraps at the terminal's width, 160 in a pipe),
     # and an axis named like markup ("[b]") as written
     stdout.print(f"axes: {axes}", markup=False, soft_wrap=True)
