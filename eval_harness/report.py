@@ -460,6 +460,15 @@ def _notes(
             f"run {state}: {run.missing:,} of {run.expected_records:,} records missing; "
             f"continue it with: eval-harness resume {where}"
         )
+    elif run.status not in ("complete", "running"):
+        where = run_dir if run_dir is not None else "RUN_DIR"
+        left = (
+            f"{overall.errors:,} error record{'s' if overall.errors != 1 else ''} left: retry them with: "
+            f"eval-harness resume {where} --retry-errors"
+            if overall.errors
+            else f"eval-harness resume {where} marks it complete"
+        )
+        notes.append(f"run {run.status} after every record was written (a session retrying errors, say); {left}")
     if run.torn_bytes:
         notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
     rows = [*report_axes, overall] if len(report_axes) != 1 else report_axes  # one axis: overall is the same

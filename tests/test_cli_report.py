@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, TaskRoot, run_subprocess
+from conftest import CliResult, TaskRoot, read_records, run_subprocess
 
 from eval_harness.artifacts import RunLock
 
@@ -130,6 +130,33 @@ def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None
     assert result.code == 0, result.err
     assert "INCOMPLETE (interrupted): 10 of 40 records missing" in result.out
     assert f"eval-harness resume {run}" in result.out
+
+
+@pytest.mark.parametrize("error_rate", ["0.5", "0"])
+def test_report_on_a_run_stopped_after_every_record_was_written_says_so_and_what_is_left(
+    cli: Cli, task_root: TaskRoot, error_rate: str
+) -> None:
+    # torture-s25 F7: a killed `resume --retry-errors` left every key recorded, errors among them: the table said
+    # "complete (40 records)" while the JSON said interrupted, with no word of the errors left to retry
+    out = task_root.root / "results"
+    made = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model-arg", f"error_rate={error_rate}",
+               "--output-dir", out, "--run-id", "e", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    manifest = json.loads((out / "e" / "manifest.json").read_text())
+    (out / "e" / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))  # killed: no lock
+    result = cli("report", "--run", out / "e")
+    assert result.code == 0, result.err
+    assert "· run e · INTERRUPTED, every record written (40 records)" in result.out
+    errors = sum(1 for record in read_records(out / "e") if record["error"])
+    assert (errors > 0) == (error_rate == "0.5")
+    left = (
+        f"{errors} error records left: retry them with: eval-harness resume {out / 'e'} --retry-errors"
+        if errors
+        else f"eval-harness resume {out / 'e'} marks it complete"
+    )
+    assert f"run interrupted after every record was written (a session retrying errors, say); {left}" in " ".join(
+        result.out.split()
+    )
 
 
 def test_a_mistyped_axis_gate_on_an_interrupted_run_is_refused_not_waited_for(

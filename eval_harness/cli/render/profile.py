@@ -227,8 +227,10 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
 
 def _title(report: ProfileReport) -> str:
     run = report.run
-    if run.complete:
+    if run.complete and run.status in ("complete", "running"):
         state = f"complete ({counted(run.records, 'record')})"
+    elif run.complete:  # a session stopped once every key had a record: one retrying errors, or at its very end
+        state = f"{run.status.upper()}, every record written ({counted(run.records, 'record')})"
     elif run.status == "complete":  # the run finished, then lines were taken out of its samples.jsonl
         missing = f"{run.missing:,} of {run.expected_records:,} records missing"
         state = f"INCOMPLETE: the manifest says complete, but samples.jsonl has {missing}"
