@@ -372,6 +372,12 @@ def test_a_forced_quiet_resume_names_what_changed_on_stderr(cli: Cli, task_root:
     forced = cli("resume", out_dir / "f", "-q", "--force")
     assert forced.code == 0 and forced.out == f"{out_dir / 'f'}\n"
     assert forced.err.startswith("--force: resuming although template plain.jinja2 (sha256 ")
+    # torture-s25 F5: the printed resume command, pasted, was refused again, and nothing had said it would be
+    assert forced.err.splitlines()[1] == (
+        "resume: the manifest keeps what the run started with (of a forced change, only the model's new arguments "
+        "are recorded): a later resume needs --force again"
+    )
+    assert cli("resume", out_dir / "f", "-q").code == 2
 
 
 def test_a_quiet_run_writes_its_directory_and_nothing_else_to_stdout(cli: Cli, task_root: TaskRoot) -> None:

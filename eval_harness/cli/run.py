@@ -490,6 +490,13 @@ def _resume(
         print(note, file=sys.stderr)
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
+    if any(not change.startswith("model args of ") for change in plan.forced):
+        # the manifest records what the run started with: the next resume finds the same change again
+        print(
+            "resume: the manifest keeps what the run started with (of a forced change, only the model's new "
+            "arguments are recorded): a later resume needs --force again",
+            file=sys.stderr,
+        )
     if plan.model_update is not None:
         print("resume: the model's new arguments are recorded: later resumes keep them", file=sys.stderr)
     elif any(change.startswith("model args of ") for change in plan.forced):
