@@ -142,3 +142,26 @@ def test_a_resume_reads_the_key_from_another_variable_for_its_session_without_fo
     for path in project.root.rglob("*"):  # the key itself is never recorded, in either place
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("started_with", ["api_key_query=code", "api_key_header=x-functions-key"])
+def test_a_resume_sends_the_key_as_a_bearer_again_when_its_place_is_given_empty(
+    cli: Cli, project: TaskRoot, server: FakeLLMServer, started_with: str
+) -> None:
+    # helper-106's leftover: nothing could unset a recorded place ("api_key_query=" was refused as no name), so a
+    # run started with one against a server that reads a Bearer key could never be finished
+    run_dir = failed_run(cli, server, "api_key_env=SERVER_KEY", started_with)
+    name, _, value = started_with.partition("=")
+    plan = plan_resume(run_dir, model_args={name: ""})
+    assert plan.session_model_args == {name: ""}
+    assert (
+        f"resume: --model-arg {name}= holds for this session only (the run records {value}): give it again to a "
+        "later resume"
+    ) in plan.notes
+    result = asyncio.run(Runner(plan).run())
+    assert result.status == "complete" and len(read_records(run_dir)) == 3
+    assert all(
+        r.headers.get("authorization") == f"Bearer {KEY}" and not r.query for r in server.generation_requests()[-3:]
+    )
+    assert result.resume_command == f"eval-harness resume {run_dir} --model-arg {name}="
+    assert recorded_args(run_dir)[name] == value  # the manifest keeps the run's, as for every such option

@@ -679,6 +679,13 @@ def plan_resume(
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
     plan.session_model_args = _session_only(manifest, parts)
+    # one given empty unsets the run's for this session (the key sent as a Bearer again after api_key_query): no
+    # value says that, so the resume command printed at an interruption gives it empty again
+    plan.session_model_args |= {
+        name: ""
+        for name, value in (model_args or {}).items()
+        if value == "" and name in parts.model_transport_only and manifest.model.args.get(name) is not None
+    }
     if report.sha256 != manifest.dataset.sha256:  # forced (refused above otherwise): the session runs the new lines
         expected = _expected_after_change(plan)
         plan.expected_update = expected if expected != manifest.expected_records else None

@@ -56,6 +56,8 @@ class OpenAICompatibleOptions(KeyOptions):
     @field_validator("api_key_header")
     @classmethod
     def _header_name(cls, value: str | None) -> str | None:
+        if value == "":  # given empty: the Bearer header, as when not given (a resume goes back to it so)
+            return None
         if value is not None and not _HEADER_NAME.fullmatch(value):
             raise ValueError("must be an HTTP header name (letters, digits and - _ .)")
         if value is not None and value.lower() in _OWN_HEADERS:
@@ -67,6 +69,8 @@ class OpenAICompatibleOptions(KeyOptions):
     @field_validator("api_key_query")
     @classmethod
     def _parameter_name(cls, value: str | None) -> str | None:
+        if value == "":  # given empty: the Bearer header, as when not given (a resume goes back to it so)
+            return None
         if value is not None and not _PARAMETER_NAME.fullmatch(value):
             raise ValueError("must be a query parameter name (letters, digits and - _ .)")
         return value
