@@ -286,6 +286,11 @@ class DatasetInfo(BaseModel):
         default=None,
         description="A dataset directory's files, by name, in the order they are read (None: path is one file).",
     )
+    files_sha256: list[str] | None = Field(
+        default=None,
+        description="The sha256 of each of ``files``, in their order: a resume names the file that changed (None: one "
+        "file, or a run recorded before these were).",
+    )
 
 
 DATASET_CHECKS = 3

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, CliResult, TaskRoot, read_records, write_jsonl
 
-from eval_harness.datasets import dataset_sha256, dataset_stamp, iter_positioned, validate_dataset
+from eval_harness.datasets import dataset_sha256, dataset_stamp, file_sha256, iter_positioned, validate_dataset
 from eval_harness.errors import DatasetUnreadableError
 
 Cli = Callable[..., CliResult]
@@ -591,7 +591,8 @@ def test_a_run_names_the_files_of_its_directory_that_look_like_dataset_files_but
     [
         ("rename", ": d_sums.jsonl added; c_sums.jsonl removed"),
         ("add", ": e_sums.jsonl added"),
-        ("edit", ": a file's content changed"),
+        ("edit", ": b_sums.jsonl changed"),
+        ("edit-of-an-older-run", ": a file's content changed"),  # recorded before each file's sha256 was
     ],
 )
 def test_a_resume_refused_for_a_changed_directory_says_which_files_came_or_went(
@@ -602,6 +603,13 @@ def test_a_resume_refused_for_a_changed_directory_says_which_files_came_or_went(
     assert cli("run", "--task", adder(task_root), "--dataset", directory, "--limit", "2", "--output-dir", out,
                "--run-id", "r", "-q").code == 0  # fmt: skip
     before = dataset_sha256(directory)
+    if change == "edit-of-an-older-run":
+        manifest = json.loads((out / "r" / "manifest.json").read_text())
+        assert manifest["dataset"]["files_sha256"] == [
+            file_sha256(directory / name) for name in manifest["dataset"]["files"]
+        ]
+        del manifest["dataset"]["files_sha256"]
+        (out / "r" / "manifest.json").write_text(json.dumps(manifest))
     if change == "rename":
         (directory / "c_sums.jsonl").rename(directory / "d_sums.jsonl")
     elif change == "add":
@@ -642,7 +650,7 @@ def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unc
         "changed)"
     ]
     resumed = cli("resume", out / "e", "-q")
-    assert resumed.code == 2 and ": a file's content changed). Use --force" in resumed.err, resumed.err
+    assert resumed.code == 2 and ": q.jsonl changed). Use --force" in resumed.err, resumed.err
 
 
 def test_a_resume_of_a_directory_that_gained_a_broken_file_names_it_as_the_change(

@@ -116,6 +116,8 @@ class DatasetReport:
     valid: int = 0
     members: list[str] = field(default_factory=list)
     """The names of a dataset directory's files, in the order they are read (empty for a dataset of one file)."""
+    members_sha256: list[str] = field(default_factory=list)
+    """The sha256 of each of ``members``, in their order (empty for a dataset of one file)."""
     blank_lines: list[int] = field(default_factory=list)
     axis_counts: Counter[str] = field(default_factory=Counter)
     duplicate_ids: list[str] = field(default_factory=list)
@@ -450,6 +452,7 @@ def _scan_dataset(path: Path, spec: DatasetSpec, scan: _ScanState) -> Iterator[S
         yield from _scan(member, spec, scan)
         if digest is not None:
             _member_digest(digest, member.name, scan.report.sha256)
+            scan.report.members_sha256.append(scan.report.sha256)
     if digest is not None:
         scan.report.sha256 = digest.hexdigest()
 

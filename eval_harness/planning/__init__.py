@@ -182,10 +182,16 @@ def _dataset_pass(task: LoadedTask, path: Path, pool: Pool | None) -> DatasetRep
 
 
 def _validated_dataset(
-    task: LoadedTask, path: Path, skip_invalid: bool = False, pool: Pool | None = None, *, changed: str | None = None
+    task: LoadedTask,
+    path: Path,
+    skip_invalid: bool = False,
+    pool: Pool | None = None,
+    *,
+    changed: Callable[[DatasetReport], str] | None = None,
 ) -> DatasetReport:
     """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
-    the same pass. ``changed``: how a resumed run's dataset changed since it started (it is checked again)."""
+    the same pass. ``changed``: how a resumed run's dataset changed since it started (it is checked again), said
+    from what the check read."""
     report = _dataset_pass(task, path, pool)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
@@ -199,7 +205,7 @@ def _validated_dataset(
         hint = "fix them, or pass --skip-invalid to run the valid lines only"
     if report.problem_count == 1:
         hint = hint.replace("fix them", "fix it")
-    what = "the dataset" if changed is None else f"the dataset, changed since the run started ({changed}),"
+    what = "the dataset" if changed is None else f"the dataset, changed since the run started ({changed(report)}),"
     raise DatasetError(f"{path}: {what} has {report.problems_counted}; {hint}", report.problem_lines())
 
 
@@ -227,8 +233,11 @@ def _resumed_dataset(
                 report.problem_lines(),
             )
         return report, True
-    names = [member.name for member in dataset_members(path, task.spec.dataset)] if path.is_dir() else []
-    changed = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{_files_changed(manifest.dataset.files, names)}"
+
+    def changed(report: DatasetReport) -> str:
+        files = _files_changed(manifest.dataset, dict(zip(report.members, report.members_sha256, strict=False)))
+        return f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
+
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
 
 
@@ -549,6 +558,7 @@ def _new_manifest(
             and not report.members  # a directory's records are found by reading them all, as a gzip file's
             and not is_compressed(dataset_path),
             files=report.members or None,
+            files_sha256=report.members_sha256 or None,
             checks=DATASET_CHECKS,
             axes=sorted(report.axis_counts),
         ),
@@ -692,7 +702,9 @@ def plan_resume(
     plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
     if compared and report.sha256 == manifest.dataset.sha256:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
-        checked = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
+        checked: dict[str, Any] = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
+        if report.members_sha256:  # a run recorded before each file's sha256 was: from now on
+            checked["files_sha256"] = report.members_sha256
         plan.dataset_update = manifest.dataset.model_copy(update=checked)
     return plan
 

@@ -22,7 +22,7 @@ from eval_harness.providers.base import Provider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
-from eval_harness.types import FINGERPRINT_PARTS, ModelInfo, RunManifest, Sample, ScorerSpec
+from eval_harness.types import FINGERPRINT_PARTS, DatasetInfo, ModelInfo, RunManifest, Sample, ScorerSpec
 
 # The judge model is recorded (``manifest.judge``), but a resume takes it from there: it can only differ as its
 # provider reports its arguments now, and a resume names that with what only the fingerprint holds ("a judge
@@ -134,7 +134,7 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
     changed = []
     if report.sha256 != manifest.dataset.sha256:
-        files = _files_changed(manifest.dataset.files, report.members)
+        files = _files_changed(manifest.dataset, dict(zip(report.members, report.members_sha256, strict=False)))
         changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]}{files})")
     old_template, new_template = manifest.task.template_sha256, parts.template.sha256
     if new_template != old_template:
@@ -166,16 +166,25 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     return changed
 
 
-def _files_changed(recorded: list[str] | None, now: list[str]) -> str:
-    """Which files of a dataset directory came or went, as the end of a change's parenthesis (``: c.jsonl added;
-    b.jsonl removed``); that a file's content changed when none did. The manifest keeps the files' names, not each
-    one's sha256, so which one changed is not known. "" for a dataset of one file."""
-    if recorded is None or not now:
+def _files_changed(recorded: DatasetInfo, now: Mapping[str, str] | None) -> str:
+    """Which files of a dataset directory came, went or changed, as the end of a change's parenthesis (``:
+    c.jsonl added; b.jsonl removed; a.jsonl changed``), from the files (name → sha256) it holds ``now``. A run
+    recorded before each file's sha256 was says "a file's content changed" when none came or went. "" for a
+    dataset of one file."""
+    if recorded.files is None or not now:
         return ""
-    added, removed = [name for name in now if name not in recorded], [name for name in recorded if name not in now]
-    parts = [f"{', '.join(added)} added"] if added else []
-    parts += [f"{', '.join(removed)} removed"] if removed else []
-    return ": " + ("; ".join(parts) if parts else "a file's content changed")
+    added = [name for name in now if name not in recorded.files]
+    removed = [name for name in recorded.files if name not in now]
+    before = dict(zip(recorded.files, recorded.files_sha256 or [], strict=False))
+    edited = [name for name in now if name in before and before[name] != now[name]]
+    parts = [
+        f"{', '.join(names)} {what}"
+        for names, what in ((added, "added"), (removed, "removed"), (edited, "changed"))
+        if names
+    ]
+    if not parts:
+        parts = ["a file's content changed"] if recorded.files_sha256 is None else []
+    return ": " + "; ".join(parts) if parts else ""
 
 
 def _recorded_parts(manifest: RunManifest) -> dict[str, Any]:
