@@ -361,3 +361,31 @@ def test_a_few_shot_file_that_is_the_dataset_itself_is_refused_naming_the_spec_l
         "holdout_fraction instead",
     )
     assert not (root.root / "results").exists()
+
+
+def test_a_rewrite_that_gives_the_dataset_back_is_refused_as_the_dataset_itself(cli: Cli, root: TaskRoot) -> None:
+    # fuzz-s25 6: '^(.*)$ => \1' matched, gave the path back, and was refused as a pattern that "does not match"
+    spec = root.root / "tasks" / "adder.toml"
+    body = spec.read_text().replace('"plain.jinja2"', '"shots.jinja2"')
+    spec.write_text(body + "[few_shot]\nk = 2\npath_from_dataset = '^(.*)$ => \\1'\n")
+    result = _run(cli, "same")
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {spec}:10: few_shot.path_from_dataset: few-shot examples would come from the dataset under "
+        "evaluation; use holdout_fraction instead",
+    )
+
+
+def test_a_rewrite_that_gives_a_nul_character_is_refused_not_a_traceback(cli: Cli, root: TaskRoot) -> None:
+    # fuzz-s25 3: "ValueError: embedded null byte" with a traceback and exit 1, from run, --dry-run and validate-dataset
+    spec = root.root / "tasks" / "adder.toml"
+    body = spec.read_text().replace('"plain.jinja2"', '"shots.jinja2"')
+    spec.write_text(body + "[few_shot]\nk = 2\npath_from_dataset = '^(.*)$ => \\1\\0'\n")
+    for args in (["run", "--task", "adder", "--model", "mock/m", "--dry-run"], ["validate-dataset", "--path",
+                 "data/adder.jsonl", "--task", "adder"]):  # fmt: skip
+        result = cli(*args)
+        assert result.code == 2 and "Traceback" not in result.err, result.err
+        assert result.err.strip().startswith(f"error: {spec}:10: few_shot.path_from_dataset: '\\1\\0' gives '"), (
+            result.err
+        )
+        assert result.err.strip().endswith("', which holds a NUL character: no file can be named so"), result.err

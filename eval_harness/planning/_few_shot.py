@@ -196,7 +196,7 @@ def _few_shot_path(
         # a directory before test/, as the same file given as ../test/x_test.csv does
         absolute = str(dataset_path.resolve())
         derived = re.sub(pattern, replacement, absolute)
-        if derived == absolute:
+        if re.search(pattern, absolute) is None:  # one that matches and gives the path back is the dataset itself
             why = (
                 f" (a file of the dataset directory {directory}: each file's few-shot file is derived from its own "
                 "path, so the pattern must match every file's)"
@@ -204,6 +204,11 @@ def _few_shot_path(
                 else ""
             )
             raise ConfigError(f"{task.place('few_shot', key)}: {as_written(pattern)} does not match {absolute}{why}")
+        if "\0" in derived:  # no path holds one: the OS would refuse it with a traceback's ValueError
+            raise ConfigError(
+                f"{task.place('few_shot', key)}: {as_written(replacement)} gives {derived!r}, which holds a NUL "
+                "character: no file can be named so"
+            )
         pool_path = Path(derived)
     else:
         assert spec.path is not None, "FewShotSpec requires one source when k > 0"
