@@ -33,6 +33,8 @@ def parse_scorer(text: str) -> ScorerSpec:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--scorer {text!r}: arguments must look like key=value")
+        if key.strip() in args:  # the last would silently win, as click's repeated options did
+            raise ConfigError(f"--scorer {text!r}: {key.strip()} is given twice; give it once")
         args[key.strip()] = value.strip()
     if not name.strip():
         raise ConfigError(f"--scorer {text!r}: missing the scorer name")

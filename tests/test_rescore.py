@@ -186,6 +186,15 @@ def test_scorer_flag_parses_name_and_arguments(text: str, name: str, args: dict[
     assert (spec.name, spec.args) == (name, args)
 
 
+def test_a_scorer_argument_given_twice_is_refused_not_the_last_kept(cli: Cli, source_run: Path) -> None:
+    # fuzz-s25 10: "exact_match:mode=strict,mode=lenient" rescored with lenient, exit 0
+    result = cli("rescore", "--run", source_run, "--scorer", "exact_match:mode=strict,mode=lenient", "-q")
+    assert (result.code, result.err.strip()) == (
+        2,
+        "error: --scorer 'exact_match:mode=strict,mode=lenient': mode is given twice; give it once",
+    )
+
+
 def test_rescore_timeout_is_the_new_runs_scoring_budget(cli: Cli, source_run: Path) -> None:
     result = cli("rescore", "--run", source_run, "--scorer", "token_f1", "--run-id", "t", "--timeout", "7.5", "-q")
     assert result.code == 0, result.err
