@@ -341,6 +341,17 @@ def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
     assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
 
 
+def test_a_column_the_header_names_twice_is_a_problem_on_the_header(tmp_path: Path) -> None:
+    # fuzz-s25 4: "question,answer,answer" took each row's last answer, and validate-dataset and run said nothing
+    path = tmp_path / "t.csv"
+    path.write_text("question,answer,answer\nwhat is 1+1,2,3\n", encoding="utf-8")
+    report = validate_dataset(path, DatasetSpec(format="csv", fields={"input": "question", "target": "answer"}))
+    assert [str(p) for p in report.problems] == [
+        f"{path}:1: answer: the header names this column more than once (columns 2, 3); rename one; no row can be read"
+    ]
+    assert report.valid == 0
+
+
 def test_a_column_the_header_lacks_is_one_problem_on_the_header_not_one_per_row(tmp_path: Path) -> None:
     # Before: "answr: missing (mapped to target)" on every one of the file's rows, the header never named.
     path = tmp_path / "t.csv"

@@ -632,7 +632,13 @@ def _header_problems(columns: list[str], spec: DatasetSpec, path: Path, lineno: 
     for column, purpose in misses:
         message = f"no such column in the header ({purpose}); its columns: {', '.join(columns)}; no row can be read"
         report.add(Problem(str(path), lineno, column, message))
-    return bool(misses)
+    # a column named twice: a row's value would silently be its last one's
+    twice = sorted({column for column in columns if column and columns.count(column) > 1})
+    for column in twice:
+        places = ", ".join(str(number) for number, name in enumerate(columns, 1) if name == column)
+        message = f"the header names this column more than once (columns {places}); rename one; no row can be read"
+        report.add(Problem(str(path), lineno, column, message))
+    return bool(misses or twice)
 
 
 def _undecodable(exc: UnicodeEncodeError, first_line: int) -> tuple[int, str]:
