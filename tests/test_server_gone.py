@@ -317,18 +317,22 @@ async def test_half_the_connections_refused_with_fast_answers_fails_those_sample
     switched: type[SwitchedServer],
 ) -> None:
     """A balancer with one dead backend of two: refusals of two samples can come a few ms apart with no answer
-    between them, but each refused sample's retries see answers to requests sent after its first refusal."""
-    gw = gateway(latency_ms=20, retries=2, wait_s=0.05, concurrency=4)
+    between them, but each refused sample's retries see answers to requests sent after its first refusal.
+
+    Half of the first 24 samples are refused, and 24 answered ones follow: with refused samples only at the end,
+    the last ones' retries would see no request sent after their first refusal answered (there is none left to
+    send), which is what a server gone looks like (CI once caught 4 of 4 slots so, at concurrency 4)."""
+    gw = gateway(latency_ms=20, retries=2, wait_s=0.05, concurrency=8)
     switched.REFUSED = {f"s{n}" for n in range(0, 24, 2)}
-    semaphore = asyncio.Semaphore(4)
+    semaphore = asyncio.Semaphore(8)
 
     async def one(n: int) -> GenerationOutcome:
         async with semaphore:
             return await gw.generate(sample(f"s{n}"))
 
-    outcomes = await asyncio.gather(*(one(n) for n in range(24)))
+    outcomes = await asyncio.gather(*(one(n) for n in range(48)))
     await gw.aclose()
-    assert [o.completion is None for o in outcomes] == [n % 2 == 0 for n in range(24)]
+    assert [o.completion is None for o in outcomes] == [n < 24 and n % 2 == 0 for n in range(48)]
 
 
 async def test_a_server_gone_near_the_end_of_a_run_stops_it_when_no_sample_is_left(
