@@ -140,8 +140,8 @@ class RunPlan:
     dataset_update: DatasetInfo | None = None
     """What a resume records of the dataset anew: the same bytes passed this build's checks (None: as it is)."""
     expected_update: int | None = None
-    """The records a resume forced across a changed dataset expects, counted in the dataset as it is now, and
-    recorded from this session on (None: as the manifest has them)."""
+    """The records a resume forced across a changed dataset expects (see ``_expected_after_change``), recorded
+    from this session on (None: as the manifest has them)."""
     session_model_args: dict[str, str] = field(default_factory=dict)
     """Options of how answers travel given to this resume, unlike the run's (``--model-arg`` text by name): the
     manifest keeps the run's, so the resume command printed at an interruption gives them again."""
@@ -688,14 +688,7 @@ def plan_resume(
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
-    plan.session_model_args = _session_only(manifest, parts)
-    # one given empty unsets the run's for this session (the key sent as a Bearer again after api_key_query): no
-    # value says that, so the resume command printed at an interruption gives it empty again
-    plan.session_model_args |= {
-        name: ""
-        for name, value in (model_args or {}).items()
-        if value == "" and name in parts.model_transport_only and manifest.model.args.get(name) is not None
-    }
+    plan.session_model_args = _session_only(manifest, parts, model_args or {})
     if report.sha256 != manifest.dataset.sha256:  # forced (refused above otherwise): the session runs the new lines
         expected = _expected_after_change(plan)
         plan.expected_update = expected if expected != manifest.expected_records else None

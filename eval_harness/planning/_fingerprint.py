@@ -8,7 +8,7 @@ tests/test_fingerprint_pinned.py pins what it computes for fixed inputs: an exis
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from operator import getitem
@@ -238,16 +238,19 @@ def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
     return parts.model.model_copy(update={"args": args})
 
 
-def _session_only(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, str]:
+def _session_only(manifest: RunManifest, parts: _Fingerprinted, given: Collection[str] = ()) -> dict[str, str]:
     """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it holds
-    for this session only, forced or not (see ``_as_compared``). One the run set that is unset now is not among
-    them: the option given in its place (``ProviderOptions.replaces``) is, and unsets it again (no ``--model-arg``
-    text could)."""
+    for this session only, forced or not (see ``_as_compared``). One the run set that another ``given`` in its
+    place unsets (``ProviderOptions.replaces``) is not among them: that one is, and unsets it again. One ``given``
+    empty to unset it is, as the empty text that unsets it again (the key sent as a Bearer after
+    ``api_key_query``)."""
     recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
     return {
-        name: _arg_text(now[name])
+        name: "" if now[name] is None else _arg_text(now[name])
         for name in sorted(parts.model_transport_only)
-        if name in now and now[name] is not None and now[name] != recorded.get(name, defaults.get(name))
+        if name in now
+        and (now[name] is not None or name in given)
+        and now[name] != recorded.get(name, defaults.get(name))
     }
 
 
