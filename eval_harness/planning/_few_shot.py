@@ -195,8 +195,8 @@ def _few_shot_path(
         # the absolute path: "test/x_test.csv" typed in the dataset's parent must match a pattern that wants
         # a directory before test/, as the same file given as ../test/x_test.csv does
         absolute = str(dataset_path.resolve())
-        derived = re.sub(pattern, replacement, absolute)
-        if re.search(pattern, absolute) is None:  # one that matches and gives the path back is the dataset itself
+        derived, matches = re.subn(pattern, replacement, absolute)
+        if not matches:  # one that matches and gives the path back is the dataset itself, refused below
             why = (
                 f" (a file of the dataset directory {directory}: each file's few-shot file is derived from its own "
                 "path, so the pattern must match every file's)"
