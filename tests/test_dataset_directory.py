@@ -4,6 +4,7 @@ recorded with its file and line; resumed exactly; refused whole when one file ch
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -412,6 +413,21 @@ def test_a_file_whose_name_holds_a_line_break_is_refused_naming_it(
         2,
         f"error: {directory}: cannot read the dataset: the file 'd\\nsums.jsonl' has a control character (a line "
         "break?) in its name, which would break every line that names it; rename it",
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "validate-dataset"])
+def test_a_file_whose_name_is_not_utf8_is_refused_by_both_commands_naming_it_once(
+    cli: Cli, task_root: TaskRoot, directory: Path, command: str
+) -> None:
+    # fuzz-s25 #9: validate-dataset passed such a directory; run refused it, showing the name twice
+    write_jsonl(directory / os.fsdecode(b"b\xff.jsonl"), records("b", 2, start=300))
+    args = ["--dataset", directory, "--dry-run"] if command == "run" else ["--path", directory]
+    result = cli(command, *(["--task", adder(task_root)] if command == "run" else []), *args)
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {directory}: cannot read the dataset: the file 'b\\xff.jsonl' has a name that is not valid UTF-8 "
+        "(a name from another encoding?); rename it",
     )
 
 

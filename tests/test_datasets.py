@@ -341,6 +341,28 @@ def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
     assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
 
 
+def test_a_csv_row_of_empty_cells_is_blank_only_at_the_header_width(tmp_path: Path) -> None:
+    # fuzz-s25 11: a row of 100,000 commas was counted as blank ("the file holds only blank lines")
+    path = tmp_path / "t.csv"
+    path.write_text("question,answer\n,\n" + "," * 100_000 + "\nwhat is 1+1,2\n", encoding="utf-8")
+    report = validate_dataset(path, DatasetSpec(format="csv", fields={"input": "question", "target": "answer"}))
+    assert [str(p) for p in report.problems] == [f"{path}:3: row: expected 2 columns, got 100001"]
+    assert (report.blank_lines, report.valid) == ([2], 1)
+
+
+def test_a_csv_field_as_long_as_a_jsonl_line_may_be_is_read(tmp_path: Path) -> None:
+    # fuzz-s25 11: the csv module's 128 KiB field limit refused a long-context item its JSONL twin took
+    path = tmp_path / "t.csv"
+    long_input = "word " * 60_000  # 300 KB
+    path.write_text(f'question,answer\n"{long_input}",2\n"{"x" * (MAX_LINE_BYTES + 1)}",3\n', encoding="utf-8")
+    spec = DatasetSpec(format="csv", fields={"input": "question", "target": "answer"})
+    report = validate_dataset(path, spec)
+    assert [str(p) for p in report.problems] == [
+        f"{path}:3: row: malformed CSV: a field longer than 10 MB; reading stopped"
+    ]
+    assert [len(sample.input) for sample in iter_samples(path, spec)][:1] == [len(long_input)]
+
+
 def test_a_column_the_header_names_twice_is_a_problem_on_the_header(tmp_path: Path) -> None:
     # fuzz-s25 4: "question,answer,answer" took each row's last answer, and validate-dataset and run said nothing
     path = tmp_path / "t.csv"

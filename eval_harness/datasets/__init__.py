@@ -298,12 +298,28 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
             f"{path}: cannot read the dataset: the file {broken!r} has a control character (a line break?) in its "
             "name, which would break every line that names it; rename it"
         )
+    foreign = next((name for name in sorted(names) if not _is_utf8(name)), None)
+    if foreign is not None:  # every record names its file, and JSON holds only UTF-8: run could not write them
+        shown = foreign.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise DatasetUnreadableError(
+            f"{path}: cannot read the dataset: the file '{shown}' has a name that is not valid UTF-8 (a name from "
+            "another encoding?); rename it"
+        )
     if not members:
         raise DatasetUnreadableError(
             f"{path}: cannot read the dataset: the directory holds no {' or '.join(suffixes)} file"
             f"{_holds(entries, (spec or DatasetSpec()).format)}"
         )
     return members
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name from the file system is UTF-8: Python hands a byte that is not over as a lone surrogate."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def foreign_format(path: Path, spec: DatasetSpec | None = None) -> str | None:
@@ -582,6 +598,8 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
     text = io.TextIOWrapper(
         io.BufferedReader(_HashingRaw(reader)), encoding="utf-8-sig", errors="surrogateescape", newline=""
     )
+    # the csv module's own limit (128 KiB a field) would refuse a long-context item its JSONL twin takes
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
     rows = csv.reader(text)
     columns = spec.csv_columns
     unreadable = False
@@ -606,7 +624,9 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
                 unreadable = _header_problems(columns, spec, path, lineno, report)
                 continue
             report.lines += 1
-            if not row or all(not cell.strip() for cell in row):
+            if not row or (len(row) in (1, len(columns)) and all(not cell.strip() for cell in row)):
+                # a spreadsheet writes an empty row as its columns' commas: blank too; any other count of
+                # empty cells is a row of the wrong width, said as such below
                 report.blank_lines.append(lineno)
                 continue
             if unreadable:
@@ -622,7 +642,10 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
             if sample is not None:
                 yield sample
     except csv.Error as exc:
-        report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {exc}"))
+        message = str(exc)
+        if message.startswith("field larger than field limit"):
+            message = f"a field longer than {MAX_LINE_BYTES // (1024 * 1024)} MB"
+        report.add(Problem(where, rows.line_num, "row", f"malformed CSV: {message}; reading stopped"))
 
 
 def _header_problems(columns: list[str], spec: DatasetSpec, path: Path, lineno: int, report: DatasetReport) -> bool:
