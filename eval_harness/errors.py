@@ -7,7 +7,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 
     EvalHarnessError                     exit 2 unless noted
     ├── ConfigError                      bad flags, .env, task spec or model argument
-    │   └── UnknownNameError             a registry lookup failed ("did you mean ...?")
+    │   ├── UnknownNameError             a registry lookup failed ("did you mean ...?")
+    │   └── NotOptedInError              a scorer that runs model-written code, not enabled on this machine
     ├── DatasetError                     the dataset cannot be used (carries the problems found)
     │   └── DatasetUnreadableError       the file cannot be opened or decoded at all
     ├── TemplateError                    a prompt template failed to load or render (names file:line)
@@ -47,6 +48,11 @@ class EvalHarnessError(Exception):
 
 class ConfigError(EvalHarnessError):
     """Bad flags, .env values, task spec or model arguments."""
+
+
+class NotOptedInError(ConfigError):
+    """A scorer that executes model-written code was configured where the user has not enabled it: a matter of
+    the machine a run is on, not of the task (``validate-dataset`` notes it, run refuses)."""
 
 
 class UnknownNameError(ConfigError):
@@ -247,6 +253,7 @@ __all__ = [
     "EvalHarnessError",
     "GateFailedError",
     "ModelNotFoundError",
+    "NotOptedInError",
     "ProviderConnectionError",
     "ProviderContractError",
     "ProviderError",

@@ -23,12 +23,19 @@ from eval_harness.datasets import (
     iter_positioned,
     validate_dataset,
 )
-from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
+from eval_harness.errors import (
+    ConfigError,
+    DatasetUnreadableError,
+    EvalHarnessError,
+    NotOptedInError,
+    TemplateError,
+)
 from eval_harness.tasks import LoadedTask, find_task, list_tasks
 from eval_harness.types import DatasetSpec
 
 if TYPE_CHECKING:
     from eval_harness.planning import FewShot
+    from eval_harness.types import Completion, GenerateRequest
 
 
 def validate(path: Path, task: str | None = None) -> DatasetReport:
@@ -135,6 +142,8 @@ class Preflight:
     render: RenderCheck | None
     """None when the examples run would draw are not known (``not_rendered`` says why)."""
     not_rendered: str | None = None
+    scorer_note: str | None = None
+    """A scorer of the task that this machine has not enabled (run would refuse it here)."""
 
     @property
     def ok(self) -> bool:
@@ -152,12 +161,23 @@ def preflight(path: Path, task: str) -> Preflight:
     that cannot be read, a few-shot file that cannot be found or read (this one only when the dataset has no
     problem of its own: run tells the dataset's problems first)."""
     # here, not at the top: planning imports the providers (~0.2 s), which a check without a task does not need
-    from eval_harness.planning import FewShot, choose_few_shot, holdout_refusal, prompt_template
+    from eval_harness.planning import FewShot, prompt_template
 
     loaded = find_task(task)
-    spec = loaded.spec
-    # before the dataset is read: a template that cannot load is refused without a pass over a big file
+    # before the dataset is read: a template that cannot load, or a scorer run would refuse, without a pass over
+    # a big file
     prompt_template(loaded, FewShot())
+    scorer_note = _build_scorers(loaded)
+    checked = _checked(loaded, path)
+    checked.scorer_note = scorer_note
+    return checked
+
+
+def _checked(loaded: LoadedTask, path: Path) -> Preflight:
+    """The preflight of a task whose template and scorers load: its dataset, few-shot examples and prompts."""
+    from eval_harness.planning import choose_few_shot, holdout_refusal
+
+    spec = loaded.spec
     few_shot = spec.few_shot
     if few_shot is not None and few_shot.path is not None and loaded.resolve(few_shot.path).resolve() == path.resolve():
         # the task's own few-shot file, checked under the task's field mapping: its lines are what matters here
@@ -175,6 +195,34 @@ def preflight(path: Path, task: str) -> Preflight:
     if (refusal := holdout_refusal(loaded, path, report, chosen.excluded)) is not None:  # run's, in its words
         check.refusal = str(refusal)
     return Preflight(report, check, render)
+
+
+class _UncalledJudge:
+    """The judge model a task's judge scorers are built with here: a check calls no model, and whether run is
+    given ``--judge-model`` is not known."""
+
+    async def complete(self, request: GenerateRequest) -> Completion:
+        raise AssertionError("validate-dataset calls no model")
+
+
+def _build_scorers(loaded: LoadedTask) -> str | None:
+    """Build the task's scorers as run does, so that a bad argument (an unknown mode, a negative tolerance, a
+    rubric file that is not there) is refused here in run's words, naming the spec's line. A scorer this machine
+    has not enabled is not the dataset's or the task's problem (the run may be meant for a container): the note
+    that says so, or None."""
+    from eval_harness.scorers.base import ScoringPipeline
+    from eval_harness.scorers.code import checking_only
+
+    def build() -> None:
+        ScoringPipeline(loaded.spec.scorers, _UncalledJudge(), where=str(loaded.path), lines=loaded.scorer_lines)
+
+    try:
+        build()
+    except NotOptedInError as exc:
+        with checking_only():  # the scorers after it, and its own arguments, are still checked
+            build()
+        return f"{exc} (run refuses it here)"
+    return None
 
 
 def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:

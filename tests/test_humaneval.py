@@ -287,3 +287,50 @@ def test_the_answer_block_is_the_one_defining_the_function_not_a_later_usage_exa
 def test_a_block_indented_under_a_list_item_is_dedented() -> None:
     output = "1. The function:\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n"
     assert extract_code(output, "add")[0] == "def add(a, b):\n    return a + b\n"
+
+
+def _humaneval_dataset(tmp_path: Path) -> Path:
+    record = {"task_id": "T/0", "prompt": PROMPT, "canonical_solution": BODY, "test": TEST, "entry_point": "halve"}
+    dataset = tmp_path / "he.jsonl"
+    dataset.write_text(json.dumps(record) + "\n")
+    return dataset
+
+
+def test_validate_dataset_without_the_opt_in_checks_the_task_and_notes_that_run_would_refuse_here(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the opt-in is the machine's (a run may be meant for a container), not the dataset's or the task's
+    monkeypatch.delenv(ALLOW_VARIABLE, raising=False)
+    result = cli("validate-dataset", "--task", "humaneval", "--path", _humaneval_dataset(tmp_path))
+    assert result.code == 0, result.out + result.err
+    note = next(line for line in result.out.splitlines() if line.startswith("note: "))
+    assert note.endswith(f"scorer 'code_execution': disabled: this scorer executes model-written code on this "
+                         "machine, with resource limits but no network or filesystem isolation; run the evaluation in "
+                         f"a container or VM without credentials and set {ALLOW_VARIABLE}=1 to allow it (run refuses "
+                         "it here)")  # fmt: skip
+    assert "1 rendered" in result.out
+
+
+@pytest.mark.parametrize("opted_in", [True, False])
+def test_validate_dataset_refuses_a_bad_argument_of_a_code_execution_task_with_or_without_the_opt_in(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opted_in: bool
+) -> None:
+    if opted_in:
+        monkeypatch.setenv(ALLOW_VARIABLE, "1")
+    else:
+        monkeypatch.delenv(ALLOW_VARIABLE, raising=False)
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.jinja2").write_text("{{ input }}\n")
+    spec = tmp_path / "tasks" / "he.toml"
+    spec.parent.mkdir()
+    spec.write_text(
+        'name = "he"\ntemplate = "t.jinja2"\n[dataset]\nformat = "jsonl"\n'
+        'fields = { id = "task_id", input = "prompt", target = "canonical_solution" }\n'
+        '[[scorers]]\nname = "code_execution"\nargs = { timeout_s = 5 }\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "strictest" }\n'
+    )
+    result = cli("validate-dataset", "--task", spec, "--path", _humaneval_dataset(tmp_path))
+    assert (result.code, result.err.strip()) == (
+        2,
+        f"error: {spec}:9: scorer 'exact_match': unknown mode 'strictest'; use one of strict, lenient, numeric",
+    )

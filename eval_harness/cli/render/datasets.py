@@ -48,6 +48,8 @@ def print_preflight(checked: Preflight) -> None:
     """The dataset's report, then what run checks of it besides its lines: the few-shot examples and the
     prompts."""
     print_dataset_report(checked.dataset)
+    if checked.scorer_note is not None:
+        stdout.print(f"note: {checked.scorer_note}", markup=False, soft_wrap=True)
     if checked.few_shot is not None:
         _print_few_shot(checked.few_shot)
     render = checked.render
