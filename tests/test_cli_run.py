@@ -823,6 +823,26 @@ def test_ctrl_c_while_a_command_plans_says_interrupted_and_exits_130(
     assert (result.code, result.out, result.err) == (130, "", "interrupted\n")
 
 
+def test_ctrl_c_while_a_complete_run_is_shown_says_the_run_is_complete(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torture-s25: a Ctrl-C after the last record said "interrupted" alone, which reads as a run to resume
+    from eval_harness.cli.render import run as run_views
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_views, "print_result", interrupted)
+    out = task_root.root / "results"
+    result = cli("run", "--task", adder(task_root), "--output-dir", out, "--run-id", "r", "--limit", "4")
+    assert (result.code, result.err.splitlines()[-1]) == (
+        130,
+        f"interrupted while the result was shown; the run is complete: eval-harness report --run {out / 'r'}",
+    )
+    assert "\ninterrupted\n" not in result.err
+    assert json.loads((out / "r" / "manifest.json").read_text())["status"] == "complete"
+
+
 def test_a_runtime_error_not_caused_by_an_interrupt_is_not_taken_for_one(
     cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,22 +116,17 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.gates import evaluate_gates, gate_failure
 
-    if quiet:
-        # the one line a quiet run writes to stdout, whatever follows (interrupted, failed gate): the directory a
-        # script's next step reads, which a default run id (time and random suffix) leaves it no way to guess
-        print(result.run_dir, flush=True)
-    else:
-        from eval_harness.cli.render import run as run_views
-
-        run_views.print_result(result)
-        if result.manifest.judge is not None:
-            from eval_harness.cli.render import stdout
-            from eval_harness.cli.render.profile import reliability_table
-            from eval_harness.report import run_judge_reliability
-
-            figures = run_judge_reliability(result.run_dir, result.manifest)
-            if figures:
-                stdout.print(reliability_table(figures))
+    try:
+        _show_result(result, quiet)
+    except KeyboardInterrupt:
+        if result.status != "complete":
+            raise
+        # the records and the summary are written: "interrupted" alone reads as a run to resume
+        print(
+            f"interrupted while the result was shown; the run is complete: eval-harness report --run {result.run_dir}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.new_records and result.session_errors == result.new_records:
         print(
             f"warning: every sample of this session failed ({result.new_records:,}); the first: "
@@ -156,6 +151,26 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
     failure = gate_failure(evaluate_gates(result.summary, gates))
     if failure is not None:
         raise failure
+
+
+def _show_result(result: RunResult, quiet: bool) -> None:
+    """The run's directory (quiet) or its profile, and the judge's reliability when it had a judge."""
+    if quiet:
+        # the one line a quiet run writes to stdout, whatever follows (interrupted, failed gate): the directory a
+        # script's next step reads, which a default run id (time and random suffix) leaves it no way to guess
+        print(result.run_dir, flush=True)
+    else:
+        from eval_harness.cli.render import run as run_views
+
+        run_views.print_result(result)
+        if result.manifest.judge is not None:
+            from eval_harness.cli.render import stdout
+            from eval_harness.cli.render.profile import reliability_table
+            from eval_harness.report import run_judge_reliability
+
+            figures = run_judge_reliability(result.run_dir, result.manifest)
+            if figures:
+                stdout.print(reliability_table(figures))
 
 
 def _length_warning(result: RunResult) -> str:
