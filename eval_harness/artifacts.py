@@ -9,6 +9,11 @@
 A process killed at any instant leaves a samples file whose complete lines are all valid; at most the
 last line is torn (it has no newline). Readers drop it and resume truncates it before appending. When a
 key ``(sample_id, epoch)`` occurs more than once (``--retry-errors``), the last record wins.
+
+Each file is read only when it is a regular file (a symbolic link to one is followed): a run directory unpacked
+from elsewhere may hold a pipe, which blocks a reader for ever, or a link to a device such as /dev/zero, one
+endless line. The manifest, the records and the lock are refused by name; the resume point and the columns cache,
+which only save time, are ignored and replaced.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ import fcntl
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, BinaryIO, Final, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -125,6 +131,66 @@ class RunPaths:
         return (self.manifest, self.summary, self.resume_point, self.dir / COLUMNS_CACHE)
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def _not_regular(path: Path, mode: int) -> ArtifactError:
+    """The refusal of a run file that is not a regular file (``mode`` as ``stat`` gives it), naming what it is."""
+    return ArtifactError(f"{path}: not a regular file ({_kind(mode)})")
+
+
+def open_run_file(path: Path) -> BinaryIO:
+    """``path`` opened for reading, or ``ArtifactError`` naming it when it is not a regular file (a symbolic link
+    to one is read through). A pipe would block the open, or the read, for ever, and a device (a link to
+    /dev/zero) is one endless line that fills memory, with Ctrl-C unheard; opened without blocking, the file is
+    told by what it is before a byte is read. ``FileNotFoundError`` and other ``OSError`` propagate."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular_status(path: Path) -> os.stat_result | None:
+    """``stat`` of ``path`` (through a symbolic link), None when it does not exist, ``ArtifactError`` naming it when
+    it is not a regular file: told without opening it (a pipe's ``open`` blocks)."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise _not_regular(path, status.st_mode)
+    return status
+
+
+def check_run_files(paths: RunPaths) -> None:
+    """Refuse a run whose manifest or records file is there but is not a regular file, or whose summary is a
+    directory, which the summary's atomic replacement cannot replace (a pipe or a link to a device is replaced
+    like a file): checked before a session starts, as a refusal at its end would come after it changed the run."""
+    regular_status(paths.manifest)
+    regular_status(paths.samples)
+    try:
+        summary = paths.summary.lstat()
+    except OSError:
+        return
+    if stat.S_ISDIR(summary.st_mode):
+        raise ArtifactError(f"{paths.summary}: cannot write it: it is a directory")
+
+
 def write_model(path: Path, model: BaseModel) -> None:
     """Write a pydantic document atomically, pretty-printed for humans; ``ArtifactError`` names the file when
     the disk refuses (the old document stays whole)."""
@@ -140,7 +206,8 @@ _Document = TypeVar("_Document", bound=BaseModel)
 
 def _read_document(path: Path, model: type[_Document]) -> _Document:
     try:
-        raw = orjson.loads(path.read_bytes())
+        with open_run_file(path) as handle:
+            raw = orjson.loads(handle.read())
     except FileNotFoundError:
         raise ArtifactError(f"{path}: not found; is {path.parent} a run directory?") from None
     except NotADirectoryError:  # --run results/r1/summary.json, /dev/null
@@ -180,9 +247,13 @@ def read_resume_point(run_dir: Path) -> ResumePoint | None:
     """The run's resume point if it still describes its samples.jsonl, else None (read everything)."""
     paths = RunPaths(run_dir)
     try:
-        point = ResumePoint.model_validate_json(paths.resume_point.read_bytes())
-        size = paths.samples.stat().st_size
-    except (OSError, ValueError):
+        with open_run_file(paths.resume_point) as handle:
+            point = ResumePoint.model_validate_json(handle.read())
+        samples = regular_status(paths.samples)
+        if samples is None:
+            return None
+        size = samples.st_size
+    except (OSError, ValueError, ArtifactError):  # a cache: whatever is wrong with it, every record is read
         return None
     if point.schema_version != SCHEMA_VERSION or point.samples_bytes > size:
         return None
@@ -211,8 +282,12 @@ class RunLock:
         self.release()
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
         try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):  # flock refuses a pipe with a bare EINVAL
+                raise _not_regular(self._path, mode)
+            os.set_blocking(fd, True)
             _flock_soon(fd, fcntl.LOCK_EX)
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
@@ -221,6 +296,9 @@ class RunLock:
                 f"{self._path.parent} is being written by another process (pid {holder}); "
                 "wait for it to finish or stop it first"
             ) from None
+        except BaseException:
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
@@ -247,10 +325,12 @@ def writer_pid(run_dir: Path) -> int | None:
     run's lock is free. A manifest that says "running" with no writer is a run whose process was killed."""
     path = RunPaths(run_dir).lock
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a pipe's blocking open waits for a writer for ever
     except OSError:
         return None  # no lock file: no session ever took it (or it was deleted with nothing holding it)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # no session can take a lock that is not a file (RunLock refuses it)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -373,8 +453,9 @@ class SampleWriter:
 
 
 def repair_tail(path: Path) -> int:
-    """Truncate a torn last line (no trailing newline); return how many bytes were dropped."""
-    if not path.exists():
+    """Truncate a torn last line (no trailing newline); return how many bytes were dropped. ``ArtifactError``
+    for a file that is not a regular one."""
+    if regular_status(path) is None:
         return 0
     with path.open("r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
@@ -524,7 +605,7 @@ def _parse_key(line: bytes) -> tuple[str, bool]:
 def _complete_lines(path: Path, start: int = 0) -> Iterator[bytes]:
     """The complete lines of the file from byte ``start``; a torn last line (no newline) is skipped."""
     try:
-        handle = path.open("rb")
+        handle = open_run_file(path)
     except FileNotFoundError:
         return
     with handle:
@@ -632,12 +713,14 @@ __all__ = [
     "RunLock",
     "RunPaths",
     "SampleWriter",
+    "check_run_files",
     "iter_record_dicts",
     "iter_records",
     "judged_records",
     "line_number_at",
     "new_run_id",
     "observed_status",
+    "open_run_file",
     "read_manifest",
     "read_resume_point",
     "read_summary",
@@ -645,6 +728,7 @@ __all__ = [
     "record_key",
     "record_line",
     "record_problem",
+    "regular_status",
     "repair_tail",
     "scan_keys",
     "tail_digest",

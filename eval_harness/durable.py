@@ -39,10 +39,11 @@ def atomic_file(path: Path, mode: int = 0o644, sync_directory: bool = True) -> I
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        # the rename too: a directory where the file should be refuses it, and the temporary must not stay
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, path)
     if sync_directory:
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:

@@ -22,7 +22,9 @@ from eval_harness.artifacts import (
     RunLock,
     RunPaths,
     SampleWriter,
+    check_run_files,
     iter_record_dicts,
+    open_run_file,
     read_manifest,
     read_resume_point,
     record_key,
@@ -173,6 +175,38 @@ class _Start:
     done_keys: int
     frontier: Position | None
     taken_before: int
+    drop_point: bool = False
+    """Whether the resume point must go once the session starts (it was not trusted, and would mislead a later one)."""
+
+
+@dataclass(frozen=True)
+class _Before:
+    """The documents a resumed session rewrites, as it found them. A session refused at its end by a record that
+    was there before it (the summary reads every line; the key scan does not), having appended none, puts them
+    back: a refused command changes no artifact, and a complete run does not turn "failed"."""
+
+    manifest: bytes
+    resume_point: bytes | None
+
+    @classmethod
+    def of(cls, paths: RunPaths) -> _Before:
+        with open_run_file(paths.manifest) as handle:
+            manifest = handle.read()
+        try:
+            with open_run_file(paths.resume_point) as handle:
+                point: bytes | None = handle.read()
+        except (OSError, ArtifactError):
+            point = None  # none, or none usable: read_resume_point ignored it
+        return cls(manifest, point)
+
+    def restore(self, paths: RunPaths) -> None:
+        """Put the documents back; a disk that refuses leaves the ones the session wrote (the refusal still stands)."""
+        with contextlib.suppress(OSError):
+            write_atomic(paths.manifest, self.manifest)
+            if self.resume_point is None:
+                paths.resume_point.unlink(missing_ok=True)
+            else:
+                write_atomic(paths.resume_point, self.resume_point)
 
 
 class Runner:
@@ -204,8 +238,10 @@ class Runner:
         except OSError as exc:  # no permission, a full disk, a file where a folder should be: without errno's number
             raise ArtifactError(f"cannot create the run directory {plan.run_dir}: {exc.strerror or exc}") from None
         started = time.monotonic()
+        check_run_files(paths)  # before the lock, whose taking already writes a file of the run
         with RunLock(plan.run_dir):
             self._check_unchanged_since_planned(paths)
+            before = _Before.of(paths) if plan.resuming else None
             repair_tail(paths.samples)
             remove_stale_temporaries(paths.documents)  # a session killed mid-write left them
             # Records written to an empty artifact are the whole artifact: the summary can come from them,
@@ -239,6 +275,11 @@ class Runner:
                     "forced_changes": [*plan.manifest.forced_changes, *forced],
                 }
             )
+            if start.drop_point:
+                # this session appends records of samples before that point's frontier: a later session trusting
+                # the point would count them as beyond it and never reach them, and so never write a point again
+                with contextlib.suppress(OSError):
+                    paths.resume_point.unlink()
             write_model(paths.manifest, manifest)
             origin = Origin(str(plan.run_dir.resolve()), manifest.sessions)
             for gateway in (self.gateway, plan.judge):
@@ -318,10 +359,13 @@ class Runner:
                 # in a thread, so the event loop still answers a second Ctrl-C (exit at once) meanwhile
                 summary = await asyncio.to_thread(self._summary, paths, manifest, status)
             except ArtifactError:
-                # a line the key scan did not read cannot be summed up (another hand or tool changed it):
-                # the manifest says the session failed rather than that it is still running
-                with contextlib.suppress(ArtifactError):
-                    write_model(paths.manifest, manifest.model_copy(update={"status": "failed"}))
+                # a line the key scan did not read cannot be summed up (another hand or tool changed it)
+                if before is not None and self._writer.written == 0:
+                    # and this session added none: the command is refused, so the run stays as it found it
+                    before.restore(paths)
+                else:  # the manifest says the session failed rather than that it is still running
+                    with contextlib.suppress(ArtifactError):
+                        write_model(paths.manifest, manifest.model_copy(update={"status": "failed"}))
                 raise
             if status == "complete" and summary.missing > 0:
                 status = "interrupted"
@@ -421,13 +465,9 @@ class Runner:
             and _starts_a_line(plan.dataset_path, point.frontier_offset)
         )
         if not trusted or point is None:
-            if point is not None and (plan.retry_errors or plan.forced):
-                # this session appends records of samples before that point's frontier: a later session trusting
-                # the point would count them as beyond it and never reach them, and so never write a point again
-                with contextlib.suppress(OSError):
-                    paths.resume_point.unlink()
             scan = scan_keys(paths.samples)
-            return _Start(scan, len(scan.done), None, 0)
+            drop = point is not None and (plan.retry_errors or bool(plan.forced))
+            return _Start(scan, len(scan.done), None, 0, drop_point=drop)
         tail = scan_keys(paths.samples, start=point.samples_bytes)
         tail.done.update(point.keys_beyond)
         frontier = Position(point.frontier_offset, point.frontier_line, -1)

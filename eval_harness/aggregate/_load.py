@@ -28,7 +28,7 @@ from eval_harness.aggregate._columns import (
 from eval_harness.aggregate._fast import _fast_rows
 from eval_harness.aggregate._hashing import _hash_strings, _key_hash
 from eval_harness.aggregate._slow import _BadField, _slow_row, _SlowNames
-from eval_harness.artifacts import line_number_at, record_error
+from eval_harness.artifacts import line_number_at, open_run_file, record_error, regular_status
 from eval_harness.errors import ArtifactError
 from eval_harness.types import RunManifest
 
@@ -187,13 +187,16 @@ def load_columns(
     passed, latency, cost) in about half the time; the other columns are then zero (counts, backoff), NaN
     (judge cost) or empty (scorers, retries) for every row. It refuses what a full read refuses, but for
     the values of the fields it leaves out (usage, judge_usage, judge_cost_usd, cached, backoff_s, scores,
-    retries), which neither path looks at then. A missing file reads as no records; a torn last line
-    (no newline) is dropped; a complete line that is not a record raises ``ArtifactError`` naming file,
-    line and field. ``start`` (the beginning of a line) reads only the bytes from there; line numbers then
-    count from it. ``block_bytes`` is the size of the blocks read (the parse's temporaries scale with it).
+    retries), which neither path looks at then. A missing file reads as no records, and one that is not a
+    regular file is refused; a torn last line (no newline) is dropped; a complete line that is not a record
+    raises ``ArtifactError`` naming file, line and field. ``start`` (the beginning of a line) reads only the bytes
+    from there; line numbers then count from it. ``block_bytes`` is the size of the blocks read (the parse's
+    temporaries scale with it).
     """
     keys = [] if light else list(scorer_keys)  # a light read fills no scorer columns
-    size = samples_path.stat().st_size if samples_path.exists() else 0
+    # a pipe or a device (a link to /dev/zero) has size 0 and would read as no records at all: refused by name
+    status = regular_status(samples_path)
+    size = status.st_size if status is not None else 0
     ranges = (
         [(start + a, None if b is None else start + b) for a, b in _ranges(samples_path, size - start, workers, start)]
         if size > start
@@ -315,7 +318,7 @@ def iter_records_at(samples_path: Path, offsets: Sequence[int]) -> Iterator[dict
     errors held whole took 800 MB)."""
     if not offsets:  # nothing to read: a run with no samples.jsonl yet (killed before its first record) is empty
         return
-    with samples_path.open("rb") as handle:
+    with open_run_file(samples_path) as handle:
         for offset in offsets:
             handle.seek(int(offset))
             line = handle.readline()
