@@ -264,3 +264,17 @@ def test_run_files_that_are_links_to_regular_files_are_read_through_and_resumed(
     result = cli("resume", run, "-q")
     assert result.code == 0, result.err
     assert status(run) == ("complete", 2)
+
+
+@pytest.mark.timeout(20)
+def test_resuming_a_rescore_whose_source_records_became_a_pipe_names_the_pipe(
+    run: Path, tmp_path: Path, cli: Cli
+) -> None:
+    # the replayed source was checked with is_file(): a pipe there was "not found"
+    out = tmp_path / "out"
+    rescored = cli("rescore", "--run", run, "--scorer", "exact_match", "--output-dir", out, "--run-id", "s", "-q")
+    assert rescored.code == 0, rescored.err
+    (run / "samples.jsonl").unlink()
+    os.mkfifo(run / "samples.jsonl")
+    result = cli("resume", out / "s", "-q")
+    assert (result.code, result.err) == (2, f"error: {run / 'samples.jsonl'}: not a regular file (a pipe)\n")

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eval_harness.artifacts import iter_record_dicts, record_key
+from eval_harness.artifacts import iter_record_dicts, record_key, regular_status
 from eval_harness.errors import ArtifactError, ProviderError, ProviderResponseError, ReplayedError
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
 from eval_harness.types import Completion, GenerateRequest, Usage, first_problem
@@ -27,7 +27,7 @@ class ReplayProvider(Provider):
         self.source_run = source_run
         self._records: dict[str, dict[str, Any]] = {}
         samples = source_run / "samples.jsonl"
-        if not samples.is_file():
+        if regular_status(samples) is None:  # a pipe or a device is refused by name, not called missing
             raise ArtifactError(f"{samples}: not found; is {source_run} a run directory?")
         for record in iter_record_dicts(samples):
             key = record_key(str(record["sample_id"]), int(record["epoch"]))
