@@ -49,6 +49,18 @@ def test_report_table(cli: Cli, runs: tuple[Path, Path]) -> None:
         assert text in result.out, text
 
 
+def test_a_figure_that_cannot_be_computed_is_a_dash_without_a_percent_sign(cli: Cli, task_root: TaskRoot) -> None:
+    # stats-audit-s26 F10: a run whose every record failed printed "macro mean –% · micro mean –%"
+    out = task_root.root / "results"
+    task = task_root.root / "tasks" / "adder.toml"
+    result = cli("run", "--task", task, "--model", "mock/e", "--model-arg", "error_rate=1", "--limit", "4",
+                 "--output-dir", out, "--run-id", "e", "--quiet")  # fmt: skip
+    assert result.code == 0, result.err
+    shown = cli("report", "--run", out / "e").out
+    assert "errors excluded instead: macro mean – · micro mean –\n" in shown
+    assert "–%" not in shown
+
+
 def test_report_json_shape(cli: Cli, runs: tuple[Path, Path]) -> None:
     result = cli("report", "--run", runs[0], "--format", "json")
     assert result.code == 0, result.err

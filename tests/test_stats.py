@@ -872,14 +872,25 @@ def test_few_continuous_pairs_take_the_t_interval_and_the_sign_flip_p() -> None:
     assert (result.low, result.high) == approx((0.045995630967087205, 0.11400436903291278))
 
 
-def test_monte_carlo_sign_flip_p_has_a_floor() -> None:
-    # 20 positive differences: 2^20 sign patterns, more than the 10,000 resamples, so the p is Monte Carlo and
-    # can go no lower than 2/10,001 (scipy adds the observed pattern to each tail); the exact p is 2/2^20
+def test_the_sign_flip_p_is_exact_up_to_29_pairs() -> None:
+    # stats-audit-s26 F11: from 14 pairs the p was Monte Carlo over 10,000 patterns (±0.002 near 0.05, floor
+    # 2/10,001). 20 positive differences: only the all-plus and all-minus patterns reach the mean, p = 2/2^20
     a = np.linspace(0.1, 0.5, 20)
     result = stats.paired_comparison(a, a + np.linspace(0.05, 0.15, 20))
-    assert result.test == "sign-flip" and result.p_floor == approx(2 / 10001)
-    assert result.p_value == approx(2 / 10001)
-    assert stats.paired_comparison(a[:13], a[:13] + 0.1 + a[:13] / 10).p_floor is None  # 2^13 <= 10,000: exact
+    assert (result.test, result.p_floor) == ("sign-flip", None)
+    assert result.p_value == 2 / 2**20
+    # 29 differences of whole twentieths, the p counted by brute force over the 2^29 patterns' integer sums
+    # (every pattern's |sum| compared with 12, numpy in chunks): 193,143,040 of 536,870,912 patterns reach it
+    steps = np.array([3, -2, 1, 0, 4, -1, 2, -3, 1, 1, 0, -2, 5, 2, -1, 3, -4, 1, 0, 2, -1, 1, 3, -2, -1, 0, 2, 1, -3])
+    assert abs(int(steps.sum())) == 12
+    assert stats.paired_comparison(np.full(29, 0.5), 0.5 + steps / 20).p_value == approx(193_143_040 / 2**29)
+
+
+def test_a_sign_flip_sum_that_is_zero_but_for_rounding_gives_p_1() -> None:
+    # +0.3 +0.1 +0.3 +0.3 against −0.2 −0.1 −0.2 −0.1 −0.1 −0.2 −0.1 sum to 0 but for rounding: every pattern is as
+    # far from 0 as it, p = 1 (scipy's tolerance, relative to the observed sum, counted about half of them)
+    diff = np.array([0.1, 0.3, -0.2, -0.1, -0.2, -0.1, -0.1, -0.2, 0.3, -0.1, 0.3])
+    assert stats.paired_comparison(np.full(11, 0.5), 0.5 + diff).p_value == 1.0
 
 
 def test_paired_comparison_binary_uses_exact_mcnemar() -> None:

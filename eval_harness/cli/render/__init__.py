@@ -58,6 +58,12 @@ def pct(value: float | None, digits: int = 1) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.{digits}f}"
 
 
+def percent(value: float | None, digits: int = 1) -> str:
+    """0.8123 → '81.2%'; None → '–' (a dash is no percentage: '–%' read as a broken figure)."""
+    shown = pct(value, digits)
+    return shown if shown == "–" else f"{shown}%"
+
+
 def money(value: float | None) -> str:
     """USD with enough digits for per-sample costs; None (unknown price) → 'unknown'."""
     if value is None:
@@ -255,6 +261,7 @@ __all__ = [
     "p_value",
     "pct",
     "per_dollar",
+    "percent",
     "run_state",
     "signed_points",
     "sparkline",

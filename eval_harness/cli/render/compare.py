@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from eval_harness.cli.render import counted_n, interval, millis, money, p_value, pct, signed_points, stdout
+from eval_harness.cli.render import counted_n, interval, millis, money, p_value, pct, percent, signed_points, stdout
 from eval_harness.cli.render.tables import (
     Column,
     FittedTable,
@@ -153,8 +153,9 @@ def _incomplete_lines(c: Comparison) -> list[str]:
 def _summary_lines(c: Comparison) -> list[str]:
     h = c.headline
     lines = [
-        f"{_headline_label(c)}: macro {pct(h.macro_a)}% → {pct(h.macro_b)}% ({signed_points(h.macro_diff)} points) · "
-        f"micro {pct(h.micro_a)}% → {pct(h.micro_b)}% ({signed_points(h.micro_diff)} points, "
+        f"{_headline_label(c)}: macro {percent(h.macro_a)} → {percent(h.macro_b)} "
+        f"({signed_points(h.macro_diff)} points) · "
+        f"micro {percent(h.micro_a)} → {percent(h.micro_b)} ({signed_points(h.micro_diff)} points, "
         f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value, h.p_floor)}: "
         f"{_VERDICTS[h.verdict]})",
     ]

@@ -20,6 +20,7 @@ from eval_harness.cli.render import (
     money,
     pct,
     per_dollar,
+    percent,
     run_state,
     sparkline,
     stdout,
@@ -187,8 +188,8 @@ def headline(summary: RunSummary) -> str:
     """Macro and micro means, labelled, with the error policy and the CI method."""
     methods = sorted({a.ci_method for a in [*summary.axes, summary.overall] if a.n}) or ["none"]
     parts = [
-        f"macro mean (over {counted(len(summary.axes), 'axis', 'axes')}) {pct(summary.macro_mean)}%",
-        f"micro mean (over {_counted(summary.records, summary.overall.samples)}) {pct(summary.micro_mean)}%",
+        f"macro mean (over {counted(len(summary.axes), 'axis', 'axes')}) {percent(summary.macro_mean)}",
+        f"micro mean (over {_counted(summary.records, summary.overall.samples)}) {percent(summary.micro_mean)}",
         summary.error_policy,
         f"CI: {', '.join(methods)}",
     ]
@@ -283,10 +284,10 @@ def _notes_shown(report: ProfileReport, by_tag: bool) -> list[str]:
 def _headline_lines(report: ProfileReport) -> list[str]:
     h = report.headline
     lines = [
-        f"headline, {h.policy}: macro mean (over {counted(h.axes, 'axis', 'axes')}) {pct(h.macro_mean)}% · "
-        f"micro mean (over {_counted(h.records, h.samples)}) {pct(h.micro_mean)}% [95% CI {interval(h.micro_ci)}]",
-        f"errors excluded instead: macro mean {pct(h.macro_mean_excluding_errors)}% · "
-        f"micro mean {pct(h.micro_mean_excluding_errors)}%",
+        f"headline, {h.policy}: macro mean (over {counted(h.axes, 'axis', 'axes')}) {percent(h.macro_mean)} · "
+        f"micro mean (over {_counted(h.records, h.samples)}) {percent(h.micro_mean)} [95% CI {interval(h.micro_ci)}]",
+        f"errors excluded instead: macro mean {percent(h.macro_mean_excluding_errors)} · "
+        f"micro mean {percent(h.micro_mean_excluding_errors)}",
         "intervals: " + ("; ".join(h.ci_methods) or "none (see the notes)"),
     ]
     return lines
@@ -385,16 +386,16 @@ _RELIABILITY_COLUMNS = [
 
 
 def _share(part: int, whole: int, rate: float | None) -> str:
-    return "–" if not whole else f"{part:,}/{whole:,} ({pct(rate)}%)"
+    return "–" if not whole else f"{part:,}/{whole:,} ({percent(rate)})"
 
 
 def _reliability_cells(r: JudgeReliability) -> list[str]:
     flips = _share(r.flips, r.swapped, r.flip_rate)
     if r.swapped and (r.bias_first or r.bias_second):
         flips += f", toward first {r.bias_first:,} / second {r.bias_second:,}"
-    agreement = "–" if r.agreement is None else f"{pct(r.agreement)}% over {r.multi_sample:,}"
+    agreement = "–" if r.agreement is None else f"{percent(r.agreement)} over {r.multi_sample:,}"
     if r.unanimous_rate is not None:
-        agreement += f", unanimous {pct(r.unanimous_rate)}%"
+        agreement += f", unanimous {percent(r.unanimous_rate)}"
     disagreements = _share(r.disagreements, r.compared, r.disagreement_rate)
     versus = "–" if r.reference is None else f"{r.reference}: {disagreements}"
     return [r.judge, r.kind, f"{r.records:,}", flips, agreement, versus, _num(r.kappa)]

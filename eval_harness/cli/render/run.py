@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from eval_harness.cli.render import counted, money, pct, stderr, stdout
+from eval_harness.cli.render import counted, money, percent, stderr, stdout
 from eval_harness.cli.render.profile import print_profile
 from eval_harness.planning import DryRun
 from eval_harness.runner import Progress as RunProgress
@@ -147,7 +147,7 @@ class ProgressDisplay:
         else:
             cost = money(progress.cost_usd)  # as the tables write it: "$0", "$0.0147", "$2.1e-05"
         # the mean of the answers scored so far, errors left out: the headline, which counts errors as 0, is lower
-        stats = f"scored mean {pct(progress.mean)}% · errors {progress.errors} · cost {cost}"
+        stats = f"scored mean {percent(progress.mean)} · errors {progress.errors} · cost {cost}"
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, completed=progress.done, rate=rate_text(rate), stats=stats)
             return
