@@ -38,12 +38,15 @@ from pydantic import BaseModel, ValidationError
 from eval_harness.durable import write_atomic
 from eval_harness.errors import ArtifactError, RunLockedError, SchemaVersionError, json_type_name
 from eval_harness.types import (
+    RESERVED_AXIS,
+    RESERVED_AXIS_MESSAGE,
     SCHEMA_VERSION,
     ResumePoint,
     RunManifest,
     RunStatus,
     RunSummary,
     SampleRecord,
+    beyond_epochs,
     first_problem,
 )
 
@@ -505,16 +508,19 @@ _TYPE_NAMES: Final = {str: "a string", int: "an integer", list: "a list"}
 # What follows the key on a line written by this build: the required fields of ``_REQUIRED`` after the
 # epoch, in ``SampleRecord``'s order (found in turn, so the search passes over a line once at most).
 _AXIS_AFTER_KEY = b'"axis":"'
+_RESERVED_AXIS_AFTER_KEY = _AXIS_AFTER_KEY + RESERVED_AXIS.encode() + b'"'
 _REQUIRED_MARKS: Final = (b',"input":', b',"target":', b',"prompt":[', b',"finished_at":"')
 _STRING_OR_LIST_MARKS: Final = _REQUIRED_MARKS[:2]
 _VERSION_MARK = b'"schema_version":'
 
 
-def record_problem(record: object) -> tuple[str, str] | None:
+def record_problem(record: object, epochs: int | None = None) -> tuple[str, str] | None:
     """Why a parsed samples.jsonl line is not a record of this schema version, as ``(field, message)``;
     None when it is one as far as readers care. Cheap on purpose (a few dict look-ups, no validation of
     the whole record): it tells a record from a stub or a line of another schema, not a subtly bad one.
-    Of the values it looks at, only the epoch has a range (0 or more), which the key of every reader holds."""
+    Of the values it looks at, the epoch has a range (0 or more, and below the run's ``epochs`` when given: the
+    manifest's), which the key of every reader holds, and the axis may not be the report's row for the whole
+    run (``RESERVED_AXIS``)."""
     if not isinstance(record, dict):
         return "line", f"expected a JSON object, got {json_type_name(record)}"
     if "schema_version" in record and record["schema_version"] != SCHEMA_VERSION:
@@ -531,6 +537,10 @@ def record_problem(record: object) -> tuple[str, str] | None:
             return name, f"expected {expected}, got {json_type_name(value)}"
         if name == "epoch" and isinstance(value, int) and value < 0:
             return name, f"expected a non-negative integer, got {value}"
+        if name == "epoch" and isinstance(value, int) and epochs is not None and value >= epochs:
+            return name, beyond_epochs(value, epochs)
+        if name == "axis" and value == RESERVED_AXIS:
+            return name, RESERVED_AXIS_MESSAGE
     return None
 
 
@@ -571,7 +581,7 @@ class _BadLine(Exception):
 def _looks_complete(line: bytes, after_key: int) -> bool:
     """Whether a line whose key was read without parsing has the fields ``record_problem`` requires, in this
     build's order and shape, and no schema_version; False sends the line to the full check."""
-    if not line.startswith(_AXIS_AFTER_KEY, after_key):
+    if not line.startswith(_AXIS_AFTER_KEY, after_key) or line.startswith(_RESERVED_AXIS_AFTER_KEY, after_key):
         return False
     position = after_key
     for mark in _REQUIRED_MARKS:
@@ -585,18 +595,21 @@ def _looks_complete(line: bytes, after_key: int) -> bool:
     return _VERSION_MARK not in line
 
 
-def _parse_key(line: bytes) -> tuple[str, bool]:
-    """The key of a line and whether it holds an error; raises ``_BadLine`` for a line that is not a record."""
+def _parse_key(line: bytes, epochs: int | None = None) -> tuple[str, bool]:
+    """The key of a line and whether it holds an error; raises ``_BadLine`` for a line that is not a record (of a
+    run of ``epochs``, when given)."""
     match = _KEY_PREFIX.match(line)
     if match is not None and _looks_complete(line, match.end()):
         raw_id, epoch = match.group(1), int(match.group(2))
+        if epochs is not None and epoch >= epochs:
+            raise _BadLine(("epoch", beyond_epochs(epoch, epochs)))
         sample_id = orjson.loads(b'"' + raw_id + b'"') if b"\\" in raw_id else raw_id.decode()
         return record_key(sample_id, epoch), _ERROR_MARK in line
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
         raise _BadLine(None) from None
-    problem = record_problem(obj)
+    problem = record_problem(obj, epochs)
     if problem is not None:
         raise _BadLine(problem)
     return record_key(obj["sample_id"], obj["epoch"]), obj.get("error") is not None
@@ -632,16 +645,17 @@ def judged_records(path: Path, fields: Sequence[str]) -> Iterator[dict[str, Any]
     yield from latest.values()
 
 
-def scan_keys(path: Path, start: int = 0) -> KeyScan:
+def scan_keys(path: Path, start: int = 0, epochs: int | None = None) -> KeyScan:
     """Keys already recorded (from byte ``start`` on) and, among them, those whose last record holds an error.
 
-    A complete line that is not a record of this schema version raises ``ArtifactError`` naming the file, its
-    line (counted from the top of the file) and the field."""
+    A complete line that is not a record of this schema version (nor of a run of ``epochs``, when given: a key
+    of another epoch is one no session of the run looks for) raises ``ArtifactError`` naming the file, its line
+    (counted from the top of the file) and the field."""
     scan = KeyScan()
     offset = start
     for line in _complete_lines(path, start):
         try:
-            key, has_error = _parse_key(line)
+            key, has_error = _parse_key(line, epochs)
         except _BadLine as exc:
             raise record_error(path, line_number_at(path, offset), exc.problem) from None
         offset += len(line)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from eval_harness.aggregate import (
     RunColumns,
+    check_run_values,
     group_means,
     iter_records_at,
     load_columns_cached,
@@ -30,6 +31,7 @@ from eval_harness.aggregate import (
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.tally import LENGTH_STOPS
+from eval_harness.types import check_expected_records
 
 __all__ = [
     "EpochOutcome",
@@ -376,8 +378,10 @@ def inspect_run(
     if n < 1:
         raise ConfigError(f"--n: {n} must be at least 1")
     manifest = read_manifest(run_dir)
+    check_expected_records(manifest, RunPaths(run_dir).manifest)
     path = RunPaths(run_dir).samples
     columns = load_columns_cached(path, scorer_keys(manifest))
+    check_run_values(columns, path, manifest.epochs)
     in_scope = np.ones(columns.n, dtype=np.bool_)
     if axis is not None:
         if axis not in columns.axes:

@@ -23,6 +23,7 @@ from eval_harness.aggregate import (
     RunColumns,
     ScorerDistribution,
     axis_stats,
+    check_run_values,
     default_workers,
     epoch_stats,
     finish_reasons,
@@ -51,7 +52,7 @@ from eval_harness.stats import (
     wilson_sample_size,
 )
 from eval_harness.tally import CONTEXT_WINDOW_ADVICE, CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
-from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec
+from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec, check_expected_records
 
 REPORT_SCHEMA_VERSION = 1
 CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
@@ -537,10 +538,12 @@ def build_report(
     if ci not in CI_CHOICES:
         raise ConfigError(f"--ci: {ci!r} is not one of {', '.join(CI_CHOICES[1:])}")
     manifest = read_manifest(run_dir)
+    check_expected_records(manifest, RunPaths(run_dir).manifest)
     samples = RunPaths(run_dir).samples
     columns = load_columns_cached(
         samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
     )
+    check_run_values(columns, samples, manifest.epochs)
     reliability = run_judge_reliability(run_dir, manifest)
     return _report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir, reliability=reliability)
 

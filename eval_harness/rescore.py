@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eval_harness.aggregate import load_columns_cached, scorer_keys
+from eval_harness.aggregate import check_run_values, load_columns_cached, scorer_keys
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
-from eval_harness.planning import RunPlan, plan_run
-from eval_harness.types import RunManifest, ScorerSpec
+from eval_harness.planning import RunPlan, check_expected_records_taken, plan_run
+from eval_harness.types import RunManifest, ScorerSpec, check_expected_records
 
 
 def parse_scorer(text: str) -> ScorerSpec:
@@ -71,7 +71,6 @@ def plan_rescore(
         raise ConfigError(
             f"cannot rescore {source_run}: {state}, not complete; finish it first (eval-harness resume {source_run})"
         )
-    _check_records(source_run, source)
     explicit = [parse_scorer(s) for s in scorers] if scorers else None
     task_ref = source.task.source if source.task.source and Path(source.task.source).is_file() else source.task.name
     try:
@@ -99,6 +98,9 @@ def plan_rescore(
     except ValidationError as exc:  # named by the flag given now, else it came from the source's manifest
         given = {**_FLAGS, **({} if timeout_s is None else {"timeout_s": "--timeout"})}
         raise invalid_config(exc, given, str(RunPaths(source_run).manifest)) from None
+    # the source's values are in the CLI's ranges: what they say of its records can be checked now
+    check_expected_records(source, RunPaths(source_run).manifest)
+    _check_records(source_run, source)
     plan = plan_run(config)
     base_url = source.model.args.get("base_url")
     if isinstance(base_url, str) and base_url != config.model_args["base_url"]:
@@ -116,6 +118,10 @@ def plan_rescore(
             f"cannot rescore {source_run}: template {source.task.template} changed since that run, so the "
             "recorded prompts would not be the ones the model saw"
         )
+    # the same bytes: the source's limits take what they took when it ran, unless one was edited by hand (the new
+    # run would then replay outputs the source never wrote, each an error counted as wrong)
+    source_manifest = RunPaths(source_run).manifest
+    check_expected_records_taken(source, source_manifest, plan.dataset_report, plan.excluded_ids, plan.included_ids)
     return plan
 
 
@@ -141,7 +147,9 @@ def _check_records(source_run: Path, source: RunManifest) -> None:
 
     Read as report reads it, through the columns cache the source's last session left (only the lines after it
     are parsed), and the cache is not written: rescore does not hold the source's lock."""
-    columns = load_columns_cached(RunPaths(source_run).samples, scorer_keys(source))
+    samples = RunPaths(source_run).samples
+    columns = load_columns_cached(samples, scorer_keys(source))
+    check_run_values(columns, samples, source.epochs)
     missing = max(0, source.expected_records - columns.n)
     if missing:
         raise ArtifactError(

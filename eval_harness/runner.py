@@ -465,10 +465,10 @@ class Runner:
             and _starts_a_line(plan.dataset_path, point.frontier_offset)
         )
         if not trusted or point is None:
-            scan = scan_keys(paths.samples)
+            scan = scan_keys(paths.samples, epochs=plan.config.epochs)
             drop = point is not None and (plan.retry_errors or bool(plan.forced))
             return _Start(scan, len(scan.done), None, 0, drop_point=drop)
-        tail = scan_keys(paths.samples, start=point.samples_bytes)
+        tail = scan_keys(paths.samples, start=point.samples_bytes, epochs=plan.config.epochs)
         tail.done.update(point.keys_beyond)
         frontier = Position(point.frontier_offset, point.frontier_line, -1)
         return _Start(tail, point.done_keys + tail.lines, frontier, point.taken_before_frontier)

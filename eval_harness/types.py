@@ -10,10 +10,13 @@ import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
+
+from eval_harness.errors import ArtifactError
 
 SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
@@ -266,8 +269,9 @@ class DatasetInfo(BaseModel):
 
     path: str
     sha256: str
-    sample_count: int
-    format: str = "jsonl"
+    sample_count: int = Field(ge=0, description="The valid samples the dataset held when the run started.")
+    # the readers rely on it (the file endings of a directory's members), so no other value is kept
+    format: Literal["jsonl", "csv"] = "jsonl"
     invalid_lines: int = Field(default=0, description="Lines left out with --skip-invalid (0: the file is clean).")
     seekable: bool = Field(
         default=False, description="A resume may seek into the file (JSONL whose sample ids need no counting)."
@@ -291,6 +295,15 @@ class DatasetInfo(BaseModel):
         description="The sha256 of each of ``files``, in their order: a resume names the file that changed (None: one "
         "file, or a run recorded before these were).",
     )
+
+    @model_validator(mode="after")
+    def _seekable_file(self) -> DatasetInfo:
+        # a resume seeks to the byte offset its resume point names: in a CSV (a row may span lines, the header is
+        # at the top) or a directory that offset is no place to start reading from
+        if self.seekable and (self.format != "jsonl" or self.files is not None):
+            what = "a directory" if self.files is not None else "a CSV file"
+            raise _field_error(self, "seekable", f"true, but the dataset is {what}; only a JSONL file is", True)
+        return self
 
 
 DATASET_CHECKS = 3
@@ -343,9 +356,11 @@ class RunManifest(BaseModel):
     dataset: DatasetInfo
     seed: int
     epochs: int = Field(ge=1)
-    limit: int | None
+    limit: int | None = Field(ge=1, description="--limit: the first N samples (None: all).")
     limit_per_axis: int | None = Field(
-        default=None, description="--limit-per-axis: the first N samples of each axis (None: all; before --limit)."
+        default=None,
+        ge=1,
+        description="--limit-per-axis: the first N samples of each axis (None: all; before --limit).",
     )
     concurrency: int = Field(description="--concurrency of the last session (a resume keeps it).")
     timeout_s: float = Field(description="--timeout of the last session (a resume keeps it).")
@@ -359,7 +374,7 @@ class RunManifest(BaseModel):
         "run made before gates were recorded.",
     )
     fingerprint: str
-    expected_records: int = Field(description="sample_count after --limit, times epochs.")
+    expected_records: int = Field(ge=0, description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
     judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")
     forced_changes: list[str] = Field(
@@ -368,6 +383,31 @@ class RunManifest(BaseModel):
     sessions: int = Field(default=1, description="How many processes have written this run (1 + resumes).")
     wall_time_s: float = Field(default=0.0, description="Wall time summed over the sessions.")
 
+    def expected_records_problem(self) -> str | None:
+        """What is wrong with ``expected_records`` that the other values tell without the dataset, or None (a resume
+        compares it with the dataset too: ``planning.check_expected_records_taken``). Readers count the records
+        missing from it, and a resume runs until it is reached. None after a resume forced across changes, which
+        may expect another count (a changed dataset's). Asked by the readers (``check_expected_records``), not when
+        the model is built: a resume names a value out of the CLI's range (epochs 5000) first, as such."""
+        if self.forced_changes:
+            return None
+        epochs, samples = self.epochs, self.expected_records // self.epochs
+        if self.expected_records % epochs:
+            return f"is not a whole number of samples over {epochs} epochs"
+        bounds = [(self.dataset.sample_count, f"the dataset's {self.dataset.sample_count:,} samples")]
+        if self.limit is not None:
+            bounds.append((self.limit, f"limit {self.limit}"))
+        if self.limit_per_axis is not None and self.dataset.axes:
+            axes = len(self.dataset.axes)
+            bounds.append((self.limit_per_axis * axes, f"limit_per_axis {self.limit_per_axis} of {axes} axes"))
+        most, what = min(bounds)
+        if samples > most:
+            return f"is more than {what} over {epochs} epoch{'s' if epochs > 1 else ''} can be ({most * epochs:,})"
+        return None
+
+
+FINGERPRINT = re.compile(r"[0-9a-f]{64}")
+"""What a run's fingerprint is: a sha256 in hexadecimal (``RunManifest.fingerprint``)."""
 
 FINGERPRINT_PARTS: Final[Mapping[str, str | None]] = {
     "dataset_sha256": "dataset.sha256",
@@ -809,9 +849,35 @@ def problem_message(problem: Mapping[str, Any]) -> str:
     return str(problem["msg"]).removeprefix("Value error, ")
 
 
+def _field_error(model: BaseModel, name: str, message: str, value: Any) -> ValidationError:
+    """The error of ``model``'s field ``name`` found by a model validator, which checks fields against each other:
+    raised there, pydantic places it under that field (``dataset.seekable``), where a ValueError would be the
+    model's as a whole and name no field."""
+    details = InitErrorDetails(
+        type=PydanticCustomError("inconsistent", "{message}", {"message": message}), loc=(name,), input=value
+    )
+    return ValidationError.from_exception_data(type(model).__name__, [details])
+
+
+def check_expected_records(manifest: RunManifest, path: Path) -> None:
+    """Refuse (``ArtifactError``) the manifest at ``path`` when the other values of ``manifest`` tell that its
+    ``expected_records`` cannot be right (``RunManifest.expected_records_problem``)."""
+    problem = manifest.expected_records_problem()
+    if problem is not None:
+        raise ArtifactError(f"{path}: expected_records: {manifest.expected_records:,} {problem}")
+
+
+def beyond_epochs(epoch: int, epochs: int) -> str:
+    """What is wrong with a record's ``epoch`` in a run of ``epochs`` that it is not below: no session of the run
+    writes it, and no resume looks for it."""
+    expected = "0" if epochs == 1 else f"0 to {epochs - 1}"
+    return f"expected {expected} (the run has {epochs} epoch{'s' if epochs > 1 else ''}), got {epoch}"
+
+
 __all__ = [
     "CHOICES_PATTERN_FLAGS",
     "DATASET_CHECKS",
+    "FINGERPRINT",
     "FINGERPRINT_PARTS",
     "MAX_WEIGHT",
     "RESERVED_AXIS",
@@ -847,6 +913,8 @@ __all__ = [
     "TaskInfo",
     "TaskSpec",
     "Usage",
+    "beyond_epochs",
+    "check_expected_records",
     "error_places",
     "first_problem",
     "problem_message",

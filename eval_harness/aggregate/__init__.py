@@ -14,9 +14,10 @@ read from it, nor whether the line is refused. So the values it reads are held t
 accepts: JSON's own number grammar (no ``.5``, ``1.``, ``+1`` or ``01``, nothing beyond float64) and the
 record's types (``"epoch":0.0`` and ``"prompt_tokens":3.0`` are floats, which the orjson path refuses as
 ``record_problem`` does) and ranges (a score in [0, 1], no negative epoch, count, time or cost); a value it
-cannot tell, or out of range, is left to orjson, which refuses it naming file, line and field. The fast path
-checks the structure around the fields it reads, not the validity of the whole line: a line damaged in the
-middle of its output text is not noticed.
+cannot tell, or out of range, is left to orjson, which refuses it naming file, line and field, and so is the axis
+``overall``, which no session writes. The fast path checks the structure around the fields it reads, not the
+validity of the whole line: a line damaged in the middle of its output text is not noticed. What only the manifest
+tells (an epoch at or past its ``epochs``) is checked on the columns once read (``check_run_values``).
 
 A record's tags, a list of any length, are read into compressed sparse rows (``RunColumns.tag_offsets`` and
 ``tag_ids``, codes into ``tag_names``), not a Python list per row: a million untagged records cost one array of
@@ -33,7 +34,7 @@ The package has one module per job, all private (import from ``eval_harness.aggr
 - ``_arrays``: the numpy array types the others annotate with.
 - ``_hashing``: 128-bit hashes of byte spans (identities of sample ids, keys and names), 8-byte word views.
 - ``_columns``: the per-row columns and their ranges, the rows' tag lists; ``RunColumns``, and a chunk being read
-  (``_Chunk``).
+  (``_Chunk``); the values no session of the run writes (``check_run_values``).
 - ``_buffer``: a block of complete lines (``_Buffer``): its commas and keys, and the numbers, literals and
   names in its byte spans.
 - ``_fast``: the fast path, the fields of a line of the runner's exact shape (``_fast_rows``).
@@ -61,7 +62,7 @@ from eval_harness.aggregate._cache import COLUMNS_CACHE, load_columns_cached, sa
 # _ROW_COLUMNS and _Rows are private, re-exported (explicitly: "as" the same name) only for tests/test_aggregate.py,
 # which pins that the row columns' table and the dataclass's fields agree; nothing else should import them.
 from eval_harness.aggregate._columns import _ROW_COLUMNS as _ROW_COLUMNS
-from eval_harness.aggregate._columns import RunColumns
+from eval_harness.aggregate._columns import RunColumns, check_run_values
 from eval_harness.aggregate._columns import _Rows as _Rows
 from eval_harness.aggregate._epochs import (
     EpochStats,
@@ -105,6 +106,7 @@ __all__ = [
     "RunColumns",
     "ScorerDistribution",
     "axis_stats",
+    "check_run_values",
     "default_workers",
     "epoch_stats",
     "errors_by_type",

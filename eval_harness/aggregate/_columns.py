@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from eval_harness.aggregate._arrays import F64, I64, U64, Bool
+from eval_harness.artifacts import record_error
+from eval_harness.types import RESERVED_AXIS, RESERVED_AXIS_MESSAGE, beyond_epochs
 
 # The per-row columns shared by RunColumns and a chunk being read: dtype, and the value of a row that has
 # not been read (NaN: unknown; -1: no error type, no finish reason).
@@ -183,6 +186,27 @@ class RunColumns(_Rows):
         return rows
 
 
+def check_run_values(columns: RunColumns, samples_path: Path, epochs: int) -> None:
+    """Refuse a record whose values no session of its run writes, naming the file, its line and the field, as a
+    value out of its field's range is: an epoch at or past the manifest's ``epochs`` (a key no resume looks for,
+    whose record would count beyond the run's), or the axis ``overall`` (the report's row for the whole run, which
+    no dataset may name). They need the manifest, which the columns are read without; checked on the columns
+    however they were read (either path, or the cache), a comparison of one column: a millisecond a million rows."""
+    beyond = columns.epoch >= epochs
+    bad = beyond
+    if RESERVED_AXIS in columns.axes:  # a name of the table may be only a superseded record's
+        bad = beyond | (columns.axis == columns.axes.index(RESERVED_AXIS))
+    if not bad.any():
+        return
+    rows = np.flatnonzero(bad)
+    row = int(rows[np.argmin(columns.line[rows])])
+    if beyond[row]:
+        problem = ("epoch", beyond_epochs(int(columns.epoch[row]), epochs))
+    else:
+        problem = ("axis", RESERVED_AXIS_MESSAGE)
+    raise record_error(samples_path, int(columns.line[row]), problem)
+
+
 def _take_lists(offsets: I64, ids: NDArray[np.int32], rows: NDArray[np.intp] | Bool) -> tuple[I64, NDArray[np.int32]]:
     """The lists of ``rows`` (an index array or a mask) of compressed sparse rows ``offsets``, ``ids``, in the
     order of ``rows``."""
@@ -287,4 +311,4 @@ def _run_wide_codes(names: list[str], index: dict[str, int], part_names: Sequenc
     return np.array([_code(names, index, name) for name in part_names] + [-1], dtype=np.int32)
 
 
-__all__ = ["RunColumns"]
+__all__ = ["RunColumns", "check_run_values"]

@@ -12,10 +12,12 @@ from eval_harness.aggregate._arrays import F64, I64, Bool
 from eval_harness.aggregate._buffer import _IS_DIGIT, _NUMBER_BITS, _Buffer
 from eval_harness.aggregate._columns import _Chunk, _out_of_range
 from eval_harness.aggregate._hashing import _hash_spans
+from eval_harness.types import RESERVED_AXIS
 
 _HEAD = b'{"sample_id":"'
 _EPOCH = b',"epoch":'
 _AXIS = b',"axis":"'
+_RESERVED_NAME = RESERVED_AXIS.encode() + b'"'
 _TAGS = b',"tags":'
 _LATENCY = b',"latency_ms":'
 _PASSED = b',"passed":'
@@ -114,6 +116,11 @@ def _fast_rows(b: _Buffer, chunk: _Chunk, keys: Sequence[str], light: bool = Fal
     id_start, id_end = starts + len(_HEAD), c_epoch - 1
     axis_start, axis_end = c_axis + len(_AXIS), c_tags - 1
     ok &= b.plain(id_start, id_end) & b.plain(axis_start, axis_end)  # a raw quote: not JSON, left to orjson
+    # a record of the axis no dataset may name is orjson's to refuse, naming the field (a superseded one too);
+    # looked for only in names of its length, which most axes do not have
+    named = np.flatnonzero(ok & (axis_end - axis_start == len(RESERVED_AXIS)))
+    if named.size:
+        ok[named] &= ~b.match(axis_start[named], _RESERVED_NAME)
 
     # The anchor: ,"latency_ms": occurs once per line, after the text fields; its neighbours by comma.
     i_latency, once = b.keyed_comma_index(_LATENCY)

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from eval_harness.aggregate._arrays import F64, I64, U64, Bool
 from eval_harness.aggregate._cache import load_columns_cached, save_columns_cache
-from eval_harness.aggregate._columns import RunColumns
+from eval_harness.aggregate._columns import RunColumns, check_run_values
 from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
 from eval_harness.stats import NO_INTERVAL, mean_ci
 from eval_harness.tally import (
@@ -321,8 +321,11 @@ def summarize(
     """
     keys = scorer_keys(manifest)
     if not keep_cache:
-        return summarize_columns(load_columns(samples_path, keys), manifest, ci_method)
+        columns = load_columns(samples_path, keys)
+        check_run_values(columns, samples_path, manifest.epochs)
+        return summarize_columns(columns, manifest, ci_method)
     columns = load_columns_cached(samples_path, keys, block_bytes=SMALL_BLOCK_BYTES)
+    check_run_values(columns, samples_path, manifest.epochs)
     save_columns_cache(samples_path, columns, keys)
     return summarize_columns(columns, manifest, ci_method)
 

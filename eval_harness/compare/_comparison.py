@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_harness.aggregate import default_workers, load_columns_cached, scorer_keys
+from eval_harness.aggregate import check_run_values, default_workers, load_columns_cached, scorer_keys
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.compare._notes import (
     _both_error_notes,
@@ -32,7 +32,7 @@ from eval_harness.compare._settings import (
     incomparable,
 )
 from eval_harness.errors import ConfigError
-from eval_harness.types import RunManifest
+from eval_harness.types import RunManifest, check_expected_records
 
 
 def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: bool | None = None) -> Comparison:
@@ -43,6 +43,8 @@ def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: boo
     two processes (default: when the files are large; it forks, so call from a single-threaded process).
     """
     manifest_a, manifest_b = read_manifest(run_a), read_manifest(run_b)
+    for run, manifest in ((run_a, manifest_a), (run_b, manifest_b)):
+        check_expected_records(manifest, RunPaths(run).manifest)
     problems = incomparable(manifest_a, manifest_b)
     rescore = _rescore_of(manifest_a, manifest_b, run_a, run_b)
     if rescore is not None:
@@ -53,7 +55,7 @@ def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: boo
     path_a, path_b = RunPaths(run_a).samples, RunPaths(run_b).samples
     if parallel is None:
         parallel = default_workers(path_a) > 1 or default_workers(path_b) > 1
-    loaded_a, loaded_b = _load_both(path_a, scorer_keys(manifest_a), path_b, scorer_keys(manifest_b), parallel)
+    loaded_a, loaded_b = _load_both(path_a, manifest_a, path_b, manifest_b, parallel)
     comparison = _compare(loaded_a, loaded_b, manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=problems)
     if rescore is not None:
         comparison.notes.insert(0, rescore)
@@ -161,23 +163,27 @@ def _run_info(run_dir: Path, manifest: RunManifest, records: int) -> CompareRun:
     )
 
 
-def _load_both(path_a: Path, keys_a: list[str], path_b: Path, keys_b: list[str], parallel: bool) -> tuple[_Run, _Run]:
+def _load_both(
+    path_a: Path, manifest_a: RunManifest, path_b: Path, manifest_b: RunManifest, parallel: bool
+) -> tuple[_Run, _Run]:
     if not parallel:
-        return _load_run(path_a, keys_a), _load_run(path_b, keys_b)
+        return _load_run(path_a, manifest_a), _load_run(path_b, manifest_b)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # A is read in a forked process while this one reads B: two files, two cores. Only the compact _Run
     # crosses the pipe.
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        future = pool.submit(_load_run, path_a, keys_a)
-        run_b = _load_run(path_b, keys_b)
+        future = pool.submit(_load_run, path_a, manifest_a)
+        run_b = _load_run(path_b, manifest_b)
         return future.result(), run_b
 
 
-def _load_run(path: Path, keys: list[str]) -> _Run:
+def _load_run(path: Path, manifest: RunManifest) -> _Run:
     # light: a comparison needs identity, axis, score, error, latency and cost only.
-    return _Run.of(load_columns_cached(path, keys, light=True))
+    columns = load_columns_cached(path, scorer_keys(manifest), light=True)
+    check_run_values(columns, path, manifest.epochs)
+    return _Run.of(columns)
 
 
 __all__ = ["compare_runs"]

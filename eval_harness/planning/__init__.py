@@ -85,6 +85,7 @@ from eval_harness.tasks import LoadedTask, find_task
 from eval_harness.templates import PromptTemplate
 from eval_harness.types import (
     DATASET_CHECKS,
+    FINGERPRINT,
     ChatMessage,
     DatasetInfo,
     DatasetSpec,
@@ -95,6 +96,7 @@ from eval_harness.types import (
     Sample,
     TaskInfo,
     Usage,
+    check_expected_records,
     first_problem,
 )
 
@@ -654,6 +656,13 @@ def plan_resume(
     after every recorded gate was dropped when not ``keep_gates`` (``--no-gates``)."""
     settings = settings or Settings.load()
     manifest = read_manifest(run_dir)
+    if not FINGERPRINT.fullmatch(manifest.fingerprint):
+        # compared with what the run depends on now, a damaged one would read as a change of what only it holds
+        # (a judge's rubric), which no --force should pass over
+        shown = repr(manifest.fingerprint[:80]) + ("…" if len(manifest.fingerprint) > 80 else "")
+        raise ArtifactError(
+            f"{RunPaths(run_dir).manifest}: fingerprint: expected a sha256 (64 hexadecimal digits), got {shown}"
+        )
     if manifest.source_run is not None and model_args:
         # a replay has no options: each one given would be a change to force and record, for no effect
         raise ConfigError(
@@ -665,6 +674,7 @@ def plan_resume(
     )
     task = find_task(task_ref)
     config = _resume_config(manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {})
+    check_expected_records(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
     dataset_path = Path(manifest.dataset.path)
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
@@ -682,6 +692,8 @@ def plan_resume(
             f"cannot resume {run_dir}: changed since the run {since}: {'; '.join(changed)}. "
             "Use --force to resume anyway (the mix is recorded in the manifest), or start a new run"
         )
+    if not changed:
+        _check_recorded_dataset(manifest, run_dir, dataset_path, report, few_shot.excluded, parts.included)
     generation = GenerateConfig.model_validate(config.generation)
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.resuming, plan.retry_errors, plan.forced = True, retry_errors, changed
@@ -700,6 +712,55 @@ def plan_resume(
             checked["files_sha256"] = report.members_sha256
         plan.dataset_update = manifest.dataset.model_copy(update=checked)
     return plan
+
+
+def _check_recorded_dataset(
+    manifest: RunManifest,
+    run_dir: Path,
+    dataset_path: Path,
+    report: DatasetReport,
+    excluded: frozenset[str],
+    included: frozenset[str] | None,
+) -> None:
+    """Refuse a manifest whose values about its dataset, unchanged since the run started, are not what the run
+    would record now: ``seekable`` of a gzip file (a resume would seek into its compressed bytes), and
+    ``expected_records`` (see ``check_expected_records_taken``)."""
+    path = RunPaths(run_dir).manifest
+    if manifest.dataset.seekable and manifest.dataset.files is None and is_compressed(dataset_path):
+        raise ArtifactError(
+            f"{path}: dataset.seekable: true, but the dataset is gzip-compressed; only a plain JSONL file is"
+        )
+    check_expected_records_taken(manifest, path, report, excluded, included)
+
+
+def check_expected_records_taken(
+    manifest: RunManifest,
+    path: Path,
+    report: DatasetReport,
+    excluded: frozenset[str],
+    included: frozenset[str] | None,
+) -> None:
+    """Refuse the manifest at ``path`` when its ``expected_records`` is not what the run's limits take of its
+    dataset (``report``, the same bytes; ``excluded`` and ``included`` as ``work_items`` takes them), counted as a
+    new run counts it (``_new_manifest``): a resume runs until that many records are written, so a ``limit`` edited
+    up ran every sample the run never took, and an ``expected_records`` edited down called the run complete early.
+    Not after a resume forced across changes (``forced_changes``): across a changed dataset it expects another
+    count (``_expected_after_change``), across changed few-shot examples it may hold out other samples."""
+    if manifest.forced_changes:
+        return
+    samples = _counted_samples(report, excluded, included, manifest.limit)
+    expected = samples * manifest.epochs
+    if expected == manifest.expected_records:
+        return
+    limits = [f"limit {manifest.limit}"] if manifest.limit is not None else []
+    limits += [f"limit_per_axis {manifest.limit_per_axis}"] if manifest.limit_per_axis is not None else []
+    takes = f"{' and '.join(limits)} take{'s' if len(limits) == 1 else ''} " if limits else ""
+    held = " (after the few-shot hold-out)" if excluded else ""
+    epochs = f"{manifest.epochs} epoch{'s' if manifest.epochs > 1 else ''}"
+    raise ArtifactError(
+        f"{path}: expected_records: {manifest.expected_records:,} is not what the run takes: {takes}{samples:,} of "
+        f"the dataset's {report.valid:,} samples{held}, {expected:,} records over {epochs}"
+    )
 
 
 def _expected_after_change(plan: RunPlan) -> int:
@@ -827,6 +888,7 @@ __all__ = [
     "RunPlan",
     "ScoringSetup",
     "SessionOverrides",
+    "check_expected_records_taken",
     "choose_few_shot",
     "dry_run",
     "few_shot_file",

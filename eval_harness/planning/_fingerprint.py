@@ -162,8 +162,22 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         if name not in _NAMED | _CHECKED_AS_UNRECORDED and recorded[name] != now[name]
     ]
     if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
-        changed.append("a judge rubric or the judge model")
+        changed.append(_unrecorded_change(manifest, parts))
     return changed
+
+
+def _unrecorded_change(manifest: RunManifest, parts: _Fingerprinted) -> str:
+    """What changed of what only the fingerprint holds, or of the judge. A run without a judge whose scorers
+    read no file has nothing of the kind: with the recorded parts as recorded, the fingerprint can only differ
+    because the manifest does not hold the values it was made from (one edited by hand, the seed, or the
+    fingerprint itself)."""
+    now = parts.fingerprint_parts
+    if manifest.judge is None and now["judge"] is None and not now["scorer_fingerprints"]:
+        return (
+            f"the manifest's fingerprint ({manifest.fingerprint[:12]}) is not that of the values it records, and the "
+            "run has no judge or scorer file it could stand for (a value of the manifest edited by hand?)"
+        )
+    return "a judge rubric or the judge model"
 
 
 def _files_changed(recorded: DatasetInfo, now: Mapping[str, str] | None) -> str:
