@@ -36,7 +36,6 @@ from eval_harness.config import RunConfig, Settings, redact
 from eval_harness.datasets import (
     DatasetReport,
     Position,
-    dataset_members,
     dataset_sha256,
     dataset_stamp,
     is_compressed,
@@ -88,7 +87,6 @@ from eval_harness.types import (
     FINGERPRINT,
     ChatMessage,
     DatasetInfo,
-    DatasetSpec,
     GateSettings,
     GenerateConfig,
     ModelInfo,
@@ -410,13 +408,12 @@ def _plan(
     )
 
 
-def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path, spec: DatasetSpec) -> None:
+def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path) -> None:
     """Refuse text the manifest would record that is not UTF-8 (a file name from a Latin-1 file system, a byte
     typed into a flag): JSON cannot hold it, and the run would stop with a traceback after its directory exists.
     Values of --model-arg and --judge-arg are named, never shown: one may be a key."""
+    # a dataset directory's files' names (recorded in every record) are refused by the reader, as validate-dataset
     shown = {"--task": str(task_path), "the dataset": str(dataset_path), "--output-dir": str(config.output_dir)}
-    if dataset_path.is_dir():  # its files' names are recorded in every record
-        shown |= {f"the dataset's file {member.name}": str(member) for member in dataset_members(dataset_path, spec)}
     shown |= {"--model": config.model, "--judge-model": config.judge_model or ""}
     hidden = {f"--model-arg {key}": f"{key}={value}" for key, value in config.model_args.items()}
     hidden |= {f"--judge-arg {key}": f"{key}={value}" for key, value in config.judge_args.items()}
@@ -435,7 +432,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     settings = settings or Settings.load()
     task = find_task(config.task)
     dataset_path = task.dataset_path(config.dataset)
-    _check_utf8(config, task.path, dataset_path, task.spec.dataset)
+    _check_utf8(config, task.path, dataset_path)
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
     pool = _checked_pool(task, dataset_path, lambda: _validated_dataset(task, dataset_path, config.skip_invalid))
     report = _validated_dataset(task, dataset_path, config.skip_invalid, pool)
