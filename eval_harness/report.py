@@ -127,6 +127,9 @@ class Headline(BaseModel):
     micro_ci: tuple[float, float] | None
     macro_mean_excluding_errors: float | None
     micro_mean_excluding_errors: float | None
+    axes_excluding_errors: int = Field(
+        default=0, description="The axes macro_mean_excluding_errors is over: those with a record that is no error."
+    )
     axes: int
     records: int
     samples: int | None = Field(
@@ -310,9 +313,15 @@ def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
         # like the binary case, not the point estimate: a few samples can show a small spread by chance (3 of
         # them said "about 4 samples" where 4 give ±4.9), so the SD's one-sided 95% upper bound,
         # s·sqrt((n-1)/χ²(0.05, n-1)), capped at 0.5, the largest SD a [0, 1] score can have
-        bound = min(0.5, sd * math.sqrt((units.size - 1) / float(chdtri(units.size - 1, 0.95))))
+        upper = sd * math.sqrt((units.size - 1) / float(chdtri(units.size - 1, 0.95)))
+        bound = min(0.5, upper)
         needed = min(worst, sample_size(PRECISION_TARGET, sd=bound))
         basis = f"SD ≤ {bound:.3f}, the 95% upper bound of the observed {sd:.3f} over {units.size:,} samples"
+        if upper > 0.5:  # the bound past the cap would read as a bound below what was observed
+            basis = (
+                f"SD ≤ 0.500, the most a score of 0 to 1 can have: the observed {sd:.3f} over {units.size:,} "
+                "samples bounds nothing tighter"
+            )
     width = None if axis.ci is None else axis.ci[1] - axis.ci[0]
     return PrecisionNote(
         axis=axis.axis,
@@ -602,6 +611,7 @@ def _report_from_columns(
         micro_mean=summary.micro_mean,
         micro_ci=overall.ci,
         macro_mean_excluding_errors=_mean([a.mean_excluding_errors for a in report_axes]),
+        axes_excluding_errors=sum(a.mean_excluding_errors is not None for a in report_axes),
         micro_mean_excluding_errors=overall.mean_excluding_errors,
         axes=len(report_axes),
         records=summary.records,

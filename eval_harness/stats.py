@@ -351,14 +351,9 @@ class PairedComparison:
     interval: PairedInterval
     """How ``low``/``high`` were computed: ``"newcombe"`` (0/1 scores), ``"t"``, or ``"none"``: no items, or
     differences that are all equal (one pair included), which leave no spread to estimate an interval from."""
-    p_floor: float | None = None
-    """The smallest p-value a Monte Carlo test can give (the sign-flip test with more sign patterns than
-    resamples): a ``p_value`` equal to it means "this or less". None for an exact test."""
 
 
-def paired_comparison(
-    scores_a: ArrayLike, scores_b: ArrayLike, confidence: float = 0.95, n_boot: int = 10000, seed: int = 0
-) -> PairedComparison:
+def paired_comparison(scores_a: ArrayLike, scores_b: ArrayLike, confidence: float = 0.95) -> PairedComparison:
     """Compare two systems on the same items: the difference B − A with its interval and a paired test.
 
     The interval is chosen to agree with the test as far as two procedures can:
@@ -378,7 +373,6 @@ def paired_comparison(
     different length raise ``ValueError``.
     """
     check_confidence(confidence)
-    _check_n_boot(n_boot)
     a, b = _paired_arrays(scores_a, scores_b)
     if a.size == 0:
         return PairedComparison(math.nan, math.nan, math.nan, 1.0, "none", "none")

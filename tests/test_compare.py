@@ -419,8 +419,8 @@ P_MIN_6_PAIRS = 0.03125
 
 
 def test_an_axis_of_five_pairs_is_noted_as_unable_to_show_any_difference(cli: Cli, task_root: TaskRoot) -> None:
-    a = make_run(cli, task_root, "a", "--model", "mock/x", "--limit", "10")
-    b = make_run(cli, task_root, "b", "--model", "mock/y", "--limit", "10")
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=0", "--limit", "10")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=1", "--limit", "10")
     comparison = compare_runs(a, b)
     assert [(axis.axis, axis.p_attainable) for axis in comparison.axes] == [("alpha", P_MIN_5_PAIRS),
                                                                             ("beta", P_MIN_5_PAIRS)]  # fmt: skip
@@ -431,9 +431,49 @@ def test_an_axis_of_five_pairs_is_noted_as_unable_to_show_any_difference(cli: Cl
     )
 
 
+def test_intervals_apart_beside_no_detectable_difference_are_noted_as_no_test(cli: Cli, task_root: TaskRoot) -> None:
+    # stats-audit-s26 F1: 0 of 5 against 5 of 5: Wilson 0.0–43.4 and 56.6–100.0 do not overlap, while the exact
+    # McNemar p is 0.0625 (Holm 0.125): "CIs overlap: no" beside "no detectable difference", unexplained
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=0", "--limit", "10")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=1", "--limit", "10")
+    comparison = compare_runs(a, b)
+    assert [(axis.intervals_overlap, axis.verdict) for axis in comparison.axes] == [(False, "no_difference")] * 2
+    assert comparison.overall.verdict == "b_better"  # 10 pairs all one way: p 0.002, and its intervals apart
+    assert (
+        "alpha, beta: the two runs' 95% intervals do not overlap, but the paired test finds no detectable "
+        "difference: each interval is one run's own and unadjusted, and their overlap is not a test; the test "
+        "decides"
+    ) in comparison.notes
+    assert comparison.overall.p_adjusted is None  # its own test, outside the Holm family
+
+
 def test_an_axis_of_six_pairs_can_show_a_difference_and_gets_no_such_note(cli: Cli, task_root: TaskRoot) -> None:
-    a = make_run(cli, task_root, "a", "--model", "mock/x", "--limit", "12")
-    b = make_run(cli, task_root, "b", "--model", "mock/y", "--limit", "12")
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=0", "--limit", "12")
+    b = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=1", "--limit", "12")
     comparison = compare_runs(a, b)
     assert [axis.p_attainable for axis in comparison.axes] == [P_MIN_6_PAIRS, P_MIN_6_PAIRS]
     assert not any("the smallest p" in note for note in comparison.notes)
+
+
+def test_the_smallest_p_counts_only_the_pairs_that_differ(cli: Cli, task_root: TaskRoot) -> None:
+    # stats-audit-s26 F4: an exact test reads only the pairs whose scores differ (McNemar's discordant pairs): 20
+    # pairs of which 4 differ cannot go below 2·0.5^4 = 0.125, which the note said of 5 pairs only
+    a = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "40")
+    b = make_run(cli, task_root, "b", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "40")
+    samples = b / "samples.jsonl"
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    flipped = [r for r in records if r["axis"] == "alpha"][:4]
+    for record in flipped:  # four answers of B's made wrong: 4 discordant pairs on alpha, all one way
+        record.update(score=0.0, passed=False, scores=dict.fromkeys(record["scores"], 0.0))
+    samples.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (b / ".columns.npz").unlink(missing_ok=True)
+    comparison = compare_runs(a, b)
+    alpha, beta = comparison.axes
+    assert (alpha.n, alpha.differing, alpha.p_attainable) == (20, 4, 0.125)
+    assert (beta.n, beta.differing, beta.p_attainable) == (20, 0, 1.0)
+    assert (
+        "alpha: 20 pairs, 4 of them differing: the smallest p the exact McNemar test can give is 0.125 (Holm's "
+        "adjustment can only raise it), not below 5% (that takes 6 differing at least), so no difference can be "
+        "found there: 'no detectable difference' means the comparison cannot tell"
+    ) in comparison.notes
+    assert not any(note.startswith("beta") for note in comparison.notes)  # none differ: nothing to tell

@@ -91,7 +91,7 @@ def scorer_distribution(name: str, values: F64, bins: int = 10) -> ScorerDistrib
         n=int(known.size),
         mean=float(known.mean()),
         median=float(median),
-        std=float(known.std(ddof=1)) if known.size > 1 else 0.0,
+        std=float(known.std(ddof=1)) if known.size > 1 else None,  # one value has no spread to estimate
         p10=float(p10),
         p90=float(p90),
         histogram=[int(x) for x in counts],

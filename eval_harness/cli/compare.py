@@ -53,7 +53,7 @@ def compare_command(
     if comparison.regressions:
         worse = ", ".join(
             f"{a.axis} ({signed_points(a.diff)} points, "
-            + (f"p {p_value(a.p_value, a.p_floor)})" if a is comparison.overall else f"p_adj {p_value(a.p_adjusted)})")
+            + (f"p {p_value(a.p_value)})" if a is comparison.overall else f"p_adj {p_value(a.p_adjusted)})")
             for a in comparison.regressions
         )
         failed.append(f"regression: B is significantly worse on {worse}")

@@ -19,6 +19,7 @@ from eval_harness.compare._notes import (
     _interval_notes,
     _left_out_notes,
     _moved_notes,
+    _overlap_notes,
     _unattainable_notes,
     _unit_notes,
 )
@@ -112,6 +113,7 @@ def _notes(pairs: _Pairs, rows: _Rows, manifest_a: RunManifest, manifest_b: RunM
     notes += _coverage_notes(axes, skip=by_epoch) + epoch_notes
     notes += _threshold_notes(manifest_a, manifest_b)
     notes += _unattainable_notes(axes, overall)
+    notes += _overlap_notes(axes, overall)
     notes += _interval_notes(axes, overall)
     judged = list(zip(judged_rows(axes, overall), judged_rows(rows.pairs_of, np.arange(pairs.n)), strict=True))
     notes += _error_notes(judged, pairs.a, pairs.b)
@@ -135,7 +137,6 @@ def _headline(axes: Sequence[CompareAxis], overall: CompareAxis) -> CompareHeadl
         diff_ci_method=overall.diff_ci_method,
         test=overall.test,
         p_value=overall.p_value,
-        p_floor=overall.p_floor,
         verdict=overall.verdict,
         axes_a_better=[axis.axis for axis in axes if axis.verdict == "a_better"],
         axes_b_better=[axis.axis for axis in axes if axis.verdict == "b_better"],

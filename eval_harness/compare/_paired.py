@@ -162,7 +162,7 @@ def _rows(pairs: _Pairs, seed: int) -> _Rows:
     """Every row of the comparison of ``pairs``: the axes, overall, and the axes with no pair."""
     axes, pairs_of = _axis_rows(pairs, seed)
     overall = _axis("overall", pairs.a, pairs.b, seed, pairs.sample, (pairs.only_a, pairs.only_b))
-    overall = _decide(overall, overall.p_value)  # not one of the Holm family: its own p at ALPHA
+    overall = _decide(overall, overall.p_value, adjusted=False)  # not one of the Holm family: its own p at ALPHA
     unpaired, moved_b = _unpaired_axes(pairs, {axis.axis for axis in axes})
     return _Rows(axes, pairs_of, overall, unpaired, moved_b)
 
@@ -212,7 +212,8 @@ def _axis(
     mean_a, low_a, high_a, _ = mean_ci(units_a, seed=seed)
     mean_b, low_b, high_b, _ = mean_ci(units_b, seed=seed)
     ci_a, ci_b = _interval(low_a, high_a), _interval(low_b, high_b)
-    paired = paired_comparison(units_a, units_b, seed=seed)
+    paired = paired_comparison(units_a, units_b)
+    differing = int(np.count_nonzero(units_b != units_a))
     diff, diff_ci = paired.diff, _interval(paired.low, paired.high)
     p50_a, p95_a = a.percentiles()
     p50_b, p95_b = b.percentiles()
@@ -232,8 +233,8 @@ def _axis(
         diff_ci_method=paired.interval,
         test=paired.test,
         p_value=paired.p_value,
-        p_floor=paired.p_floor,
-        p_attainable=_p_attainable(paired.test, paired.p_floor, int(units_a.size)),
+        differing=differing,
+        p_attainable=_p_attainable(paired.test, differing),
         p_adjusted=paired.p_value,
         separable=False,
         intervals_overlap=overlap,
@@ -280,21 +281,26 @@ def _exact_test_name(test: PairedTest) -> str | None:
             return None
 
 
-def _p_attainable(test: PairedTest, p_floor: float | None, units: int) -> float | None:
-    """The smallest two-sided p an exact test of ``units`` pairs can give: McNemar's with every pair discordant
-    the same way, and the sign-flip test with every difference of one sign, where only 2 of the 2^n sign
-    patterns (all plus, all minus) reach the observed mean: both 2·0.5^n."""
-    if _exact_test_name(test) is None or p_floor is not None:
+def _p_attainable(test: PairedTest, differing: int) -> float | None:
+    """The smallest two-sided p an exact test can give over pairs of which ``differing`` differ: McNemar's
+    depends on the discordant pairs alone, and a sign-flip leaves a zero difference as it is, so both reach
+    their least, 2·0.5^differing, when every differing pair differs the same way (for the sign-flip test: only
+    the all-plus and all-minus patterns then reach the observed mean). 60 pairs of which 4 differ cannot go
+    below 0.125, however many pairs there are."""
+    if _exact_test_name(test) is None:
         return None
-    return min(1.0, 2.0 * 0.5**units)
+    return min(1.0, 2.0 * 0.5**differing)
 
 
-def _decide(axis: CompareAxis, p_adjusted: float) -> CompareAxis:
-    separable = p_adjusted < ALPHA and axis.diff is not None and axis.diff != 0
+def _decide(axis: CompareAxis, p_decides: float, *, adjusted: bool = True) -> CompareAxis:
+    """The axis with its verdict from ``p_decides``, recorded as its ``p_adjusted`` when ``adjusted`` (an axis of
+    the Holm family; the overall row's own p is no adjusted one)."""
+    separable = p_decides < ALPHA and axis.diff is not None and axis.diff != 0
     verdict: Verdict = "no_difference"
     if separable and axis.diff is not None:
         verdict = "b_better" if axis.diff > 0 else "a_better"
-    return axis.model_copy(update={"p_adjusted": p_adjusted, "separable": separable, "verdict": verdict})
+    shown = p_decides if adjusted else None
+    return axis.model_copy(update={"p_adjusted": shown, "separable": separable, "verdict": verdict})
 
 
 __all__ = ["join_keys"]

@@ -58,20 +58,25 @@ class CompareAxis(BaseModel):
     )
     test: PairedTest = Field(description="mcnemar, sign-flip, paired-t or none.")
     p_value: float
-    p_floor: float | None = Field(
-        default=None,
-        description="The smallest p a Monte Carlo test can give (sign-flip with more sign patterns than resamples): "
-        "p_value equal to it means this or less. None for an exact test.",
+    differing: int = Field(
+        default=0,
+        description="Units (pairs, or samples with epochs) whose difference is not 0: the only ones an exact test's "
+        "p depends on (McNemar's discordant pairs; the sign-flip test's nonzero differences).",
     )
     p_attainable: float | None = Field(
         default=None,
-        description="The smallest p the exact test can give with this many pairs (2·0.5^n: every pair differing "
-        "the same way); at 0.05 or above, no difference can be found here. None for the paired t-test and a "
-        "Monte Carlo sign-flip test (see p_floor).",
+        description="The smallest p the exact test can give over these pairs, 2·0.5^differing (every differing "
+        "pair differing the same way); at 0.05 or above, no difference can be found here. None for the paired "
+        "t-test, whose p has no floor.",
     )
-    p_adjusted: float = Field(description="Holm-adjusted across axes (overall: not adjusted).")
-    separable: bool = Field(description="p_adjusted < 0.05: the difference is detectable.")
-    intervals_overlap: bool = Field(description="The conservative screen: overlapping intervals.")
+    p_adjusted: float | None = Field(description="Holm-adjusted across axes; None for overall (its own test).")
+    separable: bool = Field(
+        description="The verdict's test rejects: p_adjusted < 0.05 (overall: p_value) and the difference is not 0."
+    )
+    intervals_overlap: bool = Field(
+        description="Whether A's and B's own 95% intervals overlap. Not a test: two unadjusted intervals may fail "
+        "to overlap beside no detectable difference (few pairs, many axes); the verdict reads the test."
+    )
     verdict: Verdict
     error_rate_a: float | None
     error_rate_b: float | None
@@ -128,7 +133,6 @@ class CompareHeadline(BaseModel):
     diff_ci_method: PairedInterval = "none"
     test: PairedTest
     p_value: float = Field(description="Paired test over all records; not part of the Holm family.")
-    p_floor: float | None = None
     verdict: Verdict
     axes_a_better: list[str]
     axes_b_better: list[str]

@@ -12,7 +12,7 @@ import re
 import select
 import sys
 from collections.abc import Callable
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -111,14 +111,11 @@ ALPHA = 0.05
 """The level the verdicts read p-values at: a printed p never rounds across it."""
 
 
-def p_value(value: float | None, floor: float | None = None) -> str:
+def p_value(value: float | None) -> str:
     """A p-value that never reads as the other side of 0.05: '0.125', '0.0654', '0.0499' (0.04996 is cut to
-    it, not rounded up to 0.0500), '3.4e-07', '1'; '<0.0002' when ``value`` is the floor of a Monte Carlo
-    test (``floor``: its smallest possible p, so the true p may be smaller still)."""
+    it, not rounded up to 0.0500), '3.4e-07', '1'."""
     if value is None or math.isnan(value):
         return "–"
-    if floor is not None and value <= floor:
-        return f"<{_significant(floor, 1, ROUND_UP)}"
     if value >= 0.9995:
         return "1"
     if value < 0.001:

@@ -77,7 +77,7 @@ def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
         signed_points(a.diff),
         interval(a.diff_ci, signed=True),
         a.test,
-        p_value(a.p_value, a.p_floor),
+        p_value(a.p_value),
         "–" if overall else p_value(a.p_adjusted),
         "–" if a.ci_a is None or a.ci_b is None else "yes" if a.intervals_overlap else "no",
         _VERDICTS[a.verdict],
@@ -156,7 +156,7 @@ def _summary_lines(c: Comparison) -> list[str]:
         f"{_headline_label(c)}: macro {percent(h.macro_a)} → {percent(h.macro_b)} "
         f"({signed_points(h.macro_diff)} points) · "
         f"micro {percent(h.micro_a)} → {percent(h.micro_b)} ({signed_points(h.micro_diff)} points, "
-        f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value, h.p_floor)}: "
+        f"95% CI {interval(h.diff_ci, signed=True)}, {h.test} p {p_value(h.p_value)}: "
         f"{_VERDICTS[h.verdict]})",
     ]
     better = []

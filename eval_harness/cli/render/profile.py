@@ -37,7 +37,7 @@ from eval_harness.tally import nothing_billed
 from eval_harness.types import AxisStats, RunSummary
 
 if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
-    from eval_harness.report import EpochReport, ProfileReport, ReportAxis
+    from eval_harness.report import EpochReport, Headline, ProfileReport, ReportAxis
     from eval_harness.scorers.reliability import JudgeReliability
 
 
@@ -286,11 +286,19 @@ def _headline_lines(report: ProfileReport) -> list[str]:
     lines = [
         f"headline, {h.policy}: macro mean (over {counted(h.axes, 'axis', 'axes')}) {percent(h.macro_mean)} · "
         f"micro mean (over {_counted(h.records, h.samples)}) {percent(h.micro_mean)} [95% CI {interval(h.micro_ci)}]",
-        f"errors excluded instead: macro mean {percent(h.macro_mean_excluding_errors)} · "
+        f"errors excluded instead: macro mean{_axes_without_errors(h)} {percent(h.macro_mean_excluding_errors)} · "
         f"micro mean {percent(h.micro_mean_excluding_errors)}",
         "intervals: " + ("; ".join(h.ci_methods) or "none (see the notes)"),
     ]
     return lines
+
+
+def _axes_without_errors(h: Headline) -> str:
+    """Which axes the macro mean without errors is over, when not all of the headline's: an axis of errors only
+    has no mean to take part."""
+    if h.axes_excluding_errors in (0, h.axes):
+        return ""
+    return f" (over the {counted(h.axes_excluding_errors, 'axis', 'axes')} with a record that is no error)"
 
 
 def _epoch_columns(report: ProfileReport) -> list[Column]:
