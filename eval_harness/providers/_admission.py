@@ -40,7 +40,8 @@ class RateLimiter:
     (the calls started in the last ``WINDOW_S`` plus this one cost at most ``per_minute``; a call larger than
     the whole budget goes alone). So no window of a minute holds more than the budget. A call is booked only
     when it starts (``take``): a caller cancelled while it waited holds nothing back. A call whose real cost
-    differs from its estimate corrects its booking with ``adjust``.
+    differs from its estimate corrects its booking with ``adjust``; a caller waits with ``sleep``, which a
+    correction downwards cuts short, so that it asks ``delay`` again.
     """
 
     def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
@@ -52,6 +53,7 @@ class RateLimiter:
         self._next_free = -float("inf")
         self._window: deque[Booking] = deque()
         self._in_window = 0.0
+        self._sleepers: list[asyncio.Future[None]] = []
 
     def _forget_old(self, now: float) -> None:
         window = self._window
@@ -96,6 +98,32 @@ class RateLimiter:
         if booking.live:
             self._in_window += delta
         booking.cost = cost
+        if delta < 0 and self._sleepers:  # a correction upwards only lengthens a wait: the sleeper sees it anyway
+            sleepers, self._sleepers = self._sleepers, []
+            for woken in sleepers:
+                _wake(woken)
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until a call gives units back (``adjust`` below its booking), whichever comes
+        first; the caller then asks ``delay`` again. A wait is computed from the bookings of the calls in flight,
+        charged at their estimates; sleeping it out when their usage came in lower paced a ``--tpm`` run with
+        samples in flight at its estimates (prompt plus max_tokens), 14% of the budget where real use was 33 of
+        239 tokens. Only the wake-up is early: whether the call may start is still ``delay``'s to say."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        self._sleepers.append(woken)
+        timer = loop.call_later(seconds, _wake, woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            if woken in self._sleepers:  # not when a refund woke it (and took the list)
+                self._sleepers.remove(woken)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class AdaptiveConcurrency:

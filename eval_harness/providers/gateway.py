@@ -424,7 +424,8 @@ class Gateway:
                 wait = max(rpm.delay() if rpm is not None else 0.0, tpm.delay(estimate) if tpm is not None else 0.0)
                 if wait <= 0:
                     break
-                await asyncio.sleep(wait)
+                # cut short when a call in flight reports less usage than it booked (--rpm never gives back)
+                await (tpm.sleep(wait) if tpm is not None else asyncio.sleep(wait))
             if rpm is not None:
                 rpm.take()
             return tpm.take(estimate) if tpm is not None else None
