@@ -278,6 +278,25 @@ def test_authentication_failure_stops_the_run_early_with_one_line(server: FakeLL
     assert manifest["status"] == "failed"
 
 
+def test_a_run_stopped_after_recording_errors_says_a_plain_resume_keeps_them(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # accept-i3-s26 B2: a server that held requests silent until they timed out, then refused, stopped the run with
+    # "resume it once the server answers": a plain resume keeps those timeouts as the samples' records
+    def rule(request: RecordedRequest) -> Reply | None:
+        first = len(server.generation_requests()) == 1
+        return Reply(kind="error", status=400, message="bad request") if first else Reply(kind="error", status=401)
+
+    server.rule = rule
+    args = run_args(server, "openai-compatible/fake", "--limit", "4", "--concurrency", "1", "-q")
+    result = cli(tmp_path, *args)
+    assert result.returncode == 2, result.stderr
+    note, error = result.stderr.strip().splitlines()
+    assert note.startswith("note: 1 sample was recorded as errors in this session before it stopped (the first: ")
+    assert note.endswith("a plain resume keeps them: eval-harness resume results/r1 --retry-errors runs them again")
+    assert error.startswith("error: run failed: ") and "authentication failed: HTTP 401" in error
+
+
 def test_a_run_stopped_before_its_first_record_prints_no_empty_profile(server: FakeLLMServer, tmp_path: Path) -> None:
     """An empty table, a headline of dashes and 'cost $0' used to come before the one error line."""
     server.api_key = "sk-the-right-key-000000"
@@ -359,7 +378,8 @@ def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_b
         run = _stopped_after(server, tmp_path, args, records=6)
         _, stderr = run.communicate(timeout=60)
         assert run.returncode == 2, stderr
-        lines = stderr.strip().splitlines()
+        notes = [line for line in stderr.strip().splitlines() if line.startswith("note: ")]
+        lines = [line for line in stderr.strip().splitlines() if not line.startswith("note: ")]
         said = (
             "requests in a row found no server, and none sent since the first of them was answered"
             if limits == ["--max-retries", "0"]  # no sample retried: refusals in a row across samples
@@ -377,6 +397,8 @@ def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_b
             assert "recorded as timeouts: resume with --retry-errors once the server answers" in lines[0], lines
         else:
             assert len(errors) <= (1 if limits == ["--max-retries", "0"] else 0), errors
+            # a plain resume would keep that sample's refusal as its record: said beside the stop line
+            assert len(notes) == len(errors) and all("--retry-errors runs them again" in note for note in notes)
         server.start()  # same port
         resumed = cli(tmp_path, "resume", "results/r1", "--retry-errors", "-q")
     assert resumed.returncode == 0, resumed.stderr

@@ -127,7 +127,7 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
             file=sys.stderr,
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    if result.new_records and result.session_errors == result.new_records:
+    if result.new_records and result.session_errors == result.new_records and result.fatal is None:
         print(
             f"warning: every sample of this session failed ({result.new_records:,}); the first: "
             f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
@@ -144,6 +144,16 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
             file=sys.stderr,
         )
     if result.fatal is not None:
+        if result.session_errors and "--retry-errors" not in result.fatal:
+            # a server that held its connections silent until they timed out, then refused: its stop line counts
+            # no sample cut while it refused, and a plain resume keeps those timeouts as the samples' records
+            errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
+            print(
+                f"note: {errors} recorded as errors in this session before it stopped (the first: "
+                f"{result.first_error}); a plain resume keeps them: {result.resume_command} --retry-errors runs "
+                "them again",
+                file=sys.stderr,
+            )
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":
         print(f"interrupted; resume with: {result.resume_command}", file=sys.stderr)
