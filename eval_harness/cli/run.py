@@ -150,8 +150,8 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
             errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
             print(
                 f"note: {errors} recorded as errors in this session before it stopped (the first: "
-                f"{result.first_error}); a plain resume keeps them: {result.resume_command} --retry-errors runs "
-                "them again",
+                f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs them "
+                "again",
                 file=sys.stderr,
             )
         raise ConfigError(f"run failed: {result.fatal}")
@@ -181,6 +181,11 @@ def _show_result(result: RunResult, quiet: bool) -> None:
             figures = run_judge_reliability(result.run_dir, result.manifest)
             if figures:
                 stdout.print(reliability_table(figures))
+
+
+def _retrying(command: str) -> str:
+    """``command`` (a resume) with ``--retry-errors``, which a session that was retrying errors already gives."""
+    return command if command.endswith(" --retry-errors") else f"{command} --retry-errors"
 
 
 def _length_warning(result: RunResult) -> str:
