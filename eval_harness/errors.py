@@ -8,7 +8,8 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
     EvalHarnessError                     exit 2 unless noted
     ├── ConfigError                      bad flags, .env, task spec or model argument
     │   ├── UnknownNameError             a registry lookup failed ("did you mean ...?")
-    │   └── NotOptedInError              a scorer that runs model-written code, not enabled on this machine
+    │   └── NotAvailableHereError        a scorer this machine cannot run: code execution not enabled, an extra
+    │                                    not installed (validate-dataset notes it: the run may be meant elsewhere)
     ├── DatasetError                     the dataset cannot be used (carries the problems found)
     │   └── DatasetUnreadableError       the file cannot be opened or decoded at all
     ├── TemplateError                    a prompt template failed to load or render (names file:line)
@@ -50,9 +51,10 @@ class ConfigError(EvalHarnessError):
     """Bad flags, .env values, task spec or model arguments."""
 
 
-class NotOptedInError(ConfigError):
-    """A scorer that executes model-written code was configured where the user has not enabled it: a matter of
-    the machine a run is on, not of the task (``validate-dataset`` notes it, run refuses)."""
+class NotAvailableHereError(ConfigError):
+    """A scorer this machine cannot run as configured (code execution the user has not enabled, an optional
+    package not installed): a matter of the machine a run is on, not of the task (``validate-dataset`` notes it,
+    run refuses)."""
 
 
 class UnknownNameError(ConfigError):
@@ -253,7 +255,7 @@ __all__ = [
     "EvalHarnessError",
     "GateFailedError",
     "ModelNotFoundError",
-    "NotOptedInError",
+    "NotAvailableHereError",
     "ProviderConnectionError",
     "ProviderContractError",
     "ProviderError",

@@ -27,7 +27,6 @@ from eval_harness.errors import (
     ConfigError,
     DatasetUnreadableError,
     EvalHarnessError,
-    NotOptedInError,
     TemplateError,
 )
 from eval_harness.tasks import LoadedTask, find_task, list_tasks
@@ -207,22 +206,14 @@ class _UncalledJudge:
 
 def _build_scorers(loaded: LoadedTask) -> str | None:
     """Build the task's scorers as run does, so that a bad argument (an unknown mode, a negative tolerance, a
-    rubric file that is not there) is refused here in run's words, naming the spec's line. A scorer this machine
-    has not enabled is not the dataset's or the task's problem (the run may be meant for a container): the note
-    that says so, or None."""
-    from eval_harness.scorers.base import ScoringPipeline
-    from eval_harness.scorers.code import checking_only
+    rubric file that is not there) is refused here in run's words, naming the spec's line. What this machine
+    lacks to run a scorer (code execution not enabled, an extra not installed) is not the dataset's or the task's
+    problem (the run may be meant for a container): the note that says so, or None."""
+    from eval_harness.scorers.base import ScoringPipeline, checking_only
 
-    def build() -> None:
+    with checking_only() as lacking:  # every argument of every scorer, nothing written (the embeddings cache)
         ScoringPipeline(loaded.spec.scorers, _UncalledJudge(), where=str(loaded.path), lines=loaded.scorer_lines)
-
-    try:
-        build()
-    except NotOptedInError as exc:
-        with checking_only():  # the scorers after it, and its own arguments, are still checked
-            build()
-        return f"{exc} (run refuses it here)"
-    return None
+    return "; ".join(lacking) + "; run refuses it here" if lacking else None
 
 
 def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:

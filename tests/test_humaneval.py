@@ -306,8 +306,8 @@ def test_validate_dataset_without_the_opt_in_checks_the_task_and_notes_that_run_
     note = next(line for line in result.out.splitlines() if line.startswith("note: "))
     assert note.endswith(f"scorer 'code_execution': disabled: this scorer executes model-written code on this "
                          "machine, with resource limits but no network or filesystem isolation; run the evaluation in "
-                         f"a container or VM without credentials and set {ALLOW_VARIABLE}=1 to allow it (run refuses "
-                         "it here)")  # fmt: skip
+                         f"a container or VM without credentials and set {ALLOW_VARIABLE}=1 to allow it; run refuses "
+                         "it here")  # fmt: skip
     assert "1 rendered" in result.out
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from conftest import CliResult
 from fake_llm_server import FakeLLMServer
 from pydantic import SecretStr
 
@@ -309,3 +310,31 @@ async def test_an_embeddings_ca_bundle_that_cannot_be_loaded_is_named(
     client = OpenAIEmbeddingsClient("emb-small", "https://embed.test/v1", SecretStr(KEY))
     with pytest.raises(ServerUntrustedError, match=r"SSL_CERT_FILE=.*missing\.pem: cannot load it as a CA bundle"):
         await client.embed(["a"])
+
+
+@pytest.mark.skipif(LOCAL, reason="the local-embeddings extra is installed")
+def test_validate_dataset_notes_a_missing_extra_and_writes_no_cache(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # review-s26: a task's local embeddings scorer on a machine without the extra was refused by validate-dataset
+    # (exit 2), though the run may be meant for another machine; and the check created the embeddings cache
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.jinja2").write_text("{{ input }}\n")
+    spec = tmp_path / "tasks" / "emb.toml"
+    spec.parent.mkdir()
+    spec.write_text(
+        'name = "emb"\ntemplate = "t.jinja2"\n[[scorers]]\nname = "embedding_similarity"\n'
+        'args = { backend = "local" }\n'
+    )
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"input": "a cat", "target": "a cat"}\n')
+    result = cli("validate-dataset", "--task", spec, "--path", data)
+    assert result.code == 0, result.err
+    assert (
+        f"note: {spec}:3: scorer 'embedding_similarity': the local backend needs an optional extra: pip install "
+        "'eval-harness[local-embeddings]'; run refuses it here"
+    ) in result.out
+    assert not (tmp_path / "cache").exists()
+    refused = cli("run", "--task", spec, "--dataset", data, "--model", "mock/m", "--output-dir", tmp_path / "out")
+    assert refused.code == 2 and "pip install 'eval-harness[local-embeddings]'" in refused.err

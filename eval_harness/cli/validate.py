@@ -27,7 +27,8 @@ def validate_dataset_command(
             "--task",
             "-t",
             help="Check the dataset as this task's run would: its field mapping, its few-shot file, the examples "
-            "that are also samples, and every prompt rendered with its template (no model is called).",
+            "that are also samples, its scorers' arguments, and every prompt rendered with its template (no model is "
+            "called).",
         ),
     ] = None,
 ) -> None:

@@ -37,13 +37,22 @@ import operator
 import re
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
-from eval_harness.errors import AuthenticationError, ConfigError, EvalHarnessError, ScoringError, UnknownNameError
+from eval_harness.errors import (
+    AuthenticationError,
+    ConfigError,
+    EvalHarnessError,
+    NotAvailableHereError,
+    ScoringError,
+    UnknownNameError,
+)
 from eval_harness.registry import Registry
 from eval_harness.types import (
     Completion,
@@ -119,6 +128,37 @@ SCORERS: Registry[ScorerFactory] = Registry("scorer")
 def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
     """Decorator for a scorer factory: ``@register_scorer("exact_match")``."""
     return SCORERS.register(name)
+
+
+_CHECKING: ContextVar[list[str] | None] = ContextVar("scorers_checking", default=None)
+
+
+@contextmanager
+def checking_only() -> Iterator[list[str]]:
+    """Scorers built here are built to check a task's arguments, and score nothing: one this machine cannot run
+    (code execution not enabled, an extra not installed) is built all the same, what it lacks added to the list
+    given (see ``unavailable_here``), and none touches the disk (the embeddings cache). ``validate-dataset``
+    checks a task for a machine that may not be this one."""
+    lacking: list[str] = []
+    token = _CHECKING.set(lacking)
+    try:
+        yield lacking
+    finally:
+        _CHECKING.reset(token)
+
+
+def checking() -> bool:
+    """Whether scorers are being built under ``checking_only``."""
+    return _CHECKING.get() is not None
+
+
+def unavailable_here(message: str) -> None:
+    """A scorer factory's refusal of what this machine lacks to run it: ``NotAvailableHereError``, or, under
+    ``checking_only``, ``message`` noted for the check, the scorer built on."""
+    lacking = _CHECKING.get()
+    if lacking is None:
+        raise NotAvailableHereError(message)
+    lacking.append(message)
 
 
 def build_scorer(
@@ -732,9 +772,12 @@ __all__ = [
     "add_spend",
     "best_reference",
     "build_scorer",
+    "checking",
+    "checking_only",
     "combine",
     "keep_when_cut_short",
     "parse_conditions",
     "register_scorer",
     "shortened",
+    "unavailable_here",
 ]

@@ -60,15 +60,13 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval_harness.config import Settings, redact_shown
-from eval_harness.errors import NotOptedInError
-from eval_harness.scorers.base import Scorer, register_scorer
+from eval_harness.scorers.base import Scorer, register_scorer, unavailable_here
 from eval_harness.types import Completion, Sample, Score
 
 ALLOW_VARIABLE = "EVAL_HARNESS_ALLOW_CODE_EXECUTION"
@@ -99,21 +97,6 @@ _BOOTSTRAP = (
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([^\s`]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.MULTILINE | re.DOTALL)
 _PYTHON_LANGUAGES = frozenset({"python", "py", "python3"})
 _IMPORT = re.compile(r"^(?:import|from)[ \t]+\S.*$", re.MULTILINE)
-
-
-_CHECKING: ContextVar[bool] = ContextVar("code_execution_checking", default=False)
-"""True while scorers are built to check a task's arguments only (nothing is scored): see ``checking_only``."""
-
-
-@contextlib.contextmanager
-def checking_only() -> Iterator[None]:
-    """Build code-execution scorers here without the opt-in, to check their arguments: ``validate-dataset``
-    checks a task for a machine that may not be this one, and scores nothing with what it builds."""
-    token = _CHECKING.set(True)
-    try:
-        yield
-    finally:
-        _CHECKING.reset(token)
 
 
 def allowed() -> bool:
@@ -365,11 +348,10 @@ def code_execution_scorer(
     for name, value in (("test_field", test_field), ("entry_point_field", entry_point_field)):
         if not value.strip():
             raise ValueError(f"{name} is empty")
-    if not allowed() and not _CHECKING.get():  # after the arguments: a check on a machine that may not run code
-        # still checks them
+    if not allowed():  # after the arguments: a check for a machine that may run code checks them here too
         given = os.environ.get(ALLOW_VARIABLE)
         got = f" (it is {given!r}; only 1 enables it)" if given is not None else ""
-        raise NotOptedInError(
+        unavailable_here(
             f"{where}: scorer 'code_execution': disabled: this scorer executes model-written code on this machine, "
             "with resource limits but no network or filesystem isolation; run the evaluation in a container or VM "
             f"without credentials and set {ALLOW_VARIABLE}=1 to allow it{got}"
@@ -389,7 +371,6 @@ __all__ = [
     "Limits",
     "allowed",
     "build_program",
-    "checking_only",
     "code_execution_scorer",
     "defines",
     "explain",

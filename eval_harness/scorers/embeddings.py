@@ -34,7 +34,7 @@ from eval_harness.errors import ConfigError
 from eval_harness.providers._retry import RetryPolicy
 from eval_harness.providers.embeddings import DEFAULT_API_MODEL, EmbeddingsClient, OpenAIEmbeddingsClient
 from eval_harness.scorers.answers import read_answer
-from eval_harness.scorers.base import Scorer, register_scorer
+from eval_harness.scorers.base import Scorer, checking, register_scorer, unavailable_here
 from eval_harness.types import Completion, Sample, Score
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -215,6 +215,7 @@ def embedding_similarity(
     cache_path: str | None = None,
     timeout_s: float = 60.0,
     max_retries: int = 5,
+    where: str = "task",
 ) -> Scorer:
     """Cosine similarity of answer and reference embeddings (``backend`` api or local).
 
@@ -247,11 +248,11 @@ def embedding_similarity(
         if model not in (None, LOCAL_MODEL):
             raise ValueError(f"the local backend has one model, {LOCAL_MODEL}")
         if importlib.util.find_spec(LOCAL_PACKAGE) is None:  # known now, before any sample is run
-            raise ValueError(LOCAL_EXTRA_NEEDED)
+            unavailable_here(f"{where}: scorer 'embedding_similarity': {LOCAL_EXTRA_NEEDED}")
         client = LocalEmbeddingsClient()
     else:
         raise ValueError(f"backend must be 'api' or 'local', got {backend!r}")
-    if cache:
+    if cache and not checking():  # a check writes nothing: the cache's file is made when a run builds it
         path = Path(cache_path) if cache_path else default_cache_path()
         client = CachedEmbeddings(client, EmbeddingCache(path), (settings or Settings.load()).secrets())
     return EmbeddingSimilarity(client)
