@@ -21,12 +21,10 @@ from pydantic import BaseModel, Field
 
 from eval_harness.aggregate import (
     RunColumns,
-    check_run_values,
     group_means,
     iter_records_at,
-    load_columns_cached,
+    load_run_columns,
     read_records_at,
-    scorer_keys,
 )
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
@@ -380,8 +378,7 @@ def inspect_run(
     manifest = read_manifest(run_dir)
     check_expected_records(manifest, RunPaths(run_dir).manifest)
     path = RunPaths(run_dir).samples
-    columns = load_columns_cached(path, scorer_keys(manifest))
-    check_run_values(columns, path, manifest.epochs)
+    columns = load_run_columns(path, manifest)
     in_scope = np.ones(columns.n, dtype=np.bool_)
     if axis is not None:
         if axis not in columns.axes:

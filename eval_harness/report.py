@@ -23,17 +23,15 @@ from eval_harness.aggregate import (
     RunColumns,
     ScorerDistribution,
     axis_stats,
-    check_run_values,
     default_workers,
     epoch_stats,
     finish_reasons,
     length_stopped,
-    load_columns_cached,
+    load_run_columns,
     per_axis,
     per_sample_means,
     per_tag,
     scorer_distributions,
-    scorer_keys,
     summarize_columns,
     units_without_errors,
     untagged,
@@ -549,10 +547,7 @@ def build_report(
     manifest = read_manifest(run_dir)
     check_expected_records(manifest, RunPaths(run_dir).manifest)
     samples = RunPaths(run_dir).samples
-    columns = load_columns_cached(
-        samples, scorer_keys(manifest), workers=workers if workers is not None else default_workers(samples)
-    )
-    check_run_values(columns, samples, manifest.epochs)
+    columns = load_run_columns(samples, manifest, workers=workers if workers is not None else default_workers(samples))
     reliability = run_judge_reliability(run_dir, manifest)
     return _report_from_columns(columns, manifest, ci=ci, gates=gates, run_dir=run_dir, reliability=reliability)
 

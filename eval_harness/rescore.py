@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eval_harness.aggregate import check_run_values, load_columns_cached, scorer_keys
+from eval_harness.aggregate import load_run_columns
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
@@ -148,8 +148,7 @@ def _check_records(source_run: Path, source: RunManifest) -> None:
     Read as report reads it, through the columns cache the source's last session left (only the lines after it
     are parsed), and the cache is not written: rescore does not hold the source's lock."""
     samples = RunPaths(source_run).samples
-    columns = load_columns_cached(samples, scorer_keys(source))
-    check_run_values(columns, samples, source.epochs)
+    columns = load_run_columns(samples, source)
     missing = max(0, source.expected_records - columns.n)
     if missing:
         raise ArtifactError(

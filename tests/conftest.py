@@ -126,6 +126,15 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     return invoke
 
 
+def run_cli(*args: str | Path) -> None:
+    """The CLI in-process (as the ``cli`` fixture runs it), for module-scoped runs; it must succeed."""
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([str(a) for a in args])
+    assert exited.value.code in (0, None)
+
+
 def run_subprocess(
     *args: str | Path, cwd: Path | None = None, timeout: float = 120, columns: int = 200, **kwargs: Any
 ) -> CliResult:

@@ -19,23 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, adder_task_root
+from conftest import CliResult, adder_task_root, run_cli
 
 from eval_harness.aggregate import COLUMNS_CACHE, load_columns, save_columns_cache
 from eval_harness.artifacts import RunPaths
-from eval_harness.cli.app import main
 
 Cli = Callable[..., CliResult]
 SUFFIX = "; not a sample record of schema version 1"
 EPOCH_5 = "epoch: expected 0 to 1 (the run has 2 epochs), got 5" + SUFFIX
 OVERALL = "axis: 'overall' is reserved for the whole run" + SUFFIX
-
-
-def run_cli(*args: str | Path) -> None:
-    """The CLI in-process (as the ``cli`` fixture runs it), for module-scoped runs; it must succeed."""
-    with pytest.raises(SystemExit) as exited:
-        main([str(a) for a in args])
-    assert exited.value.code in (0, None)
 
 
 @pytest.fixture(scope="module")

@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from conftest import CliResult, adder_task_root
+from conftest import CliResult, adder_task_root, run_cli
 
 from eval_harness.aggregate import COLUMNS_CACHE, load_columns, save_columns_cache
 from eval_harness.artifacts import RunPaths, iter_record_dicts, scan_keys
-from eval_harness.cli.app import main
 from eval_harness.errors import ArtifactError
 from tests.test_aggregate_strict import edited_copy, lines_of, refusal
 
@@ -115,13 +114,6 @@ EDITS = {
         "retries.timeout", rb'"retries":\{\}', b'"retries":{"timeout":-1}', f"{COUNT} -1", b'"retries":{"timeout":1}'
     ),
 }
-
-
-def run_cli(*args: str | Path) -> None:
-    """The CLI in-process (as the ``cli`` fixture runs it), for module-scoped runs; it must succeed."""
-    with pytest.raises(SystemExit) as exited:
-        main([str(a) for a in args])
-    assert exited.value.code in (0, None)
 
 
 @pytest.fixture(scope="module")

@@ -57,7 +57,7 @@ Imports flow one way, down these rows: a module imports only from rows below its
     _arrays
 """
 
-from eval_harness.aggregate._cache import COLUMNS_CACHE, load_columns_cached, save_columns_cache
+from eval_harness.aggregate._cache import COLUMNS_CACHE, load_columns_cached, load_run_columns, save_columns_cache
 
 # _ROW_COLUMNS and _Rows are private, re-exported (explicitly: "as" the same name) only for tests/test_aggregate.py,
 # which pins that the row columns' table and the dataclass's fields agree; nothing else should import them.
@@ -117,6 +117,7 @@ __all__ = [
     "length_stopped",
     "load_columns",
     "load_columns_cached",
+    "load_run_columns",
     "per_axis",
     "per_sample_means",
     "per_tag",

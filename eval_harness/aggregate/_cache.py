@@ -23,10 +23,12 @@ from eval_harness.aggregate._columns import (
     _lists_problem,
     _out_of_range,
     _run_wide_codes,
+    check_run_values,
 )
-from eval_harness.aggregate._load import _CHUNK_BYTES, load_columns
+from eval_harness.aggregate._load import _CHUNK_BYTES, load_columns, scorer_keys
 from eval_harness.artifacts import COLUMNS_CACHE, tail_digest
 from eval_harness.durable import atomic_file
+from eval_harness.types import RunManifest
 
 # 3: the values are held to their fields' ranges (``_out_of_range``); a cache of version 2 may hold a value out
 # of range that its build read without a word, so it is read again (and refused) rather than used.
@@ -203,4 +205,22 @@ def _concat_columns(first: RunColumns, second: RunColumns) -> RunColumns:
     )
 
 
-__all__ = ["COLUMNS_CACHE", "load_columns_cached", "save_columns_cache"]
+def load_run_columns(
+    samples_path: Path,
+    manifest: RunManifest,
+    *,
+    workers: int = 1,
+    light: bool = False,
+    block_bytes: int = _CHUNK_BYTES,
+) -> RunColumns:
+    """The records of the run ``manifest`` describes, as every reader takes them: through the columns cache
+    (``load_columns_cached``, with the scorer keys the manifest names), a record holding a value no session of
+    that run writes refused (``check_run_values``: an epoch past its epochs, the axis ``overall``)."""
+    columns = load_columns_cached(
+        samples_path, scorer_keys(manifest), workers=workers, light=light, block_bytes=block_bytes
+    )
+    check_run_values(columns, samples_path, manifest.epochs)
+    return columns
+
+
+__all__ = ["COLUMNS_CACHE", "load_columns_cached", "load_run_columns", "save_columns_cache"]

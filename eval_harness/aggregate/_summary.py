@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from eval_harness.aggregate._arrays import F64, I64, U64, Bool
-from eval_harness.aggregate._cache import load_columns_cached, save_columns_cache
+from eval_harness.aggregate._cache import load_run_columns, save_columns_cache
 from eval_harness.aggregate._columns import RunColumns, check_run_values
 from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
 from eval_harness.stats import NO_INTERVAL, mean_ci
@@ -324,8 +324,7 @@ def summarize(
         columns = load_columns(samples_path, keys)
         check_run_values(columns, samples_path, manifest.epochs)
         return summarize_columns(columns, manifest, ci_method)
-    columns = load_columns_cached(samples_path, keys, block_bytes=SMALL_BLOCK_BYTES)
-    check_run_values(columns, samples_path, manifest.epochs)
+    columns = load_run_columns(samples_path, manifest, block_bytes=SMALL_BLOCK_BYTES)
     save_columns_cache(samples_path, columns, keys)
     return summarize_columns(columns, manifest, ci_method)
 

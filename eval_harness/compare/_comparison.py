@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_harness.aggregate import check_run_values, default_workers, load_columns_cached, scorer_keys
+from eval_harness.aggregate import default_workers, load_run_columns
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.compare._notes import (
     _both_error_notes,
@@ -182,9 +182,7 @@ def _load_both(
 
 def _load_run(path: Path, manifest: RunManifest) -> _Run:
     # light: a comparison needs identity, axis, score, error, latency and cost only.
-    columns = load_columns_cached(path, scorer_keys(manifest), light=True)
-    check_run_values(columns, path, manifest.epochs)
-    return _Run.of(columns)
+    return _Run.of(load_run_columns(path, manifest, light=True))
 
 
 __all__ = ["compare_runs"]
