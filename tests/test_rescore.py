@@ -142,6 +142,19 @@ def test_rescore_refuses_when_the_source_dataset_changed(task_root: TaskRoot, so
         plan_rescore(source_run, scorers=["exact_match"])
 
 
+def test_rescore_refuses_when_the_task_s_template_variables_changed(task_root: TaskRoot, source_run: Path) -> None:
+    # review-s26: a changed few-shot spec or template variable changes every prompt as a changed template does;
+    # rescore compared the template's bytes only
+    spec = task_root.root / "tasks" / "adder.toml"
+    spec.write_text(spec.read_text() + '\n[template_vars]\nstyle = "terse"\n')
+    with pytest.raises(ResumeMismatchError) as refused:
+        plan_rescore(source_run, scorers=["exact_match"])
+    assert str(refused.value) == (
+        f"cannot rescore {source_run}: the task's few-shot examples or template variables changed since that run, "
+        "so the recorded prompts would not be the ones the model saw"
+    )
+
+
 @pytest.mark.parametrize(("status", "said"), [("interrupted", "it is interrupted"), ("failed", "it failed")])
 def test_rescore_refuses_a_source_that_is_not_complete(source_run: Path, status: str, said: str) -> None:
     # its missing records would each become an error of the new run, counted as wrong, without a word
