@@ -29,7 +29,7 @@ from eval_harness.aggregate import (
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.tally import LENGTH_STOPS
-from eval_harness.types import check_expected_records
+from eval_harness.types import check_expected_records_bounds
 
 __all__ = [
     "EpochOutcome",
@@ -376,7 +376,7 @@ def inspect_run(
     if n < 1:
         raise ConfigError(f"--n: {n} must be at least 1")
     manifest = read_manifest(run_dir)
-    check_expected_records(manifest, RunPaths(run_dir).manifest)
+    check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)
     path = RunPaths(run_dir).samples
     columns = load_run_columns(path, manifest)
     in_scope = np.ones(columns.n, dtype=np.bool_)

@@ -50,9 +50,18 @@ from eval_harness.stats import (
     wilson_sample_size,
 )
 from eval_harness.tally import CONTEXT_WINDOW_ADVICE, CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
-from eval_harness.types import AxisStats, GateSettings, RunManifest, RunSummary, ScorerSpec, check_expected_records
+from eval_harness.types import (
+    AxisStats,
+    GateSettings,
+    RunManifest,
+    RunSummary,
+    ScorerSpec,
+    check_expected_records_bounds,
+)
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
+"""Version of ``report --format json``. 2: a scorer's ``std`` over one value is null (it was 0.0), the headline
+has ``axes_excluding_errors``."""
 CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
 PRECISION_WARNING = 0.05
 """An axis whose interval is wider than 10 points (or that has none) gets a line saying how many samples an
@@ -545,7 +554,7 @@ def build_report(
     if ci not in CI_CHOICES:
         raise ConfigError(f"--ci: {ci!r} is not one of {', '.join(CI_CHOICES[1:])}")
     manifest = read_manifest(run_dir)
-    check_expected_records(manifest, RunPaths(run_dir).manifest)
+    check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)
     samples = RunPaths(run_dir).samples
     columns = load_run_columns(samples, manifest, workers=workers if workers is not None else default_workers(samples))
     reliability = run_judge_reliability(run_dir, manifest)

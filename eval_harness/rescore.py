@@ -17,8 +17,8 @@ from eval_harness.aggregate import load_run_columns
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
-from eval_harness.planning import RunPlan, check_expected_records_taken, plan_run
-from eval_harness.types import RunManifest, ScorerSpec, check_expected_records
+from eval_harness.planning import RunPlan, check_expected_records_counted, plan_run
+from eval_harness.types import RunManifest, ScorerSpec, check_expected_records_bounds
 
 
 def parse_scorer(text: str) -> ScorerSpec:
@@ -99,7 +99,7 @@ def plan_rescore(
         given = {**_FLAGS, **({} if timeout_s is None else {"timeout_s": "--timeout"})}
         raise invalid_config(exc, given, str(RunPaths(source_run).manifest)) from None
     # the source's values are in the CLI's ranges: what they say of its records can be checked now
-    check_expected_records(source, RunPaths(source_run).manifest)
+    check_expected_records_bounds(source, RunPaths(source_run).manifest)
     _check_records(source_run, source)
     plan = plan_run(config)
     base_url = source.model.args.get("base_url")
@@ -127,7 +127,7 @@ def plan_rescore(
     # the same bytes: the source's limits take what they took when it ran, unless one was edited by hand (the new
     # run would then replay outputs the source never wrote, each an error counted as wrong)
     source_manifest = RunPaths(source_run).manifest
-    check_expected_records_taken(source, source_manifest, plan.dataset_report, plan.excluded_ids, plan.included_ids)
+    check_expected_records_counted(source, source_manifest, plan.dataset_report, plan.excluded_ids, plan.included_ids)
     return plan
 
 

@@ -385,10 +385,10 @@ class RunManifest(BaseModel):
 
     def expected_records_problem(self) -> str | None:
         """What is wrong with ``expected_records`` that the other values tell without the dataset, or None (a resume
-        compares it with the dataset too: ``planning.check_expected_records_taken``). Readers count the records
+        compares it with the dataset too: ``planning.check_expected_records_counted``). Readers count the records
         missing from it, and a resume runs until it is reached. None after a resume forced across changes, which
-        may expect another count (a changed dataset's). Asked by the readers (``check_expected_records``), not when
-        the model is built: a resume names a value out of the CLI's range (epochs 5000) first, as such."""
+        may expect another count (a changed dataset's). Asked by the readers (``check_expected_records_bounds``),
+        not when the model is built: a resume names a value out of the CLI's range (epochs 5000) first, as such."""
         if self.forced_changes:
             return None
         epochs, samples = self.epochs, self.expected_records // self.epochs
@@ -859,7 +859,7 @@ def _field_error(model: BaseModel, name: str, message: str, value: Any) -> Valid
     return ValidationError.from_exception_data(type(model).__name__, [details])
 
 
-def check_expected_records(manifest: RunManifest, path: Path) -> None:
+def check_expected_records_bounds(manifest: RunManifest, path: Path) -> None:
     """Refuse (``ArtifactError``) the manifest at ``path`` when the other values of ``manifest`` tell that its
     ``expected_records`` cannot be right (``RunManifest.expected_records_problem``)."""
     problem = manifest.expected_records_problem()
@@ -914,7 +914,7 @@ __all__ = [
     "TaskSpec",
     "Usage",
     "beyond_epochs",
-    "check_expected_records",
+    "check_expected_records_bounds",
     "error_places",
     "first_problem",
     "problem_message",

@@ -191,7 +191,9 @@ def check_run_values(columns: RunColumns, samples_path: Path, epochs: int) -> No
     value out of its field's range is: an epoch at or past the manifest's ``epochs`` (a key no resume looks for,
     whose record would count beyond the run's), or the axis ``overall`` (the report's row for the whole run, which
     no dataset may name). They need the manifest, which the columns are read without; checked on the columns
-    however they were read (either path, or the cache), a comparison of one column: a millisecond a million rows."""
+    however they were read (either path, or the cache), a comparison of one column: a millisecond a million rows.
+    The axis part is for a columns cache written before the readers refused the name (they send such a line to the
+    full check, which refuses it), the epoch part for every read: only the manifest knows the run's epochs."""
     beyond = columns.epoch >= epochs
     bad = beyond
     if RESERVED_AXIS in columns.axes:  # a name of the table may be only a superseded record's

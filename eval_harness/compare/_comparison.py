@@ -33,7 +33,7 @@ from eval_harness.compare._settings import (
     incomparable,
 )
 from eval_harness.errors import ConfigError
-from eval_harness.types import RunManifest, check_expected_records
+from eval_harness.types import RunManifest, check_expected_records_bounds
 
 
 def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: bool | None = None) -> Comparison:
@@ -45,7 +45,7 @@ def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: boo
     """
     manifest_a, manifest_b = read_manifest(run_a), read_manifest(run_b)
     for run, manifest in ((run_a, manifest_a), (run_b, manifest_b)):
-        check_expected_records(manifest, RunPaths(run).manifest)
+        check_expected_records_bounds(manifest, RunPaths(run).manifest)
     problems = incomparable(manifest_a, manifest_b)
     rescore = _rescore_of(manifest_a, manifest_b, run_a, run_b)
     if rescore is not None:

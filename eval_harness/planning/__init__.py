@@ -94,7 +94,7 @@ from eval_harness.types import (
     Sample,
     TaskInfo,
     Usage,
-    check_expected_records,
+    check_expected_records_bounds,
     first_problem,
 )
 
@@ -671,7 +671,7 @@ def plan_resume(
     )
     task = find_task(task_ref)
     config = _resume_config(manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {})
-    check_expected_records(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
+    check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
     dataset_path = Path(manifest.dataset.path)
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
@@ -721,16 +721,16 @@ def _check_recorded_dataset(
 ) -> None:
     """Refuse a manifest whose values about its dataset, unchanged since the run started, are not what the run
     would record now: ``seekable`` of a gzip file (a resume would seek into its compressed bytes), and
-    ``expected_records`` (see ``check_expected_records_taken``)."""
+    ``expected_records`` (see ``check_expected_records_counted``)."""
     path = RunPaths(run_dir).manifest
     if manifest.dataset.seekable and manifest.dataset.files is None and is_compressed(dataset_path):
         raise ArtifactError(
             f"{path}: dataset.seekable: true, but the dataset is gzip-compressed; only a plain JSONL file is"
         )
-    check_expected_records_taken(manifest, path, report, excluded, included)
+    check_expected_records_counted(manifest, path, report, excluded, included)
 
 
-def check_expected_records_taken(
+def check_expected_records_counted(
     manifest: RunManifest,
     path: Path,
     report: DatasetReport,
@@ -885,7 +885,7 @@ __all__ = [
     "RunPlan",
     "ScoringSetup",
     "SessionOverrides",
-    "check_expected_records_taken",
+    "check_expected_records_counted",
     "choose_few_shot",
     "dry_run",
     "few_shot_file",
