@@ -285,7 +285,10 @@ class RunLock:
         self.release()
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        except IsADirectoryError:  # refused by open before fstat could tell it, as a pipe or a device is below
+            raise _not_regular(self._path, stat.S_IFDIR) from None
         try:
             mode = os.fstat(fd).st_mode
             if not stat.S_ISREG(mode):  # flock refuses a pipe with a bare EINVAL

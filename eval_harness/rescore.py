@@ -121,8 +121,13 @@ def plan_rescore(
     recorded = source.task.prompt_inputs_sha256  # None: a run recorded before it was
     if recorded is not None and plan.prompt_inputs_sha256 != recorded:
         raise ResumeMismatchError(
-            f"cannot rescore {source_run}: the task's few-shot examples or template variables changed since that "
-            "run, so the recorded prompts would not be the ones the model saw"
+            f"cannot rescore {source_run}: the task's few-shot spec or examples or its template variables changed "
+            "since that run, so the recorded prompts would not be the ones the model saw"
+        )
+    if plan.manifest.task.system_prompt != source.task.system_prompt:
+        raise ResumeMismatchError(
+            f"cannot rescore {source_run}: the task's system prompt changed since that run, so the recorded prompts "
+            "would not be the ones the model saw"
         )
     # the same bytes: the source's limits take what they took when it ran, unless one was edited by hand (the new
     # run would then replay outputs the source never wrote, each an error counted as wrong)

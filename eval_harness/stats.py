@@ -26,7 +26,7 @@ items; scores with many distinct values above ``NORMAL_CI_MIN_ITEMS`` (5,000) it
 
 Paired comparisons keep the interval and the test consistent: McNemar's exact test with Newcombe's score
 interval for 0/1 pairs; for other scores a Student-t interval on the differences with the paired t-test,
-or, below ``SIGN_FLIP_BELOW`` pairs, with the exact (or Monte Carlo) sign-flip test.
+or, below ``SIGN_FLIP_BELOW`` pairs, with the exact sign-flip test.
 
 The t quantile and tail come from ``scipy.special`` (``stdtrit``, ``stdtr``: the routines ``scipy.stats.t``
 calls), which imports in a third of the time of ``scipy.stats``.
@@ -85,7 +85,7 @@ NORMAL_CI_MIN_ITEMS: Final[int] = 5_000
 NO_INTERVAL: Final[str] = "none"
 
 #: Below this many pairs of scores other than 0/1, :func:`paired_comparison` takes its p-value from the sign-flip
-#: test (exact up to 13 pairs, Monte Carlo above) instead of the paired t-test, whose normality it cannot lean on.
+#: test (exact over every sign pattern) instead of the paired t-test, whose normality it cannot lean on.
 SIGN_FLIP_BELOW: Final[int] = 30
 
 # Values that differ by no more than this (relative to their size, at least 1) are equal: the differences

@@ -43,7 +43,7 @@ P_TTEST_30 = 0.0046563413634080454
 
 
 def test_thirty_pairs_take_the_paired_t_test_not_the_sign_flip() -> None:
-    # README: "the paired t-test, or below 30 pairs the exact (up to 13 pairs) or Monte Carlo sign-flip test"
+    # README: "the paired t-test, or below 30 pairs the exact sign-flip test"
     result = paired_comparison(A30, B30)
     assert (result.test, result.interval) == ("paired-t", "t")
     assert result.p_value == pytest.approx(P_TTEST_30, rel=1e-9)

@@ -150,8 +150,20 @@ def test_rescore_refuses_when_the_task_s_template_variables_changed(task_root: T
     with pytest.raises(ResumeMismatchError) as refused:
         plan_rescore(source_run, scorers=["exact_match"])
     assert str(refused.value) == (
-        f"cannot rescore {source_run}: the task's few-shot examples or template variables changed since that run, "
-        "so the recorded prompts would not be the ones the model saw"
+        f"cannot rescore {source_run}: the task's few-shot spec or examples or its template variables changed "
+        "since that run, so the recorded prompts would not be the ones the model saw"
+    )
+
+
+def test_rescore_refuses_when_the_task_s_system_prompt_changed(task_root: TaskRoot, source_run: Path) -> None:
+    # readme-walk-s26: the new manifest recorded a system prompt the model never saw
+    spec = task_root.root / "tasks" / "adder.toml"
+    spec.write_text('system_prompt = "Be terse."\n' + spec.read_text())
+    with pytest.raises(ResumeMismatchError) as refused:
+        plan_rescore(source_run, scorers=["exact_match"])
+    assert str(refused.value) == (
+        f"cannot rescore {source_run}: the task's system prompt changed since that run, so the recorded prompts "
+        "would not be the ones the model saw"
     )
 
 

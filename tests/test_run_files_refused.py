@@ -231,6 +231,14 @@ def test_a_run_file_that_is_a_pipe_is_refused_by_name_without_blocking(
     assert state(run) == before
 
 
+def test_a_lock_that_is_a_directory_is_refused_in_the_same_words(run: Path, cli: Cli) -> None:
+    # readme-walk-s26: the OS's bare "Is a directory", where a pipe or a device is named as such
+    (run / ".lock").unlink()
+    (run / ".lock").mkdir()
+    result = cli("resume", run, "-q")
+    assert (result.code, result.err) == (2, f"error: {run / '.lock'}: not a regular file (a directory)\n")
+
+
 @pytest.mark.timeout(20)
 def test_a_lock_that_is_a_pipe_is_refused_by_name(run: Path, project: Path, tmp_path: Path, cli: Cli) -> None:
     (run / ".lock").unlink()

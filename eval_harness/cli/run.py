@@ -144,9 +144,9 @@ def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
             file=sys.stderr,
         )
     if result.fatal is not None:
-        if result.session_errors and "--retry-errors" not in result.fatal:
+        if result.session_errors:
             # a server that held its connections silent until they timed out, then refused: its stop line counts
-            # no sample cut while it refused, and a plain resume keeps those timeouts as the samples' records
+            # only the samples cut while it refused, and a plain resume keeps every error as the sample's record
             errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
             print(
                 f"note: {errors} recorded as errors in this session before it stopped (the first: "

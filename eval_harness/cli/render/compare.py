@@ -190,7 +190,7 @@ def _test_name(test: PairedTest) -> str | None:
         case "mcnemar":
             return "McNemar exact (0/1 scores)"
         case "sign-flip":
-            return "sign-flip (paired randomization; exact up to 13 pairs, else Monte Carlo)"
+            return "sign-flip (paired randomization, exact over every sign pattern)"
         case "paired-t":
             return "paired t-test"
         case "none":
