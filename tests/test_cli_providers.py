@@ -574,7 +574,9 @@ def test_a_server_gone_near_the_end_under_a_short_timeout_stops_the_run(tmp_path
         run = _stopped_after(server, tmp_path, args, records=14)
         _, stderr = run.communicate(timeout=60)
         assert run.returncode == 2, stderr
-        (line,) = stderr.strip().splitlines()
+        *notes, line = stderr.strip().splitlines()
+        # the note counts every error record of the session, beside the stop line's count of those it cut
+        assert len(notes) == 1 and notes[0].startswith("note: ") and "--retry-errors runs them again" in notes[0]
         assert "until the run's last sample, with no request sent since the first refusal answered" in line
         assert "recorded as timeouts: resume with --retry-errors once the server answers" in line or (
             "recorded as a timeout: resume with --retry-errors" in line
