@@ -149,21 +149,30 @@ def _not_regular(path: Path, mode: int) -> ArtifactError:
     return ArtifactError(f"{path}: not a regular file ({_kind(mode)})")
 
 
-def open_run_file(path: Path) -> BinaryIO:
-    """``path`` opened for reading, or ``ArtifactError`` naming it when it is not a regular file (a symbolic link
-    to one is read through). A pipe would block the open, or the read, for ever, and a device (a link to
-    /dev/zero) is one endless line that fills memory, with Ctrl-C unheard; opened without blocking, the file is
-    told by what it is before a byte is read. ``FileNotFoundError`` and other ``OSError`` propagate."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+def _open_regular(path: Path, flags: int) -> int:
+    """A descriptor of ``path`` opened with ``flags`` (a new file is 0o644), or ``ArtifactError`` naming it when
+    it is not a regular file (a symbolic link to one is followed). A pipe would block the open, or the read, for
+    ever, and a device (a link to /dev/zero) is one endless line that fills memory, with Ctrl-C unheard; opened
+    without blocking, the file is told by what it is before a byte is read. ``FileNotFoundError`` and other
+    ``OSError`` propagate."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    except IsADirectoryError:  # an open for writing is refused before fstat could tell it
+        raise _not_regular(path, stat.S_IFDIR) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise _not_regular(path, mode)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    return fd
+
+
+def open_run_file(path: Path) -> BinaryIO:
+    """``path`` opened for reading, or ``ArtifactError`` naming it when it is not a regular file (``_open_regular``)."""
+    return os.fdopen(_open_regular(path, os.O_RDONLY), "rb")
 
 
 def regular_status(path: Path) -> os.stat_result | None:
@@ -285,15 +294,8 @@ class RunLock:
         self.release()
 
     def acquire(self) -> None:
+        fd = _open_regular(self._path, os.O_RDWR | os.O_CREAT)  # flock refuses a pipe with a bare EINVAL
         try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
-        except IsADirectoryError:  # refused by open before fstat could tell it, as a pipe or a device is below
-            raise _not_regular(self._path, stat.S_IFDIR) from None
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):  # flock refuses a pipe with a bare EINVAL
-                raise _not_regular(self._path, mode)
-            os.set_blocking(fd, True)
             _flock_soon(fd, fcntl.LOCK_EX)
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
@@ -331,17 +333,17 @@ def writer_pid(run_dir: Path) -> int | None:
     run's lock is free. A manifest that says "running" with no writer is a run whose process was killed."""
     path = RunPaths(run_dir).lock
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a pipe's blocking open waits for a writer for ever
+        fd = _open_regular(path, os.O_RDONLY)
     except OSError:
         return None  # no lock file: no session ever took it (or it was deleted with nothing holding it)
+    except ArtifactError:
+        return None  # no session can take a lock that is not a file (RunLock refuses it)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None  # no session can take a lock that is not a file (RunLock refuses it)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.read(fd, 64).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.read(fd, 64).decode(errors="replace").strip()
+        return int(text) if text.isdigit() else 0
+    else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
