@@ -236,6 +236,16 @@ def as_written(pattern: str) -> str:
     return quote + (shown.replace(quote, "\\" + quote) if quote in pattern else shown) + quote
 
 
+def undecodable_shown(text: str) -> str | None:
+    """``text`` as a message may show it when it is not UTF-8 — each byte of another encoding, which Python hands
+    over as a lone surrogate, written ``\\xff`` — or None when it is UTF-8 throughout (JSON can hold it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
+
+
 def spoken_duration(seconds: float) -> str:
     """``1e9`` → '11,574 days', ``7200`` → '2.0 hours', ``900`` → '15 minutes'."""
     if seconds >= 2 * 86_400:
@@ -276,4 +286,5 @@ __all__ = [
     "as_written",
     "json_type_name",
     "spoken_duration",
+    "undecodable_shown",
 ]

@@ -23,12 +23,7 @@ from eval_harness.datasets import (
     iter_positioned,
     validate_dataset,
 )
-from eval_harness.errors import (
-    ConfigError,
-    DatasetUnreadableError,
-    EvalHarnessError,
-    TemplateError,
-)
+from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
 from eval_harness.tasks import LoadedTask, find_task, list_tasks
 from eval_harness.types import DatasetSpec
 
@@ -142,7 +137,8 @@ class Preflight:
     """None when the examples run would draw are not known (``not_rendered`` says why)."""
     not_rendered: str | None = None
     scorer_note: str | None = None
-    """A scorer of the task that this machine has not enabled (run would refuse it here)."""
+    """What this machine lacks to run the task's scorers (code execution not enabled, an extra not installed):
+    run would refuse them here."""
 
     @property
     def ok(self) -> bool:

@@ -45,7 +45,7 @@ from eval_harness.datasets._files import (
     why_missing,
 )
 from eval_harness.datasets._subsets import sample, split
-from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name
+from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name, undecodable_shown
 from eval_harness.seen import SeenStrings
 from eval_harness.types import DatasetSpec, Sample
 
@@ -298,11 +298,10 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
             f"{path}: cannot read the dataset: the file {broken!r} has a control character (a line break?) in its "
             "name, which would break every line that names it; rename it"
         )
-    foreign = next((name for name in sorted(names) if not _is_utf8(name)), None)
+    foreign = next((shown for name in sorted(names) if (shown := undecodable_shown(name)) is not None), None)
     if foreign is not None:  # every record names its file, and JSON holds only UTF-8: run could not write them
-        shown = foreign.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise DatasetUnreadableError(
-            f"{path}: cannot read the dataset: the file '{shown}' has a name that is not valid UTF-8 (a name from "
+            f"{path}: cannot read the dataset: the file '{foreign}' has a name that is not valid UTF-8 (a name from "
             "another encoding?); rename it"
         )
     if not members:
@@ -311,15 +310,6 @@ def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
             f"{_holds(entries, (spec or DatasetSpec()).format)}"
         )
     return members
-
-
-def _is_utf8(name: str) -> bool:
-    """Whether a name from the file system is UTF-8: Python hands a byte that is not over as a lone surrogate."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def foreign_format(path: Path, spec: DatasetSpec | None = None) -> str | None:

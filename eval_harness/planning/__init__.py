@@ -43,7 +43,14 @@ from eval_harness.datasets import (
     iter_samples,
     validate_dataset,
 )
-from eval_harness.errors import ArtifactError, ConfigError, DatasetError, ResumeMismatchError, spoken_duration
+from eval_harness.errors import (
+    ArtifactError,
+    ConfigError,
+    DatasetError,
+    ResumeMismatchError,
+    spoken_duration,
+    undecodable_shown,
+)
 from eval_harness.planning._few_shot import (
     FewShot,
     Pool,
@@ -235,7 +242,7 @@ def _resumed_dataset(
         return report, True
 
     def changed(report: DatasetReport) -> str:
-        files = _files_changed(manifest.dataset, dict(zip(report.members, report.members_sha256, strict=False)))
+        files = _files_changed(manifest.dataset, report)
         return f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
 
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
@@ -418,12 +425,9 @@ def _check_utf8(config: RunConfig, task_path: Path, dataset_path: Path) -> None:
     hidden = {f"--model-arg {key}": f"{key}={value}" for key, value in config.model_args.items()}
     hidden |= {f"--judge-arg {key}": f"{key}={value}" for key, value in config.judge_args.items()}
     for what, text in (shown | hidden).items():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            quoted = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if (quoted := undecodable_shown(text)) is not None:
             named = f"{what} {quoted}" if what in shown else f"{what}: its value"
-            raise ConfigError(f"{named} is not valid UTF-8 (a name from another encoding?); rename it") from None
+            raise ConfigError(f"{named} is not valid UTF-8 (a name from another encoding?); rename it")
 
 
 def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: GateSettings | None = None) -> RunPlan:
