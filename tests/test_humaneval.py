@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, CliResult, read_records
+from conftest import SHARED, CliResult, TaskRoot, read_records
 
 import eval_harness.scorers.code  # noqa: F401  registers code_execution before its entry point is installed
 from eval_harness.errors import ConfigError
@@ -319,15 +319,14 @@ def test_validate_dataset_refuses_a_bad_argument_of_a_code_execution_task_with_o
         monkeypatch.setenv(ALLOW_VARIABLE, "1")
     else:
         monkeypatch.delenv(ALLOW_VARIABLE, raising=False)
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "t.jinja2").write_text("{{ input }}\n")
-    spec = tmp_path / "tasks" / "he.toml"
-    spec.parent.mkdir()
-    spec.write_text(
+    root = TaskRoot(tmp_path)
+    root.template("t.jinja2", "{{ input }}\n")
+    spec = root.task(
+        "he",
         'name = "he"\ntemplate = "t.jinja2"\n[dataset]\nformat = "jsonl"\n'
         'fields = { id = "task_id", input = "prompt", target = "canonical_solution" }\n'
         '[[scorers]]\nname = "code_execution"\nargs = { timeout_s = 5 }\n'
-        '[[scorers]]\nname = "exact_match"\nargs = { mode = "strictest" }\n'
+        '[[scorers]]\nname = "exact_match"\nargs = { mode = "strictest" }\n',
     )
     result = cli("validate-dataset", "--task", spec, "--path", _humaneval_dataset(tmp_path))
     assert (result.code, result.err.strip()) == (

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import CliResult
+from conftest import CliResult, TaskRoot
 from fake_llm_server import FakeLLMServer
 from pydantic import SecretStr
 
@@ -319,13 +319,12 @@ def test_validate_dataset_notes_a_missing_extra_and_writes_no_cache(
     # review-s26: a task's local embeddings scorer on a machine without the extra was refused by validate-dataset
     # (exit 2), though the run may be meant for another machine; and the check created the embeddings cache
     monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "t.jinja2").write_text("{{ input }}\n")
-    spec = tmp_path / "tasks" / "emb.toml"
-    spec.parent.mkdir()
-    spec.write_text(
+    root = TaskRoot(tmp_path)
+    root.template("t.jinja2", "{{ input }}\n")
+    spec = root.task(
+        "emb",
         'name = "emb"\ntemplate = "t.jinja2"\n[[scorers]]\nname = "embedding_similarity"\n'
-        'args = { backend = "local" }\n'
+        'args = { backend = "local" }\n',
     )
     data = tmp_path / "d.jsonl"
     data.write_text('{"input": "a cat", "target": "a cat"}\n')
