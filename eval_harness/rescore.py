@@ -17,7 +17,7 @@ from eval_harness.aggregate import load_run_columns
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
-from eval_harness.planning import RunPlan, check_expected_records_counted, plan_run
+from eval_harness.planning import RunPlan, check_expected_records_counted, dataset_reading_change, plan_run
 from eval_harness.types import RunManifest, ScorerSpec, check_expected_records_bounds
 
 
@@ -123,6 +123,13 @@ def plan_rescore(
         raise ResumeMismatchError(
             f"cannot rescore {source_run}: the task's few-shot spec or examples or its template variables changed "
             "since that run, so the recorded prompts would not be the ones the model saw"
+        )
+    reading = source.task.dataset_reading  # None: a run recorded before it was
+    if reading is not None and plan.task.dataset_reading != reading:
+        change = dataset_reading_change(plan.task.spec.name, reading, plan.task.dataset_reading)
+        raise ResumeMismatchError(
+            f"cannot rescore {source_run}: the task reads its dataset otherwise since that run ({change}), so its "
+            "samples would not be the ones the model answered"
         )
     if plan.manifest.task.system_prompt != source.task.system_prompt:
         raise ResumeMismatchError(

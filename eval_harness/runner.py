@@ -254,6 +254,8 @@ class Runner:
             task_info = plan.manifest.task
             if task_info.prompt_inputs_sha256 is None:  # a run started before it was recorded: from now on
                 task_info = task_info.model_copy(update={"prompt_inputs_sha256": plan.prompt_inputs_sha256})
+            if task_info.dataset_reading is None:  # the same
+                task_info = task_info.model_copy(update={"dataset_reading": plan.task.dataset_reading})
             update = plan.model_update
             # a forced change of the model's arguments holds for later resumes, which call the model as recorded
             anew: dict[str, Any] = {}

@@ -262,6 +262,11 @@ class TaskInfo(BaseModel):
         description="sha256 of the few-shot examples chosen, the few-shot spec and the template variables: what "
         "every prompt is rendered from besides the template file (None in runs made before it was recorded).",
     )
+    dataset_reading: dict[str, Any] | None = Field(
+        default=None,
+        description="How the task reads its dataset: its [dataset] table but the path, without the values left at "
+        "their defaults (fields, target_pattern, axis...). None in runs made before it was recorded.",
+    )
 
 
 class DatasetInfo(BaseModel):

@@ -75,6 +75,7 @@ from eval_harness.planning._fingerprint import (
     _prompt_inputs_sha256,
     _session_only,
     _transport_notes,
+    dataset_reading_change,
 )
 from eval_harness.planning._session import (
     SessionOverrides,
@@ -547,6 +548,7 @@ def _new_manifest(
             generation_from_flags=sorted(config.generation),
             few_shot=task.spec.few_shot.model_dump(mode="json") if task.spec.few_shot else None,
             prompt_inputs_sha256=parts.prompt_inputs_sha256,
+            dataset_reading=task.dataset_reading,
         ),
         model=parts.model,
         dataset=DatasetInfo(
@@ -891,6 +893,7 @@ __all__ = [
     "SessionOverrides",
     "check_expected_records_counted",
     "choose_few_shot",
+    "dataset_reading_change",
     "dry_run",
     "few_shot_file",
     "few_shot_files",

@@ -22,7 +22,7 @@ from eval_harness.providers.base import Provider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
-from eval_harness.types import FINGERPRINT_PARTS, DatasetInfo, ModelInfo, RunManifest, Sample, ScorerSpec
+from eval_harness.types import FINGERPRINT_PARTS, DatasetInfo, DatasetSpec, ModelInfo, RunManifest, Sample, ScorerSpec
 
 # The judge model is recorded (``manifest.judge``), but a resume takes it from there: it can only differ as its
 # provider reports its arguments now, and a resume names that with what only the fingerprint holds ("a judge
@@ -145,6 +145,9 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
             f"few-shot examples or template variables of task {task.spec.name} "
             f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
         )
+    reading = manifest.task.dataset_reading
+    if reading is not None and reading != task.dataset_reading:  # None: a run started before this was recorded
+        changed.append(dataset_reading_change(task.spec.name, reading, task.dataset_reading))
     setup = parts.setup
     if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
@@ -314,13 +317,24 @@ def _known_or_set(now: Mapping[str, Any], recorded: Mapping[str, Any], defaults:
 def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
     """The model arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key
     given as an argument is dropped from both, see ``ProviderOptions.public``)."""
-    names = dict.fromkeys([*recorded.args, *now.args])
-    shown = [
-        f"{name} {_arg_text(recorded.args.get(name))} → {_arg_text(now.args.get(name))}"
+    return f"model args of {now.id}: {_settings_changed(recorded.args, now.args)}"
+
+
+def dataset_reading_change(task_name: str, recorded: dict[str, Any], now: dict[str, Any]) -> str:
+    """How task ``task_name`` reads its dataset now against how it did (``LoadedTask.dataset_reading``), each
+    setting that differs as 'name recorded → now'."""
+    defaults = DatasetSpec().model_dump(mode="json", exclude={"path"})  # what an absent setting stands for
+    return f"[dataset] table of task {task_name}: {_settings_changed(defaults | recorded, defaults | now)}"
+
+
+def _settings_changed(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """Each setting whose value differs, as 'name recorded → now' (an absent one is 'unset')."""
+    names = dict.fromkeys([*recorded, *now])
+    return ", ".join(
+        f"{name} {_arg_text(recorded.get(name))} → {_arg_text(now.get(name))}"
         for name in names
-        if recorded.args.get(name) != now.args.get(name)
-    ]
-    return f"model args of {now.id}: {', '.join(shown)}"
+        if recorded.get(name) != now.get(name)
+    )
 
 
 def _arg_text(value: Any) -> str:
@@ -332,4 +346,4 @@ def _arg_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-__all__ = ["ModelUpdate", "ScoringSetup"]
+__all__ = ["ModelUpdate", "ScoringSetup", "dataset_reading_change"]

@@ -1,0 +1,111 @@
+"""How a task reads its dataset (its ``[dataset]`` table but the path) is recorded in the manifest, so a resume and
+a rescore notice a changed field mapping or pattern as they notice a changed template, and compare names it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import CliResult, TaskRoot
+
+from eval_harness.artifacts import RunPaths
+
+ADDER = 'name = "adder"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+Cli = Callable[..., CliResult]
+SCORER = '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n'
+
+
+def _spec(task_root: TaskRoot, reading: str) -> Path:
+    return task_root.task("adder", ADDER + reading + SCORER)
+
+
+def _manifest(run: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(RunPaths(run).manifest.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _run(cli: Cli, spec: Path, run_id: str, *extra: str) -> Path:
+    output = spec.parent.parent / "results"
+    result = cli("run", "--task", spec, "--model", "mock/m", "--output-dir", output, "--run-id", run_id, "-q", *extra)
+    assert result.code == 0, result.err
+    return output / run_id
+
+
+def test_a_run_records_how_its_task_reads_the_dataset(cli: Cli, task_root: TaskRoot) -> None:
+    plain = _run(cli, _spec(task_root, ""), "plain", "--limit", "2")
+    assert _manifest(plain)["task"]["dataset_reading"] == {}  # type: ignore[index]
+    mapped = _spec(task_root, 'target_pattern = "^(\\\\d+)$"\nfields = { input = "input", axis = "axis" }\n')
+    run = _run(cli, mapped, "mapped", "--limit", "2")
+    assert _manifest(run)["task"]["dataset_reading"] == {  # type: ignore[index]
+        "fields": {"input": "input", "axis": "axis"},
+        "target_pattern": "^(\\d+)$",
+    }
+
+
+def test_a_resume_refuses_a_changed_reading_and_a_forced_one_keeps_the_recorded(cli: Cli, task_root: TaskRoot) -> None:
+    spec = _spec(task_root, "")
+    run = _run(cli, spec, "r", "--limit", "4")
+    samples = RunPaths(run).samples
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:2]))
+    _spec(task_root, 'target_pattern = "^(\\\\d+)$"\n')
+
+    refused = cli("resume", run)
+    assert refused.code == 2
+    assert (
+        f"error: cannot resume {run}: changed since the run started: [dataset] table of task adder: "
+        "target_pattern unset → ^(\\d+)$. Use --force" in refused.err
+    )
+    assert len(samples.read_bytes().splitlines()) == 2  # nothing ran
+
+    forced = cli("resume", run, "--force", "-q")
+    assert forced.code == 0, forced.err
+    manifest = _manifest(run)
+    assert manifest["task"]["dataset_reading"] == {}  # type: ignore[index]
+    assert manifest["forced_changes"] == ["session 2: [dataset] table of task adder: target_pattern unset → ^(\\d+)$"]
+    assert manifest["status"] == "complete"
+
+
+def test_an_unchanged_reading_resumes_and_an_older_run_records_it_from_then_on(cli: Cli, task_root: TaskRoot) -> None:
+    spec = _spec(task_root, 'fields = { input = "input" }\n')
+    run = _run(cli, spec, "r", "--limit", "4")
+    samples = RunPaths(run).samples
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:2]))
+    manifest = _manifest(run)
+    del manifest["task"]["dataset_reading"]  # type: ignore[attr-defined]  # as a run made before it was recorded
+    manifest["status"] = "interrupted"
+    RunPaths(run).manifest.write_text(json.dumps(manifest), encoding="utf-8")
+
+    resumed = cli("resume", run, "-q")
+    assert resumed.code == 0, resumed.err
+    assert _manifest(run)["task"]["dataset_reading"] == {"fields": {"input": "input"}}  # type: ignore[index]
+    assert len(samples.read_bytes().splitlines()) == 4
+
+
+def test_a_rescore_refuses_a_changed_reading(cli: Cli, task_root: TaskRoot) -> None:
+    source = _run(cli, _spec(task_root, 'fields = { target = "target" }\n'), "source", "--limit", "3")
+    _spec(task_root, 'fields = { target = "input" }\n')
+    refused = cli("rescore", "--run", source, "--scorer", "exact_match", "--run-id", "again")
+    assert refused.code == 2
+    assert refused.err.strip() == (
+        f"error: cannot rescore {source}: the task reads its dataset otherwise since that run ([dataset] table of "
+        'task adder: fields {"target":"target"} → {"target":"input"}), so its samples would not be the ones the '
+        "model answered"
+    )
+    assert not (source.parent / "again").exists()
+
+
+def test_compare_names_a_changed_reading(cli: Cli, task_root: TaskRoot) -> None:
+    first = _run(cli, _spec(task_root, ""), "a", "--limit", "4")
+    second = _run(cli, _spec(task_root, 'format = "jsonl"\ntarget_pattern = "^(\\\\d+)$"\n'), "b", "--limit", "4")
+    compared = cli("compare", "--run-a", first, "--run-b", second, "--format", "json")
+    assert compared.code == 0, compared.err
+    changes = [c for c in json.loads(compared.out)["differs"] if "dataset_reading" in c["setting"]]
+    assert changes == [
+        {
+            "setting": "task.dataset_reading.target_pattern",
+            "a": None,
+            "b": "^(\\d+)$",
+            "text": "dataset_reading.target_pattern unset → ^(\\d+)$",
+        }
+    ]  # format = "jsonl" is the default: no change
