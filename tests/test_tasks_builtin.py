@@ -7,6 +7,8 @@ field mapping, template, letter/number extraction and scorers.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from eval_harness.scorers.exact import extract_number
 from eval_harness.scorers.instructions import run_check
 from eval_harness.tasks import find_task
 from eval_harness.templates import load_template
-from eval_harness.types import DatasetSpec, Sample
+from eval_harness.types import TARGET_PATTERN_FLAGS, DatasetSpec, Sample
 
 Cli = Callable[..., CliResult]
 BUNDLED = ["multiple_choice", "short_answer_qa", "summarization", "instruction_following", "math_cot"]
@@ -168,6 +170,41 @@ def test_every_gsm8k_target_is_a_number() -> None:
     task = find_task("gsm8k")
     targets = [s.targets[0] for s in iter_samples(DATASETS / "gsm8k" / "test.jsonl", task.spec.dataset)]
     assert len(targets) == 1319 and all(extract_number(t) is not None for t in targets)
+
+
+GSM8K_ANSWERS = {  # an answer as written → the target gsm8k's target_pattern reads (None: a problem on its line)
+    "5 * 3 = <<5*3=15>>15 eggs.\n#### 15": "15",
+    "#### 1,000  \n": "1,000",  # trailing blanks and the line's end are not the answer
+    "####\n  42\n\n": "42",  # the marker's line may end before it
+    "#### 42 dollars": "42 dollars",  # the number is extract_number's to find
+    "#### #### 5": "#### 5",  # the first marker is the one
+    "#### 42\nmore text": "42",  # the answer's line only
+    "#### 4 2\t\r\n": "4 2",
+    "####   ": None,  # nothing after the marker
+    "no marker": None,
+}
+
+
+def test_gsm8k_target_pattern_reads_the_answer_after_the_marker(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    lines = [{"id": str(i), "question": "q", "answer": answer} for i, answer in enumerate(GSM8K_ANSWERS)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    spec = find_task("gsm8k").spec.dataset
+    report = validate_dataset(path, spec)
+    read = {sample.id: sample.targets[0] for sample in iter_samples(path, spec)}
+    expected = {str(i): target for i, target in enumerate(GSM8K_ANSWERS.values()) if target is not None}
+    assert read == expected
+    refused = [i + 1 for i, target in enumerate(GSM8K_ANSWERS.values()) if target is None]
+    assert [(p.line, p.field) for p in report.problems] == [(line, "answer") for line in refused]
+
+
+def test_gsm8k_target_pattern_is_linear_in_a_run_of_blanks() -> None:
+    # the lazy pattern it replaced tried every split of a run of blanks inside the answer (2.7 s for 20,000; this
+    # would take minutes). Python cannot interrupt a match, so it runs in a process of its own
+    spec = find_task("gsm8k").spec.dataset
+    answer = "'#### x' + ' ' * 200_000 + 'y'"
+    code = f"import re; assert re.search({spec.target_pattern!r}, {answer}, {TARGET_PATTERN_FLAGS}).group(1)[-1] == 'y'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=20)
 
 
 @needs("mmlu/test/anatomy_test.csv", "mmlu/dev/anatomy_dev.csv")
