@@ -180,8 +180,8 @@ GSM8K_ANSWERS = {  # an answer as written → the target gsm8k's target_pattern 
     "#### #### 5": "#### 5",  # the first marker is the one
     "#### 42\nmore text": "42",  # the answer's line only
     "#### 4 2\t\r\n": "4 2",
-    "####   ": None,  # nothing after the marker
-    "no marker": None,
+    "####   ": None,  # nothing after the marker: "is empty"
+    "no marker": None,  # "does not match target_pattern"
 }
 
 
