@@ -18,6 +18,7 @@ from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
 from eval_harness.planning import RunPlan, check_expected_records_counted, dataset_reading_change, plan_run
+from eval_harness.tasks import find_task
 from eval_harness.types import RunManifest, ScorerSpec, check_expected_records_bounds
 
 
@@ -101,6 +102,14 @@ def plan_rescore(
     # the source's values are in the CLI's ranges: what they say of its records can be checked now
     check_expected_records_bounds(source, RunPaths(source_run).manifest)
     _check_records(source_run, source)
+    # before the plan reads the dataset: as the task reads it now, a line may be a problem, and the plan would say
+    # so with advice for a new run, not why
+    change = dataset_reading_change(find_task(task_ref), source.task.dataset_reading)
+    if change is not None:
+        raise ResumeMismatchError(
+            f"cannot rescore {source_run}: the task reads its dataset differently than in that run ({change}), so "
+            "its samples would not be the ones the model answered"
+        )
     plan = plan_run(config)
     base_url = source.model.args.get("base_url")
     if isinstance(base_url, str) and base_url != config.model_args["base_url"]:
@@ -123,13 +132,6 @@ def plan_rescore(
         raise ResumeMismatchError(
             f"cannot rescore {source_run}: the task's few-shot spec or examples or its template variables changed "
             "since that run, so the recorded prompts would not be the ones the model saw"
-        )
-    reading = source.task.dataset_reading  # None: a run recorded before it was
-    if reading is not None and plan.task.dataset_reading != reading:
-        change = dataset_reading_change(plan.task.spec.name, reading, plan.task.dataset_reading)
-        raise ResumeMismatchError(
-            f"cannot rescore {source_run}: the task reads its dataset otherwise since that run ({change}), so its "
-            "samples would not be the ones the model answered"
         )
     if plan.manifest.task.system_prompt != source.task.system_prompt:
         raise ResumeMismatchError(

@@ -55,10 +55,8 @@ class LoadedTask:
 
     @property
     def dataset_reading(self) -> dict[str, Any]:
-        """How the spec reads its dataset, as a manifest records it (``TaskInfo.dataset_reading``): its
-        ``[dataset]`` table but the path, which ``--dataset`` replaces and the dataset's own record holds. Values at
-        their defaults are left out, so a setting added to the table later reads no change in runs made before."""
-        return self.spec.dataset.model_dump(mode="json", exclude={"path"}, exclude_defaults=True)
+        """How the spec reads its dataset, as a manifest records it (``TaskInfo.dataset_reading``)."""
+        return self.spec.dataset.reading(defaults=False)
 
     @property
     def templates_dir(self) -> Path:

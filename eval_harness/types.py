@@ -610,6 +610,18 @@ class DatasetSpec(BaseModel):
                 raise PydanticCustomError("axis", RESERVED_AXIS_MESSAGE)
         return value
 
+    def reading(self, *, defaults: bool = True) -> dict[str, Any]:
+        """How this table reads a dataset: every setting but the path, which ``--dataset`` replaces and a
+        manifest's ``dataset`` records. ``defaults=False`` leaves out the settings at their defaults, as a manifest
+        records it (``TaskInfo.dataset_reading``), so a setting added to the table later is no change to runs
+        recorded before."""
+        return self.model_dump(mode="json", exclude={"path"}, exclude_defaults=not defaults)
+
+
+def dataset_reading_filled(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A recorded ``TaskInfo.dataset_reading`` with each setting it leaves out at its default: what it reads as."""
+    return DatasetSpec().reading() | recorded
+
 
 TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
 """What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name."""

@@ -54,7 +54,7 @@ def test_a_resume_refuses_a_changed_reading_and_a_forced_one_keeps_the_recorded(
     assert refused.code == 2
     assert (
         f"error: cannot resume {run}: changed since the run started: [dataset] table of task adder: "
-        "target_pattern unset → ^(\\d+)$. Use --force" in refused.err
+        "target_pattern unset → '^(\\d+)$'. Use --force" in refused.err
     )
     assert len(samples.read_bytes().splitlines()) == 2  # nothing ran
 
@@ -62,7 +62,7 @@ def test_a_resume_refuses_a_changed_reading_and_a_forced_one_keeps_the_recorded(
     assert forced.code == 0, forced.err
     manifest = _manifest(run)
     assert manifest["task"]["dataset_reading"] == {}  # type: ignore[index]
-    assert manifest["forced_changes"] == ["session 2: [dataset] table of task adder: target_pattern unset → ^(\\d+)$"]
+    assert manifest["forced_changes"] == ["session 2: [dataset] table of task adder: target_pattern unset → '^(\\d+)$'"]
     assert manifest["status"] == "complete"
 
 
@@ -88,7 +88,7 @@ def test_a_rescore_refuses_a_changed_reading(cli: Cli, task_root: TaskRoot) -> N
     refused = cli("rescore", "--run", source, "--scorer", "exact_match", "--run-id", "again")
     assert refused.code == 2
     assert refused.err.strip() == (
-        f"error: cannot rescore {source}: the task reads its dataset otherwise since that run ([dataset] table of "
+        f"error: cannot rescore {source}: the task reads its dataset differently than in that run ([dataset] table of "
         'task adder: fields {"target":"target"} → {"target":"input"}), so its samples would not be the ones the '
         "model answered"
     )
@@ -109,3 +109,65 @@ def test_compare_names_a_changed_reading(cli: Cli, task_root: TaskRoot) -> None:
             "text": "dataset_reading.target_pattern unset → ^(\\d+)$",
         }
     ]  # format = "jsonl" is the default: no change
+
+
+def _cut(run: Path, keep: int) -> None:
+    """Leave the first ``keep`` records, as a session killed after them would."""
+    samples = RunPaths(run).samples
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:keep]))
+
+
+def test_a_setting_recorded_at_its_default_is_no_change(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s27: the refusal compared the tables as written, its message with the defaults filled in: a manifest
+    # spelling out format = "jsonl" was refused with an empty change
+    run = _run(cli, _spec(task_root, ""), "r", "--limit", "4")
+    _cut(run, 2)
+    manifest = _manifest(run)
+    manifest["task"]["dataset_reading"] = {"format": "jsonl", "fields": {}, "target_pattern": None}  # type: ignore[index]
+    RunPaths(run).manifest.write_text(json.dumps(manifest), encoding="utf-8")
+    resumed = cli("resume", run, "-q")
+    assert resumed.code == 0, resumed.err
+    assert len(RunPaths(run).samples.read_bytes().splitlines()) == 4
+
+
+def test_a_forced_resume_checks_the_lines_as_the_task_reads_them_now(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s27: the same bytes were not checked again, so the lines the new pattern refuses were handed out,
+    # failed unrecorded, and the run ended "interrupted" after every forced resume
+    run = _run(cli, _spec(task_root, ""), "r", "--limit", "10")
+    _cut(run, 3)
+    _spec(task_root, "target_pattern = '^([1-5])$'\n")
+    before = RunPaths(run).manifest.read_bytes()
+    refused = cli("resume", run, "--force")
+    assert refused.code != 0
+    assert (
+        "the dataset, changed since the run started ([dataset] table of task adder: target_pattern unset → "
+        "'^([1-5])$'), has 35 problems; fix them, or start a new run" in refused.err
+    )
+    assert "data/adder.jsonl:6: target: does not match target_pattern '^([1-5])$' (the value is '6')" in refused.err
+    assert RunPaths(run).manifest.read_bytes() == before
+
+
+def test_a_forced_resume_across_new_ids_expects_their_records_too(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s27: with the count of the run's start, the samples the new id mapping names ran beside the records
+    # of the old ids: 13 records of 10 expected, "complete"
+    run = _run(cli, _spec(task_root, ""), "r", "--limit", "4")
+    _cut(run, 2)
+    _spec(task_root, 'fields = { id = "input" }\n')
+    forced = cli("resume", run, "--force", "-q")
+    assert forced.code == 0, forced.err
+    manifest = _manifest(run)
+    records = [json.loads(line) for line in RunPaths(run).samples.read_bytes().splitlines()]
+    ids = [record["sample_id"] for record in records]
+    assert ids[:2] == ["q0000", "q0001"]
+    assert sorted(ids[2:]) == [f"What is {i} + 1?" for i in range(4)]
+    assert manifest["expected_records"] == 6 and manifest["status"] == "complete"
+
+
+def test_a_rescore_names_the_changed_reading_before_the_lines_it_refuses(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s27: the plan read the dataset first, and said "pass --skip-invalid", which rescore does not take
+    source = _run(cli, _spec(task_root, ""), "source", "--limit", "3")
+    _spec(task_root, "target_pattern = '^([1-5])$'\n")
+    refused = cli("rescore", "--run", source, "--scorer", "exact_match", "--run-id", "again")
+    assert refused.code == 2
+    assert "the task reads its dataset differently than in that run" in refused.err
+    assert "problems" not in refused.err

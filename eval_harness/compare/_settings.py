@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.compare._schema import SettingChange
-from eval_harness.types import FINGERPRINT_PARTS, DatasetSpec, RunManifest, ScorerSpec
+from eval_harness.types import FINGERPRINT_PARTS, RunManifest, ScorerSpec, dataset_reading_filled
 
 
 def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
@@ -77,9 +77,8 @@ def differing_settings(a: RunManifest, b: RunManifest) -> list[SettingChange]:
     dataset = names[0] if names[0] == names[1] else " → ".join(names)
     changes += _digest_change("dataset.sha256", f"dataset {dataset}", a.dataset.sha256, b.dataset.sha256)
     if ta.dataset_reading is not None and tb.dataset_reading is not None:  # None: a run made before it was recorded
-        defaults = DatasetSpec().model_dump(mode="json", exclude={"path"})  # what an absent setting stands for
-        reading_a, reading_b = defaults | ta.dataset_reading, defaults | tb.dataset_reading
-        changes += _leaf_changes("task.dataset_reading", reading_a, reading_b)
+        readings = dataset_reading_filled(ta.dataset_reading), dataset_reading_filled(tb.dataset_reading)
+        changes += _leaf_changes("task.dataset_reading", *readings)
     if not _same_scorers(a, b):
         keys_a, keys_b = (" + ".join(spec.key for spec in t.scorers) for t in (ta, tb))
         # the keys when they tell the scorers apart: the whole specs (in the refusal, or the rescore note) are long

@@ -222,14 +222,17 @@ def _resumed_dataset(
 ) -> tuple[DatasetReport, bool]:
     """The dataset of a resumed run, and whether it was read line by line (then ``pool`` was compared with it).
 
-    When its bytes still hash to the manifest's sha256 it was validated when the run started, so the hash is
-    all that is checked (a second per-line validation of a million samples would dominate the resume), unless
-    the run was validated by other checks (``DATASET_CHECKS``): they may have counted lines these refuse."""
+    When its bytes still hash to the manifest's sha256 and the task reads them as it did, it was validated when
+    the run started, so the hash is all that is checked (a second per-line validation of a million samples would
+    dominate the resume), unless the run was validated by other checks (``DATASET_CHECKS``): they may have
+    counted lines these refuse. Read otherwise (a forced resume across a changed ``[dataset]`` table), its lines
+    are checked as a changed dataset's are: a line the new reading refuses has no record a session could write."""
     sha256 = dataset_sha256(path, task.spec.dataset)
     count = manifest.dataset.sample_count
-    if sha256 == manifest.dataset.sha256 and manifest.dataset.checks == DATASET_CHECKS:
+    reading = dataset_reading_change(task, manifest.task.dataset_reading)
+    if sha256 == manifest.dataset.sha256 and reading is None and manifest.dataset.checks == DATASET_CHECKS:
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
-    if sha256 == manifest.dataset.sha256:
+    if sha256 == manifest.dataset.sha256 and reading is None:
         # the same bytes, validated by other checks: one added since may refuse a line the run counted, whose
         # record no resume could then write (each would end "interrupted", resume again, forever)
         report = _dataset_pass(task, path, pool)
@@ -243,8 +246,11 @@ def _resumed_dataset(
         return report, True
 
     def changed(report: DatasetReport) -> str:
+        if sha256 == manifest.dataset.sha256:
+            return str(reading)
         files = _files_changed(manifest.dataset, report)
-        return f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
+        content = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
+        return content if reading is None else f"{content}; {reading}"
 
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
 
@@ -704,11 +710,14 @@ def plan_resume(
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
     plan.session_model_args = _session_only(manifest, parts, model_args or {})
-    if report.sha256 != manifest.dataset.sha256:  # forced (refused above otherwise): the session runs the new lines
+    # forced (refused above otherwise): the session runs the samples the dataset gives now
+    reading = dataset_reading_change(task, manifest.task.dataset_reading)
+    read_anew = report.sha256 != manifest.dataset.sha256 or reading is not None
+    if read_anew:
         expected = _expected_after_change(plan)
         plan.expected_update = expected if expected != manifest.expected_records else None
     plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
-    if compared and report.sha256 == manifest.dataset.sha256:
+    if compared and not read_anew:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
         checked: dict[str, Any] = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}
         if report.members_sha256:  # a run recorded before each file's sha256 was: from now on

@@ -8,7 +8,7 @@ tests/test_fingerprint_pinned.py pins what it computes for fixed inputs: an exis
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from operator import getitem
@@ -18,11 +18,20 @@ import orjson
 
 from eval_harness.config import shown_without_credentials
 from eval_harness.datasets import DatasetReport
+from eval_harness.errors import as_written
 from eval_harness.providers.base import Provider
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
-from eval_harness.types import FINGERPRINT_PARTS, DatasetInfo, DatasetSpec, ModelInfo, RunManifest, Sample, ScorerSpec
+from eval_harness.types import (
+    FINGERPRINT_PARTS,
+    DatasetInfo,
+    ModelInfo,
+    RunManifest,
+    Sample,
+    ScorerSpec,
+    dataset_reading_filled,
+)
 
 # The judge model is recorded (``manifest.judge``), but a resume takes it from there: it can only differ as its
 # provider reports its arguments now, and a resume names that with what only the fingerprint holds ("a judge
@@ -145,9 +154,8 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
             f"few-shot examples or template variables of task {task.spec.name} "
             f"(sha256 {old_inputs[:12]} → {new_inputs[:12]})"
         )
-    reading = manifest.task.dataset_reading
-    if reading is not None and reading != task.dataset_reading:  # None: a run started before this was recorded
-        changed.append(dataset_reading_change(task.spec.name, reading, task.dataset_reading))
+    if (reading := dataset_reading_change(task, manifest.task.dataset_reading)) is not None:
+        changed.append(reading)
     setup = parts.setup
     if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
@@ -320,18 +328,37 @@ def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
     return f"model args of {now.id}: {_settings_changed(recorded.args, now.args)}"
 
 
-def dataset_reading_change(task_name: str, recorded: dict[str, Any], now: dict[str, Any]) -> str:
-    """How task ``task_name`` reads its dataset now against how it did (``LoadedTask.dataset_reading``), each
-    setting that differs as 'name recorded → now'."""
-    defaults = DatasetSpec().model_dump(mode="json", exclude={"path"})  # what an absent setting stands for
-    return f"[dataset] table of task {task_name}: {_settings_changed(defaults | recorded, defaults | now)}"
+def dataset_reading_change(task: LoadedTask, recorded: dict[str, Any] | None) -> str | None:
+    """How ``task`` reads its dataset now against how a run recorded it (``TaskInfo.dataset_reading``), each
+    setting that differs as 'name recorded → now', a pattern quoted as the spec writes it; None when the two read
+    alike, a setting left out being at its default, or when the run recorded none (one made before it was)."""
+    if recorded is None:
+        return None
+    before, now = dataset_reading_filled(recorded), dataset_reading_filled(task.dataset_reading)
+    if before == now:
+        return None
+    return f"[dataset] table of task {task.spec.name}: {_settings_changed(before, now, _reading_text)}"
 
 
-def _settings_changed(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str:
-    """Each setting whose value differs, as 'name recorded → now' (an absent one is 'unset')."""
+def _reading_text(value: Any) -> str:
+    """A setting of the ``[dataset]`` table as a change shows it: a pattern (or other text) quoted as written, cut
+    to a line (a hand-edited manifest may hold anything)."""
+    text = as_written(value) if isinstance(value, str) else _arg_text(value)
+    return text if len(text) <= _READING_CHARS else text[: _READING_CHARS - 1] + "…"
+
+
+_READING_CHARS = 100
+
+
+def _settings_changed(
+    recorded: Mapping[str, Any], now: Mapping[str, Any], text: Callable[[Any], str] | None = None
+) -> str:
+    """Each setting whose value differs, as 'name recorded → now' (an absent one is 'unset'), each value shown by
+    ``text`` (``_arg_text`` unless given)."""
+    shown = text or _arg_text
     names = dict.fromkeys([*recorded, *now])
     return ", ".join(
-        f"{name} {_arg_text(recorded.get(name))} → {_arg_text(now.get(name))}"
+        f"{name} {shown(recorded.get(name))} → {shown(now.get(name))}"
         for name in names
         if recorded.get(name) != now.get(name)
     )
