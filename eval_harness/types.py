@@ -932,6 +932,7 @@ __all__ = [
     "Usage",
     "beyond_epochs",
     "check_expected_records_bounds",
+    "dataset_reading_filled",
     "error_places",
     "first_problem",
     "problem_message",
