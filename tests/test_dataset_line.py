@@ -135,8 +135,9 @@ def test_a_gzipped_dataset_without_ids_counts_the_lines_of_its_decompressed_text
     assert [r["dataset_line"] for r in records] == [line_of[r["input"]] for r in records] == [1, 2, 4, 5, 7, 8]
 
 
-def test_a_csv_row_records_the_line_it_ends_on(cli: Cli, task_root: TaskRoot) -> None:
-    # a quoted cell may span lines; the line named is the one validate-dataset's messages name for the row
+def test_a_csv_row_records_the_line_it_starts_on(cli: Cli, task_root: TaskRoot) -> None:
+    # a quoted cell may span lines; the line named is the one validate-dataset's messages name for the row, where
+    # the row begins (it was the line it ends on)
     (task_root.root / "data" / "rows.csv").write_text(
         'id,question,answer\nc1,What is 1 + 1?,2\nc2,"Two lines:\nwhat is 2 + 2?",4\nc3,What is 3 + 3?,6\n'
     )
@@ -149,7 +150,7 @@ def test_a_csv_row_records_the_line_it_ends_on(cli: Cli, task_root: TaskRoot) ->
     result = cli("run", "--task", task, "--model", "mock/m", "--output-dir", out, "--run-id", "c", "-q")
     assert result.code == 0, result.err
     records = read_records(out / "c")
-    assert {r["sample_id"]: r["dataset_line"] for r in records} == {"c1": 2, "c2": 4, "c3": 5}
+    assert {r["sample_id"]: r["dataset_line"] for r in records} == {"c1": 2, "c2": 3, "c3": 5}
 
 
 def test_a_rescored_run_keeps_the_lines_of_the_source_records(cli: Cli, tmp_path: Path) -> None:

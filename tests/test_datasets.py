@@ -15,6 +15,7 @@ from eval_harness.datasets import (
     PROBLEMS_SHOWN,
     file_sha256,
     is_compressed,
+    iter_positioned,
     iter_samples,
     load_samples,
     sample,
@@ -348,6 +349,17 @@ def test_a_csv_row_of_empty_cells_is_blank_only_at_the_header_width(tmp_path: Pa
     report = validate_dataset(path, DatasetSpec(format="csv", fields={"input": "question", "target": "answer"}))
     assert [str(p) for p in report.problems] == [f"{path}:3: row: expected 2 columns, got 100001"]
     assert (report.blank_lines, report.valid) == ([2], 1)
+
+
+def test_a_csv_row_spanning_lines_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
+    # a row was named by its last line (csv's line_num), which holds the end of a quoted field, not the row
+    path = tmp_path / "t.csv"
+    rows = ['question,answer\n', '"two\nlines",1\n', '"three\nmore\nlines",\n', "too,many,cells\n", "last,4\n"]
+    path.write_text("".join(rows), encoding="utf-8")  # rows start on lines 2, 4, 7 and 8
+    spec = DatasetSpec(format="csv", fields={"input": "question", "target": "answer"})
+    assert problems_of(path, spec) == [f"{path}:4: answer: is empty", f"{path}:7: row: expected 2 columns, got 3"]
+    read = [(position.line, item.input) for position, item in iter_positioned(path, spec)]
+    assert read == [(2, "two\nlines"), (8, "last")]  # what a record's dataset_line says
 
 
 def test_a_csv_field_as_long_as_a_jsonl_line_may_be_is_read(tmp_path: Path) -> None:

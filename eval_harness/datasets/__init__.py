@@ -596,13 +596,14 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
     last_line = 0
     try:
         for row in rows:
-            first_line, lineno = last_line + 1, rows.line_num
-            last_line = lineno
+            # a row whose quoted field holds line breaks is named by the line it starts on, where an editor finds
+            # it (csv counts the lines it has read: the row's last)
+            lineno, last_line = last_line + 1, rows.line_num
             scan.position = Position(-1, lineno, -1, scan.member)  # CSV records may span lines: no byte positions
             try:
                 raw = "\x1f".join(row).encode("utf-8")
             except UnicodeEncodeError as exc:
-                bad_line, byte = _undecodable(exc, first_line)
+                bad_line, byte = _undecodable(exc, lineno)
                 if columns is None:
                     report.add(Problem(where, bad_line, "line", f"invalid UTF-8 {byte} in the header; reading stopped"))
                     return
