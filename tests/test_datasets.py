@@ -354,7 +354,7 @@ def test_a_csv_row_of_empty_cells_is_blank_only_at_the_header_width(tmp_path: Pa
 def test_a_csv_row_spanning_lines_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
     # a row was named by its last line (csv's line_num), which holds the end of a quoted field, not the row
     path = tmp_path / "t.csv"
-    rows = ['question,answer\n', '"two\nlines",1\n', '"three\nmore\nlines",\n', "too,many,cells\n", "last,4\n"]
+    rows = ["question,answer\n", '"two\nlines",1\n', '"three\nmore\nlines",\n', "too,many,cells\n", "last,4\n"]
     path.write_text("".join(rows), encoding="utf-8")  # rows start on lines 2, 4, 7 and 8
     spec = DatasetSpec(format="csv", fields={"input": "question", "target": "answer"})
     assert problems_of(path, spec) == [f"{path}:4: answer: is empty", f"{path}:7: row: expected 2 columns, got 3"]
