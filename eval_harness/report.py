@@ -412,6 +412,22 @@ def _takes_a_judge(spec: ScorerSpec) -> bool:
     return any(_takes_a_judge(part) for part in specs)
 
 
+def _surplus_notes(run: RunInfo, manifest: RunManifest) -> list[str]:
+    """A note when samples.jsonl holds more records than the run's dataset and limits give, and no forced resume
+    explains them (one across a changed dataset or hold-out keeps the records of samples it no longer runs): each
+    record counts in the figures, as every reader counts a well-formed record, but the run never wrote one of
+    them for its own samples."""
+    surplus = run.records - run.expected_records
+    if surplus <= 0 or manifest.forced_changes:
+        return []
+    them = "it" if surplus == 1 else "them"
+    return [
+        f"samples.jsonl holds {run.records:,} records where the run's dataset and limits give "
+        f"{run.expected_records:,}: {surplus:,} more (copied in from another run, or edited by hand?); the figures "
+        f"count {them}"
+    ]
+
+
 def _skipped_judge_notes(manifest: RunManifest, scorers: list[ScorerDistribution], records: int) -> list[str]:
     """A judge scorer with no value because the run had no judge model: the table's empty row says nothing of
     why (each record's explanation does)."""
@@ -646,6 +662,7 @@ def _report_from_columns(
     scorers = scorer_distributions(columns)
     unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
+    notes += _surplus_notes(run, manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
     notes += _length_stop_notes(totals, manifest, run_dir)
     return ProfileReport(

@@ -297,3 +297,26 @@ def test_resume_past_its_resume_point_refuses_a_record_no_session_writes_in_its_
     run = edited_line(base, tmp_path / "run", 0, old, new)
     assert (run / ".resume.json").is_file()
     assert_refused_by_all(cli, {"resume": ("resume", run, "-q")}, run, f"{RunPaths(run).samples}:1: {message}")
+
+
+# --------------------------------------------------------------------------------------------------
+# a record of a sample the run does not have (copied in from another run, or an id edited by hand)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_report_notes_records_beyond_what_the_run_gives(base: Path, tmp_path: Path, cli: Cli) -> None:
+    # before: "complete (21 records)" and the figures over 21, without a word
+    run = tmp_path / "run"
+    shutil.copytree(base, run)
+    samples = RunPaths(run).samples
+    first = json.loads(samples.read_bytes().splitlines()[0])
+    samples.write_bytes(samples.read_bytes() + json.dumps({**first, "sample_id": "copied"}).encode() + b"\n")
+    report = cli("report", "--run", run)
+    assert report.code == 0, report.err
+    note = (
+        "samples.jsonl holds 21 records where the run's dataset and limits give 20: 1 more (copied in from another "
+        "run, or edited by hand?); the figures count it"
+    )
+    assert note in " ".join(report.out.split())
+    assert note in json.loads(cli("report", "--run", run, "--format", "json").out)["notes"]
+    assert "holds" not in cli("report", "--run", base).out  # the run as written
