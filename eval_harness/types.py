@@ -201,7 +201,7 @@ class SampleRecord(BaseModel):
     )
     dataset_line: int | None = Field(
         default=None,
-        description="1-based line of the dataset file the sample was read from (of a CSV row: the line it ends "
+        description="1-based line of the dataset file the sample was read from (of a CSV row: the line it starts "
         "on; of a gzipped file: of the decompressed text); None in records written before it was recorded.",
     )
     retries: dict[str, int] = Field(default_factory=dict, description="Retries of this sample by cause.")
