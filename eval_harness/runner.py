@@ -47,6 +47,7 @@ from eval_harness.errors import (
     ProviderError,
     ProviderTimeoutError,
     ReplayedError,
+    TemplateError,
 )
 from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
@@ -392,6 +393,12 @@ class Runner:
         fatal = None
         if self._fatal is not None:
             fatal = _fatal_text(self._fatal) + (f"; then {unsaved}" if unsaved is not None else "")
+            if isinstance(self._fatal, _SampleFailedError) and isinstance(self._fatal.__cause__, TemplateError):
+                # a resume would stop at the same sample: what gets past it changes the run's template or dataset
+                fatal += (
+                    "; the records written are kept: fix the template or that sample's line, then: "
+                    f"eval-harness resume {shlex.quote(str(plan.run_dir))} --force"
+                )
             fatal = redact(fatal, self._secrets)
         already = start.done_keys - (len(start.scan.errored) if plan.retry_errors else 0)
         resumed_at = start.frontier.line if start.frontier is not None else None

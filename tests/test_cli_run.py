@@ -580,20 +580,36 @@ def test_the_cli_called_in_process_leaves_the_hosts_collector_as_it_was(cli: Cli
         gc.enable()
 
 
-def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording_the_answers_in_flight(
-    cli: Cli, task_root: TaskRoot
-) -> None:
+def _hinted_task(task_root: TaskRoot) -> Path:
+    """A task whose template reads ``metadata.hint``, which sample q0020 (line 21 of its data) lacks."""
     records = arithmetic_records(40)
     for record in records:
         if record["id"] != "q0020":
             record["metadata"] = {"hint": "add"}
     task_root.data("hinted.jsonl", records)
     task_root.template("hinted.jinja2", "{{ input }} ({{ metadata.hint }})\n")
-    task = task_root.task(
+    return task_root.task(
         "hinted",
         'name = "hinted"\ntemplate = "hinted.jinja2"\n[dataset]\npath = "data/hinted.jsonl"\n'
         '[[scorers]]\nname = "exact_match"\nargs = { mode = "numeric" }\n',
     )
+
+
+def test_a_dry_run_names_the_sample_that_breaks_the_template(cli: Cli, task_root: TaskRoot) -> None:
+    # walk1-s27: it named the template's line alone, not which of 40 samples lacks the field
+    task = _hinted_task(task_root)
+    result = cli("run", "--task", task, "--model", "mock/m", "--dry-run")
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"error: {task_root.root / 'data' / 'hinted.jsonl'}:21: sample 'q0020': "
+        f"{task_root.root / 'templates' / 'hinted.jinja2'}:1: UndefinedError: 'dict object' has no attribute 'hint'"
+    )
+
+
+def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording_the_answers_in_flight(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    task = _hinted_task(task_root)
     out_dir = task_root.root / "results"
     result = cli(
         "run", "--task", task, "--model", "mock/m", "--model-arg", "latency_ms=100", "--concurrency", "8",
@@ -602,6 +618,11 @@ def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert line.startswith("error: run failed: sample 'q0020' (epoch 0): ") and "hinted.jinja2" in line, line
+    # a resume would stop at the same sample: the way on changes the template or the data, so needs --force
+    assert line.endswith(
+        "; the records written are kept: fix the template or that sample's line, then: "
+        f"eval-harness resume {out_dir / 'h'} --force"
+    ), line
     # the seven samples in flight beside it were answered, so they are recorded; nothing after it was started
     assert sorted(r["sample_id"] for r in read_records(out_dir / "h")) == [f"q{i:04d}" for i in range(20)]
     assert json.loads((out_dir / "h" / "manifest.json").read_text())["status"] == "failed"

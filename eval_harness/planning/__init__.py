@@ -48,6 +48,7 @@ from eval_harness.errors import (
     ConfigError,
     DatasetError,
     ResumeMismatchError,
+    TemplateError,
     spoken_duration,
     undecodable_shown,
 )
@@ -870,7 +871,13 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     prompt_tokens = 0
     longest, longest_sample = 0, None
     for position, sample, _epoch in work_items(plan):
-        messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
+        try:
+            messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
+        except (
+            TemplateError
+        ) as exc:  # named by the sample, as validate-dataset --task names it: the run would stop there
+            file = plan.dataset_path / position.member if position.member else plan.dataset_path
+            raise TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {exc}") from None
         if len(first) < show:
             first.append(messages)
         count += 1
