@@ -990,6 +990,31 @@ def test_a_reader_that_goes_away_gets_the_shells_broken_pipe_code_not_a_gates(ar
     assert (process.wait(timeout=60), err) == (141, b"")
 
 
+def test_a_reader_of_stdout_that_goes_away_leaves_a_failed_commands_own_code(tmp_path: Path) -> None:
+    """walk1-s27: `report --fail-below 0.99 | head -1`, `validate-dataset` of a broken file `| head -1` and a quiet
+    run's failed gate `| head -0` ended 141 (the table, the problems, the run's directory met the closed pipe
+    before the gate was judged): 141 is for a command that otherwise succeeded; these end 1."""
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "x", "input": "", "target": "y"}\n' * 300)  # more problem lines than a pipe holds
+    ran = run_subprocess("run", "--task", "capability_profile", "--output-dir", tmp_path, "--run-id", "r", "-q")
+    assert ran.code == 0, ran.err
+    commands = {
+        "report": ["report", "--run", str(tmp_path / "r"), "--fail-below", "0.99"],
+        "validate-dataset": ["validate-dataset", "--path", str(broken)],
+        "quiet run": ["run", "--task", "capability_profile", "--output-dir", str(tmp_path), "--run-id", "g", "-q",
+                      "--fail-below", "0.99"],
+    }  # fmt: skip
+    codes = {}
+    for name, args in commands.items():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_harness", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        assert process.stdout is not None
+        process.stdout.close()
+        codes[name] = process.wait(timeout=60)
+    assert codes == {"report": 1, "validate-dataset": 1, "quiet run": 1}
+
+
 @pytest.mark.parametrize("problems", [3, 200])
 def test_a_reader_of_stderr_that_goes_away_leaves_the_commands_own_code(tmp_path: Path, problems: int) -> None:
     """`run ... 2>&1 >/dev/null | head -1` on a broken dataset: the problem lines met a closed stderr and the process

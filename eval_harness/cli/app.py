@@ -19,7 +19,7 @@ import typer
 
 from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
 from eval_harness.cli.launch import resume_collection
-from eval_harness.cli.stderr_guard import guard_stderr, stderr_gone
+from eval_harness.cli.stream_guard import guard_streams, stderr_gone, stdout_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
 _SETTINGS: dict[str, Any] = {
@@ -243,7 +243,7 @@ def run_process() -> NoReturn:
     ends, so skipping the teardown loses nothing; stdout and stderr are flushed first. An unexpected
     exception still takes the normal path, so its traceback is printed.
     """
-    guard_stderr()
+    guard_streams()
     try:
         main()
         code = 0
@@ -255,8 +255,8 @@ def run_process() -> NoReturn:
             code = 1  # Python's own code for SystemExit("message")
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
-    if code == 0 and stderr_gone():
-        code = EXIT_BROKEN_PIPE  # the reader of stderr went away; the command itself succeeded
+    if code == 0 and (stdout_gone() or stderr_gone()):
+        code = EXIT_BROKEN_PIPE  # the reader of stdout or stderr went away; the command itself succeeded
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()

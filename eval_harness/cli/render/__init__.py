@@ -19,8 +19,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from eval_harness.cli import EXIT_BROKEN_PIPE, visible
-from eval_harness.cli.stderr_guard import silence_stderr
+from eval_harness.cli import visible
+from eval_harness.cli.stream_guard import silence_stderr, silence_stdout
 from eval_harness.proportions import signed_points
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
@@ -35,17 +35,16 @@ class _Console(Console):
         return super().render_str(visible(text), **options)
 
     def on_broken_pipe(self) -> None:
-        """The reader of our output went away (`| head`): stop quietly with the shell's code for it (rich
-        exits 1, which is a failed gate's code). The reader of stderr (progress, notes) going away mid-run does
-        not stop the run, which would then end "failed" with every record written: stderr goes quiet, and the
-        process still ends with that code (``stderr_gone``)."""
+        """The reader of our output went away (`| head`): the stream goes quiet and the command goes on to its own
+        end (rich exits 1 here, a failed gate's code), which ends with the shell's code for it, 141, unless the
+        command failed otherwise (a gate judged after the table was printed: ``stdout_gone``, ``stderr_gone``).
+        The reader of stderr (progress, notes) going away mid-run does not stop the run either, which would then
+        end "failed" with every record written."""
         self.quiet = True
         if self.stderr:
             silence_stderr()
-            return
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(EXIT_BROKEN_PIPE)
+        else:
+            silence_stdout()
 
 
 _WIDTH_GIVEN = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
@@ -191,7 +190,7 @@ def emit_text(text: str, output: Path | None, *, is_json: bool = False) -> None:
 
 
 def _write_stdout(text: str) -> None:
-    """``text`` on standard output whole, or exit ``EXIT_BROKEN_PIPE`` when its reader went away.
+    """``text`` on standard output whole, or stdout silenced when its reader went away (the command ends 141).
 
     Written to the file descriptor, not through ``sys.stdout``: under ``PYTHONUNBUFFERED=1`` (common in
     containers) a text stream drops what a pipe did not take when its reader closed, raising nothing, so a
@@ -211,9 +210,7 @@ def _write_stdout(text: str) -> None:
             except BlockingIOError:  # a non-blocking pipe a parent shares (node, some CI runners): wait for room
                 select.select([], [descriptor], [])
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, descriptor)  # the interpreter's last flush must not fail on the closed pipe
-        raise SystemExit(EXIT_BROKEN_PIPE) from None
+        silence_stdout()  # as the console does (see _Console.on_broken_pipe)
 
 
 def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
