@@ -154,3 +154,27 @@ def test_report_output_refuses_the_files_of_a_dataset_directory_and_their_few_sh
     assert _digests(task_root.root) == before
     elsewhere = cli("report", "--run", directory_run, "--output", task_root.root / "data" / "test" / "notes.md")
     assert elsewhere.code == 0, elsewhere.err  # a file the directory does not read from is no part of the dataset
+
+
+def test_report_output_refuses_a_judge_rubric_of_the_run_inside_a_composite_too(cli: Cli, task_root: TaskRoot) -> None:
+    # walk1-s27: a rubric was written over (exit 0), and the run's resume then refused "a judge rubric" changed
+    task_root.template("rubric.jinja2", "Grade {{ output }} against {{ target }}.\n")
+    criteria = '{ right = "it is" }'
+    judged = f'{{ name = "rubric_judge", args = {{ rubric = "rubric.jinja2", optional = true, criteria = {criteria} }} }}'
+    task_root.task(
+        "judged",
+        'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
+        f'name = "composite"\nargs = {{ scorers = [{{ name = "exact_match" }}, {judged}] }}\n',
+    )
+    out = task_root.root / "results"
+    made = cli("run", "--task", task_root.root / "tasks" / "judged.toml", "--model", "mock/m", "--limit", "2",
+               "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    before = _digests(task_root.root)
+    target = task_root.root / "templates" / "rubric.jinja2"
+    result = cli("report", "--run", out / "j", "--output", target)
+    assert (result.code, result.err) == (
+        2,
+        f"error: --output {target}: is the judge rubric of the run {out / 'j'} that report reads; {REPLACE}\n",
+    )
+    assert _digests(task_root.root) == before

@@ -107,6 +107,8 @@ def _run_inputs(run: Path) -> _RunInputs:
         inputs.append(("task spec its scorers came from", Path(task.scorers_source)))
     root = root_of(spec)
     inputs.append(("template", root / "templates" / task.template))
+    # a judge's rubric (inside a composite too): a changed one refuses the run's resume
+    inputs += [("judge rubric", root / "templates" / name) for name in _rubrics([s.args for s in task.scorers])]
     few_shot = task.few_shot or {}
     if isinstance(few_shot.get("path"), str):
         examples = Path(few_shot["path"]).expanduser()
@@ -117,6 +119,19 @@ def _run_inputs(run: Path) -> _RunInputs:
             for source in members or [dataset]:  # each file of a directory has its own
                 inputs.append(("few-shot file", Path(re.sub(pattern, replacement, str(source.resolve())))))
     return _RunInputs(inputs, directory)
+
+
+def _rubrics(value: object) -> Iterator[str]:
+    """Every ``rubric`` named in ``value`` (scorer arguments, nested in a composite's at any depth)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "rubric" and isinstance(item, str):
+                yield item
+            else:
+                yield from _rubrics(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _rubrics(item)
 
 
 def _same_file(target: Path, other: Path) -> bool:
