@@ -159,8 +159,8 @@ def test_report_output_refuses_the_files_of_a_dataset_directory_and_their_few_sh
 def test_report_output_refuses_a_judge_rubric_of_the_run_inside_a_composite_too(cli: Cli, task_root: TaskRoot) -> None:
     # walk1-s27: a rubric was written over (exit 0), and the run's resume then refused "a judge rubric" changed
     task_root.template("rubric.jinja2", "Grade {{ output }} against {{ target }}.\n")
-    criteria = '{ right = "it is" }'
-    judged = f'{{ name = "rubric_judge", args = {{ rubric = "rubric.jinja2", optional = true, criteria = {criteria} }} }}'
+    args = '{ rubric = "rubric.jinja2", optional = true, criteria = { right = "it is" } }'
+    judged = f'{{ name = "rubric_judge", args = {args} }}'
     task_root.task(
         "judged",
         'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
