@@ -614,8 +614,10 @@ class DatasetSpec(BaseModel):
         """How this table reads a dataset: every setting but the path, which ``--dataset`` replaces and a
         manifest's ``dataset`` records. ``defaults=False`` leaves out the settings at their defaults, as a manifest
         records it (``TaskInfo.dataset_reading``), so a setting added to the table later is no change to runs
-        recorded before."""
-        return self.model_dump(mode="json", exclude={"path"}, exclude_defaults=not defaults)
+        recorded before. A field mapped to its own name is left out of ``fields``: the reader takes it as unmapped."""
+        reading = self.model_dump(mode="json", exclude={"path", "fields"}, exclude_defaults=not defaults)
+        fields = {name: source for name, source in self.fields.items() if source != name}
+        return {**reading, "fields": fields} if fields or defaults else reading
 
 
 def dataset_reading_filled(recorded: dict[str, Any]) -> dict[str, Any]:

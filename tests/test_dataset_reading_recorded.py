@@ -35,10 +35,10 @@ def _run(cli: Cli, spec: Path, run_id: str, *extra: str) -> Path:
 def test_a_run_records_how_its_task_reads_the_dataset(cli: Cli, task_root: TaskRoot) -> None:
     plain = _run(cli, _spec(task_root, ""), "plain", "--limit", "2")
     assert _manifest(plain)["task"]["dataset_reading"] == {}  # type: ignore[index]
-    mapped = _spec(task_root, 'target_pattern = "^(\\\\d+)$"\nfields = { input = "input", axis = "axis" }\n')
+    mapped = _spec(task_root, 'target_pattern = "^(\\\\d+)$"\nfields = { id = "input", axis = "axis" }\n')
     run = _run(cli, mapped, "mapped", "--limit", "2")
     assert _manifest(run)["task"]["dataset_reading"] == {  # type: ignore[index]
-        "fields": {"input": "input", "axis": "axis"},
+        "fields": {"id": "input"},  # axis = "axis" reads as no mapping
         "target_pattern": "^(\\d+)$",
     }
 
@@ -67,7 +67,7 @@ def test_a_resume_refuses_a_changed_reading_and_a_forced_one_keeps_the_recorded(
 
 
 def test_an_unchanged_reading_resumes_and_an_older_run_records_it_from_then_on(cli: Cli, task_root: TaskRoot) -> None:
-    spec = _spec(task_root, 'fields = { input = "input" }\n')
+    spec = _spec(task_root, "target_pattern = '^(\\d+)$'\n")
     run = _run(cli, spec, "r", "--limit", "4")
     samples = RunPaths(run).samples
     samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:2]))
@@ -78,7 +78,7 @@ def test_an_unchanged_reading_resumes_and_an_older_run_records_it_from_then_on(c
 
     resumed = cli("resume", run, "-q")
     assert resumed.code == 0, resumed.err
-    assert _manifest(run)["task"]["dataset_reading"] == {"fields": {"input": "input"}}  # type: ignore[index]
+    assert _manifest(run)["task"]["dataset_reading"] == {"target_pattern": "^(\\d+)$"}  # type: ignore[index]
     assert len(samples.read_bytes().splitlines()) == 4
 
 
@@ -89,7 +89,7 @@ def test_a_rescore_refuses_a_changed_reading(cli: Cli, task_root: TaskRoot) -> N
     assert refused.code == 2
     assert refused.err.strip() == (
         f"error: cannot rescore {source}: the task reads its dataset differently than in that run ([dataset] table of "
-        'task adder: fields {"target":"target"} → {"target":"input"}), so its samples would not be the ones the '
+        'task adder: fields {} → {"target":"input"}), so its samples would not be the ones the '
         "model answered"
     )
     assert not (source.parent / "again").exists()
@@ -171,3 +171,12 @@ def test_a_rescore_names_the_changed_reading_before_the_lines_it_refuses(cli: Cl
     assert refused.code == 2
     assert "the task reads its dataset differently than in that run" in refused.err
     assert "problems" not in refused.err
+
+
+def test_a_field_mapped_to_its_own_name_reads_as_unmapped(cli: Cli, task_root: TaskRoot) -> None:
+    # walk2-s27: adding fields = { target = "target" }, which reads every line as before, refused a rescore
+    source = _run(cli, _spec(task_root, 'fields = { input = "input", axis = "axis" }\n'), "source", "--limit", "3")
+    assert _manifest(source)["task"]["dataset_reading"] == {}  # type: ignore[index]
+    _spec(task_root, 'fields = { target = "target" }\n')
+    again = cli("rescore", "--run", source, "--scorer", "exact_match", "--run-id", "again", "-q")
+    assert again.code == 0, again.err
