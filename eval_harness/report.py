@@ -509,7 +509,8 @@ def _notes(
         # (an axis over samples with several epochs has per-sample means, not 0/1 scores: the epochs note says so)
         continuous = [a.axis for a in report_axes if a.ci_method == "t"]
         if continuous:
-            notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} have other scores: Student-t")
+            have = "has" if len(continuous) == 1 else "have"
+            notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} {have} other scores: Student-t")
     if ci == "bootstrap":
         fallback = [a.axis for a in rows if a.ci_method.removesuffix(BY_SAMPLE) == "wilson"]
         if fallback:

@@ -1305,7 +1305,7 @@ def test_a_gate_given_to_resume_replaces_the_recorded_one_for_later_resumes_too(
     resumed = cli("resume", run_dir, "--fail-below", "0.1", "-q")
     assert resumed.code == 0, resumed.err
     assert resumed.err.splitlines() == [
-        "resume: --fail-below 0.1 replaces the run's recorded 0.95 (kept for later resumes)",
+        "resume: --fail-below 0.1 replaces the run's recorded 0.95 for this and later resumes",
         "resume: the run's recorded gates apply: --max-error-rate 0.1",
     ]
     recorded = json.loads((run_dir / "manifest.json").read_text())["gates"]
@@ -1339,7 +1339,7 @@ def test_gate_on_given_to_resume_applies_to_the_recorded_gates(cli: Cli, task_ro
     run_dir = gated_run(cli, task_root, "--fail-below", "0.3")
     resumed = cli("resume", run_dir, "--gate-on", "ci-low", "-q")
     assert resumed.code == 1 and "error: gate failed: overall ci-low " in resumed.err
-    assert "resume: --gate-on ci-low replaces the run's recorded mean (kept for later resumes)" in resumed.err
+    assert "resume: --gate-on ci-low replaces the run's recorded mean for this and later resumes" in resumed.err
 
 
 def test_no_gates_on_a_new_run_is_refused(cli: Cli, task_root: TaskRoot) -> None:

@@ -265,7 +265,7 @@ def test_a_run_with_epochs_sums_up_over_samples_as_its_report_does(cli: Cli, tas
     assert tuple(summary["overall"]["ci"]) == report.overall.ci
     forced = build_report(run, ci="wilson")  # 0/1 scores, averaged over epochs: not "other scores"
     assert forced.overall.ci_method == "t-by-sample"
-    assert not any("have other scores" in note for note in forced.notes)
+    assert not any("other scores: Student-t" in note for note in forced.notes)
 
 
 def test_with_unequal_epochs_each_mean_lies_in_its_interval(cli: Cli, task_root: TaskRoot) -> None:
@@ -377,3 +377,11 @@ def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp
     notes = build_report(tmp_path / "r").notes
     skipped = [note for note in notes if "skipped on every sample" in note]
     assert skipped == ["judge: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]
+
+
+def test_the_ci_note_names_one_continuous_axis_in_the_singular(cli: Cli, tmp_path: Path) -> None:
+    # walk1-s27: "literature have other scores"
+    ran = cli("run", "--task", "summarization", "--limit", "2", "--output-dir", tmp_path, "--run-id", "s", "-q")
+    assert ran.code == 0, ran.err
+    notes = build_report(tmp_path / "s", ci="wilson").notes
+    assert "--ci wilson applies to 0/1 scores; news has other scores: Student-t" in notes

@@ -484,7 +484,7 @@ def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
             notes.append(f"resume: {shown} is added to the run's gates (kept for later resumes)")
         else:
             recorded_value = _gate_setting(before)
-            notes.append(f"resume: {shown} replaces the run's recorded {recorded_value} (kept for later resumes)")
+            notes.append(f"resume: {shown} replaces the run's recorded {recorded_value} for this and later resumes")
     if base is not None and plan.gates is not None:
         kept = GateSettings.model_validate({k: v for k, v in base.model_dump().items() if k not in gates.given})
         if gate_flags(kept):
@@ -512,8 +512,8 @@ def _resume(
     print_notes(plan)
     for name, (recorded, now) in replaced_settings(plan).items():
         print(
-            f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} "
-            "(kept for later resumes)",
+            f"resume: {_FLAGS[name]} {_setting(now)} replaces the run's recorded {_setting(recorded)} for this and "
+            "later resumes",
             file=sys.stderr,
         )
     for note in _gate_notes(plan, gates):
