@@ -6,7 +6,6 @@ import codecs
 import contextlib
 import functools
 import importlib
-import io
 import os
 import pkgutil
 import re
@@ -164,8 +163,9 @@ def _tolerate_narrow_encodings() -> None:
     """A standard output that cannot encode "·", "–" or "±" (cp1252 on a Windows runner, PYTHONIOENCODING=ascii)
     writes "?" in their place instead of ending a finished run with a traceback and exit 1, the code of a failed
     gate; JSON goes out as escaped ASCII instead (``render.emit_text``), and stderr already escapes."""
-    stdout = sys.stdout
-    if isinstance(stdout, io.TextIOWrapper) and codecs.lookup(stdout.encoding).name != "utf-8":
+    stdout = sys.stdout  # a text stream, or the process's guard around one (``stream_guard``), which passes it on
+    encoding = getattr(stdout, "encoding", None)
+    if hasattr(stdout, "reconfigure") and encoding and codecs.lookup(encoding).name != "utf-8":
         stdout.reconfigure(errors="replace")
 
 
