@@ -285,12 +285,15 @@ def test_a_base_url_query_of_other_parameters_is_kept_and_sent() -> None:
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["http://127.0.0.1:9/v1?api-version=1;token=gw-7f3a9c2e5d1b", "http://127.0.0.1:9/v1#access_token=gw-7f3a9c2e5d1b"],
+    ("url", "part"),
+    [
+        ("http://127.0.0.1:9/v1?api-version=1;token=gw-7f3a9c2e5d1b", "query"),
+        ("http://127.0.0.1:9/v1#access_token=gw-7f3a9c2e5d1b", "fragment"),  # walk2-s27: it said "query"
+    ],
     ids=["semicolon-separated", "in-the-fragment"],
 )
-def test_a_credential_parameter_after_a_semicolon_or_in_the_fragment_is_refused_too(url: str) -> None:
-    with pytest.raises(ConfigError, match="carries a credential") as caught:
+def test_a_credential_parameter_after_a_semicolon_or_in_the_fragment_is_refused_too(url: str, part: str) -> None:
+    with pytest.raises(ConfigError, match=f"carries a credential in its {part} ") as caught:
         create_provider("openai-compatible/m", {"base_url": url}, ProviderContext(settings=Settings()))
     assert "gw-7f3a9c2e5d1b" not in str(caught.value)
 
@@ -504,3 +507,12 @@ def test_without_credentials_keeps_the_rest_of_the_url_and_joins_what_is_kept_wi
     url = "http://bob:pw@127.0.0.1:9/v1?api-version=1;key=x;b=2#sig=y&c=3"
     assert without_credentials(url) == "http://127.0.0.1:9/v1?api-version=1&b=2#c=3"
     assert without_credentials("http://127.0.0.1:9/v1?api-version=1") == "http://127.0.0.1:9/v1?api-version=1"
+
+
+def test_a_key_variable_holding_only_blanks_is_named_as_not_set_or_blank(monkeypatch: pytest.MonkeyPatch) -> None:
+    # walk2-s27: "that variable is not set" of a variable that is set, to blanks
+    monkeypatch.setenv("BLANK_KEY", "   ")
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "BLANK_KEY"}
+    with pytest.raises(ConfigError) as caught:
+        create_provider("openai-compatible/m", options, ProviderContext(settings=Settings()))
+    assert str(caught.value) == "openai-compatible/m: api_key_env=BLANK_KEY but that variable is not set (or blank)"

@@ -188,8 +188,9 @@ def check_base_url(
     parameter = credential_parameter(url)
     if parameter is not None:
         # a key the tool was not told of cannot be found by its value: its parameter's name gives it away
+        part = "query" if credential_parameter(url.partition("#")[0]) is not None else "fragment"
         raise ConfigError(
-            f"{label}: {name} carries a credential in its query ({parameter}=...){why}; give the key through "
+            f"{label}: {name} carries a credential in its {part} ({parameter}=...){why}; give the key through "
             f"{key_hint}{_query_key_hint(url, parameter, query_option)}"
         )
     return url

@@ -116,7 +116,9 @@ class OpenAICompatibleProvider(OpenAIWire):
                 )
             self._key = os.environ.get(name, "").strip()  # padded, it would be sent one way and redacted another
             if not self._key:
-                raise ConfigError(f"openai-compatible/{model}: api_key_env={name} but that variable is not set")
+                raise ConfigError(
+                    f"openai-compatible/{model}: api_key_env={name} but that variable is not set (or blank)"
+                )
         if self._key and holds_secret(self.base_url, [self._key]):  # the base URL is recorded in the manifest
             raise ConfigError(
                 f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
