@@ -177,7 +177,10 @@ def _checked(loaded: LoadedTask, path: Path) -> Preflight:
     if few_shot is not None and few_shot.path is not None and loaded.resolve(few_shot.path).resolve() == path.resolve():
         # the task's own few-shot file, checked under the task's field mapping: its lines are what matters here
         report = validate_dataset(path, spec.dataset, task=spec.name)
-        own = f"{path} is the few-shot file of task {spec.name!r} (its lines are checked)"
+        own = (
+            f"{path} is the few-shot file of task {spec.name!r} (its lines are checked; run refuses it as the "
+            "dataset: its samples would be their own few-shot examples)"
+        )
         return Preflight(report, None, None, own)
     if few_shot is not None and few_shot.k > 0 and few_shot.holdout_fraction is None:
         return _with_pool(loaded, path)

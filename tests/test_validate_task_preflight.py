@@ -313,7 +313,8 @@ def test_the_tasks_own_few_shot_file_is_checked_line_by_line_under_its_mapping(c
     assert result.code == 0, result.out + result.err
     assert result.out.splitlines() == [
         *_dataset_lines(pool, lines=2, axes="default 2"),
-        "template: not rendered: data/shots.jsonl is the few-shot file of task 'adder' (its lines are checked)",
+        "template: not rendered: data/shots.jsonl is the few-shot file of task 'adder' (its lines are checked; run "
+        "refuses it as the dataset: its samples would be their own few-shot examples)",
     ]
 
 
