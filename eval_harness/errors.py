@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, Self
 
-RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict"]
+RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict", "other"]
 
 
 class EvalHarnessError(Exception):

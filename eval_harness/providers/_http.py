@@ -336,7 +336,7 @@ def retry_cause_of_status(
     if verdict is False:
         return None
     if verdict is True and cause is None:
-        return "server_error"  # the server asked for it; the status names no better cause
+        return "other"  # the server asked for it; the status names no cause (a 400 is no server error)
     return cause
 
 
