@@ -453,6 +453,23 @@ async def test_a_server_never_reached_stops_the_run_once_a_sample_is_out_of_retr
         await gateway.aclose()
 
 
+async def test_a_server_never_reached_through_a_proxy_names_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # walk2-s27: a proxy that cannot be reached read "is the base URL right?", the base URL being fine
+    from eval_harness.providers.gateway import Gateway, RetryPolicy
+
+    for variable in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{_closed_port()}")
+    context = ProviderContext(settings=settings(), concurrency=1)
+    provider = create_provider("openai-compatible/local", {"base_url": "http://llm.example:8000/v1"}, context)
+    gateway = Gateway(provider, RetryPolicy(max_retries=0, initial_wait_s=0.01))
+    try:
+        with pytest.raises(ServerUnreachableError, match=r"are the base URL and the proxy of HTTP_PROXY right\?"):
+            await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+
+
 async def test_with_no_retries_one_refusal_after_an_answer_is_that_sample_s_error_and_two_stop_the_run(
     server: FakeLLMServer,
 ) -> None:

@@ -107,19 +107,25 @@ def _default_wire(base_url: str) -> WireKind:
 def checked_proxy(base_url: str) -> bool:
     """Whether the environment sends ``base_url`` through a proxy; a ``ConfigError`` when the variable that
     would is no proxy URL."""
+    return proxy_variable(base_url) is not None
+
+
+def proxy_variable(base_url: str) -> str | None:
+    """The environment variable that sends ``base_url`` through a proxy (``HTTPS_PROXY``, or its lower-case
+    twin), or None; a ``ConfigError`` when it is no proxy URL."""
     if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):  # the common case imports nothing
-        return False
+        return None
     import urllib.request  # the standard library's reading of the variables, as httpx itself uses
 
     parts = urlsplit(base_url)
     proxies = urllib.request.getproxies_environment()
     if parts.scheme not in proxies and "all" not in proxies:
-        return False
+        return None
     if urllib.request.proxy_bypass(parts.netloc):  # NO_PROXY
-        return False
+        return None
     scheme = parts.scheme if parts.scheme in proxies else "all"
     _check_proxy(proxies[scheme], f"{scheme}_proxy")
-    return True
+    return f"{scheme.upper()}_PROXY"
 
 
 def _check_proxy(url: str, variable: str) -> None:
@@ -593,6 +599,11 @@ class HTTPProvider(Provider):
         # not include the imports.
         if self.wire_kind != "pooled":
             import httpx  # noqa: F401
+
+    @property
+    def proxy(self) -> str | None:
+        """The variable whose proxy the requests go through (only httpx's transport takes one), or None."""
+        return proxy_variable(self.base_url) if self.wire_kind == "httpx" else None
 
     @property
     def key_source(self) -> str:

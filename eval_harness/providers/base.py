@@ -111,6 +111,12 @@ class Provider(ABC):
         """USD for ``usage``; None when the price is unknown (never a silent 0)."""
         return None
 
+    @property
+    def proxy(self) -> str | None:
+        """The environment variable whose proxy this provider's requests go through, or None (messages about a
+        server that cannot be reached name it)."""
+        return None
+
     def request_body(self, request: GenerateRequest) -> dict[str, Any] | None:
         """The exact wire body for ``request`` (used as the response-cache key); None if not cacheable."""
         return None

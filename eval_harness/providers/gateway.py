@@ -270,9 +270,11 @@ class Gateway:
             error = refusal  # which server and why, not the timeout
         then = self._what_to_do()
         if never_reached:
+            proxy = self.provider.proxy
+            right = "is the base URL right" if proxy is None else f"are the base URL and the proxy of {proxy} right"
             raise ServerUnreachableError(
-                f"{error} ({tries}, and no request of this session reached the server: is it running, and is the "
-                f"base URL right? The run stops; {then})"
+                f"{error} ({tries}, and no request of this session reached the server: is it running, and {right}? "
+                f"The run stops; {then})"
             )
         first = tally.first_refusal
         if tally.attempts > 1 and first is not None:
