@@ -10,7 +10,7 @@ import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, Final, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -698,6 +698,18 @@ class TaskSpec(BaseModel):
     def _named(cls, value: str) -> str:
         if not value.strip():
             raise PydanticCustomError("name", "is empty")
+        return value
+
+    @field_validator("template")
+    @classmethod
+    def _in_templates(cls, value: str) -> str:
+        parts = PurePath(value).parts
+        if PurePath(value).is_absolute() or ".." in parts or not parts:  # as load_template refuses it, but named here
+            raise PydanticCustomError(
+                "template_path",
+                "a template is a file in the task's templates/ (no absolute path, no '..'); it would otherwise read "
+                "any file into the prompts",
+            )
         return value
 
     @field_validator("template_vars")

@@ -277,3 +277,13 @@ def test_a_path_from_dataset_that_does_not_match_names_its_line(cli: Cli, root: 
     assert err == (
         f"error: {root.root / 'tasks' / 't.toml'}:9: few_shot.path_from_dataset: 'nomatch' does not match {dataset}\n"
     )
+
+
+@pytest.mark.parametrize("name", ["../.env", "/etc/hostname"])
+def test_a_template_outside_templates_is_refused_at_the_spec_line(cli: Cli, root: TaskRoot, name: str) -> None:
+    # walk3-s27: it was refused by the template loader, naming neither the spec nor the line
+    err = _refused_run(cli, _write(root, f'name = "t"\ntemplate = "{name}"\n' + _DATASET + _SCORER))
+    assert err == (
+        "error: tasks/t.toml:2: template: a template is a file in the task's templates/ (no absolute path, no "
+        "'..'); it would otherwise read any file into the prompts\n"
+    )
