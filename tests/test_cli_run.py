@@ -998,8 +998,12 @@ def test_a_reader_of_stdout_that_goes_away_leaves_a_failed_commands_own_code(tmp
     broken.write_text('{"id": "x", "input": "", "target": "y"}\n' * 300)  # more problem lines than a pipe holds
     ran = run_subprocess("run", "--task", "capability_profile", "--output-dir", tmp_path, "--run-id", "r", "-q")
     assert ran.code == 0, ran.err
+    worse = run_subprocess("run", "--task", "capability_profile", "--model-arg", "skill=0.2", "--output-dir", tmp_path,
+                           "--run-id", "w", "-q")  # fmt: skip
+    assert worse.code == 0, worse.err
     commands = {
         "report": ["report", "--run", str(tmp_path / "r"), "--fail-below", "0.99"],
+        "compare": ["compare", "--run-a", str(tmp_path / "r"), "--run-b", str(tmp_path / "w"), "--fail-on-regression"],
         "validate-dataset": ["validate-dataset", "--path", str(broken)],
         "quiet run": ["run", "--task", "capability_profile", "--output-dir", str(tmp_path), "--run-id", "g", "-q",
                       "--fail-below", "0.99"],
@@ -1012,7 +1016,7 @@ def test_a_reader_of_stdout_that_goes_away_leaves_a_failed_commands_own_code(tmp
         assert process.stdout is not None
         process.stdout.close()
         codes[name] = process.wait(timeout=60)
-    assert codes == {"report": 1, "validate-dataset": 1, "quiet run": 1}
+    assert codes == {"report": 1, "compare": 1, "validate-dataset": 1, "quiet run": 1}
 
 
 @pytest.mark.parametrize("problems", [3, 200])

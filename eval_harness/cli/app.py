@@ -18,7 +18,7 @@ import typer
 
 from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
 from eval_harness.cli.launch import resume_collection
-from eval_harness.cli.stream_guard import guard_streams, stderr_gone, stdout_gone
+from eval_harness.cli.stream_guard import guard_streams, reader_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
 _SETTINGS: dict[str, Any] = {
@@ -253,13 +253,14 @@ def run_process() -> NoReturn:
         else:
             print(exc.code, file=sys.stderr)
             code = 1  # Python's own code for SystemExit("message")
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe: nothing more can be said (its guard's verdict on it, SystemExit, is taken below)
+        with contextlib.suppress(OSError, ValueError, SystemExit):
+            stream.flush()
     if type(sys.stdout).__name__ == "PacifyFlushWrapper":
         code = EXIT_BROKEN_PIPE  # click met a closed pipe and exited 1
-    if code == 0 and (stdout_gone() or stderr_gone()):
+    if code == 0 and reader_gone():
         code = EXIT_BROKEN_PIPE  # the reader of stdout or stderr went away; the command itself succeeded
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
-            stream.flush()
     os._exit(code)
 
 

@@ -29,10 +29,13 @@ def compare_command(
     latency, cost and error-rate deltas, the headline gap, and the settings that differ between the runs."""
     from eval_harness.cli.render import emit, p_value, signed_points, stderr
     from eval_harness.cli.render.compare import comparison_json, comparison_markdown, print_comparison
+    from eval_harness.cli.stream_guard import verdict_follows
     from eval_harness.compare import compare_runs
     from eval_harness.errors import GateFailedError
 
     comparison = compare_runs(run_a, run_b, force=force)
+    if fail_on_regression:
+        verdict_follows()
     for item in comparison.forced:
         stderr.print(f"--force: comparing although the runs have {item}", markup=False)
     emit(

@@ -114,8 +114,10 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
 
 def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
+    from eval_harness.cli.stream_guard import verdict_follows
     from eval_harness.gates import evaluate_gates, gate_failure
 
+    verdict_follows()  # stopped, failed, gated: each is said after the result
     try:
         _show_result(result, quiet)
     except KeyboardInterrupt:

@@ -1,5 +1,11 @@
-"""The process's stderr and stdout when their reader goes away (`| head -1`): silenced, never raised into what was
-being said. Not in ``eval_harness.cli`` itself, which the entry imports before its Ctrl-C guard is in place."""
+"""The process's stdout and stderr when their reader goes away (`| head -1`, `2>&1 | head -1`): silenced, never a
+traceback, and the exit code the shell gives a closed pipe (141) only for a command that did not fail otherwise.
+
+stderr (progress, notes) going away never stops a command: a run goes on quietly to its end. stdout going away
+stops a command at once (`inspect --n 5000 | head -1` need not draw 5,000 samples into nothing), unless the
+command judges something after printing (``verdict_follows``: a gate, problems found): then stdout goes quiet and
+the command goes on, so that its verdict (exit 1) is not lost to 141. Not in ``eval_harness.cli``'s own module,
+which the entry imports before its Ctrl-C guard is in place."""
 
 from __future__ import annotations
 
@@ -8,59 +14,69 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-_stderr_gone = False
-_stdout_gone = False
+from eval_harness.cli import EXIT_BROKEN_PIPE
+
+_gone: set[int] = set()
+"""The descriptors (1, 2) whose reader went away during the command."""
+_verdict_follows = False
 
 
-def silence_stderr() -> None:
-    """The reader of stderr went away: what is still said there goes nowhere, and ``stderr_gone`` says so."""
-    global _stderr_gone
-    _stderr_gone = True
+def verdict_follows() -> None:
+    """The command judges something after its output (a gate, a dataset's problems): a reader of stdout going
+    away must not end it before its exit code is known."""
+    global _verdict_follows
+    _verdict_follows = True
+
+
+def _silence(descriptor: int) -> None:
+    """What is still written to ``descriptor`` goes nowhere (the interpreter's last flush must not fail on the
+    closed pipe either)."""
+    _gone.add(descriptor)
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
-def stderr_gone() -> bool:
-    """Whether the reader of stderr went away during the command (a command that succeeded then ends 141)."""
-    return _stderr_gone
+def stderr_broke() -> None:
+    """The reader of stderr went away: stderr goes quiet, the command goes on."""
+    _silence(2)
 
 
-def silence_stdout() -> None:
-    """The reader of stdout went away (`| head -1`): what is still printed goes nowhere, the command goes on to its
-    own end (a gate it judges after printing still fails it), and ``stdout_gone`` says so."""
-    global _stdout_gone
-    _stdout_gone = True
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # the interpreter's last flush must not fail on the closed pipe either
+def stdout_broke() -> None:
+    """The reader of stdout went away: stdout goes quiet, and the command ends at once with 141 unless a verdict
+    follows its output (``verdict_follows``)."""
+    _silence(1)
+    if not _verdict_follows:
+        raise SystemExit(EXIT_BROKEN_PIPE)
 
 
-def stdout_gone() -> bool:
-    """Whether the reader of stdout went away during the command (a command that succeeded then ends 141)."""
-    return _stdout_gone
+def reader_gone() -> bool:
+    """Whether the reader of stdout or stderr went away during the command (one that succeeded then ends 141)."""
+    return bool(_gone)
 
 
 class _StreamGuard:
-    """sys.stderr or sys.stdout for the process: a write that meets a closed pipe (`| head -1`, `2>&1 | head -1`)
-    silences the stream instead of raising into whatever was being said — a progress line mid-run (the run ended
-    "failed" with every record written), the note of a Ctrl-C (the stop was never asked for), an error's own line
-    (its exit code lost), a quiet run's directory (its failed gate read 141)."""
+    """sys.stdout or sys.stderr for the process: a write that meets a closed pipe calls ``broke`` instead of
+    raising into whatever was being said — a progress line mid-run (the run ended "failed" with every record
+    written), the note of a Ctrl-C (the stop was never asked for), an error's own line (its exit code lost), a
+    quiet run's directory before its gate (the failed gate read 141)."""
 
-    def __init__(self, stream: Any, silence: Callable[[], None]) -> None:
+    def __init__(self, stream: Any, broke: Callable[[], None]) -> None:
         self._stream = stream
-        self._silence = silence
+        self._broke = broke
 
     def write(self, text: str) -> int:
         try:
             return int(self._stream.write(text))
         except BrokenPipeError:
-            self._silence()
+            self._broke()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
-            self._silence()
+            self._broke()
             self._stream.flush()  # what the buffer held goes to /dev/null now
 
     def __getattr__(self, name: str) -> Any:
@@ -70,9 +86,9 @@ class _StreamGuard:
 def guard_streams() -> None:
     """Install the guards (the process entry does; the CLI called in-process leaves the host's streams alone)."""
     if not isinstance(sys.stderr, _StreamGuard):
-        sys.stderr = _StreamGuard(sys.stderr, silence_stderr)
+        sys.stderr = _StreamGuard(sys.stderr, stderr_broke)
     if not isinstance(sys.stdout, _StreamGuard):
-        sys.stdout = _StreamGuard(sys.stdout, silence_stdout)
+        sys.stdout = _StreamGuard(sys.stdout, stdout_broke)
 
 
-__all__ = ["guard_streams", "silence_stderr", "silence_stdout", "stderr_gone", "stdout_gone"]
+__all__ = ["guard_streams", "reader_gone", "stderr_broke", "stdout_broke", "verdict_follows"]

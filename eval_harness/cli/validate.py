@@ -34,16 +34,17 @@ def validate_dataset_command(
 ) -> None:
     """Check every line of a dataset and print a summary and each problem as FILE:LINE: field: message."""
     from eval_harness.cli.render.datasets import print_dataset_report, print_preflight
-    from eval_harness.validate import preflight, validate
+    from eval_harness.cli.stream_guard import verdict_follows
+    from eval_harness.validate import Preflight, preflight, validate
 
-    if task is None:
-        report = validate(path)
-        print_dataset_report(report)
-        ok = report.ok
-    else:
-        checked = preflight(path, task)
+    checked = validate(path) if task is None else preflight(path, task)
+    ok = checked.ok
+    if not ok:
+        verdict_follows()  # exit 1, after the listing
+    if isinstance(checked, Preflight):
         print_preflight(checked)
-        ok = checked.ok
+    else:
+        print_dataset_report(checked)
     if not ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
 

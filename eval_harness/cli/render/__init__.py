@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from eval_harness.cli import visible
-from eval_harness.cli.stream_guard import silence_stderr, silence_stdout
+from eval_harness.cli.stream_guard import stderr_broke, stdout_broke
 from eval_harness.proportions import signed_points
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
@@ -35,16 +35,13 @@ class _Console(Console):
         return super().render_str(visible(text), **options)
 
     def on_broken_pipe(self) -> None:
-        """The reader of our output went away (`| head`): the stream goes quiet and the command goes on to its own
-        end (rich exits 1 here, a failed gate's code), which ends with the shell's code for it, 141, unless the
-        command failed otherwise (a gate judged after the table was printed: ``stdout_gone``, ``stderr_gone``).
-        The reader of stderr (progress, notes) going away mid-run does not stop the run either, which would then
-        end "failed" with every record written."""
+        """The reader of our output went away (`| head`): as ``stream_guard`` says (rich exits 1 here, a failed
+        gate's code). Met in-process only: the process's own streams are guarded before rich writes to them."""
         self.quiet = True
         if self.stderr:
-            silence_stderr()
+            stderr_broke()
         else:
-            silence_stdout()
+            stdout_broke()
 
 
 _WIDTH_GIVEN = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
@@ -190,7 +187,7 @@ def emit_text(text: str, output: Path | None, *, is_json: bool = False) -> None:
 
 
 def _write_stdout(text: str) -> None:
-    """``text`` on standard output whole, or stdout silenced when its reader went away (the command ends 141).
+    """``text`` on standard output whole; when its reader went away, as ``stream_guard.stdout_broke`` says.
 
     Written to the file descriptor, not through ``sys.stdout``: under ``PYTHONUNBUFFERED=1`` (common in
     containers) a text stream drops what a pipe did not take when its reader closed, raising nothing, so a
@@ -210,7 +207,7 @@ def _write_stdout(text: str) -> None:
             except BlockingIOError:  # a non-blocking pipe a parent shares (node, some CI runners): wait for room
                 select.select([], [descriptor], [])
     except BrokenPipeError:
-        silence_stdout()  # as the console does (see _Console.on_broken_pipe)
+        stdout_broke()  # as the console does (see _Console.on_broken_pipe)
 
 
 def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
