@@ -413,10 +413,11 @@ def _takes_a_judge(spec: ScorerSpec) -> bool:
 
 
 def _surplus_notes(run: RunInfo, manifest: RunManifest) -> list[str]:
-    """A note when samples.jsonl holds more records than the run's dataset and limits give, and no forced resume
-    explains them (one across a changed dataset or hold-out keeps the records of samples it no longer runs): each
-    record counts in the figures, as every reader counts a well-formed record, but the run never wrote one of
-    them for its own samples."""
+    """A note when samples.jsonl holds more records than the run's dataset and limits give: each record counts in
+    the figures, as every reader counts a well-formed record, but the run never wrote one of them for its own
+    samples. None after any forced resume: one across a changed few-shot hold-out keeps the records of samples it
+    no longer runs without recounting (only a changed dataset or [dataset] table is recounted), and
+    ``forced_changes`` names a session's changes as text only."""
     surplus = run.records - run.expected_records
     if surplus <= 0 or manifest.forced_changes:
         return []

@@ -621,7 +621,11 @@ class DatasetSpec(BaseModel):
 
 
 def dataset_reading_filled(recorded: dict[str, Any]) -> dict[str, Any]:
-    """A recorded ``TaskInfo.dataset_reading`` with each setting it leaves out at its default: what it reads as."""
+    """A recorded ``TaskInfo.dataset_reading`` with each setting it leaves out at its default, and without a field
+    mapped to its own name (as ``DatasetSpec.reading`` leaves it out): what it reads as."""
+    fields = recorded.get("fields")
+    if isinstance(fields, dict):  # a hand-edited manifest may hold anything: compared as it is
+        recorded = {**recorded, "fields": {name: source for name, source in fields.items() if source != name}}
     return DatasetSpec().reading() | recorded
 
 

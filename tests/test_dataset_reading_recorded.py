@@ -140,7 +140,7 @@ def test_a_forced_resume_checks_the_lines_as_the_task_reads_them_now(cli: Cli, t
     refused = cli("resume", run, "--force")
     assert refused.code != 0
     assert (
-        "the dataset, changed since the run started ([dataset] table of task adder: target_pattern unset → "
+        "the dataset, read differently since the run started ([dataset] table of task adder: target_pattern unset → "
         "'^([1-5])$'), has 35 problems; fix them, or start a new run" in refused.err
     )
     assert "data/adder.jsonl:6: target: does not match target_pattern '^([1-5])$' (the value is '6')" in refused.err
@@ -180,3 +180,14 @@ def test_a_field_mapped_to_its_own_name_reads_as_unmapped(cli: Cli, task_root: T
     _spec(task_root, 'fields = { target = "target" }\n')
     again = cli("rescore", "--run", source, "--scorer", "exact_match", "--run-id", "again", "-q")
     assert again.code == 0, again.err
+
+
+def test_a_recorded_mapping_of_a_field_to_its_own_name_reads_as_unmapped_too(cli: Cli, task_root: TaskRoot) -> None:
+    # review-s28: only the spec's side was read so; a manifest holding {"target": "target"} was refused
+    run = _run(cli, _spec(task_root, ""), "r", "--limit", "4")
+    _cut(run, 2)
+    manifest = _manifest(run)
+    manifest["task"]["dataset_reading"] = {"fields": {"target": "target"}}  # type: ignore[index]
+    RunPaths(run).manifest.write_text(json.dumps(manifest), encoding="utf-8")
+    resumed = cli("resume", run, "-q")
+    assert resumed.code == 0, resumed.err

@@ -178,3 +178,29 @@ def test_report_output_refuses_a_judge_rubric_of_the_run_inside_a_composite_too(
         f"error: --output {target}: is the judge rubric of the run {out / 'j'} that report reads; {REPLACE}\n",
     )
     assert _digests(task_root.root) == before
+
+
+def test_report_output_refuses_a_rubric_found_on_the_search_path(
+    cli: Cli, task_root: TaskRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # review-s28: only the spec's own templates/ was looked in; the scorer also finds a rubric in the current
+    # directory's, and that one was written over
+    here = TaskRoot(tmp_path / "here")  # a task root of its own (it has tasks/), on the search path as the cwd
+    (here.root / "tasks").mkdir(parents=True)
+    rubric = here.template("elsewhere.jinja2", "Grade {{ output }} against {{ target }}.\n")
+    monkeypatch.chdir(here.root)
+    args = '{ rubric = "elsewhere.jinja2", optional = true, criteria = { right = "it is" } }'
+    task_root.task(
+        "judged",
+        'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
+        f'name = "rubric_judge"\nargs = {args}\n',
+    )
+    out = task_root.root / "results"
+    made = cli("run", "--task", task_root.root / "tasks" / "judged.toml", "--model", "mock/m", "--limit", "2",
+               "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    result = cli("report", "--run", out / "j", "--output", rubric)
+    assert (result.code, result.err) == (
+        2,
+        f"error: --output {rubric}: is the judge rubric of the run {out / 'j'} that report reads; {REPLACE}\n",
+    )

@@ -509,10 +509,12 @@ def test_without_credentials_keeps_the_rest_of_the_url_and_joins_what_is_kept_wi
     assert without_credentials("http://127.0.0.1:9/v1?api-version=1") == "http://127.0.0.1:9/v1?api-version=1"
 
 
-def test_a_key_variable_holding_only_blanks_is_named_as_not_set_or_blank(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_variable_holding_only_blanks_is_named_as_blank(monkeypatch: pytest.MonkeyPatch) -> None:
     # walk2-s27: "that variable is not set" of a variable that is set, to blanks
     monkeypatch.setenv("BLANK_KEY", "   ")
     options = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "BLANK_KEY"}
     with pytest.raises(ConfigError) as caught:
         create_provider("openai-compatible/m", options, ProviderContext(settings=Settings()))
-    assert str(caught.value) == "openai-compatible/m: api_key_env=BLANK_KEY but that variable is not set (or blank)"
+    assert (
+        str(caught.value) == "openai-compatible/m: api_key_env=BLANK_KEY but that variable holds no key (it is blank)"
+    )

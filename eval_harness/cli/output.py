@@ -88,7 +88,7 @@ def _run_inputs(run: Path) -> _RunInputs:
 
     from eval_harness.artifacts import read_manifest  # here: pydantic is not worth importing at every start
     from eval_harness.datasets import MEMBER_SUFFIXES
-    from eval_harness.tasks import root_of
+    from eval_harness.tasks import root_of, search_roots
     from eval_harness.types import split_rewrite
 
     try:
@@ -107,8 +107,14 @@ def _run_inputs(run: Path) -> _RunInputs:
         inputs.append(("task spec its scorers came from", Path(task.scorers_source)))
     root = root_of(spec)
     inputs.append(("template", root / "templates" / task.template))
-    # a judge's rubric (inside a composite too): a changed one refuses the run's resume
-    inputs += [("judge rubric", root / "templates" / name) for name in _rubrics([s.args for s in task.scorers])]
+    # a judge's rubric (inside a composite too), found where the scorer finds it (scorers.judge.find_rubric): the
+    # templates/ of the spec its scorers came from, else of the task search path. A changed one refuses a resume
+    scorers_root = root_of(Path(task.scorers_source)) if task.scorers_source else root
+    folders = [scorers_root / "templates", *(other / "templates" for other in search_roots())]
+    for name in _rubrics([s.args for s in task.scorers]):
+        found = next((folder / name for folder in folders if (folder / name).is_file()), None)
+        if found is not None:
+            inputs.append(("judge rubric", found))
     few_shot = task.few_shot or {}
     if isinstance(few_shot.get("path"), str):
         examples = Path(few_shot["path"]).expanduser()

@@ -200,7 +200,7 @@ def _validated_dataset(
 ) -> DatasetReport:
     """The dataset checked line by line (refused when broken); a few-shot ``pool`` is compared with its samples in
     the same pass. ``changed``: how a resumed run's dataset changed since it started (it is checked again), said
-    from what the check read."""
+    from what the check read (``changed since the run started (sha256 ...)``)."""
     report = _dataset_pass(task, path, pool)
     if report.ok or (skip_invalid and report.valid and not report.duplicate_ids):
         return report
@@ -214,7 +214,7 @@ def _validated_dataset(
         hint = "fix them, or pass --skip-invalid to run the valid lines only"
     if report.problem_count == 1:
         hint = hint.replace("fix them", "fix it")
-    what = "the dataset" if changed is None else f"the dataset, changed since the run started ({changed(report)}),"
+    what = "the dataset" if changed is None else f"the dataset, {changed(report)},"
     raise DatasetError(f"{path}: {what} has {report.problems_counted}; {hint}", report.problem_lines())
 
 
@@ -248,10 +248,10 @@ def _resumed_dataset(
 
     def changed(report: DatasetReport) -> str:
         if sha256 == manifest.dataset.sha256:
-            return str(reading)
+            return f"read differently since the run started ({reading})"
         files = _files_changed(manifest.dataset, report)
         content = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
-        return content if reading is None else f"{content}; {reading}"
+        return f"changed since the run started ({content if reading is None else f'{content}; {reading}'})"
 
     return _validated_dataset(task, path, manifest.dataset.invalid_lines > 0, pool, changed=changed), True
 

@@ -111,8 +111,8 @@ def checked_proxy(base_url: str) -> bool:
 
 
 def proxy_variable(base_url: str) -> str | None:
-    """The environment variable that sends ``base_url`` through a proxy (``HTTPS_PROXY``, or its lower-case
-    twin), or None; a ``ConfigError`` when it is no proxy URL."""
+    """The environment variable that sends ``base_url`` through a proxy (``HTTPS_PROXY`` or ``https_proxy``, as
+    set), or None; a ``ConfigError`` when it is no proxy URL."""
     if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):  # the common case imports nothing
         return None
     import urllib.request  # the standard library's reading of the variables, as httpx itself uses
@@ -125,7 +125,8 @@ def proxy_variable(base_url: str) -> str | None:
         return None
     scheme = parts.scheme if parts.scheme in proxies else "all"
     _check_proxy(proxies[scheme], f"{scheme}_proxy")
-    return f"{scheme.upper()}_PROXY"
+    lower = f"{scheme}_proxy"  # which of the twins is set, as the user wrote it (lower case wins, as in urllib)
+    return lower if lower in os.environ else lower.upper()
 
 
 def _check_proxy(url: str, variable: str) -> None:

@@ -114,11 +114,11 @@ class OpenAICompatibleProvider(OpenAIWire):
                     f"openai-compatible/{model}: api_key_env must be the name of an environment variable "
                     "(letters, digits and _), not the key itself"
                 )
-            self._key = os.environ.get(name, "").strip()  # padded, it would be sent one way and redacted another
+            value = os.environ.get(name)
+            self._key = (value or "").strip()  # padded, it would be sent one way and redacted another
             if not self._key:
-                raise ConfigError(
-                    f"openai-compatible/{model}: api_key_env={name} but that variable is not set (or blank)"
-                )
+                state = "is not set" if value is None else "holds no key (it is blank)"
+                raise ConfigError(f"openai-compatible/{model}: api_key_env={name} but that variable {state}")
         if self._key and holds_secret(self.base_url, [self._key]):  # the base URL is recorded in the manifest
             raise ConfigError(
                 f"openai-compatible/{model}: base_url holds the API key, and the base_url is recorded in the "
