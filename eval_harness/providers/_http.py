@@ -853,6 +853,7 @@ __all__ = [
     "holds_secret",
     "lenient_json",
     "one_line",
+    "proxy_variable",
     "parse_retry_after",
     "redirected",
     "retry_cause_of_status",
