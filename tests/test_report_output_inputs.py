@@ -156,26 +156,35 @@ def test_report_output_refuses_the_files_of_a_dataset_directory_and_their_few_sh
     assert elsewhere.code == 0, elsewhere.err  # a file the directory does not read from is no part of the dataset
 
 
-def test_report_output_refuses_a_judge_rubric_of_the_run_inside_a_composite_too(cli: Cli, task_root: TaskRoot) -> None:
-    # walk1-s27: a rubric was written over (exit 0), and the run's resume then refused "a judge rubric" changed
-    task_root.template("rubric.jinja2", "Grade {{ output }} against {{ target }}.\n")
-    args = '{ rubric = "rubric.jinja2", optional = true, criteria = { right = "it is" } }'
+def _judged_run(cli: Cli, task_root: TaskRoot, rubric: str, *, in_composite: bool) -> Path:
+    """A finished run of a task whose rubric judge (alone, or inside a composite) reads ``rubric``."""
+    args = f'{{ rubric = "{rubric}", optional = true, criteria = {{ right = "it is" }} }}'
     judged = f'{{ name = "rubric_judge", args = {args} }}'
+    scorer = (
+        f'name = "composite"\nargs = {{ scorers = [{{ name = "exact_match" }}, {judged}] }}\n'
+        if in_composite
+        else f'name = "rubric_judge"\nargs = {args}\n'
+    )
     task_root.task(
         "judged",
-        'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
-        f'name = "composite"\nargs = {{ scorers = [{{ name = "exact_match" }}, {judged}] }}\n',
+        'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n' + scorer,
     )
     out = task_root.root / "results"
     made = cli("run", "--task", task_root.root / "tasks" / "judged.toml", "--model", "mock/m", "--limit", "2",
                "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
     assert made.code == 0, made.err
+    return out / "j"
+
+
+def test_report_output_refuses_a_judge_rubric_of_the_run_inside_a_composite_too(cli: Cli, task_root: TaskRoot) -> None:
+    # walk1-s27: a rubric was written over (exit 0), and the run's resume then refused "a judge rubric" changed
+    target = task_root.template("rubric.jinja2", "Grade {{ output }} against {{ target }}.\n")
+    run = _judged_run(cli, task_root, "rubric.jinja2", in_composite=True)
     before = _digests(task_root.root)
-    target = task_root.root / "templates" / "rubric.jinja2"
-    result = cli("report", "--run", out / "j", "--output", target)
+    result = cli("report", "--run", run, "--output", target)
     assert (result.code, result.err) == (
         2,
-        f"error: --output {target}: is the judge rubric of the run {out / 'j'} that report reads; {REPLACE}\n",
+        f"error: --output {target}: is the judge rubric of the run {run} that report reads; {REPLACE}\n",
     )
     assert _digests(task_root.root) == before
 
@@ -189,18 +198,9 @@ def test_report_output_refuses_a_rubric_found_on_the_search_path(
     (here.root / "tasks").mkdir(parents=True)
     rubric = here.template("elsewhere.jinja2", "Grade {{ output }} against {{ target }}.\n")
     monkeypatch.chdir(here.root)
-    args = '{ rubric = "elsewhere.jinja2", optional = true, criteria = { right = "it is" } }'
-    task_root.task(
-        "judged",
-        'name = "judged"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n[[scorers]]\n'
-        f'name = "rubric_judge"\nargs = {args}\n',
-    )
-    out = task_root.root / "results"
-    made = cli("run", "--task", task_root.root / "tasks" / "judged.toml", "--model", "mock/m", "--limit", "2",
-               "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
-    assert made.code == 0, made.err
-    result = cli("report", "--run", out / "j", "--output", rubric)
+    run = _judged_run(cli, task_root, "elsewhere.jinja2", in_composite=False)
+    result = cli("report", "--run", run, "--output", rubric)
     assert (result.code, result.err) == (
         2,
-        f"error: --output {rubric}: is the judge rubric of the run {out / 'j'} that report reads; {REPLACE}\n",
+        f"error: --output {rubric}: is the judge rubric of the run {run} that report reads; {REPLACE}\n",
     )
