@@ -1019,6 +1019,27 @@ def test_a_reader_of_stdout_that_goes_away_leaves_a_failed_commands_own_code(tmp
     assert codes == {"report": 1, "compare": 1, "validate-dataset": 1, "quiet run": 1}
 
 
+def test_a_command_started_without_stdout_or_stderr_keeps_its_own_code(tmp_path: Path) -> None:
+    """review-s28: `eval-harness tasks >&-` ended in a traceback and exit 120 (Python makes a closed stream None)."""
+    ran = run_subprocess("run", "--task", "capability_profile", "--output-dir", tmp_path, "--run-id", "r", "-q")
+    assert ran.code == 0, ran.err
+    command = [sys.executable, "-m", "eval_harness"]
+    closed = {
+        "tasks >&-": ([*command, "tasks"], {1}),
+        "gated report >&-": ([*command, "report", "--run", str(tmp_path / "r"), "--fail-below", "0.99"], {1}),
+        "tasks 2>&-": ([*command, "tasks"], {2}),
+    }
+    codes = {}
+    for name, (args, descriptors) in closed.items():
+        process = subprocess.run(
+            ["sh", "-c", '"$@"' + "".join(f" {d}>&-" for d in descriptors), "sh", *args],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert b"Traceback" not in process.stderr, (name, process.stderr)
+        codes[name] = process.returncode
+    assert codes == {"tasks >&-": 0, "gated report >&-": 1, "tasks 2>&-": 0}
+
+
 @pytest.mark.parametrize("problems", [3, 200])
 def test_a_reader_of_stderr_that_goes_away_leaves_the_commands_own_code(tmp_path: Path, problems: int) -> None:
     """`run ... 2>&1 >/dev/null | head -1` on a broken dataset: the problem lines met a closed stderr and the process

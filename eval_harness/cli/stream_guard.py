@@ -84,7 +84,13 @@ class _StreamGuard:
 
 
 def guard_streams() -> None:
-    """Install the guards (the process entry does; the CLI called in-process leaves the host's streams alone)."""
+    """Install the guards (the process entry does; the CLI called in-process leaves the host's streams alone). A
+    stream the process was started without (`>&-`, `2>&-`: Python makes it None) writes to /dev/null: what is said
+    there is lost, as the caller chose, and the exit code stays the command's own."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stream, never closed
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stream, never closed
     if not isinstance(sys.stderr, _StreamGuard):
         sys.stderr = _StreamGuard(sys.stderr, stderr_broke)
     if not isinstance(sys.stdout, _StreamGuard):
