@@ -1040,6 +1040,25 @@ def test_a_command_started_without_stdout_or_stderr_keeps_its_own_code(tmp_path:
     assert codes == {"tasks >&-": 0, "gated report >&-": 1, "tasks 2>&-": 0}
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_stdout_is_named_and_a_full_stderr_leaves_the_commands_own_code(tmp_path: Path) -> None:
+    """review-s28: `report > /dev/full` said "error: [Errno 28] No space left on device", naming no stream."""
+    full = Path("/dev/full")
+    with full.open("wb") as sink:
+        report = subprocess.run(
+            [sys.executable, "-m", "eval_harness", "tasks"], cwd=REPO, stdout=sink, stderr=subprocess.PIPE
+        )
+    assert (report.returncode, report.stderr) == (2, b"error: standard output: No space left on device\n")
+    with full.open("wb") as sink:
+        run = subprocess.run(
+            [sys.executable, "-m", "eval_harness", "run", "--task", "short_answer_qa", "--model", "mock/m", "--limit",
+             "5", "--output-dir", str(tmp_path), "--run-id", "r"],  # not quiet: it says how the run ended on stderr
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=sink,
+        )  # fmt: skip
+    assert run.returncode == 0
+    assert len(read_records(tmp_path / "r")) == 5
+
+
 @pytest.mark.parametrize("problems", [3, 200])
 def test_a_reader_of_stderr_that_goes_away_leaves_the_commands_own_code(tmp_path: Path, problems: int) -> None:
     """`run ... 2>&1 >/dev/null | head -1` on a broken dataset: the problem lines met a closed stderr and the process

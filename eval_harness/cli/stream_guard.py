@@ -28,10 +28,11 @@ def verdict_follows() -> None:
     _verdict_follows = True
 
 
-def _silence(descriptor: int) -> None:
+def _silence(descriptor: int, *, reader_left: bool = True) -> None:
     """What is still written to ``descriptor`` goes nowhere (the interpreter's last flush must not fail on the
-    closed pipe either)."""
-    _gone.add(descriptor)
+    closed pipe either); ``reader_left``: because its reader went away (not a full disk)."""
+    if reader_left:
+        _gone.add(descriptor)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, descriptor)
     os.close(devnull)
@@ -61,15 +62,19 @@ class _StreamGuard:
     written), the note of a Ctrl-C (the stop was never asked for), an error's own line (its exit code lost), a
     quiet run's directory before its gate (the failed gate read 141)."""
 
-    def __init__(self, stream: Any, broke: Callable[[], None]) -> None:
+    def __init__(self, stream: Any, broke: Callable[[], None], name: str) -> None:
         self._stream = stream
         self._broke = broke
+        self._name = name
 
     def write(self, text: str) -> int:
         try:
             return int(self._stream.write(text))
         except BrokenPipeError:
             self._broke()
+            return len(text)
+        except OSError as exc:
+            self._failed(exc)
             return len(text)
 
     def flush(self) -> None:
@@ -78,6 +83,16 @@ class _StreamGuard:
         except BrokenPipeError:
             self._broke()
             self._stream.flush()  # what the buffer held goes to /dev/null now
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, error: OSError) -> None:
+        """Another failure to write (`>/dev/full`): named by the stream, as an error about a file names the file;
+        stderr, which would carry that message, goes quiet instead."""
+        if self._name == "standard error":
+            _silence(2, reader_left=False)  # the command's own exit code stands
+            return
+        raise OSError(error.errno, error.strerror, self._name) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -92,9 +107,9 @@ def guard_streams() -> None:
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stream, never closed
     if not isinstance(sys.stderr, _StreamGuard):
-        sys.stderr = _StreamGuard(sys.stderr, stderr_broke)
+        sys.stderr = _StreamGuard(sys.stderr, stderr_broke, "standard error")
     if not isinstance(sys.stdout, _StreamGuard):
-        sys.stdout = _StreamGuard(sys.stdout, stdout_broke)
+        sys.stdout = _StreamGuard(sys.stdout, stdout_broke, "standard output")
 
 
 __all__ = ["guard_streams", "reader_gone", "stderr_broke", "stdout_broke", "verdict_follows"]

@@ -208,6 +208,8 @@ def _write_stdout(text: str) -> None:
                 select.select([], [descriptor], [])
     except BrokenPipeError:
         stdout_broke()  # as the console does (see _Console.on_broken_pipe)
+    except OSError as exc:  # `>/dev/full`: named by the stream, as an error about a file names the file
+        raise OSError(exc.errno, exc.strerror, "standard output") from None
 
 
 def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
