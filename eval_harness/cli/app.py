@@ -18,7 +18,7 @@ import typer
 
 from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
 from eval_harness.cli.launch import resume_collection
-from eval_harness.cli.stream_guard import guard_streams, reader_gone
+from eval_harness.cli.stream_guard import begin_command, guard_streams, reader_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
 _SETTINGS: dict[str, Any] = {
@@ -194,6 +194,7 @@ def _os_error_text(error: OSError) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (always ends in ``SystemExit``); an ``EvalHarnessError`` becomes one line on stderr and its
     exit code, never a traceback."""
+    begin_command()
     _tolerate_narrow_encodings()
     try:
         args = sys.argv[1:] if argv is None else argv

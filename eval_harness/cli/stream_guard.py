@@ -21,6 +21,14 @@ _gone: set[int] = set()
 _verdict_follows = False
 
 
+def begin_command() -> None:
+    """Forget what an earlier command of this process was told (the CLI called in-process, as tests call it, runs
+    several commands in one process)."""
+    global _verdict_follows
+    _verdict_follows = False
+    _gone.clear()
+
+
 def verdict_follows() -> None:
     """The command judges something after its output (a gate, a dataset's problems): a reader of stdout going
     away must not end it before its exit code is known."""
@@ -112,4 +120,4 @@ def guard_streams() -> None:
         sys.stdout = _StreamGuard(sys.stdout, stdout_broke, "standard output")
 
 
-__all__ = ["guard_streams", "reader_gone", "stderr_broke", "stdout_broke", "verdict_follows"]
+__all__ = ["begin_command", "guard_streams", "reader_gone", "stderr_broke", "stdout_broke", "verdict_follows"]
