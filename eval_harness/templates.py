@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from eval_harness.errors import TemplateError
-from eval_harness.types import ChatMessage, Sample
+from eval_harness.types import ChatMessage, Sample, stays_inside
 
 if TYPE_CHECKING:
     import jinja2
@@ -217,8 +217,7 @@ def load_template(
 
     ``name`` must stay inside ``directory``: a task spec's ``template = "../.env"`` (or an absolute path) would
     otherwise put any readable file, keys included, into every prompt sent to the provider."""
-    parts = Path(name).parts
-    if Path(name).is_absolute() or ".." in parts or not parts:
+    if not stays_inside(name):
         raise TemplateError(
             f"template {name!r}: a template is a file in {directory} (no absolute path, no '..'); it would "
             "otherwise read any file into the prompts"

@@ -616,8 +616,13 @@ class DatasetSpec(BaseModel):
         records it (``TaskInfo.dataset_reading``), so a setting added to the table later is no change to runs
         recorded before. A field mapped to its own name is left out of ``fields``: the reader takes it as unmapped."""
         reading = self.model_dump(mode="json", exclude={"path", "fields"}, exclude_defaults=not defaults)
-        fields = {name: source for name, source in self.fields.items() if source != name}
+        fields = _mapped(self.fields)
         return {**reading, "fields": fields} if fields or defaults else reading
+
+
+def _mapped(fields: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A ``fields`` mapping without the fields mapped to their own name, which the reader takes as unmapped."""
+    return {name: source for name, source in fields.items() if source != name}
 
 
 def dataset_reading_filled(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -625,8 +630,15 @@ def dataset_reading_filled(recorded: dict[str, Any]) -> dict[str, Any]:
     mapped to its own name (as ``DatasetSpec.reading`` leaves it out): what it reads as."""
     fields = recorded.get("fields")
     if isinstance(fields, dict):  # a hand-edited manifest may hold anything: compared as it is
-        recorded = {**recorded, "fields": {name: source for name, source in fields.items() if source != name}}
+        recorded = {**recorded, "fields": _mapped(fields)}
     return DatasetSpec().reading() | recorded
+
+
+def stays_inside(name: str) -> bool:
+    """Whether ``name`` names a file inside the directory it is looked up in: not empty, not absolute, no ``..``
+    (a template ``../.env`` would put any readable file, keys included, into the prompts)."""
+    parts = PurePath(name).parts
+    return bool(parts) and not PurePath(name).is_absolute() and ".." not in parts
 
 
 TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
@@ -707,8 +719,7 @@ class TaskSpec(BaseModel):
     @field_validator("template")
     @classmethod
     def _in_templates(cls, value: str) -> str:
-        parts = PurePath(value).parts
-        if PurePath(value).is_absolute() or ".." in parts or not parts:  # as load_template refuses it, but named here
+        if not stays_inside(value):  # as load_template refuses it, but named by the spec's line here
             raise PydanticCustomError(
                 "template_path",
                 "a template is a file in the task's templates/ (no absolute path, no '..'); it would otherwise read "
@@ -955,4 +966,5 @@ __all__ = [
     "first_problem",
     "problem_message",
     "split_rewrite",
+    "stays_inside",
 ]
