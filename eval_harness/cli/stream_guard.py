@@ -59,21 +59,33 @@ def stdout_broke() -> None:
         raise SystemExit(EXIT_BROKEN_PIPE)
 
 
+def stderr_failed(error: OSError) -> None:
+    """stderr cannot be written (`2>/dev/full`): it goes quiet, and the command's own exit code stands (no reader
+    went away; the message that would say so has nowhere to go)."""
+    _silence(2, reader_left=False)
+
+
+def stdout_failed(error: OSError) -> None:
+    """stdout cannot be written (`>/dev/full`): an error named by the stream, as an error about a file names the
+    file."""
+    raise OSError(error.errno, error.strerror, "standard output") from None
+
+
 def reader_gone() -> bool:
     """Whether the reader of stdout or stderr went away during the command (one that succeeded then ends 141)."""
     return bool(_gone)
 
 
 class _StreamGuard:
-    """sys.stdout or sys.stderr for the process: a write that meets a closed pipe calls ``broke`` instead of
-    raising into whatever was being said — a progress line mid-run (the run ended "failed" with every record
-    written), the note of a Ctrl-C (the stop was never asked for), an error's own line (its exit code lost), a
-    quiet run's directory before its gate (the failed gate read 141)."""
+    """sys.stdout or sys.stderr for the process: a write that meets a closed pipe calls ``broke`` (one that fails
+    otherwise, a full disk, ``failed``) instead of raising into whatever was being said — a progress line mid-run
+    (the run ended "failed" with every record written), the note of a Ctrl-C (the stop was never asked for), an
+    error's own line (its exit code lost), a quiet run's directory before its gate (the failed gate read 141)."""
 
-    def __init__(self, stream: Any, broke: Callable[[], None], name: str) -> None:
+    def __init__(self, stream: Any, broke: Callable[[], None], failed: Callable[[OSError], None]) -> None:
         self._stream = stream
         self._broke = broke
-        self._name = name
+        self._failed = failed
 
     def write(self, text: str) -> int:
         try:
@@ -94,14 +106,6 @@ class _StreamGuard:
         except OSError as exc:
             self._failed(exc)
 
-    def _failed(self, error: OSError) -> None:
-        """Another failure to write (`>/dev/full`): named by the stream, as an error about a file names the file;
-        stderr, which would carry that message, goes quiet instead."""
-        if self._name == "standard error":
-            _silence(2, reader_left=False)  # the command's own exit code stands
-            return
-        raise OSError(error.errno, error.strerror, self._name) from None
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
@@ -115,9 +119,18 @@ def guard_streams() -> None:
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's stream, never closed
     if not isinstance(sys.stderr, _StreamGuard):
-        sys.stderr = _StreamGuard(sys.stderr, stderr_broke, "standard error")
+        sys.stderr = _StreamGuard(sys.stderr, stderr_broke, stderr_failed)
     if not isinstance(sys.stdout, _StreamGuard):
-        sys.stdout = _StreamGuard(sys.stdout, stdout_broke, "standard output")
+        sys.stdout = _StreamGuard(sys.stdout, stdout_broke, stdout_failed)
 
 
-__all__ = ["begin_command", "guard_streams", "reader_gone", "stderr_broke", "stdout_broke", "verdict_follows"]
+__all__ = [
+    "begin_command",
+    "guard_streams",
+    "reader_gone",
+    "stderr_broke",
+    "stderr_failed",
+    "stdout_broke",
+    "stdout_failed",
+    "verdict_follows",
+]

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from eval_harness.cli import visible
-from eval_harness.cli.stream_guard import stderr_broke, stdout_broke
+from eval_harness.cli.stream_guard import stderr_broke, stdout_broke, stdout_failed
 from eval_harness.proportions import signed_points
 
 # Piped output has no terminal width; 160 columns keeps the wide profile table on one line per axis, unless
@@ -208,8 +208,8 @@ def _write_stdout(text: str) -> None:
                 select.select([], [descriptor], [])
     except BrokenPipeError:
         stdout_broke()  # as the console does (see _Console.on_broken_pipe)
-    except OSError as exc:  # `>/dev/full`: named by the stream, as an error about a file names the file
-        raise OSError(exc.errno, exc.strerror, "standard output") from None
+    except OSError as exc:  # `>/dev/full`
+        stdout_failed(exc)
 
 
 def emit_view(draw: Callable[[Console], None], output: Path | None) -> None:
