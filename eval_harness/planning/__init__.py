@@ -219,7 +219,7 @@ def _validated_dataset(
 
 
 def _resumed_dataset(
-    task: LoadedTask, path: Path, manifest: RunManifest, pool: Pool | None
+    task: LoadedTask, path: Path, manifest: RunManifest, reading: str | None, pool: Pool | None
 ) -> tuple[DatasetReport, bool]:
     """The dataset of a resumed run, and whether it was read line by line (then ``pool`` was compared with it).
 
@@ -227,10 +227,10 @@ def _resumed_dataset(
     the run started, so the hash is all that is checked (a second per-line validation of a million samples would
     dominate the resume), unless the run was validated by other checks (``DATASET_CHECKS``): they may have
     counted lines these refuse. Read otherwise (a forced resume across a changed ``[dataset]`` table), its lines
-    are checked as a changed dataset's are: a line the new reading refuses has no record a session could write."""
+    are checked as a changed dataset's are: a line the new reading refuses has no record a session could write.
+    ``reading``: that change (``dataset_reading_change``), or None."""
     sha256 = dataset_sha256(path, task.spec.dataset)
     count = manifest.dataset.sample_count
-    reading = dataset_reading_change(task, manifest.task.dataset_reading)
     if sha256 == manifest.dataset.sha256 and reading is None and manifest.dataset.checks == DATASET_CHECKS:
         return DatasetReport(path=str(path), sha256=sha256, lines=count, valid=count), False
     if sha256 == manifest.dataset.sha256 and reading is None:
@@ -687,8 +687,9 @@ def plan_resume(
     check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
     dataset_path = Path(manifest.dataset.path)
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
-    pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, None))
-    report, compared = _resumed_dataset(task, dataset_path, manifest, pool)
+    reading = dataset_reading_change(task, manifest.task.dataset_reading)
+    pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, reading, None))
+    report, compared = _resumed_dataset(task, dataset_path, manifest, reading, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
     parts = _parts(config, task, report, settings, few_shot)
     parts.included = _first_of_each_axis(
@@ -712,7 +713,6 @@ def plan_resume(
     plan.model_update = _model_update(manifest, parts)
     plan.session_model_args = _session_only(manifest, parts, model_args or {})
     # forced (refused above otherwise): the session runs the samples the dataset gives now
-    reading = dataset_reading_change(task, manifest.task.dataset_reading)
     read_anew = report.sha256 != manifest.dataset.sha256 or reading is not None
     if read_anew:
         expected = _expected_after_change(plan)
@@ -873,9 +873,8 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     for position, sample, _epoch in work_items(plan):
         try:
             messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
-        except (
-            TemplateError
-        ) as exc:  # named by the sample, as validate-dataset --task names it: the run would stop there
+        except TemplateError as exc:
+            # named by the sample, as validate-dataset --task names it: the run would stop there
             file = plan.dataset_path / position.member if position.member else plan.dataset_path
             raise TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {exc}") from None
         if len(first) < show:
