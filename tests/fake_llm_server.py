@@ -202,15 +202,26 @@ _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)")
 """OpenAI's reasoning models: Chat Completions refuses their max_tokens (max_completion_tokens instead), a
 temperature other than 1, top_p and stop ("Unsupported parameter: 'max_tokens' is not supported with this model.
 Use 'max_completion_tokens' instead.")."""
-_CLAUDE_4_7_ON = re.compile(r"^claude-(?:opus|sonnet|haiku)-(?:4-[7-9]|[5-9])(?!\d)")
-"""Claude 4.7 and later (migration guide to Opus 4.7): temperature, top_p and top_k are refused ("`temperature` is
-deprecated for this model"), thinking is adaptive only, and the thinking text is omitted unless
-``display: "summarized"``."""
+_CLAUDE_4_7_ON = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-(?:4-[7-9]|[5-9])(?!\d)|fable-|mythos-)")
+"""Claude 4.7 and later, and the Fable and Mythos models (migration guides to Opus 4.7 and Fable 5): temperature,
+top_p and top_k are refused ("`temperature` is deprecated for this model"), thinking is adaptive only, and the
+thinking text is omitted unless ``display: "summarized"``."""
+_CLAUDE_5_ON = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-[5-9](?!\d)|fable-|mythos-)")
+"""Claude 5 and later, Fable and Mythos think when the request has no ``thinking`` field (migration guide to Opus
+5: "requests without a thinking field ... run with adaptive thinking"); max_tokens bounds thinking and answer."""
+_CLAUDE_ALWAYS_THINKS = re.compile(r"^claude-(?:(?:opus|sonnet)-(?:5-[5-9]|[6-9])(?!\d)|fable-|mythos-)")
+"""Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos refuse ``disabled`` thinking (what's new in Claude
+Opus 5.5)."""
+_NO_DISABLED = (
+    '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and '
+    '"output_config.effort" to control thinking behavior.'
+)
 
 
 def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
     """The Messages API's checks of ``thinking`` and ``output_config``: ``enabled`` takes a ``budget_tokens`` of
     at least 1024 below ``max_tokens`` (not on 4.7 and later), ``adaptive`` takes a ``display`` only,
+    ``disabled`` is refused where thinking is always on and above effort high where it is on by default,
     ``output_config.effort`` is one of five levels, and thinking of either kind refuses a temperature."""
     thinking = body.get("thinking")
     late_model = bool(_CLAUDE_4_7_ON.match(body["model"]))
@@ -218,6 +229,11 @@ def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
         for name in ("temperature", "top_p", "top_k"):
             if name in body:
                 return bad_request(f"`{name}` is deprecated for this model.")
+    output_config = body.get("output_config")
+    if output_config is not None and (
+        not isinstance(output_config, dict) or output_config.get("effort", "high") not in _EFFORTS
+    ):
+        return bad_request("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
     if thinking is not None:
         kind = thinking.get("type") if isinstance(thinking, dict) else None
         if thinking.get("display", "summarized") not in ("summarized", "omitted"):
@@ -233,19 +249,28 @@ def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
         elif kind == "adaptive":
             if not set(thinking) <= {"type", "display"}:
                 return bad_request("thinking.adaptive: Extra inputs are not permitted")
-        elif kind != "disabled":
+        elif kind == "disabled":
+            if _CLAUDE_ALWAYS_THINKS.match(body["model"]):
+                return bad_request(_NO_DISABLED)
+            effort = (output_config or {}).get("effort", "high")
+            if _CLAUDE_5_ON.match(body["model"]) and effort in ("xhigh", "max"):
+                return bad_request(f"output_config.effort '{effort}' is not supported when thinking is disabled")
+        else:
             return bad_request("thinking: Input tag does not match any of the expected tags")
         if kind != "disabled" and "temperature" in body:
             return bad_request("temperature may only be set to 1 when thinking is enabled")
-    output_config = body.get("output_config")
-    if output_config is not None and (
-        not isinstance(output_config, dict) or output_config.get("effort", "high") not in _EFFORTS
-    ):
-        return bad_request("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
     stops = body.get("stop_sequences")
     if isinstance(stops, list) and any(not isinstance(x, str) or not x.strip() for x in stops):
         return bad_request("stop_sequences: each stop sequence must contain non-whitespace")
     return None
+
+
+def _thinks(body: dict[str, Any]) -> bool:
+    """Whether the model thinks on this request: asked to, or by default (Claude 5 and later, Fable, Mythos)."""
+    config = body.get("thinking")
+    if isinstance(config, dict):
+        return config.get("type") in ("enabled", "adaptive")
+    return bool(_CLAUDE_5_ON.match(body["model"]))
 
 
 def _thinking_shown(body: dict[str, Any], thinking: str) -> str:
@@ -709,23 +734,32 @@ class FakeLLMServer:
         if path == "/v1/messages":
             headers.setdefault("request-id", f"req_{number:08d}")
             content: list[dict[str, Any]] = []
-            if reply.thinking is not None:
-                shown = _thinking_shown(body, reply.thinking)
+            thought = reply.thinking if reply.thinking is not None and _thinks(body) else None
+            thinking_tokens = _tokens(thought or "")
+            stop_reason = reply.finish_reason or "end_turn"
+            if thought is not None:
+                shown = _thinking_shown(body, thought)
                 content.append({"type": "thinking", "thinking": shown, "signature": "c2lnbmF0dXJl"})
-            content.append({"type": "text", "text": text})
+            if thinking_tokens + completion_tokens > body["max_tokens"]:
+                # max_tokens bounds thinking and answer together: thinking that fills it leaves no answer
+                thinking_tokens = min(thinking_tokens, body["max_tokens"])
+                text = text[: 4 * (body["max_tokens"] - thinking_tokens)]
+                completion_tokens, stop_reason = body["max_tokens"] - thinking_tokens, "max_tokens"
+            if text:
+                content.append({"type": "text", "text": text})
             payload: dict[str, Any] = {
                 "id": f"msg_{number:08d}",
                 "type": "message",
                 "role": "assistant",
                 "model": model,
                 "content": content,
-                "stop_reason": reply.finish_reason or "end_turn",
+                "stop_reason": stop_reason,
                 "stop_sequence": None,
             }
             if reply.usage:
                 payload["usage"] = {
                     "input_tokens": prompt_tokens,
-                    "output_tokens": completion_tokens + _tokens(reply.thinking or ""),
+                    "output_tokens": completion_tokens + thinking_tokens,
                     "cache_creation_input_tokens": 0,
                     "cache_read_input_tokens": 0,
                 }

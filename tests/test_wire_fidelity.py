@@ -170,8 +170,8 @@ async def test_a_thinking_budget_is_sent_to_models_before_4_7_and_to_names_that_
 
 def test_a_thinking_budget_for_claude_4_7_and_later_is_refused_before_the_run() -> None:
     # the API answers 400 on every sample: thinking on 4.7 and later is adaptive only
-    for model in ("claude-opus-4-7", "claude-sonnet-4-8-20261001", "claude-opus-5"):
-        with pytest.raises(ConfigError, match=r"Claude 4\.7 and later refuse a thinking budget; use --model-arg"):
+    for model in ("claude-opus-4-7", "claude-sonnet-4-8-20261001", "claude-opus-5", "claude-fable-5-1"):
+        with pytest.raises(ConfigError, match=r"Claude 4\.7 and later, Fable and Mythos refuse a thinking budget; use"):
             make(f"anthropic/{model}", thinking_budget="2048")
 
 
@@ -508,6 +508,78 @@ async def test_adaptive_thinking_on_claude_4_7_asks_for_its_text(server: FakeLLM
     server.script(answer("4", thinking="2 plus 2 is 4."))
     completion = await call(make("anthropic/claude-opus-4-7", server, thinking="adaptive"), request())
     assert completion.thinking == "2 plus 2 is 4."  # the fake, as the API, omits it without display: summarized
+
+
+# Claude 5 and later, Fable and Mythos think unasked, into the same max_tokens as the answer ("Thinking on by
+# default", the migration guide to Claude Opus 5); Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos
+# cannot be stopped ("thinking.type.disabled" is a 400, what's new in Claude Opus 5.5); Fable and Mythos refuse
+# sampling parameters and budgets as 4.7 does (the migration guide to Claude Fable 5). The fake server does so.
+THOUGHT = "Two plus two: count two, then two more, which makes four. " * 4  # ~60 tokens, more than 16
+
+
+async def test_a_model_that_thinks_by_default_gets_room_to_think_and_its_thinking_recorded(
+    server: FakeLLMServer,
+) -> None:
+    # before: max_tokens 16 was sent as is, the model thought it away: an empty answer cut at max_tokens,
+    # scored as a wrong answer, with no thinking text (omitted by default)
+    for model in ("claude-opus-5", "claude-haiku-5-5", "claude-fable-5-1", "claude-mythos-preview"):
+        server.script(answer("4", thinking=THOUGHT))
+        completion = await call(make(f"anthropic/{model}", server), request(temperature=0.0, max_tokens=16))
+        sent = server.requests[-1].body
+        assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}, model
+        assert sent["max_tokens"] == 16 + ADAPTIVE_THINKING_ROOM and "temperature" not in sent, model
+        assert (completion.text, completion.finish_reason, completion.thinking) == ("4", "end_turn", THOUGHT), model
+
+
+async def test_a_model_that_thinks_only_when_asked_is_sent_no_thinking(server: FakeLLMServer) -> None:
+    for model in ("claude-opus-4-8", "claude-sonnet-4-6", "claude-sonnet-4-5", "my-gateway-alias"):
+        await call(make(f"anthropic/{model}", server), request(max_tokens=16))
+        sent = server.requests[-1].body
+        assert "thinking" not in sent and sent["max_tokens"] == 16, model
+
+
+async def test_thinking_disabled_turns_default_thinking_off_where_the_model_allows(server: FakeLLMServer) -> None:
+    server.script(answer("4", thinking=THOUGHT))
+    provider = make("anthropic/claude-opus-5", server, thinking="disabled", effort="high")
+    completion = await call(provider, request(temperature=0.0, max_tokens=16))
+    sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "disabled"} and sent["max_tokens"] == 16 and "temperature" not in sent
+    assert (completion.text, completion.thinking) == ("4", None)  # the fake thinks only when asked or by default
+    assert make("anthropic/claude-opus-5", thinking="disabled").generation_notes(GenerateConfig()) == []
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5", "claude-fable-5", "claude-mythos-5-1"])
+def test_thinking_disabled_is_refused_before_the_run_for_a_model_that_always_thinks(model: str) -> None:
+    with pytest.raises(ConfigError, match=f"anthropic/{model} always thinks: the API refuses thinking disabled"):
+        make(f"anthropic/{model}", thinking="disabled")
+
+
+def test_thinking_disabled_at_effort_xhigh_or_max_is_refused_before_the_run() -> None:
+    for effort in ("xhigh", "max"):
+        with pytest.raises(ConfigError, match=f"takes thinking disabled at effort high or below, not {effort}"):
+            make("anthropic/claude-opus-5", thinking="disabled", effort=effort)
+
+
+def test_a_run_on_a_model_that_thinks_by_default_says_so_and_answers(server: FakeLLMServer, tmp_path: Path) -> None:
+    # before: the task's temperature 0 went to a Fable model, which refuses it: a 400 on every sample
+    result = _cli(tmp_path, *_run(server, "anthropic/claude-fable-5-1", limit=3), env={"ANTHROPIC_API_KEY": CANARY})
+    assert result.returncode == 0, result.stderr
+    assert (
+        "note: anthropic/claude-fable-5-1 thinks by default: asked for adaptive thinking with max_tokens 16,032 (the "
+        "answer's 32 plus 16,000 to think in); it cannot be turned off" in result.stderr
+    )
+    assert "note: anthropic/claude-fable-5-1 takes no temperature or top_p: temperature 0 not sent" in result.stderr
+    records = [json.loads(line) for line in (tmp_path / "results" / "r1" / "samples.jsonl").read_text().splitlines()]
+    assert [r["error"] for r in records] == [None, None, None] and len(server.requests) == 3
+
+
+def test_a_dry_run_bounds_the_output_with_the_room_to_think(tmp_path: Path) -> None:
+    # thinking is billed as output: the bound counts max_tokens as sent, the answer's share plus the room
+    args = ["run", "--task", "capability_profile", "--dry-run", "--limit", "10", "--model"]
+    thinking = _cli(tmp_path, *args, "anthropic/claude-opus-5", env={})
+    plain = _cli(tmp_path, *args, "anthropic/claude-opus-4-8", env={})
+    assert thinking.returncode == plain.returncode == 0, thinking.stderr + plain.stderr
+    assert "output tokens ≤ 160,320" in thinking.stdout and "output tokens ≤ 320" in plain.stdout
 
 
 def anthropic_body(content: list[dict[str, Any]], usage: dict[str, Any]) -> dict[str, Any]:

@@ -884,7 +884,7 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
         prompt_tokens += tokens
         if tokens > longest:
             longest, longest_sample = tokens, sample.id
-    max_out = plan.generation.max_tokens
+    max_out = plan.provider.output_cap(plan.generation)  # thinking included, which is billed as output
     cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
     return DryRun(
         count,

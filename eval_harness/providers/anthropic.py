@@ -9,9 +9,13 @@ kinds: ``--model-arg thinking_budget=N`` sends ``{"thinking": {"type": "enabled"
 (deprecated on Claude 4.6, refused by 4.7 and later), and ``--model-arg thinking=adaptive`` sends
 ``{"thinking": {"type": "adaptive", "display": "summarized"}}`` (4.6 and later), where the model decides how much
 to think (4.7 and later omit the thinking text unless ``display`` asks for it);
-``--model-arg effort=low|medium|high|xhigh|max`` adds ``{"output_config": {"effort": ...}}``. Both kinds of
-thinking refuse a temperature, so temperature and top_p are left out while thinking is on, and always for Claude
-4.7 and later, which refuse them (a note at the run's start says so).
+``--model-arg effort=low|medium|high|xhigh|max`` adds ``{"output_config": {"effort": ...}}``. Claude 5 and
+later, Fable and Mythos think unasked (Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos cannot be
+stopped), and ``max_tokens`` bounds thinking and answer together, so they are sent adaptive thinking as if
+asked, with its room on top of the answer's share; ``--model-arg thinking=disabled`` turns it off where the
+model allows. Both kinds of thinking refuse a temperature, so temperature and top_p are left out while thinking
+is on, and always for Claude 4.7 and later, Fable and Mythos, which refuse them (a note at the run's start says
+so).
 
 Usage: ``input_tokens`` (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
 ``output_tokens``. ``--model-arg stream=true`` asks for the answer as server-sent events (``"stream": true``):
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
@@ -110,8 +115,11 @@ class AnthropicOptions(HTTPOptions):
     thinking_budget: int | None = Field(
         default=None, ge=MIN_THINKING_BUDGET, description="Extended-thinking budget in tokens (at least 1024)."
     )
-    thinking: Literal["adaptive"] | None = Field(
-        default=None, description="'adaptive': the model decides when and how much to think (Claude 4.6 and later)."
+    thinking: Literal["adaptive", "disabled"] | None = Field(
+        default=None,
+        description="'adaptive': the model decides when and how much to think (Claude 4.6 and later; the default "
+        "of Claude 5 and later, Fable and Mythos); 'disabled': no thinking, for a model that thinks by default "
+        "and allows it (Claude Opus 5, Sonnet 5, Haiku 5.5, at effort high or below).",
     )
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None, description="output_config.effort: how many tokens the model may spend (default: high)."
@@ -124,9 +132,11 @@ class AnthropicOptions(HTTPOptions):
     )
 
 
-_CLAUDE_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku)-(\d)(?:-(\d)(?!\d))?(?![\d.])")
-"""``claude-opus-4-7`` → 4.7, ``claude-sonnet-4-5-20250929`` → 4.5, ``claude-opus-4-20250514`` → 4.0; the older
-``claude-3-5-sonnet`` naming and models of other names behind the same API give no version."""
+_CLAUDE_VERSION = re.compile(r"^claude-[a-z]+-(\d{1,2})(?:-(\d)(?!\d))?(?![\d.])")
+"""``claude-opus-4-7`` → 4.7, ``claude-sonnet-4-5-20250929`` → 4.5, ``claude-opus-4-20250514`` → 4.0,
+``claude-fable-5-1`` → 5.1 (the ``claude-{name}-{major}[-{minor}]`` scheme); the older ``claude-3-5-sonnet``
+naming and models of other names behind the same API give no version."""
+_CLAUDE_FAMILY = re.compile(r"^claude-([a-z]+)(?![a-z])")
 
 
 def claude_version(model: str) -> tuple[int, int] | None:
@@ -141,6 +151,48 @@ ONE_SAMPLING_PARAMETER = (4, 1)
 NO_SAMPLING_PARAMETERS = (4, 7)
 """From Claude 4.7 on, temperature, top_p and top_k are refused with a 400 ("`temperature` is deprecated for this
 model"), and so is a thinking budget (adaptive thinking only), whose thinking text is omitted unless asked for."""
+THINKS_BY_DEFAULT = (5, 0)
+"""From Claude 5 on, a request without a ``thinking`` field thinks ("Thinking on by default", the migration guide
+to Claude Opus 5), into the same ``max_tokens`` as the answer."""
+ALWAYS_THINKS = {"opus": (5, 5), "sonnet": (5, 5)}
+"""From these versions on thinking cannot be turned off: Opus 5.5 answers ``{"type": "disabled"}`` with a 400
+(what's new in Claude Opus 5.5), Sonnet 5.5 too (what's new in Claude Sonnet 5.5)."""
+THINKING_FAMILIES = frozenset({"fable", "mythos"})
+"""Models named after neither Opus, Sonnet nor Haiku, released after Claude 5: they think always (adaptive only;
+``disabled`` and a budget are refused, the migration guide to Claude Fable 5) and refuse sampling parameters."""
+UNTHINKING_EFFORTS = frozenset({"xhigh", "max"})
+"""Efforts refused with thinking off ("accepts disabled at effort high or below", Claude Opus 5 and Haiku 5.5)."""
+
+
+@dataclass(frozen=True)
+class ClaudeRules:
+    """What a Claude model's name says about the requests it takes (its family and version)."""
+
+    version: tuple[int, int] | None
+    family: str | None
+
+    @classmethod
+    def of(cls, model: str) -> ClaudeRules:
+        found = _CLAUDE_FAMILY.match(model)
+        return cls(claude_version(model), None if found is None else found.group(1))
+
+    @property
+    def takes_no_sampling(self) -> bool:
+        """Whether temperature, top_p and a thinking budget are refused whatever their value."""
+        return self.family in THINKING_FAMILIES or (self.version is not None and self.version >= NO_SAMPLING_PARAMETERS)
+
+    @property
+    def thinks_by_default(self) -> bool:
+        """Whether a request without a ``thinking`` field thinks."""
+        return self.family in THINKING_FAMILIES or (self.version is not None and self.version >= THINKS_BY_DEFAULT)
+
+    @property
+    def always_thinks(self) -> bool:
+        """Whether thinking cannot be turned off (``{"type": "disabled"}`` is a 400)."""
+        if self.family in THINKING_FAMILIES:
+            return True
+        since = ALWAYS_THINKS.get(self.family or "")
+        return since is not None and self.version is not None and self.version >= since
 
 
 @register_provider("anthropic")
@@ -157,34 +209,67 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, options, context)
         assert isinstance(options, AnthropicOptions)
         self.anthropic_options = options
-        self.version = claude_version(model)  # read from the name once, not on every request body
+        self.rules = ClaudeRules.of(model)  # read from the name once, not on every request body
         if urlsplit(self.base_url).path in ("", "/"):
             # Anthropic's own SDKs take ANTHROPIC_BASE_URL as the host alone and add /v1 themselves
             self.base_url = join_url(self.base_url, "/v1")
         if context.settings.anthropic_api_key is None and not context.offline:
             raise ConfigError(f"anthropic/{model}: no API key; set ANTHROPIC_API_KEY in the environment or in .env")
+        flag = context.options_flag
         if options.thinking is not None and options.thinking_budget is not None:
             raise ConfigError(
-                f"anthropic/{model}: give {context.options_flag} thinking=adaptive or thinking_budget=N, not both "
+                f"anthropic/{model}: give {flag} thinking={options.thinking} or thinking_budget=N, not both "
                 "(Claude 4.6 and later take adaptive thinking; earlier models only a budget)"
             )
-        if options.thinking_budget is not None and self.takes_no_sampling:
+        if options.thinking_budget is not None and self.rules.takes_no_sampling:
             raise ConfigError(
-                f"anthropic/{model}: Claude 4.7 and later refuse a thinking budget; use {context.options_flag} "
-                "thinking=adaptive "
-                "(and effort=... for how much it may spend)"
+                f"anthropic/{model}: Claude 4.7 and later, Fable and Mythos refuse a thinking budget; use {flag} "
+                "thinking=adaptive (and effort=... for how much it may spend)"
             )
+        if options.thinking == "disabled":
+            if self.rules.always_thinks:
+                raise ConfigError(
+                    f"anthropic/{model} always thinks: the API refuses thinking disabled (Claude Opus 5.5 and "
+                    f"later, Sonnet 5.5 and later, Fable, Mythos); set how much it may think with {flag} "
+                    "effort=low|medium|high|xhigh|max instead"
+                )
+            if options.effort in UNTHINKING_EFFORTS:
+                raise ConfigError(
+                    f"anthropic/{model}: the API takes thinking disabled at effort high or below, not "
+                    f"{options.effort}; lower the effort or drop {flag} thinking=disabled"
+                )
+
+    @property
+    def version(self) -> tuple[int, int] | None:
+        """The model's (major, minor) version from its name; None when the name does not say."""
+        return self.rules.version
 
     @property
     def takes_no_sampling(self) -> bool:
-        """Whether the model refuses temperature and top_p whatever their value (Claude 4.7 and later)."""
-        return self.version is not None and self.version >= NO_SAMPLING_PARAMETERS
+        """Whether the model refuses temperature and top_p whatever their value (Claude 4.7 and later, Fable,
+        Mythos)."""
+        return self.rules.takes_no_sampling
+
+    @property
+    def thinking(self) -> Literal["adaptive", "disabled"] | None:
+        """The thinking sent: as asked, else adaptive for a model that thinks unasked (asking for it is the same,
+        and gets the thinking text, which these models omit by default, and room for it in ``max_tokens``)."""
+        asked = self.anthropic_options.thinking
+        if asked is None and self.anthropic_options.thinking_budget is None and self.rules.thinks_by_default:
+            return "adaptive"
+        return asked
 
     @property
     def thinks(self) -> bool:
-        """Whether requests turn thinking on (and so leave temperature and top_p out)."""
-        options = self.anthropic_options
-        return options.thinking is not None or options.thinking_budget is not None
+        """Whether requests think (and so leave temperature and top_p out)."""
+        return self.thinking == "adaptive" or self.anthropic_options.thinking_budget is not None
+
+    @property
+    def thinking_room(self) -> int:
+        """Tokens added to ``max_tokens`` for thinking, which ``max_tokens`` bounds together with the answer."""
+        if self.thinking == "adaptive":
+            return ADAPTIVE_THINKING_ROOM
+        return self.anthropic_options.thinking_budget or 0
 
     def configured_base_url(self) -> str | None:
         return self.context.settings.anthropic_base_url
@@ -196,15 +281,35 @@ class AnthropicProvider(HTTPProvider):
         return not self.thinks and not self.takes_no_sampling
 
     def generation_notes(self, config: GenerateConfig) -> list[str]:
+        notes = []
+        if self.anthropic_options.thinking is None and self.thinking == "adaptive":
+            off = (
+                "it cannot be turned off"
+                if self.rules.always_thinks
+                else f"{self.context.options_flag} thinking=disabled turns it off"
+            )
+            notes.append(
+                f"note: anthropic/{self.model} thinks by default: asked for adaptive thinking with max_tokens "
+                f"{self.output_cap(config):,} (the answer's {self.answer_tokens(config):,} plus "
+                f"{ADAPTIVE_THINKING_ROOM:,} to think in); {off}"
+            )
         unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
         if not unsent or self.sends_sampling:
-            return []
+            return notes
         why = (
             "takes no temperature or top_p"
             if self.takes_no_sampling
             else "takes no temperature or top_p while thinking"
         )
-        return [f"note: anthropic/{self.model} {why}: {' and '.join(unsent)} not sent"]
+        return [*notes, f"note: anthropic/{self.model} {why}: {' and '.join(unsent)} not sent"]
+
+    @staticmethod
+    def answer_tokens(config: GenerateConfig) -> int:
+        """The answer's share of ``max_tokens``: the task's, else the default the Messages API requires."""
+        return config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
+
+    def output_cap(self, config: GenerateConfig) -> int:
+        return self.answer_tokens(config) + self.thinking_room
 
     def check_generation(self, config: GenerateConfig) -> None:
         if not self.sends_sampling:
@@ -232,11 +337,9 @@ class AnthropicProvider(HTTPProvider):
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         config = request.config
         options = self.anthropic_options
-        answer_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
-        room = ADAPTIVE_THINKING_ROOM if options.thinking == "adaptive" else (options.thinking_budget or 0)
         body: dict[str, Any] = {"model": self.model}
         # max_tokens bounds thinking and answer together, so room to think comes on top of the answer's share.
-        body["max_tokens"] = answer_tokens + room
+        body["max_tokens"] = self.output_cap(config)
         system = [m.content for m in request.messages if m.role == "system"]
         if system:
             body["system"] = "\n\n".join(system)
@@ -244,10 +347,13 @@ class AnthropicProvider(HTTPProvider):
         sent_stops = [stop for stop in config.stop or [] if stop.strip()]
         if sent_stops:
             body["stop_sequences"] = sent_stops
-        if options.thinking == "adaptive":
+        thinking = self.thinking
+        if thinking == "adaptive":
             # Claude 4.7 and later omit the thinking text unless asked ("display" defaults to "omitted" there);
             # a run records it, apart from the answer
             body["thinking"] = {"type": "adaptive", "display": "summarized"}
+        elif thinking == "disabled":
+            body["thinking"] = {"type": "disabled"}
         elif options.thinking_budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
         if options.effort is not None:
@@ -475,6 +581,7 @@ __all__ = [
     "ONE_SAMPLING_PARAMETER",
     "AnthropicOptions",
     "AnthropicProvider",
+    "ClaudeRules",
     "claude_version",
     "message_from_stream",
     "parse_reset_time",

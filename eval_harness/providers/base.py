@@ -132,6 +132,11 @@ class Provider(ABC):
         met as the same error on every sample); the default accepts every option."""
         return None
 
+    def output_cap(self, config: GenerateConfig) -> int | None:
+        """The most tokens one call may write, thinking included (what bounds its output's cost); None when
+        nothing bounds it. The task's ``max_tokens``, unless the provider adds room for thinking."""
+        return config.max_tokens
+
     def generation_notes(self, config: GenerateConfig) -> list[str]:
         """Notes for the user about options of ``config`` this model takes differently from how they are written
         (one it does not take and is not sent): printed at the start of a run, never silent."""
