@@ -25,6 +25,17 @@ HOUR_CACHE_WRITE = 2.0
 
 
 @dataclass(frozen=True)
+class LongContext:
+    """Dearer rates for the whole of a request whose prompt is long (OpenAI's GPT-5.6 and later: "For requests
+    with more than 272K input tokens, input and cache rates double and output costs 1.5 times")."""
+
+    above: int
+    """Prompt tokens (cached and cache writes included) beyond which the request is priced long."""
+    input_factor: float
+    output_factor: float
+
+
+@dataclass(frozen=True)
 class Price:
     """USD per million tokens. Cached input and cache writes default to the input price."""
 
@@ -32,6 +43,7 @@ class Price:
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
+    long_context: LongContext | None = None
 
     def cost(self, usage: Usage, cache_write_tokens: int = 0, hour_cache_write_tokens: int = 0) -> float:
         """USD for ``usage``. ``prompt_tokens`` includes cached and cache-write tokens, billed at their own rates;
@@ -42,15 +54,18 @@ class Price:
         cached_rate = self.input if self.cached_input is None else self.cached_input
         write_rate = self.input if self.cache_write is None else self.cache_write
         short_writes = max(cache_write_tokens - hour_cache_write_tokens, 0)
-        total = (
+        prompt = (
             fresh * self.input
             + cached * cached_rate
             + short_writes * write_rate
             + (cache_write_tokens - short_writes) * HOUR_CACHE_WRITE * self.input
-            + usage.completion_tokens * self.output
         )
+        answer = usage.completion_tokens * self.output
+        long = self.long_context
+        if long is not None and usage.prompt_tokens > long.above:
+            prompt, answer = prompt * long.input_factor, answer * long.output_factor
         # to the picodollar: a record shows 1.71e-05, not float noise such as 1.7100000000000002e-05
-        return round(total / PER_TOKENS, 12)
+        return round((prompt + answer) / PER_TOKENS, 12)
 
 
 @dataclass(frozen=True)
@@ -70,11 +85,15 @@ class PriceTable:
 
 def _price(entry: dict[str, Any], where: str) -> Price:
     try:
+        long = entry.get("long_context")
         return Price(
             input=float(entry["input"]),
             output=float(entry["output"]),
             cached_input=None if entry.get("cached_input") is None else float(entry["cached_input"]),
             cache_write=None if entry.get("cache_write") is None else float(entry["cache_write"]),
+            long_context=None
+            if long is None
+            else LongContext(int(long["above"]), float(long["input_factor"]), float(long["output_factor"])),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"pricing.json: {where}: needs numeric input and output prices ({exc})") from None
@@ -102,11 +121,12 @@ def resolve(
     price_in: float | None = None,
     price_out: float | None = None,
     price_cached_in: float | None = None,
+    price_cache_write: float | None = None,
 ) -> Price | None:
     """The price a run uses: the per-run override when given (both ``price_in`` and ``price_out``), else the table."""
     if price_in is not None and price_out is not None:
-        return Price(input=price_in, output=price_out, cached_input=price_cached_in)
+        return Price(input=price_in, output=price_out, cached_input=price_cached_in, cache_write=price_cache_write)
     return lookup(provider, model)
 
 
-__all__ = ["PER_TOKENS", "Price", "PriceTable", "lookup", "price_table", "resolve"]
+__all__ = ["PER_TOKENS", "LongContext", "Price", "PriceTable", "lookup", "price_table", "resolve"]

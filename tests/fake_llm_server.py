@@ -198,10 +198,32 @@ def chaos(
 
 
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
-_OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)")
-"""OpenAI's reasoning models: Chat Completions refuses their max_tokens (max_completion_tokens instead), a
-temperature other than 1, top_p and stop ("Unsupported parameter: 'max_tokens' is not supported with this model.
-Use 'max_completion_tokens' instead.")."""
+_OPENAI_REASONING = re.compile(r"^(o\d|gpt-(?:[5-9]|[1-9]\d))(?!\d)")
+"""OpenAI's reasoning models (o-series, gpt-5 and later): Chat Completions refuses their max_tokens
+(max_completion_tokens instead) and stop ("Unsupported parameter: 'max_tokens' is not supported with this model.
+Use 'max_completion_tokens' instead."), and at any reasoning effort but none a temperature other than 1 and top_p
+("When reasoning effort is not none, remove temperature, top_p", OpenAI's deployment checklist), on both APIs."""
+_OPENAI_ALWAYS_REASONS = re.compile(r"^gpt-6\.2(?!\d)")
+"""GPT-6.2: "The API rejects requests that set reasoning effort to none" (gpt-6.2-sol's page)."""
+
+
+def _invalid_reasoning_options(body: dict[str, Any], effort: object, refused: tuple[str, ...]) -> Reply | None:
+    """A reasoning model's refusals: effort none where it always reasons, then each of ``refused`` sent."""
+    if not _OPENAI_REASONING.match(body["model"]):
+        return None
+    if effort == "none" and _OPENAI_ALWAYS_REASONS.match(body["model"]):
+        return bad_request("Unsupported value: 'reasoning_effort' does not support 'none' with this model.")
+    sampling_allowed = effort == "none"
+    for name in refused:
+        if name in body and not (name == "temperature" and body[name] == 1):
+            if sampling_allowed and name in ("temperature", "top_p"):
+                continue
+            return bad_request(
+                f"Unsupported parameter: '{name}' is not supported with this model.", code="unsupported_parameter"
+            )
+    return None
+
+
 _CLAUDE_4_7_ON = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-(?:4-[7-9]|[5-9])(?!\d)|fable-|mythos-)")
 """Claude 4.7 and later, and the Fable and Mythos models (migration guides to Opus 4.7 and Fable 5): temperature,
 top_p and top_k are refused ("`temperature` is deprecated for this model"), thinking is adaptive only, and the
@@ -673,18 +695,18 @@ class FakeLLMServer:
                 return bad_request("'messages' is a required property")
             if isinstance(body.get("stop"), list) and len(body["stop"]) > 4:
                 return bad_request(f"{body['stop']} is too long - 'stop'", code="invalid_value")
-            if _OPENAI_REASONING.match(body["model"]):
-                for name in ("max_tokens", "temperature", "top_p", "stop"):
-                    if name in body and not (name == "temperature" and body[name] == 1):
-                        return bad_request(
-                            f"Unsupported parameter: '{name}' is not supported with this model.",
-                            code="unsupported_parameter",
-                        )
+            refused = ("max_tokens", "temperature", "top_p", "stop")
+            if (invalid := _invalid_reasoning_options(body, body.get("reasoning_effort"), refused)) is not None:
+                return invalid
         elif path == "/v1/responses":
             if "input" not in body:
                 return bad_request("Missing required parameter: 'input'.")
             if "stop" in body or "seed" in body:
                 return bad_request("Unknown parameter: 'stop' / 'seed'.")
+            reasoning = body.get("reasoning")
+            effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+            if (invalid := _invalid_reasoning_options(body, effort, ("temperature", "top_p"))) is not None:
+                return invalid
             if isinstance(body.get("max_output_tokens"), int) and body["max_output_tokens"] < 16:
                 return bad_request(
                     "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got "

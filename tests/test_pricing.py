@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from pydantic import SecretStr
 
 from eval_harness.config import Settings
 from eval_harness.errors import ConfigError
@@ -92,3 +93,48 @@ def test_a_cost_is_recorded_without_float_noise() -> None:
     """30 × 0.15 + 21 × 0.60 = 17.1 USD per million tokens; divided in binary floating point it read
     0.000017100000000000002 in the record."""
     assert Price(input=0.15, output=0.6).cost(Usage(prompt_tokens=30, completion_tokens=21)) == 1.71e-05
+
+
+def test_gpt_5_6_and_later_bill_cache_writes_at_their_own_rate() -> None:
+    # gpt-6.2-sol's page: $2 in, $0.10 cached in, $2.50 30-minute cache write, $10 out per million;
+    # 10,000 prompt tokens of which 2,000 cached and 6,000 written: (2000*2 + 2000*0.10 + 6000*2.50 + 500*10) / 1e6
+    price = lookup("openai", "gpt-6.2-sol")
+    assert price is not None
+    usage = Usage(prompt_tokens=10_000, completion_tokens=500, cached_tokens=2_000)
+    assert price.cost(usage, cache_write_tokens=6_000) == pytest.approx((4000 + 200 + 15_000 + 5000) / 1e6)
+
+
+def test_a_prompt_over_272k_tokens_prices_the_whole_request_long() -> None:
+    # gpt-6-luna: $0.10 in, $0.01 cached in, $0.50 out; above 272K input tokens input and cache rates double and
+    # output costs 1.5 times, for the full request: (300000*0.10*2 + 1000*0.50*1.5) / 1e6; at 272,000 exactly,
+    # the short rates: (272000*0.10 + 1000*0.50) / 1e6
+    price = lookup("openai", "gpt-6-luna")
+    assert price is not None
+    assert price.cost(Usage(prompt_tokens=300_000, completion_tokens=1_000)) == pytest.approx((60_000 + 750) / 1e6)
+    assert price.cost(Usage(prompt_tokens=272_000, completion_tokens=1_000)) == pytest.approx((27_200 + 500) / 1e6)
+    cached = Usage(prompt_tokens=300_000, completion_tokens=0, cached_tokens=100_000)
+    assert price.cost(cached) == pytest.approx((200_000 * 0.10 * 2 + 100_000 * 0.01 * 2) / 1e6)
+
+
+def test_the_claude_models_after_4_5_are_priced_as_their_pages_list() -> None:
+    # platform.claude.com pricing: Opus 4.6 to 5 $5 / $25 (hits $0.50, 5-minute writes $6.25), Fable 5.1 $10 / $50
+    # with cache hits at $0.25, Opus 5.5 $4 / $20 (hits $0.20); 1000 in, 1000 hits, 1000 written, 100 out
+    usage = Usage(prompt_tokens=3000, completion_tokens=100, cached_tokens=1000)
+    expected = {
+        "claude-opus-4-6": 1000 * 5 + 1000 * 0.5 + 1000 * 6.25 + 100 * 25,
+        "claude-opus-5": 1000 * 5 + 1000 * 0.5 + 1000 * 6.25 + 100 * 25,
+        "claude-fable-5-1": 1000 * 10 + 1000 * 0.25 + 1000 * 12.5 + 100 * 50,
+        "claude-opus-5-5": 1000 * 4 + 1000 * 0.2 + 1000 * 5 + 100 * 20,
+        "claude-sonnet-5": 1000 * 2 + 1000 * 0.2 + 1000 * 2.5 + 100 * 10,
+    }
+    for model, micro in expected.items():
+        price = lookup("anthropic", model)
+        assert price is not None, model
+        assert price.cost(usage, cache_write_tokens=1000) == pytest.approx(micro / 1e6), model
+
+
+def test_a_cache_write_price_override_needs_the_input_and_output_prices() -> None:
+    assert resolve("openai", "my-model", 2.0, 10.0, 0.1, 2.5) == Price(2.0, 10.0, 0.1, 2.5)
+    context = ProviderContext(settings=Settings(openai_api_key=SecretStr("sk-test")))
+    with pytest.raises(ConfigError, match="price_cache_write needs price_in and price_out"):
+        create_provider("openai/my-model", {"price_cache_write": "2.5"}, context)

@@ -510,6 +510,67 @@ async def test_adaptive_thinking_on_claude_4_7_asks_for_its_text(server: FakeLLM
     assert completion.thinking == "2 plus 2 is 4."  # the fake, as the API, omits it without display: summarized
 
 
+# OpenAI's reasoning models from gpt-5 on, gpt-6 and later included, take temperature and top_p at reasoning
+# effort none only ("When reasoning effort is not none, remove temperature, top_p", the deployment checklist);
+# GPT-6.2 refuses effort none (its model page); from GPT-5.6 on cache writes are billed and reported as
+# cache_write_tokens (the prompt-caching guide). The fake server refuses as the API does.
+async def test_gpt_6_models_are_reasoning_models_sent_no_temperature_top_p_or_stop(server: FakeLLMServer) -> None:
+    # before: only o-series and gpt-5 names were, so a task's temperature 0 failed every gpt-6 sample with a 400
+    for model, api in (("gpt-6-sol", "chat"), ("gpt-6.1-terra", "responses"), ("gpt-6.2-sol", "chat")):
+        provider = make(f"openai/{model}", server, api=api)
+        completion = await call(provider, request(temperature=0.0, top_p=0.9, stop=["\n\n"], max_tokens=40))
+        sent = server.requests[-1].body
+        assert not {"temperature", "top_p", "stop"} & set(sent) and completion.text == "4", model
+        (note,) = provider.generation_notes(GenerateConfig(temperature=0.0, stop=["\n\n"]))
+        assert note == (
+            f"note: openai/{model} is a reasoning model, which takes no temperature, top_p or stop: temperature 0 "
+            "and stop 1 sequence not sent (the answer is cut at the stop sequences here)"
+        )
+
+
+async def test_at_reasoning_effort_none_temperature_and_top_p_are_sent_and_stop_cut_here(
+    server: FakeLLMServer,
+) -> None:
+    for api in ("chat", "responses"):
+        provider = make("openai/gpt-6-sol", server, api=api, reasoning_effort="none")
+        await call(provider, request(temperature=0.0, top_p=0.9, stop=["\n\n"], max_tokens=40))
+        sent = server.requests[-1].body
+        assert (sent["temperature"], sent["top_p"]) == (0.0, 0.9) and "stop" not in sent, api
+        (note,) = provider.generation_notes(GenerateConfig(temperature=0.0, stop=["\n\n"]))
+        assert note == (
+            "note: openai/gpt-6-sol is a reasoning model, which takes no stop: stop 1 sequence not sent (the answer "
+            "is cut at the stop sequences here)"
+        )
+    assert make("openai/gpt-6-sol", reasoning_effort="none").generation_notes(GenerateConfig(temperature=0.0)) == []
+
+
+def test_reasoning_effort_none_for_gpt_6_2_is_refused_before_the_run() -> None:
+    for model in ("gpt-6.2-sol", "gpt-6.2-astra"):
+        with pytest.raises(ConfigError, match=f"openai/{model}: the API refuses reasoning_effort none for GPT-6.2"):
+            make(f"openai/{model}", reasoning_effort="none").check_generation(GenerateConfig())
+    make("openai/gpt-6.2-sol", reasoning_effort="low").check_generation(GenerateConfig())
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_cache_writes_reported_by_the_api_are_billed_at_their_rate(server: FakeLLMServer, api: str) -> None:
+    # gpt-6.2-sol's page: $2 in, $0.10 cached in, $2.50 cache write, $10 out per million; before: the 6,000
+    # tokens written were billed at the input price ($0.0212, 12% under)
+    if api == "chat":
+        body = chat_body({"content": "4"}, "stop", (10_000, 500))
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": 2_000, "cache_write_tokens": 6_000}
+    else:
+        body = {"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-6.2-sol",
+                "output": [{"type": "message", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": "4", "annotations": []}]}],
+                "usage": {"input_tokens": 10_000, "output_tokens": 500, "total_tokens": 10_500,
+                          "input_tokens_details": {"cached_tokens": 2_000, "cache_write_tokens": 6_000},
+                          "output_tokens_details": {"reasoning_tokens": 0}}}  # fmt: skip
+    server.script(Reply(body=body))
+    completion = await call(make("openai/gpt-6.2-sol", server, api=api))
+    # 2,000 fresh, 2,000 cached, 6,000 written, 500 out
+    assert completion.cost_usd == pytest.approx((2_000 * 2 + 2_000 * 0.10 + 6_000 * 2.50 + 500 * 10) / 1e6)
+
+
 # Claude 5 and later, Fable and Mythos think unasked, into the same max_tokens as the answer ("Thinking on by
 # default", the migration guide to Claude Opus 5); Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos
 # cannot be stopped ("thinking.type.disabled" is a 400, what's new in Claude Opus 5.5); Fable and Mythos refuse

@@ -72,6 +72,9 @@ class HTTPOptions(ProviderOptions):
     price_cached_in: float | None = Field(
         default=None, ge=0, le=1e6, description="USD per million cached input tokens (default: price_in)."
     )
+    price_cache_write: float | None = Field(
+        default=None, ge=0, le=1e6, description="USD per million input tokens written to the cache (default: price_in)."
+    )
     max_response_bytes: int | None = Field(
         default=None,
         gt=0,
@@ -90,8 +93,9 @@ class HTTPOptions(ProviderOptions):
     def _prices_come_in_pairs(self) -> HTTPOptions:
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("give both price_in and price_out (USD per million tokens)")
-        if self.price_cached_in is not None and self.price_in is None:
-            raise ValueError("price_cached_in needs price_in and price_out")
+        for name in ("price_cached_in", "price_cache_write"):
+            if getattr(self, name) is not None and self.price_in is None:
+                raise ValueError(f"{name} needs price_in and price_out")
         return self
 
 
@@ -581,7 +585,12 @@ class HTTPProvider(Provider):
             recorded=not configured,
         )
         self.price = pricing.resolve(
-            self.provider_name, model, options.price_in, options.price_out, options.price_cached_in
+            self.provider_name,
+            model,
+            options.price_in,
+            options.price_out,
+            options.price_cached_in,
+            options.price_cache_write,
         )
         self._wire_state: Wire | None = None
         self._timeout: dict[str, float | None] = {

@@ -6,10 +6,11 @@ TGI), which adds the legacy ``/completions`` endpoint and optional keys.
 Chat Completions: ``POST {base}/chat/completions`` with ``messages``; the answer is
 ``choices[0].message.content`` ("string or null": null is the empty answer), reasoning servers' thinking
 ``reasoning_content`` or ``reasoning``, usage ``prompt_tokens``/``completion_tokens`` with
-``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``.
+``prompt_tokens_details.cached_tokens`` (and ``cache_write_tokens``) and
+``completion_tokens_details.reasoning_tokens``.
 Responses: ``POST {base}/responses`` with ``input`` and ``instructions``; the answer is the ``output_text``
 parts of ``message`` items in ``output``, usage ``input_tokens``/``output_tokens`` with
-``input_tokens_details.cached_tokens`` and ``output_tokens_details.reasoning_tokens``.
+``input_tokens_details.cached_tokens`` (and ``cache_write_tokens``) and ``output_tokens_details.reasoning_tokens``.
 A refusal (``message.refusal``, streamed ``delta.refusal``, a Responses ``refusal`` part) is the answer text
 with finish reason ``refusal``. A 200 holding ``{"error": ...}`` instead of an answer (gateways such as
 OpenRouter) is an HTTP error; a quota 429 (``insufficient_quota``, ``billing_hard_limit_reached``) stops the run.
@@ -60,8 +61,12 @@ from eval_harness.types import ChatMessage, Completion, GenerateConfig, Generate
 Endpoint = Literal["chat", "responses", "completions"]
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-# Reasoning models accept only the default temperature and top_p; sending the task's value fails every sample.
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+# Reasoning models (o-series, gpt-5 and every later gpt-N) accept only the default temperature and top_p at any
+# reasoning effort but none ("When reasoning effort is not none, remove temperature, top_p", OpenAI's deployment
+# checklist); sending the task's value fails every sample.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-(?:[5-9]|[1-9]\d))(?!\d)")
+_NO_EFFORT_NONE = re.compile(r"^gpt-6\.2(?!\d)")
+"""GPT-6.2 models think always: "The API rejects requests that set reasoning effort to none" (gpt-6.2-sol's page)."""
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 _FAILED_CAUSES: dict[str, RetryCause] = {"server_error": "server_error", "rate_limit_exceeded": "rate_limit"}
 """The codes of a Responses ``status: failed`` that another attempt may clear, and the cause they count under."""
@@ -94,8 +99,8 @@ class OpenAIOptions(HTTPOptions):
     stream: bool = Field(default=False, description="Use server-sent events (Chat Completions only).")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None,
-        description="Reasoning effort of o-series / gpt-5 models (which levels a model takes varies: gpt-5.1 takes "
-        "none but not minimal).",
+        description="Reasoning effort of o-series / gpt-5 and later models (which levels a model takes varies: gpt-5.1 "
+        "takes none but not minimal, gpt-6.2 not none); at none, temperature and top_p are sent.",
     )
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = Field(
         default=None,
@@ -119,9 +124,13 @@ class OpenAIWire(HTTPProvider):
         """Whether answers come as server-sent events."""
         return False
 
-    def omits_sampling(self) -> bool:
-        """Whether temperature/top_p must be left out (reasoning models reject them)."""
+    def reasons(self) -> bool:
+        """Whether the model is a reasoning model, which takes no stop sequences."""
         return False
+
+    def omits_sampling(self) -> bool:
+        """Whether temperature/top_p must be left out: a reasoning model refuses them, but at effort none."""
+        return self.reasons() and self.reasoning_effort() != "none"
 
     def reasoning_effort(self) -> str | None:
         """The reasoning effort to request, if any."""
@@ -132,23 +141,21 @@ class OpenAIWire(HTTPProvider):
         return None
 
     def generation_notes(self, config: GenerateConfig) -> list[str]:
-        if not self.omits_sampling():
+        if not self.reasons():
             return []
-        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
+        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()] if self.omits_sampling() else []
         unsent += [f"stop {len(config.stop)} sequence{'s' if len(config.stop) != 1 else ''}"] if config.stop else []
         if not unsent:
             return []
         stops = " (the answer is cut at the stop sequences here)" if config.stop else ""
-        return [
-            f"note: {self.model_id} is a reasoning model, which takes no temperature, top_p or stop: "
-            f"{' and '.join(unsent)} not sent{stops}"
-        ]
+        takes = "takes no temperature, top_p or stop" if self.omits_sampling() else "takes no stop"
+        return [f"note: {self.model_id} is a reasoning model, which {takes}: {' and '.join(unsent)} not sent{stops}"]
 
     def sends_stop(self) -> bool:
         """Whether stop sequences go in the body; else the answer is cut at them here. The Responses API has
         no ``stop``, and reasoning models reject it ("Not supported with latest reasoning models o3 and
         o4-mini", the Chat Completions reference)."""
-        return self.endpoint != "responses" and not self.omits_sampling()
+        return self.endpoint != "responses" and not self.reasons()
 
     def stop_applied_after(self, request: GenerateRequest) -> list[str] | None:
         stop = request.config.stop
@@ -208,10 +215,12 @@ class OpenAIWire(HTTPProvider):
             raise self.labelled(exc, self.request_id(reply)) from None
         return cut_at_stop(completion, self.stop_applied_after(request), "stop")
 
-    def _usage(self, data: dict[str, Any], input_key: str, output_key: str) -> tuple[Usage, bool]:
+    def _usage(self, data: dict[str, Any], input_key: str, output_key: str) -> tuple[Usage, bool, int]:
+        """The usage, whether the server reported any, and the prompt tokens written to its cache (billed at their
+        own rate from GPT-5.6 on: ``cache_write_tokens``, OpenAI's prompt-caching guide)."""
         raw = object_or_none(data, "usage")
         if raw is None:
-            return Usage(), False
+            return Usage(), False, 0
         prompt, completion = count_or_none(raw, input_key), count_or_none(raw, output_key)
         usage = Usage(
             prompt_tokens=prompt or 0,
@@ -219,7 +228,9 @@ class OpenAIWire(HTTPProvider):
             cached_tokens=_detail(raw, f"{input_key}_details", "cached_tokens"),
             reasoning_tokens=_detail(raw, f"{output_key}_details", "reasoning_tokens"),
         )
-        return usage, prompt is not None or completion is not None  # "usage": {} counts nothing: cost unknown
+        # "usage": {} counts nothing: cost unknown
+        reported = prompt is not None or completion is not None
+        return usage, reported, _detail(raw, f"{input_key}_details", "cache_write_tokens") or 0
 
     def _completion(
         self,
@@ -230,12 +241,12 @@ class OpenAIWire(HTTPProvider):
         usage_keys: tuple[str, str],
         thinking: str | None = None,
     ) -> Completion:
-        usage, reported = self._usage(data, *usage_keys)
+        usage, reported, cache_writes = self._usage(data, *usage_keys)
         return Completion(
             text=text,
             finish_reason=finish_reason,
             usage=usage,
-            cost_usd=self.priced(usage, reported),
+            cost_usd=self.priced(usage, reported, cache_writes),
             latency_ms=reply.latency_ms,
             model=name_or_none(data, "model"),
             request_id=self.request_id(reply, name_or_none(data, "id")),
@@ -472,7 +483,7 @@ class OpenAIProvider(OpenAIWire):
     def streaming(self) -> bool:
         return self.openai_options.stream and self.openai_options.api == "chat"
 
-    def omits_sampling(self) -> bool:
+    def reasons(self) -> bool:
         return _REASONING_MODEL.match(self.model) is not None
 
     def reasoning_effort(self) -> str | None:
@@ -482,6 +493,11 @@ class OpenAIProvider(OpenAIWire):
         return self.openai_options.reasoning_summary
 
     def check_generation(self, config: GenerateConfig) -> None:
+        if self.reasoning_effort() == "none" and _NO_EFFORT_NONE.match(self.model):
+            raise ConfigError(
+                f"openai/{self.model}: the API refuses reasoning_effort none for GPT-6.2 models, which always "
+                "reason; give low, medium, high, xhigh or max"
+            )
         if self.endpoint != "responses" and self.openai_options.reasoning_summary is not None:
             raise ConfigError(
                 f"openai/{self.model}: reasoning_summary is a Responses API option; add "
