@@ -333,3 +333,11 @@ def test_validate_dataset_refuses_a_bad_argument_of_a_code_execution_task_with_o
         2,
         f"error: {spec}:9: scorer 'exact_match': unknown mode 'strictest'; use one of strict, lenient, numeric",
     )
+
+
+async def test_a_lone_surrogate_in_the_answer_does_not_keep_the_program_from_running(allowed: None) -> None:
+    # a reply's JSON may escape a lone surrogate; before: UnicodeEncodeError writing the program, a scoring error
+    score = await scorer().score("    return x / 2  # \ud800\n", sample())
+    assert score.value == 1.0
+    inside_a_string = await scorer().score("    assert '\ud800' != ''\n    return x / 2\n", sample())
+    assert inside_a_string.value == 1.0

@@ -521,3 +521,12 @@ def test_a_judge_refused_by_its_server_is_told_to_check_its_own_flag(
     err = capsys.readouterr().err
     assert exit_code.value.code == 2 and "authentication failed: HTTP 401" in err, err
     assert "check --judge-arg api_key_env=NAME (or api_key=...)" in err and "--model-arg" not in err
+
+
+async def test_a_verdict_nested_too_deeply_gets_the_repair_request_and_keeps_its_spend(where: str) -> None:
+    # before: RecursionError on the first reply: no repair request, and that call's tokens and cost were dropped
+    judge = ScriptedJudge(["[" * 100_000, verdict(faithfulness=4, coverage=4)])
+    score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
+    assert score.value == 0.75 and (score.metadata["calls"], score.metadata["repairs"]) == (2, 1)
+    assert "nested too deeply" in judge.requests[1].messages[-1].content
+    assert score.usage == Usage(prompt_tokens=200, completion_tokens=40)

@@ -149,3 +149,45 @@ async def test_scorer_reads_a_bare_letter_as_a_letter_even_when_a_choice_text_is
     mcq = Sample(id="q", input="Which letter is a vowel?", target="B", choices=["B", "A", "C", "D"])
     score = await scorer.score("B", mcq)
     assert (score.answer, score.explanation) == ("B", "chose B (by letter): correct")
+
+
+@pytest.mark.parametrize(
+    ("response", "letters", "expected"),
+    [
+        # before: the "A"/"I" after the marker won, an article or a pronoun read as the option
+        ("Answer: A careful reading shows B.", "ABCD", "B"),
+        ("Final answer: A close call, but B", "ABCD", "B"),
+        ("Answer: I think it is B", "ABCDEFGHIJ", "B"),
+        ("The answer is I think B", "ABCDEFGHIJ", "B"),
+        ("Answer: I would say B", "ABCDEFGHIJ", "B"),
+        # an option letter followed by the words that follow options, or by no other letter, stays the option
+        ("The answer is A because B is wrong", "ABCD", "A"),
+        ("The answer is A here", "ABCD", "A"),
+        ("Answer: I", "ABCDEFGHIJ", "I"),
+    ],
+)
+def test_an_a_or_i_after_a_marker_that_reads_as_a_word_gives_way_to_a_later_letter(
+    response: str, letters: str, expected: str
+) -> None:
+    assert choice_letter(response, letters) == expected
+
+
+@pytest.mark.parametrize("response", ["The answer is 'B'.", "‘B’", "I'd pick 'B' here", "Answer: ‘b’"])
+def test_a_letter_in_single_or_curly_quotes_is_read(response: str) -> None:
+    # before: None at every rank (a quote next to a letter was read as a contraction: "B's")
+    assert choice_letter(response) == "B"
+
+
+def test_a_letter_inside_a_contraction_or_a_possessive_is_still_no_option() -> None:
+    assert choice_letter("B's reasoning is wrong; the answer is C") == "C"
+    assert choice_letter("O'Brien says D") == "D"
+
+
+async def test_more_choices_than_letters_is_an_error_that_says_so() -> None:
+    # before: "IndexError: string index out of range"
+    many = Sample(id="s", input="q", target="x27", choices=[f"x{i}" for i in range(30)])
+    with pytest.raises(ValueError, match="30 choices, more than the 26 letters A-Z; give the scorer letters="):
+        await build_scorer(ScorerSpec(name="choice")).score("B", many)
+    past = Sample(id="s", input="q", target="c3", choices=["c1", "c2", "c3"])
+    with pytest.raises(ValueError, match="target 'c3' is choice 3, past the letters AB"):
+        await build_scorer(ScorerSpec(name="choice", args={"letters": "AB"})).score("A", past)

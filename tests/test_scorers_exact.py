@@ -274,3 +274,28 @@ def test_numeric_mode_does_not_read_percentage_points_as_a_percent() -> None:
     # "percentage" is another word: 25 percentage points is the number 25
     assert exact_match("25 percentage points", "25", "numeric") == 1.0
     assert exact_match("25 percentage points", "0.25", "numeric") == 0.0
+
+
+@pytest.mark.parametrize(("prediction", "reference"), [("1000000001", "1000000000"), ("123456789012", "123456789000")])
+def test_numeric_mode_tells_large_numbers_apart_to_the_last_digit(prediction: str, reference: str) -> None:
+    # before: a relative slack of 1e-9 made numbers of ten and more digits equal to nine of them
+    assert exact_match(prediction, reference, mode="numeric") == 0.0
+
+
+@pytest.mark.parametrize(("prediction", "reference"), [("1.1%", "0.011"), ("0.1 + 0.2 = 0.30000000000000004", "0.3")])
+def test_numeric_mode_still_forgives_floats_own_rounding(prediction: str, reference: str) -> None:
+    assert exact_match(prediction, reference, mode="numeric") == 1.0
+
+
+async def test_numeric_tolerance_zero_still_tells_large_numbers_apart() -> None:
+    scorer = build_scorer(ScorerSpec(name="exact_match", args={"mode": "numeric", "tolerance": 0}))
+    assert (await scorer.score("1000000001", sample("1000000000"))).value == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("１，０００", 1000.0), ("－５", -5.0), ("答え：１２．５", 12.5), ("10²", 10.0)]
+)
+def test_full_width_digits_and_signs_read_as_ascii_but_superscripts_do_not(text: str, expected: float) -> None:
+    # before: "１，０００" read 0 (the full-width comma split the number); NFKC would make "10²" 102
+    number = extract_number(text)
+    assert number is not None and number.value == expected

@@ -320,3 +320,15 @@ def test_a_whole_number_written_as_a_float_is_a_count() -> None:
     """pandas writes a column of counts with a gap as floats (min: 300.0, max: null): such checks scored before
     the values were checked, and must go on doing so."""
     assert run_check("a b c", {"type": "word_count", "min": 3.0, "max": None}) == (True, "3 words, expected at least 3")
+
+
+def test_json_nested_too_deeply_to_read_fails_the_check_instead_of_erring() -> None:
+    # before: RecursionError, a scoring error for the record rather than a failed check
+    assert run_check("[" * 100_000, {"type": "json"}) == (False, "not JSON this parser reads: nested too deeply")
+
+
+@pytest.mark.parametrize("text", ["NaN", '{"a": Infinity}', "[-Infinity]"])
+def test_nan_and_infinity_are_not_json(text: str) -> None:
+    # before: "valid JSON" (Python's json reads them; RFC 8259 has no such values)
+    passed, why = run_check(text, {"type": "json"})
+    assert not passed and why.startswith("not JSON:") and "is not JSON" in why

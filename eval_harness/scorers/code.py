@@ -207,7 +207,9 @@ async def run_program(program: str, limits: Limits) -> Execution:
     try:
         work = root / "work"
         work.mkdir()
-        (work / _PROGRAM).write_text(program, encoding="utf-8")
+        # a lone surrogate (a reply's JSON may escape one) cannot be UTF-8: written as its escape, it is the same
+        # character again inside a string literal and harmless text in a comment
+        (work / _PROGRAM).write_text(program, encoding="utf-8", errors="backslashreplace")
         # Output goes to files, not pipes: asyncio's wait() returns only once the pipes are closed too, which a
         # process the program left behind (in another session) could put off for as long as it likes.
         with (root / "stdout").open("wb") as stdout, (root / "stderr").open("wb") as stderr:

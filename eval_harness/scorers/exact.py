@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
@@ -192,7 +193,10 @@ def extract_number(text: str) -> Number | None:
     After a marker, an answer stated as a calculation ("The answer is 16 - 3 - 4 = 9 eggs, sold for 9 * $2 =
     $18.") is read at its result, the first number after the last '=' in that sentence or line, unless that
     number opens a calculation itself. '<number> thousand/million/billion' is one number ("$1.45 million").
+    Full-width digits and signs read as ASCII ones ("１，０００" is 1000).
     """
+    if not text.isascii():
+        text = text.translate(_FULL_WIDTH)
     for marker in _MARKERS:
         matches = list(marker.finditer(text))
         if matches:
@@ -253,11 +257,18 @@ def _scaled(text: str, numbers: list[Number]) -> list[Number]:
     return merged
 
 
+_FLOAT_ROUNDING = 4 * sys.float_info.epsilon
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+"""Full-width forms (U+FF01-FF5E) → ASCII, as NFKC maps them; not NFKC itself, which makes "10²" "102"."""
+
+
 def same_number(predicted: Number, expected: Number, tolerance: float = 1e-9) -> bool:
     """Equal by value; a percentage also equals its fraction (50% == 0.5) when only one side has %."""
 
     def close(a: float, b: float) -> bool:
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=tolerance)
+        # relative slack of a few units in the last place, for floats' own rounding (1.1% is 0.011000000000000001)
+        # and no more: 1,000,000,001 is not 1,000,000,000
+        return math.isclose(a, b, rel_tol=_FLOAT_ROUNDING, abs_tol=tolerance)
 
     if close(predicted.value, expected.value):
         return True
@@ -302,7 +313,7 @@ def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
 @register_scorer("exact_match")
 def exact_match_scorer(mode: str = "strict", tolerance: float = 1e-9) -> Scorer:
     """Exact match of the output's answer (its last non-empty ``<answer>`` tag, else the whole output) against any
-    of the sample's targets; ``tolerance`` is the absolute slack of numeric mode."""
+    of the sample's targets; ``tolerance`` is the absolute slack of numeric mode (floats' own rounding aside)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if tolerance < 0:

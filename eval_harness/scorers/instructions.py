@@ -212,6 +212,11 @@ def ends_with(text: str, phrase: str, case_sensitive: bool = False) -> CheckResu
     return ok, f"ends with {shown!r}" if ok else f"does not end with {shown!r} (ends {tail[-30:]!r})"
 
 
+def _not_json(constant: str) -> Any:
+    """Python's json reads NaN, Infinity and -Infinity, which JSON (RFC 8259) has not."""
+    raise json.JSONDecodeError(f"{constant} is not JSON", constant, 0)
+
+
 def json_check(text: str, schema: dict[str, Any] | None = None, allow_fence: bool = True) -> CheckResult:
     """The response is one JSON value (optionally in a ```json fence) that matches ``schema``."""
     body = text.strip()
@@ -219,9 +224,11 @@ def json_check(text: str, schema: dict[str, Any] | None = None, allow_fence: boo
     if fenced is not None and allow_fence:
         body = fenced.group(1).strip()
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         return False, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return False, "not JSON this parser reads: nested too deeply"
     if schema is None:
         return True, "valid JSON"
     problems = schema_problems(value, schema)

@@ -88,6 +88,8 @@ def _json_object(text: str) -> dict[str, Any]:
         raise VerdictError("the reply is empty")
     try:
         value = json.loads(body, object_pairs_hook=_reject_duplicates)
+    except RecursionError:
+        raise VerdictError("not a JSON object this parser reads: nested too deeply") from None
     except json.JSONDecodeError as exc:
         embedded = _objects_in(body)
         if len(embedded) != 1:  # none, or several (an example and the verdict?): the repair request decides
