@@ -507,11 +507,17 @@ def _notes(
         notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
     rows = [*report_axes, overall] if len(report_axes) != 1 else report_axes  # one axis: overall is the same
     if ci in ("wilson", "clopper-pearson"):
-        # (an axis over samples with several epochs has per-sample means, not 0/1 scores: the epochs note says so)
         continuous = [a.axis for a in report_axes if a.ci_method == "t"]
         if continuous:
             have = "has" if len(continuous) == 1 else "have"
             notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} {have} other scores: Student-t")
+        means = [a.axis for a in report_axes if a.ci_method == "t" + BY_SAMPLE]
+        if means:
+            have = "has" if len(means) == 1 else "have"
+            notes.append(
+                f"--ci {ci} applies to 0/1 scores; {', '.join(means)} {have} samples whose epochs disagree, whose "
+                "means are not 0 or 1: Student-t"
+            )
     if ci == "bootstrap":
         fallback = [a.axis for a in rows if a.ci_method.removesuffix(BY_SAMPLE) == "wilson"]
         if fallback:
@@ -527,8 +533,9 @@ def _notes(
         if few:
             notes.append(
                 f"--ci bootstrap is approximate below {BOOTSTRAP_APPROXIMATE_BELOW} samples ({', '.join(few)}): "
-                "its 95% interval covered the mean 82% of the time at 5 samples and 88% at 10 in simulation; "
-                "the default Student-t interval kept close to 95%"
+                "its 95% interval covered the mean 82% of the time at 5 samples and 88% at 10 in a simulation of "
+                "continuous scores, where the default Student-t interval kept close to 95% (the default of 0/1 "
+                "scores is Wilson's)"
             )
     for a in rows:
         if a.ci is None and a.mean is not None:

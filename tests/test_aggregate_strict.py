@@ -20,6 +20,7 @@ import pytest
 from conftest import CliResult, adder_task_root
 
 from eval_harness.aggregate import RunColumns, load_columns
+from eval_harness.aggregate._epochs import scorer_distribution
 from eval_harness.artifacts import RunPaths
 from eval_harness.config import RunConfig
 from eval_harness.errors import ArtifactError
@@ -369,3 +370,10 @@ def test_a_raw_quote_inside_the_id_or_axis_makes_the_line_damaged_on_both_paths(
     message = refusal(samples, light=light)
     assert message == refusal(samples, light=light, fast=False)
     assert message == f"{samples}:{index + 1}: not a sample record; the file is damaged"
+
+
+def test_the_histogram_bins_a_score_at_a_tenth_in_the_bin_it_opens() -> None:
+    # [0, 0.1), [0.1, 0.2), ..., [0.9, 1.0]; before: np.histogram's float edges (0.30000000000000004) put 0.3, 0.6
+    # and 0.7 one bin low
+    values = np.array([0.0, 0.05, 0.1, 0.3, 0.6, 0.7, 0.999, 1.0, np.nan])
+    assert scorer_distribution("x", values).histogram == [2, 1, 0, 1, 0, 0, 1, 1, 0, 2]

@@ -355,3 +355,43 @@ def test_compare_does_not_say_intervals_overlap_when_there_are_none(cli: Cli, ta
     shown = cli("compare", "--run-a", a, "--run-b", b, "--format", "markdown").out
     overall = next(line for line in shown.splitlines() if line.startswith("| overall"))
     assert "| yes |" not in overall and "| no |" not in overall
+
+
+# audit s29 -----------------------------------------------------------------------------------------
+
+
+def epochs_disagreeing(cli: Cli, root: TaskRoot, scores: Sequence[float]) -> Path:
+    """``scored_run`` as three epochs, the first sample wrong in its last epoch: per-sample means not 0 or 1."""
+    run = as_three_identical_epochs(scored_run(cli, root, "one", scores), root.root / "results" / "three")
+    records = read_records(run)
+    first = min(r["sample_id"] for r in records)
+    for r in records:
+        if r["sample_id"] == first and r["epoch"] == 2:
+            r.update(score=0.0, passed=False, scores={"exact_match": 0.0})
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / ".columns.npz").unlink(missing_ok=True)
+    return run
+
+
+def test_an_exact_ci_on_per_sample_means_says_why_student_t_instead(cli: Cli, task_root: TaskRoot) -> None:
+    # before: nothing said why --ci clopper-pearson gave a t-by-sample row (a comment said the epochs note did)
+    run = epochs_disagreeing(cli, task_root, [1.0, 0.0, 1.0, 1.0, 1.0])
+    shown = cli("report", "--run", run, "--ci", "clopper-pearson")
+    assert shown.code == 0, shown.err
+    assert (
+        "--ci clopper-pearson applies to 0/1 scores; alpha has samples whose epochs disagree, whose means are not 0 "
+        "or 1: Student-t" in " ".join(shown.out.split())
+    )
+
+
+def test_one_sample_over_epochs_is_counted_as_one_sample(cli: Cli, task_root: TaskRoot) -> None:
+    run = as_three_identical_epochs(scored_run(cli, task_root, "one", [1.0]), task_root.root / "results" / "three")
+    shown = cli("report", "--run", run, "--format", "markdown")
+    assert "3 (1 sample)" in shown.out and "(1 samples)" not in shown.out  # before: "3 (1 samples)"
+
+
+def test_compare_json_has_no_overlap_where_a_run_has_no_interval(cli: Cli, task_root: TaskRoot) -> None:
+    # before: intervals_overlap true beside two null intervals (the table showed "–")
+    a, b = pair(cli, task_root, [0.4], [0.6])
+    shown = json.loads(cli("compare", "--run-a", a, "--run-b", b, "--format", "json").out)
+    assert [(x["ci_a"], x["ci_b"], x["intervals_overlap"]) for x in shown["axes"]] == [(None, None, None)]

@@ -210,7 +210,7 @@ def _overlap_notes(axes: Sequence[CompareAxis], overall: CompareAxis) -> list[st
     names = [
         axis.axis
         for axis in judged_rows(axes, overall)
-        if axis.ci_a is not None and axis.ci_b is not None and not axis.intervals_overlap
+        if axis.intervals_overlap is False
         and axis.verdict == "no_difference"
     ]  # fmt: skip
     if not names:
@@ -267,7 +267,8 @@ def _both_error_notes(
         if not gone:
             left = f"every sample has an epoch that is not, so the test rests on all {rest:,}"
         elif rest:
-            left = f"{gone:,} of the {axis.samples:,} samples are {every}, so the test rests on the other {rest:,}"
+            are = "is" if gone == 1 else "are"
+            left = f"{gone:,} of the {axis.samples:,} samples {are} {every}, so the test rests on the other {rest:,}"
         else:
             left = f"all {gone:,} samples are {every}: no sample is left to tell the runs apart"
         notes.append(f"{axis.axis}: {errors} paired records are errors in both runs (a difference of 0 each); {left}")

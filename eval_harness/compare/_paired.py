@@ -219,7 +219,7 @@ def _axis(
     p50_b, p95_b = b.percentiles()
     cost_a, cost_b = a.cost_mean(), b.cost_mean()
     error_a, error_b = float(np.mean(a.error)), float(np.mean(b.error))
-    overlap = ci_a is None or ci_b is None or (ci_a[1] >= ci_b[0] and ci_b[1] >= ci_a[0])
+    overlap = None if ci_a is None or ci_b is None else ci_a[1] >= ci_b[0] and ci_b[1] >= ci_a[0]
     return CompareAxis(
         axis=name,
         n=n,

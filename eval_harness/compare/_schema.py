@@ -75,9 +75,10 @@ class CompareAxis(BaseModel):
     separable: bool = Field(
         description="The verdict's test rejects: p_adjusted < 0.05 (overall: p_value) and the difference is not 0."
     )
-    intervals_overlap: bool = Field(
-        description="Whether A's and B's own 95% intervals overlap. Not a test: two unadjusted intervals may fail "
-        "to overlap beside no detectable difference (few pairs, many axes); the verdict reads the test."
+    intervals_overlap: bool | None = Field(
+        description="Whether A's and B's own 95% intervals overlap; None when either run has none. Not a test: two "
+        "unadjusted intervals may fail to overlap beside no detectable difference (few pairs, many axes); the "
+        "verdict reads the test."
     )
     verdict: Verdict
     error_rate_a: float | None

@@ -147,7 +147,7 @@ def run_state(status: str, records: int, expected: int) -> str:
 
 def counted_n(n: int, samples: int | None) -> str:
     """A row's record count, with the samples its interval is over when they differ (epochs): '15 (5 samples)'."""
-    return f"{n:,}" if samples is None or samples == n else f"{n:,} ({samples:,} samples)"
+    return f"{n:,}" if samples is None or samples == n else f"{n:,} ({counted(samples, 'sample')})"
 
 
 def method_name(method: str) -> str:

@@ -79,7 +79,7 @@ def _score_cells(a: CompareAxis, overall: bool = False) -> list[str]:
         a.test,
         p_value(a.p_value),
         "–" if overall else p_value(a.p_adjusted),
-        "–" if a.ci_a is None or a.ci_b is None else "yes" if a.intervals_overlap else "no",
+        "–" if a.intervals_overlap is None else "yes" if a.intervals_overlap else "no",
         _VERDICTS[a.verdict],
     ]
 
