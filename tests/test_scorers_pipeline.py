@@ -297,3 +297,21 @@ async def test_a_composite_alone_whose_parts_are_all_skipped_leaves_the_record_w
         "out", SAMPLE
     )
     assert result.error is not None and result.error.message == "every scorer was skipped"
+
+
+async def test_a_composite_names_the_parts_it_left_out_and_why() -> None:
+    # before: a weight-0 part that failed showed only as "skipped": ["j"], its reason lost (a judge down for the
+    # whole run went unseen)
+    parts = [{"name": "test_fixed", "alias": "f", "args": {"value": 0.5}}, {"name": "test_failing", "alias": "j",
+             "weight": 0}, {"name": "test_optional_judge", "alias": "o"}]  # fmt: skip
+    result = await ScoringPipeline([spec("composite", "c", scorers=parts)]).score("out", SAMPLE)
+    assert (result.error, result.final) == (None, 0.5)
+    assert result.explanations["c"] == (
+        "f 0.500; j failed, not counted (weight 0): RuntimeError: boom; o skipped: no judge model configured"
+    )
+
+
+async def test_a_lone_weight_0_scorer_that_fails_says_it_failed_not_that_it_was_skipped() -> None:
+    result = await ScoringPipeline([spec("test_failing", "boom", weight=0)]).score("out", SAMPLE)
+    assert result.error is not None
+    assert result.error.message == "no scorer counted: boom failed, not counted (weight 0): RuntimeError: boom"

@@ -639,7 +639,9 @@ class ScoringPipeline:
         scorer cut short keeps what it had done through ``keep_when_cut_short`` (a composite: its finished parts)."""
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
-            result.error = ErrorInfo(type="ScoringError", message="every scorer was skipped", stage="score")
+            failed = [f"{key} {why}" for key in result.skipped if (why := result.explanations[key]).startswith("failed")]
+            message = f"no scorer counted: {'; '.join(failed)}" if failed else "every scorer was skipped"
+            result.error = ErrorInfo(type="ScoringError", message=message, stage="score")
         return result
 
     async def run(

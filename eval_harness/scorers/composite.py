@@ -81,11 +81,13 @@ class CompositeScorer(Scorer):
         )
 
     def _explanation(self, result: ScoringResult) -> str:
-        """The parts' values, after the first failed gate (which makes the composite 0)."""
+        """The parts' values, after the first failed gate (which makes the composite 0), then the parts left out
+        and why (skipped, or failed at weight 0: a judge down for the whole run must show)."""
         failed_gates = [s.key for s in self.pipeline.specs if s.gate and result.scores.get(s.key, 1.0) < 1.0]
         parts = ", ".join(f"{key} {value:.3f}" for key, value in result.scores.items())
         gate = f"gate {failed_gates[0]} failed → 0; " if failed_gates else ""
-        return f"{gate}{parts}"
+        left_out = "".join(f"; {key} {result.explanations[key]}" for key in result.skipped)
+        return f"{gate}{parts}{left_out}"
 
     @staticmethod
     def _metadata(result: ScoringResult) -> dict[str, Any]:
