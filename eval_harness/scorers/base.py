@@ -639,7 +639,8 @@ class ScoringPipeline:
         scorer cut short keeps what it had done through ``keep_when_cut_short`` (a composite: its finished parts)."""
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
-            failed = [f"{key} {why}" for key in result.skipped if (why := result.explanations[key]).startswith("failed")]
+            why = result.explanations
+            failed = [f"{key} {why[key]}" for key in result.skipped if why[key].startswith("failed")]
             message = f"no scorer counted: {'; '.join(failed)}" if failed else "every scorer was skipped"
             result.error = ErrorInfo(type="ScoringError", message=message, stage="score")
         return result
