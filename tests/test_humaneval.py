@@ -73,6 +73,8 @@ def scorer(**args: Any) -> Scorer:
         ("Here:\n```\nx = 4\n```\n```sh\nls\n```", "x = 4\n"),  # else the first fenced block
         ("```python\nx = 5\n", "x = 5\n"),  # a block cut by max_tokens runs to the end
         ("    return x\n", "    return x\n"),  # else the whole output, indentation kept
+        ("~~~python\nx = 6\n~~~\n", "x = 6\n"),  # tildes fence a block too (CommonMark); before: the whole output
+        ('~~~python\nx = "```"\n~~~', 'x = "```"\n'),  # closed by the fence that opened it
     ],
 )
 def test_code_is_the_last_python_block_else_the_first_block_else_the_output(output: str, code: str) -> None:

@@ -94,7 +94,8 @@ _BOOTSTRAP = (
     "except SystemExit as stop:\n"
     "    sys.exit(f'SystemExit: the program exited ({stop.code!r}) before its tests finished')\n"
 )
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([^\s`]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.MULTILINE | re.DOTALL)
+# a block fenced by backticks or tildes (CommonMark's two fences), closed by the same kind
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([^\s`~]*)[^\n]*\n(.*?)(?:^[ \t]*\1|\Z)", re.MULTILINE | re.DOTALL)
 _PYTHON_LANGUAGES = frozenset({"python", "py", "python3"})
 _IMPORT = re.compile(r"^(?:import|from)[ \t]+\S.*$", re.MULTILINE)
 
@@ -110,7 +111,7 @@ def extract_code(output: str, entry_point: str | None = None) -> tuple[str, str]
     python block, else the first fenced block of any language, else the whole output. A block left open at the
     end of the output (a reply cut by max_tokens) runs to the end; a block indented under a list item is
     dedented."""
-    blocks = [(match.group(1).lower(), textwrap.dedent(match.group(2))) for match in _FENCE.finditer(output)]
+    blocks = [(match.group(2).lower(), textwrap.dedent(match.group(3))) for match in _FENCE.finditer(output)]
     python = [code for language, code in blocks if language in _PYTHON_LANGUAGES]
     if entry_point is not None:
         defining = [code for code in python if defines(code, entry_point)]

@@ -48,7 +48,8 @@ def word_tokens(text: str) -> list[str]:
 
 
 def mostly_non_latin(text: str) -> bool:
-    """Whether more than half of the letters of ``text`` are outside a-z (accented Latin words are not)."""
+    """Whether more than half of the letters of ``text`` are outside a-z and A-Z: accented letters count as
+    outside, so a short accented word ("été") is mostly non-Latin, a sentence with a few accents is not."""
     letters = [c for c in text if c.isalpha()]
     outside = sum(1 for c in letters if not ("a" <= c <= "z" or "A" <= c <= "Z"))
     return outside * 2 > len(letters)

@@ -7,9 +7,11 @@ non-empty ``<answer>`` tag when it has one (``answers.read_answer``); ``token_f1
 compare the strings they are given, as the script does.
 
 Whitespace tokens leave a Chinese or Japanese answer one token, scored all or nothing, so the scorers refuse a
-reference holding ideographs or kana (a scoring error naming the fix) and offer ``tokenizer = "unicode"``, the
-normalisation of MLQA's multilingual script: NFKC and case-folded, punctuation of every script dropped (not
-only ASCII's: «», 。, ¿), articles dropped, and each ideograph or kana a token of its own.
+reference holding ideographs or kana (a scoring error naming the fix) and offer ``tokenizer = "unicode"``, a
+normalisation in the style of MLQA's multilingual script: NFKC and case-folded, punctuation of every script
+dropped (not only ASCII's: «», 。, ¿), English articles dropped, and each ideograph or kana a token of its own.
+It folds more than MLQA's script (which lower-cases without NFKC and drops each language's own articles), so
+values can differ from that script's.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def _refuse_unsplit_scripts(tokenizer: str, sample: Sample) -> None:
 @register_scorer("token_f1")
 def token_f1_scorer(tokenizer: str = "squad") -> Scorer:
     """SQuAD token F1 of the output's answer (its last non-empty ``<answer>`` tag, else the whole output), the
-    maximum over the sample's references; ``tokenizer`` "squad" (the v1.1 script's) or "unicode" (MLQA's, see
+    maximum over the sample's references; ``tokenizer`` "squad" (the v1.1 script's) or "unicode" (MLQA-style, see
     the module's docstring)."""
     normalize = _normalizer(tokenizer)
 
