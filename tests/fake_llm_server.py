@@ -240,6 +240,16 @@ _NO_DISABLED = (
 )
 
 
+def _openai_reasoning(body: dict[str, Any], thinking: str | None) -> int:
+    """The tokens an OpenAI reasoning model reasons (the scripted thinking's) before it answers: none at effort
+    none, nor for other models."""
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, dict) else body.get("reasoning_effort")
+    if thinking is None or effort == "none" or not _OPENAI_REASONING.match(body["model"]):
+        return 0
+    return _tokens(thinking)
+
+
 def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
     """The Messages API's checks of ``thinking`` and ``output_config``: ``enabled`` takes a ``budget_tokens`` of
     at least 1024 below ``max_tokens`` (not on 4.7 and later), ``adaptive`` takes a ``display`` only,
@@ -789,6 +799,14 @@ class FakeLLMServer:
                 return await self._stream_message(request, payload, headers)
             return self._send_answer(payload, headers, reply)
         headers.setdefault("x-request-id", f"req_{number:08d}")
+        reasoned = _openai_reasoning(body, reply.thinking) if path != "/v1/messages" else 0
+        limit = body.get("max_output_tokens" if path == "/v1/responses" else "max_completion_tokens")
+        cut = isinstance(limit, int) and reasoned + completion_tokens > limit
+        if cut:
+            # the limit bounds reasoning and answer together: reasoning that fills it leaves no answer
+            reasoned = min(reasoned, limit)
+            text = text[: 4 * (limit - reasoned)]
+            completion_tokens = limit - reasoned
         if path == "/v1/responses":
             output: list[dict[str, Any]] = []
             if reply.thinking is not None:
@@ -796,26 +814,28 @@ class FakeLLMServer:
                 asked = isinstance(body.get("reasoning"), dict) and body["reasoning"].get("summary") is not None
                 summary = [{"type": "summary_text", "text": reply.thinking}] if asked else []
                 output.append({"type": "reasoning", "id": f"rs_{number}", "summary": summary})
-            output.append(
-                {
-                    "type": "message",
-                    "id": f"msg_{number}",
-                    "status": "completed",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
-                }
-            )
+            if text or not cut:
+                output.append(
+                    {
+                        "type": "message",
+                        "id": f"msg_{number}",
+                        "status": "incomplete" if cut else "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                )
+            incomplete = "max_output_tokens" if cut else reply.finish_reason
             payload = {
                 "id": f"resp_{number:08d}",
                 "object": "response",
                 "created_at": int(time.time()),
-                "status": "completed" if reply.finish_reason is None else "incomplete",
-                "incomplete_details": None if reply.finish_reason is None else {"reason": reply.finish_reason},
+                "status": "completed" if incomplete is None else "incomplete",
+                "incomplete_details": None if incomplete is None else {"reason": incomplete},
                 "model": model,
                 "output": output,
             }
             if reply.usage:
-                reasoning = _tokens(reply.thinking or "")
+                reasoning = reasoned or _tokens(reply.thinking or "")
                 payload["usage"] = {
                     "input_tokens": prompt_tokens,
                     "input_tokens_details": {"cached_tokens": 0},
@@ -825,13 +845,13 @@ class FakeLLMServer:
                 }
             return self._send_answer(payload, headers, reply)
         chat = path == "/v1/chat/completions"
-        finish = reply.finish_reason or "stop"
+        finish = "length" if cut else reply.finish_reason or "stop"
         usage = {
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens + reasoned,
+            "total_tokens": prompt_tokens + completion_tokens + reasoned,
             "prompt_tokens_details": {"cached_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": reasoned},
         }
         ident = f"{'chatcmpl' if chat else 'cmpl'}-{number:08d}"
         if body.get("stream"):

@@ -32,12 +32,14 @@ from eval_harness.errors import (
 from eval_harness.providers.anthropic import ADAPTIVE_THINKING_ROOM
 from eval_harness.providers.base import Provider, ProviderContext, create_provider
 from eval_harness.providers.gateway import Gateway, RetryPolicy
+from eval_harness.providers.openai import REASONING_ROOM
 from eval_harness.types import GenerateConfig
 
 OPENAI_KEY = "sk-test-openai-0123456789"
 ANTHROPIC_KEY = "sk-ant-test-0123456789"
 REPO = Path(__file__).resolve().parent.parent
 CANARY = "sk-canary-quota-4e8b1d7c2a90"
+THOUGHT = "Two plus two: count two, then two more, which makes four. " * 4  # ~60 tokens, more than 16
 
 
 def context() -> ProviderContext:
@@ -571,11 +573,37 @@ async def test_cache_writes_reported_by_the_api_are_billed_at_their_rate(server:
     assert completion.cost_usd == pytest.approx((2_000 * 2 + 2_000 * 0.10 + 6_000 * 2.50 + 500 * 10) / 1e6)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_reasoning_model_gets_room_to_reason_on_top_of_the_answers_limit(
+    server: FakeLLMServer, api: str
+) -> None:
+    # max_completion_tokens / max_output_tokens bound reasoning and answer together; before: the task's 32 was
+    # sent as is, the model reasoned it away, and the answer was empty (finish reason length), scored wrong
+    server.script(answer("4", thinking=THOUGHT * 4))
+    provider = make("openai/gpt-6-sol", server, api=api)
+    completion = await call(provider, request(max_tokens=32))
+    sent = server.requests[-1].body
+    assert sent["max_output_tokens" if api == "responses" else "max_completion_tokens"] == 32 + REASONING_ROOM
+    assert (completion.text, completion.finish_reason) == ("4", "stop")
+    assert completion.usage.reasoning_tokens is not None and completion.usage.reasoning_tokens > 32
+    field = "max_output_tokens" if api == "responses" else "max_completion_tokens"
+    assert provider.generation_notes(GenerateConfig(max_tokens=32)) == [
+        f"note: openai/gpt-6-sol reasons before answering, into the same limit: sent {field} 25,032 (the answer's "
+        "32 plus 25,000 to reason in)"
+    ]
+
+
+async def test_at_reasoning_effort_none_the_answers_limit_is_sent_as_is(server: FakeLLMServer) -> None:
+    await call(make("openai/gpt-6-sol", server, reasoning_effort="none"), request(max_tokens=32))
+    assert server.requests[-1].body["max_completion_tokens"] == 32
+    await call(make("openai/gpt-4o", server), request(max_tokens=32))
+    assert server.requests[-1].body["max_completion_tokens"] == 32
+
+
 # Claude 5 and later, Fable and Mythos think unasked, into the same max_tokens as the answer ("Thinking on by
 # default", the migration guide to Claude Opus 5); Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos
 # cannot be stopped ("thinking.type.disabled" is a 400, what's new in Claude Opus 5.5); Fable and Mythos refuse
 # sampling parameters and budgets as 4.7 does (the migration guide to Claude Fable 5). The fake server does so.
-THOUGHT = "Two plus two: count two, then two more, which makes four. " * 4  # ~60 tokens, more than 16
 
 
 async def test_a_model_that_thinks_by_default_gets_room_to_think_and_its_thinking_recorded(

@@ -70,6 +70,10 @@ _NO_EFFORT_NONE = re.compile(r"^gpt-6\.2(?!\d)")
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 _FAILED_CAUSES: dict[str, RetryCause] = {"server_error": "server_error", "rate_limit_exceeded": "rate_limit"}
 """The codes of a Responses ``status: failed`` that another attempt may clear, and the cause they count under."""
+REASONING_ROOM = 25_000
+"""Tokens added to the answer's max_tokens for a reasoning model, whose limit bounds its reasoning and its answer
+together ("reserve at least 25,000 tokens for reasoning and outputs", OpenAI's reasoning guide): sent as is, a
+short answer's limit is spent reasoning and the answer is empty (finish reason ``length``)."""
 MIN_OUTPUT_TOKENS = 16
 """The Responses API refuses a smaller ``max_output_tokens`` (400 ``integer_below_min_value``)."""
 MAX_STOP_SEQUENCES = 4
@@ -128,9 +132,18 @@ class OpenAIWire(HTTPProvider):
         """Whether the model is a reasoning model, which takes no stop sequences."""
         return False
 
+    def reasons_first(self) -> bool:
+        """Whether the model reasons before answering: a reasoning model at any effort but none."""
+        return self.reasons() and self.reasoning_effort() != "none"
+
     def omits_sampling(self) -> bool:
         """Whether temperature/top_p must be left out: a reasoning model refuses them, but at effort none."""
-        return self.reasons() and self.reasoning_effort() != "none"
+        return self.reasons_first()
+
+    def output_cap(self, config: GenerateConfig) -> int | None:
+        if config.max_tokens is None:
+            return None
+        return config.max_tokens + (REASONING_ROOM if self.reasons_first() else 0)
 
     def reasoning_effort(self) -> str | None:
         """The reasoning effort to request, if any."""
@@ -143,13 +156,22 @@ class OpenAIWire(HTTPProvider):
     def generation_notes(self, config: GenerateConfig) -> list[str]:
         if not self.reasons():
             return []
+        notes = []
+        cap = self.output_cap(config)
+        if cap is not None and config.max_tokens is not None and cap != config.max_tokens:
+            field = "max_output_tokens" if self.endpoint == "responses" else self.max_tokens_field
+            notes.append(
+                f"note: {self.model_id} reasons before answering, into the same limit: sent {field} {cap:,} (the "
+                f"answer's {config.max_tokens:,} plus {REASONING_ROOM:,} to reason in)"
+            )
         unsent = [f"{name} {value:g}" for name, value in sampling(config).items()] if self.omits_sampling() else []
         unsent += [f"stop {len(config.stop)} sequence{'s' if len(config.stop) != 1 else ''}"] if config.stop else []
         if not unsent:
-            return []
+            return notes
         stops = " (the answer is cut at the stop sequences here)" if config.stop else ""
         takes = "takes no temperature, top_p or stop" if self.omits_sampling() else "takes no stop"
-        return [f"note: {self.model_id} is a reasoning model, which {takes}: {' and '.join(unsent)} not sent{stops}"]
+        unsent_note = f"note: {self.model_id} is a reasoning model, which {takes}: {' and '.join(unsent)} not sent"
+        return [*notes, unsent_note + stops]
 
     def sends_stop(self) -> bool:
         """Whether stop sequences go in the body; else the answer is cut at them here. The Responses API has
@@ -171,8 +193,9 @@ class OpenAIWire(HTTPProvider):
             if system:
                 body["instructions"] = "\n\n".join(system)
             body["input"] = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
-            if config.max_tokens is not None:
-                body["max_output_tokens"] = config.max_tokens
+            cap = self.output_cap(config)
+            if cap is not None:
+                body["max_output_tokens"] = cap
             body["store"] = False
             reasoning = {"effort": self.reasoning_effort(), "summary": self.reasoning_summary()}
             if any(reasoning.values()):
@@ -185,8 +208,9 @@ class OpenAIWire(HTTPProvider):
                 effort = self.reasoning_effort()
                 if effort is not None:
                     body["reasoning_effort"] = effort
-            if config.max_tokens is not None:
-                body["max_tokens" if endpoint == "completions" else self.max_tokens_field] = config.max_tokens
+            cap = self.output_cap(config)
+            if cap is not None:
+                body["max_tokens" if endpoint == "completions" else self.max_tokens_field] = cap
             if config.stop and self.sends_stop():
                 body["stop"] = list(config.stop)
             if config.seed is not None:
@@ -503,7 +527,8 @@ class OpenAIProvider(OpenAIWire):
                 f"openai/{self.model}: reasoning_summary is a Responses API option; add "
                 f"{self.context.options_flag} api=responses"
             )
-        if self.endpoint == "responses" and config.max_tokens is not None and config.max_tokens < MIN_OUTPUT_TOKENS:
+        cap = self.output_cap(config)
+        if self.endpoint == "responses" and cap is not None and cap < MIN_OUTPUT_TOKENS:
             # refused rather than raised to 16: the manifest must record what was sent
             raise ConfigError(
                 f"openai/{self.model}: max_tokens is {config.max_tokens}, but the Responses API takes "
@@ -533,6 +558,7 @@ class OpenAIProvider(OpenAIWire):
 __all__ = [
     "MAX_STOP_SEQUENCES",
     "MIN_OUTPUT_TOKENS",
+    "REASONING_ROOM",
     "OpenAIOptions",
     "OpenAIProvider",
     "OpenAIWire",
