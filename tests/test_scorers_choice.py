@@ -154,28 +154,51 @@ async def test_scorer_reads_a_bare_letter_as_a_letter_even_when_a_choice_text_is
 @pytest.mark.parametrize(
     ("response", "letters", "expected"),
     [
-        # before: the "A"/"I" after the marker won, an article or a pronoun read as the option
-        ("Answer: A careful reading shows B.", "ABCD", "B"),
-        ("Final answer: A close call, but B", "ABCD", "B"),
+        # before: the pronoun "I" after a marker was read as option I (ten-option questions: MMLU-Pro)
         ("Answer: I think it is B", "ABCDEFGHIJ", "B"),
         ("The answer is I think B", "ABCDEFGHIJ", "B"),
         ("Answer: I would say B", "ABCDEFGHIJ", "B"),
-        # an option letter followed by the words that follow options, or by no other letter, stays the option
-        ("The answer is A because B is wrong", "ABCD", "A"),
-        ("The answer is A here", "ABCD", "A"),
+        ("Answer: I am fairly sure it's (J).", "ABCDEFGHIJ", "J"),
+        # option I stays option I
         ("Answer: I", "ABCDEFGHIJ", "I"),
+        ("The answer is I because J double-counts.", "ABCDEFGHIJ", "I"),
+        ("The answer is (I).", "ABCDEFGHIJ", "I"),
+        # an "A" after a marker is the option, whatever follows it (an answer goes on far more often than it
+        # opens with an article)
+        ("Answer: A must be right, since B fails.", "ABCD", "A"),
+        ("The answer is A rather than B.", "ABCD", "A"),
+        ("Answer: A mitochondria, not B nucleus", "ABCD", "A"),
+        ("The answer is A because B is wrong", "ABCD", "A"),
     ],
 )
-def test_an_a_or_i_after_a_marker_that_reads_as_a_word_gives_way_to_a_later_letter(
+def test_an_i_after_a_marker_followed_by_a_verb_is_the_pronoun_and_an_a_stays_the_option(
     response: str, letters: str, expected: str
 ) -> None:
     assert choice_letter(response, letters) == expected
 
 
-@pytest.mark.parametrize("response", ["The answer is 'B'.", "‘B’", "I'd pick 'B' here", "Answer: ‘b’"])
-def test_a_letter_in_single_or_curly_quotes_is_read(response: str) -> None:
-    # before: None at every rank (a quote next to a letter was read as a contraction: "B's")
+@pytest.mark.parametrize(
+    "response", ["The answer is 'B'.", "‘B’", "'B'", 'The answer is "B".', "Answer: ‘b’", "<answer>'B'</answer>"]
+)
+def test_a_quoted_letter_is_read_as_the_whole_response_or_after_a_marker(response: str) -> None:
+    # before: None for single and curly quotes (a quote next to a letter was read as a contraction: "B's")
     assert choice_letter(response) == "B"
+
+
+@pytest.mark.parametrize(
+    "response", ["The answer is 'A' or 'B'.", "The answer is ‘A’ or ‘B’.", "Final answer: 'A' or 'C'", "'A'/'B'"]
+)
+def test_a_quoted_hedge_is_still_a_hedge(response: str) -> None:
+    assert choice_letter(response) is None
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [("I'd go with C, not 'A'.", "C"), ("C is right. 'A' confuses mass with weight.", "C"),
+     ("The correct one is C; 'A' and 'B' are wrong.", "C")],
+)  # fmt: skip
+def test_letters_quoted_in_an_explanation_do_not_compete_with_the_answer(response: str, expected: str) -> None:
+    assert choice_letter(response) == expected
 
 
 def test_a_letter_inside_a_contraction_or_a_possessive_is_still_no_option() -> None:
@@ -183,11 +206,20 @@ def test_a_letter_inside_a_contraction_or_a_possessive_is_still_no_option() -> N
     assert choice_letter("O'Brien says D") == "D"
 
 
-async def test_more_choices_than_letters_is_an_error_that_says_so() -> None:
+async def test_a_target_past_the_letters_is_an_error_that_says_so() -> None:
     # before: "IndexError: string index out of range"
     many = Sample(id="s", input="q", target="x27", choices=[f"x{i}" for i in range(30)])
-    with pytest.raises(ValueError, match="30 choices, more than the 26 letters A-Z; give the scorer letters="):
+    with pytest.raises(ValueError, match="target 'x27' is choice 28, past the 26 letters A"):
         await build_scorer(ScorerSpec(name="choice")).score("B", many)
     past = Sample(id="s", input="q", target="c3", choices=["c1", "c2", "c3"])
-    with pytest.raises(ValueError, match="target 'c3' is choice 3, past the letters AB"):
+    with pytest.raises(ValueError, match="target 'c3' is choice 3, past the 2 letters AB"):
         await build_scorer(ScorerSpec(name="choice", args={"letters": "AB"})).score("A", past)
+
+
+async def test_more_choices_than_letters_still_scores_a_target_within_them() -> None:
+    many = Sample(id="s", input="q", target="B", choices=[f"x{i}" for i in range(30)])
+    assert (await build_scorer(ScorerSpec(name="choice")).score("The answer is B", many)).value == 1.0
+    # a choice past the letters is not read from the output's text (it has no letter): before, an IndexError
+    three = Sample(id="s", input="q", target="A", choices=["apple", "banana", "blue plum"])
+    score = await build_scorer(ScorerSpec(name="choice", args={"letters": "AB"})).score("blue plum", three)
+    assert score.value == 0.0

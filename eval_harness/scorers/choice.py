@@ -26,18 +26,17 @@ from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
 from eval_harness.types import Sample, Score
 
 _DECORATION = re.compile(r"[*_`]")
-_SURROUND = " \t\r\n.,;:!?()[]{}<>\"'"
+_SURROUND = " \t\r\n.,;:!?()[]{}<>\"'‘’“”"
 _CONJUNCTIONS = frozenset({"or", "and", "nor", "vs", "versus"})
 # "answer is", "answer would be:", "answer:", "answer =" ... then optionally "option"/"choice" before the letter.
 _CONNECTOR = r"(?:\s+(?:is|was|would\s+be|will\s+be|should\s+be|must\s+be)\b\s*[:=\-]?|\s*[:=\-])\s*"
-_NAMED = r"(?:(?:option|choice|letter)\s+)?[(\[]?['‘]?"
-_FOLLOWS_AN_OPTION = frozenset(
-    {"because", "since", "as", "is", "was", "which", "that", "for", "given", "due", "and", "or", "but", "so", "then",
-     "here", "there", "too", "also", "though", "although", "while", "whereas", "with", "from", "not", "seems",
-     "appears", "looks", "being", "in", "on", "by"}
+_NAMED = r"(?:(?:option|choice|letter)\s+)?[(\[]?['‘\"“]?"
+_PRONOUN_VERBS = frozenset(
+    {"think", "believe", "would", "am", "guess", "say", "feel", "suspect", "lean", "choose", "pick", "go", "cannot",
+     "can't", "don't", "will", "suppose", "reckon", "know", "need", "must", "should", "could", "might", "can",
+     "have", "had", "was", "do", "did", "see", "agree", "prefer", "conclude", "chose", "picked", "went", "want"}
 )  # fmt: skip
-"""Words that follow an option letter ("The answer is A because ..."); another lower-case word after "A" or "I"
-makes it an article or a pronoun ("Answer: A careful reading shows B", "Answer: I think it is B", "I would say")."""
+"""Words after which an "I" is the pronoun, not option I ("Answer: I think it is B", "I would say B")."""
 
 
 @dataclass(frozen=True)
@@ -53,9 +52,9 @@ class _Patterns:
 @lru_cache(maxsize=64)
 def _patterns(letters: str) -> _Patterns:
     upper, lower = re.escape(letters), re.escape(letters.lower())
-    # not a letter of a word: "B's", "O'Brien", "don't" (but a quoted 'B' is a letter)
+    # not a letter of a word: "B's", "O'Brien", "don't" (but a quoted 'B' after a marker is a letter)
     option = r"([" + upper + lower + r"])(?!\w)(?!['’]\w)"
-    closing = r"[)\].]?\s*"
+    closing = r"['’\"”]?[)\].]?\s*"
     return _Patterns(
         final=(
             re.compile(r"\bfinal\s+answer\b" + _CONNECTOR + _NAMED + option, re.IGNORECASE),
@@ -69,14 +68,13 @@ def _patterns(letters: str) -> _Patterns:
         label=re.compile(r"^[ \t]*[(\[]?" + option + r"[ \t]*(?:[).:\]]|$)(?P<line>.*)", re.MULTILINE),
         mention=re.compile(r"\b(?:option|choice|answer|letter)\s*[(\[]?" + option, re.IGNORECASE),
         standalone=re.compile(
-            r"(?<!\w)(?<!\w['’])[(\[]?['‘]?([" + upper + r"])(?!\w)(?!['’]\w)(?P<after>[)\].:]?)"
-            r"(?=(?P<rest>\s*\S{0,16}))"
+            r"(?<![\w'’])[(\[]?([" + upper + r"])(?![\w'’])(?P<after>[)\].:]?)(?=(?P<rest>\s*\S{0,16}))"
         ),
         # A second letter joined by a conjunction, a slash or a comma; a lower-case one only when no word
         # follows it, so "B, a classic trap" is not a hedge.
         hedge=re.compile(
-            r"[)\]]?\s*(?:(?i:or|and|nor)\b(?:\s+(?i:maybe|perhaps|possibly)\b)?|/|,)\s*[(\[]?"
-            + (r"(?:[" + upper + r"]|[" + lower + r"](?![\w'’])(?!\s+[^\W\d_]))(?![\w'’])")
+            r"[)\]'’\"”]?\s*(?:(?i:or|and|nor)\b(?:\s+(?i:maybe|perhaps|possibly)\b)?|/|,)\s*[(\['‘\"“]?"
+            + (r"(?:[" + upper + r"]|[" + lower + r"](?!\w)(?!['’]\w)(?!['’\"”]?\s+[^\W\d_]))(?!\w)(?!['’]\w)")
         ),
     )
 
@@ -88,10 +86,10 @@ def choice_letter(response: str, letters: str = "ABCD") -> str | None:
     a final answer ("Final answer: B", "<answer>B</answer>", "\\boxed{B}"); an answer marker ("The answer
     is B", "Answer: B) Paris", "The correct option is D"); a label opening the response ("B", "B) Paris",
     "B. Paris", then a line break, text or nothing); finally "option B"/"choice B" mentions and capital
-    letters standing alone. Letters within the deciding rank must agree. A capital "A" or "I" followed by
-    a lower-case word is an article or a pronoun, not an option; after a marker, unless the word follows
-    option letters ("A because") or no later rank names a letter; "A or B", "the answer is A or B" and
-    lines opening with different labels are ambiguous. A letter may be quoted ('B', ‘B’).
+    letters standing alone. Letters within the deciding rank must agree. A capital "A" or "I" standing alone
+    and followed by a lower-case word is an article or a pronoun, not an option, and so is an "I" followed by a
+    verb after a marker ("Answer: I think it is B"); "A or B", "the answer is A or B" and lines opening with
+    different labels are ambiguous. A letter may be quoted in the whole response and after a marker ('B', "B").
     """
     letters = letters.upper()
     text = _DECORATION.sub("", response).strip()
@@ -101,23 +99,12 @@ def choice_letter(response: str, letters: str = "ABCD") -> str | None:
     if len(bare) == 1 and bare.upper() in letters:
         return bare.upper()
     patterns = _patterns(letters)
-    doubtful: set[str] = set()
     for rank in (patterns.final, patterns.marker):
-        marked = _marked(rank, text, patterns.hedge)
-        if marked is None:
+        found = _marked(rank, text, patterns.hedge)
+        if found is None:
             return None  # a hedge after a marker: "The answer is A or B"
-        found, maybe = marked
         if found:
             return found.pop() if len(found) == 1 else None
-        doubtful = doubtful or maybe
-    later = _unmarked(text, patterns)
-    if later is None and len(doubtful) == 1:
-        return doubtful.pop()  # "The answer is A here": no other letter, so A was the option after all
-    return later
-
-
-def _unmarked(text: str, patterns: _Patterns) -> str | None:
-    """The letter of the ranks after the markers: a label opening the response, then mentions and capitals."""
     start = patterns.label.match(text)
     if start is not None:
         if patterns.hedge.match(text, start.start("line")):
@@ -139,28 +126,23 @@ def _unmarked(text: str, patterns: _Patterns) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-def _marked(rank: tuple[re.Pattern[str], ...], text: str, hedge: re.Pattern[str]) -> tuple[set[str], set[str]] | None:
-    """The letters one rank of markers names, and those it may name: an "A" or "I" that reads as an article or
-    a pronoun ("Answer: A careful reading"), an option only when no later letter is; None when a marked letter
-    is joined to another (a hedge)."""
-    found: set[str] = set()
-    doubtful: set[str] = set()
+def _marked(rank: tuple[re.Pattern[str], ...], text: str, hedge: re.Pattern[str]) -> set[str] | None:
+    """The letters one rank of markers names; None when a marked letter is joined to another (a hedge)."""
+    found = set()
     for pattern in rank:
         for match in pattern.finditer(text):
             letter = match.group(1)
-            if _is_option(letter, text, match.end()):
+            if _is_option(letter, text, match.end()) and not _pronoun(letter, text, match.end()):
                 if hedge.match(text, match.end()):
                     return None
-                (doubtful if _article_or_pronoun(letter, text, match.end()) else found).add(letter.upper())
-    return found, doubtful
+                found.add(letter.upper())
+    return found
 
 
-def _article_or_pronoun(letter: str, text: str, end: int) -> bool:
-    """Whether a capital "A" or "I" is followed by a lower-case word that does not follow an option letter."""
-    if letter not in "AI":
-        return False
-    word = re.match(r"[ \t]+([^\W\d_]+)", text[end:])
-    return word is not None and word.group(1).islower() and word.group(1) not in _FOLLOWS_AN_OPTION
+def _pronoun(letter: str, text: str, end: int) -> bool:
+    """Whether an "I" is the pronoun: a verb that follows "I" comes next ("Answer: I think it is B")."""
+    word = re.match(r"[ \t]+([a-z']+)", text[end:]) if letter == "I" else None
+    return word is not None and word.group(1) in _PRONOUN_VERBS
 
 
 def _is_option(letter: str, text: str, end: int) -> bool:
@@ -179,8 +161,8 @@ def _target_letter(target: str, choices: list[str] | None, letters: str) -> str 
         index = choices.index(stripped)
         if index >= len(letters):
             raise ValueError(
-                f"target {stripped!r} is choice {index + 1}, past the letters {letters} (give the scorer "
-                "letters=... with one letter per choice)"
+                f"target {stripped!r} is choice {index + 1}, past the {len(letters)} letters {letters}: the choice "
+                "scorer reads one letter per choice, at most 26"
             )
         return letters[index]
     return choice_letter(stripped, letters)
@@ -194,11 +176,6 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         raise ValueError(f"letters must be distinct letters, got {letters!r}")
 
     def score(output: str, sample: Sample) -> Score:
-        if letters is None and len(sample.choices or []) > len(string.ascii_uppercase):
-            raise ValueError(
-                f"{len(sample.choices or [])} choices, more than the 26 letters A-Z; give the scorer letters=... "
-                "or fewer choices"
-            )
         options = (letters or string.ascii_uppercase[: len(sample.choices or [])] or "ABCD").upper()
         expected = {t for target in sample.targets if (t := _target_letter(target, sample.choices, options))}
         if not expected:
@@ -207,7 +184,8 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         if got is None:
             got, how = choice_letter(output, options), "letter"
         if got is None and match_text and sample.choices:
-            quoted = [options[i] for i, c in enumerate(sample.choices) if c.strip() and _quotes(output, c)]
+            lettered = sample.choices[: len(options)]  # a choice past the letters has none to be read as
+            quoted = [options[i] for i, c in enumerate(lettered) if c.strip() and _quotes(output, c)]
             if len(quoted) == 1:
                 got, how = quoted[0], "choice text"
         want = "/".join(sorted(expected))
