@@ -671,6 +671,26 @@ def test_a_dry_run_bounds_the_output_with_the_room_to_think(tmp_path: Path) -> N
     assert "output tokens ≤ 160,320" in thinking.stdout and "output tokens ≤ 320" in plain.stdout
 
 
+def test_a_dry_run_prices_each_request_on_its_own(tmp_path: Path) -> None:
+    # 300 prompts of ~1,000 tokens: 300,000 in all but no request above gpt-6-luna's 272K long-context line, so
+    # the bound is the short rates' (before: the total was priced as one long request, at twice the input rate)
+    data = tmp_path / "long.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": f"s{i}", "input": "word " * 800, "target": "1"}) + "\n" for i in range(300))
+    )
+    args = ["run", "--task", "capability_profile", "--dataset", str(data), "--dry-run", "--model", "openai/gpt-6-luna"]
+    table = _cli(tmp_path, *args, env={})
+    flat = _cli(tmp_path, *args, "--model-arg", "price_in=0.1", "--model-arg", "price_out=0.5", env={})
+    assert table.returncode == flat.returncode == 0, table.stderr + flat.stderr
+    costs = [
+        line.partition("cost ≤ ")[2]
+        for out in (table.stdout, flat.stdout)
+        for line in out.splitlines()
+        if "cost ≤" in line
+    ]
+    assert len(costs) == 2 and costs[0] == costs[1], costs
+
+
 def anthropic_body(content: list[dict[str, Any]], usage: dict[str, Any]) -> dict[str, Any]:
     """A Messages API body (anthropic-sdk-python types/message.py)."""
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,

@@ -870,6 +870,8 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
     count = 0
     prompt_tokens = 0
     longest, longest_sample = 0, None
+    max_out = plan.provider.output_cap(plan.generation)  # thinking included, which is billed as output
+    cost: float | None = 0.0
     for position, sample, _epoch in work_items(plan):
         try:
             messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
@@ -884,8 +886,11 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
         prompt_tokens += tokens
         if tokens > longest:
             longest, longest_sample = tokens, sample.id
-    max_out = plan.provider.output_cap(plan.generation)  # thinking included, which is billed as output
-    cost = plan.provider.cost(Usage(prompt_tokens=prompt_tokens, completion_tokens=(max_out or 0) * count))
+        if cost is not None:  # priced one request at a time: a long prompt's request may cost more a token
+            one = plan.provider.cost(Usage(prompt_tokens=tokens, completion_tokens=max_out or 0))
+            cost = None if one is None else cost + one
+    if not count:
+        cost = plan.provider.cost(Usage())  # nothing to run: 0, or unknown without a price
     return DryRun(
         count,
         first,
