@@ -528,5 +528,11 @@ async def test_a_verdict_nested_too_deeply_gets_the_repair_request_and_keeps_its
     judge = ScriptedJudge(["[" * 100_000, verdict(faithfulness=4, coverage=4)])
     score = await build_scorer(rubric(), judge, where).score("x", SAMPLE)
     assert score.value == 0.75 and (score.metadata["calls"], score.metadata["repairs"]) == (2, 1)
-    assert "nested too deeply" in judge.requests[1].messages[-1].content
+    assert "JSON nested too deeply to read" in judge.requests[1].messages[-1].content
     assert score.usage == Usage(prompt_tokens=200, completion_tokens=40)
+
+
+def test_prose_before_an_object_nested_too_deeply_is_a_malformed_verdict() -> None:
+    # before: RecursionError from the scan for an object inside prose
+    with pytest.raises(VerdictError, match="JSON nested too deeply to read"):
+        parse_rubric_verdict("My verdict: " + '{"a":' * 100_000 + "1" + "}" * 100_000, ["quality"], 1, 5)

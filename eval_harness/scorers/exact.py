@@ -78,8 +78,12 @@ class Number:
     value: float
     percent: bool = False
     position: int = 0
+    integer: int | None = None
+    """The exact value of a number written as digits without a fraction: a float holds integers only to 2**53."""
 
     def __str__(self) -> str:
+        if self.integer is not None:
+            return f"{self.integer}%" if self.percent else str(self.integer)
         # 15 significant digits: every decimal a text can state that a float holds (12345.67, not :g's 12345.7)
         text = str(int(self.value)) if self.value.is_integer() and abs(self.value) < 1e15 else f"{self.value:.15g}"
         return f"{text}%" if self.percent else text
@@ -120,15 +124,18 @@ def _digits_number(match: re.Match[str]) -> Number | None:
     whole, fraction = match.group("int"), match.group("frac")
     if whole is None and fraction is None:
         return None
-    value = float((whole or "0").replace(",", "") + (fraction or ""))
+    digits = (whole or "0").replace(",", "")
+    value = float(digits + (fraction or ""))
     denominator = match.group("den")
     if denominator is not None:
         if int(denominator) == 0:
             return None
         value /= int(denominator)
-    if match.group("sign") in ("-", "−"):
+    negative = match.group("sign") in ("-", "−")
+    if negative:
         value = -value
-    return Number(value, match.group("pct") is not None, match.start())
+    integer = int(digits) * (-1 if negative else 1) if fraction is None and denominator is None else None
+    return Number(value, match.group("pct") is not None, match.start(), integer)
 
 
 def _words_value(phrase: str) -> float | None:
@@ -270,6 +277,8 @@ def same_number(predicted: Number, expected: Number, tolerance: float = 1e-9) ->
         # and no more: 1,000,000,001 is not 1,000,000,000
         return math.isclose(a, b, rel_tol=_FLOAT_ROUNDING, abs_tol=tolerance)
 
+    if predicted.integer is not None and expected.integer is not None and predicted.percent == expected.percent:
+        return abs(predicted.integer - expected.integer) <= tolerance  # exactly, past a float's 2**53 too
     if close(predicted.value, expected.value):
         return True
     if predicted.percent != expected.percent:

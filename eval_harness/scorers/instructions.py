@@ -212,9 +212,13 @@ def ends_with(text: str, phrase: str, case_sensitive: bool = False) -> CheckResu
     return ok, f"ends with {shown!r}" if ok else f"does not end with {shown!r} (ends {tail[-30:]!r})"
 
 
+class _NotJSONError(ValueError):
+    """A value Python's json reads and JSON has not."""
+
+
 def _not_json(constant: str) -> Any:
     """Python's json reads NaN, Infinity and -Infinity, which JSON (RFC 8259) has not."""
-    raise json.JSONDecodeError(f"{constant} is not JSON", constant, 0)
+    raise _NotJSONError(f"{constant} is no JSON value")
 
 
 def json_check(text: str, schema: dict[str, Any] | None = None, allow_fence: bool = True) -> CheckResult:
@@ -227,8 +231,10 @@ def json_check(text: str, schema: dict[str, Any] | None = None, allow_fence: boo
         value = json.loads(body, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         return False, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except _NotJSONError as exc:
+        return False, f"not JSON: {exc}"
     except RecursionError:
-        return False, "not JSON this parser reads: nested too deeply"
+        return False, "not JSON: nested too deeply to read"
     if schema is None:
         return True, "valid JSON"
     problems = schema_problems(value, schema)

@@ -79,6 +79,9 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+_TOO_DEEP = "JSON nested too deeply to read"
+
+
 def _json_object(text: str) -> dict[str, Any]:
     body = text.strip()
     fenced = _FENCE.match(body)
@@ -89,9 +92,12 @@ def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(body, object_pairs_hook=_reject_duplicates)
     except RecursionError:
-        raise VerdictError("not a JSON object this parser reads: nested too deeply") from None
+        raise VerdictError(_TOO_DEEP) from None
     except json.JSONDecodeError as exc:
-        embedded = _objects_in(body)
+        try:
+            embedded = _objects_in(body)
+        except RecursionError:  # prose, then an object nested too deeply to read
+            raise VerdictError(_TOO_DEEP) from None
         if len(embedded) != 1:  # none, or several (an example and the verdict?): the repair request decides
             found = f"; it holds {len(embedded)} JSON objects" if embedded else ""
             raise VerdictError(
