@@ -198,7 +198,7 @@ def chaos(
 
 
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
-_OPENAI_REASONING = re.compile(r"^(o\d|gpt-(?:[5-9]|[1-9]\d))(?!\d)")
+_OPENAI_REASONING = re.compile(r"^(?:o\d|gpt-(?:[5-9]|[1-9]\d+))")
 """OpenAI's reasoning models (o-series, gpt-5 and later): Chat Completions refuses their max_tokens
 (max_completion_tokens instead) and stop ("Unsupported parameter: 'max_tokens' is not supported with this model.
 Use 'max_completion_tokens' instead."), and at any reasoning effort but none a temperature other than 1 and top_p
@@ -234,6 +234,8 @@ _CLAUDE_5_ON = re.compile(r"^claude-(?:(?:opus|sonnet|haiku)-[5-9](?!\d)|fable-|
 _CLAUDE_ALWAYS_THINKS = re.compile(r"^claude-(?:(?:opus|sonnet)-(?:5-[5-9]|[6-9])(?!\d)|fable-|mythos-)")
 """Opus 5.5 and later, Sonnet 5.5 and later, Fable and Mythos refuse ``disabled`` thinking (what's new in Claude
 Opus 5.5)."""
+_CLAUDE_DISABLED_TO_HIGH = re.compile(r"^claude-(?:opus-(?:[5-9])|haiku-(?:5-[5-9]|[6-9]))(?!\d)")
+"""Claude Opus 5 and Haiku 5.5 take ``disabled`` thinking at effort high or below only (what's new in each)."""
 _NO_DISABLED = (
     '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and '
     '"output_config.effort" to control thinking behavior.'
@@ -271,7 +273,7 @@ def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
         if thinking.get("display", "summarized") not in ("summarized", "omitted"):
             return bad_request("thinking.display: Input should be 'summarized' or 'omitted'")
         if kind == "enabled":
-            if late_model:
+            if late_model and body["model"] != "claude-mythos-preview":  # the preview takes a budget too
                 return bad_request("thinking.type.enabled is not supported for this model. Use thinking.type.adaptive")
             budget = thinking.get("budget_tokens")
             if not isinstance(budget, int) or budget < 1024:
@@ -285,7 +287,7 @@ def _invalid_messages_options(body: dict[str, Any]) -> Reply | None:
             if _CLAUDE_ALWAYS_THINKS.match(body["model"]):
                 return bad_request(_NO_DISABLED)
             effort = (output_config or {}).get("effort", "high")
-            if _CLAUDE_5_ON.match(body["model"]) and effort in ("xhigh", "max"):
+            if _CLAUDE_DISABLED_TO_HIGH.match(body["model"]) and effort in ("xhigh", "max"):
                 return bad_request(f"output_config.effort '{effort}' is not supported when thinking is disabled")
         else:
             return bad_request("thinking: Input tag does not match any of the expected tags")

@@ -173,8 +173,15 @@ async def test_a_thinking_budget_is_sent_to_models_before_4_7_and_to_names_that_
 def test_a_thinking_budget_for_claude_4_7_and_later_is_refused_before_the_run() -> None:
     # the API answers 400 on every sample: thinking on 4.7 and later is adaptive only
     for model in ("claude-opus-4-7", "claude-sonnet-4-8-20261001", "claude-opus-5", "claude-fable-5-1"):
-        with pytest.raises(ConfigError, match=r"Claude 4\.7 and later, Fable and Mythos refuse a thinking budget; use"):
+        with pytest.raises(ConfigError, match=r"Claude 4\.7 and later \(Fable and Mythos 5 too\) refuse a thinking"):
             make(f"anthropic/{model}", thinking_budget="2048")
+
+
+async def test_claude_mythos_preview_takes_a_thinking_budget_and_no_temperature(server: FakeLLMServer) -> None:
+    # the troubleshooting table: Mythos Preview takes adaptive and extended thinking, and cannot stop thinking
+    await call(make("anthropic/claude-mythos-preview", server, thinking_budget="2048"), request(temperature=0.0))
+    sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048} and "temperature" not in sent
 
 
 # 3. quota exhaustion stops the run ------------------------------------------------------------------------
@@ -643,10 +650,21 @@ def test_thinking_disabled_is_refused_before_the_run_for_a_model_that_always_thi
         make(f"anthropic/{model}", thinking="disabled")
 
 
-def test_thinking_disabled_at_effort_xhigh_or_max_is_refused_before_the_run() -> None:
-    for effort in ("xhigh", "max"):
-        with pytest.raises(ConfigError, match=f"takes thinking disabled at effort high or below, not {effort}"):
-            make("anthropic/claude-opus-5", thinking="disabled", effort=effort)
+def test_thinking_disabled_at_effort_xhigh_or_max_is_refused_before_the_run_where_documented() -> None:
+    for model in ("claude-opus-5", "claude-haiku-5-5"):
+        for effort in ("xhigh", "max"):
+            with pytest.raises(ConfigError, match=f"takes thinking disabled at effort high or below, not {effort}"):
+                make(f"anthropic/{model}", thinking="disabled", effort=effort)
+    for model in ("claude-sonnet-5", "claude-opus-4-7"):  # no such limit documented: the API decides
+        make(f"anthropic/{model}", thinking="disabled", effort="xhigh")
+
+
+async def test_the_room_to_think_stops_at_the_most_a_model_may_write(server: FakeLLMServer) -> None:
+    # Claude 5 and later write at most 128K tokens: a task's 120,000 plus 16,000 was a 400 on every sample
+    await call(make("anthropic/claude-opus-5", server), request(max_tokens=120_000))
+    assert server.requests[-1].body["max_tokens"] == 128_000
+    await call(make("anthropic/claude-opus-5", server), request(max_tokens=130_000))  # the task's own: as given
+    assert server.requests[-1].body["max_tokens"] == 130_000
 
 
 def test_a_run_on_a_model_that_thinks_by_default_says_so_and_answers(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -654,7 +672,7 @@ def test_a_run_on_a_model_that_thinks_by_default_says_so_and_answers(server: Fak
     result = _cli(tmp_path, *_run(server, "anthropic/claude-fable-5-1", limit=3), env={"ANTHROPIC_API_KEY": CANARY})
     assert result.returncode == 0, result.stderr
     assert (
-        "note: anthropic/claude-fable-5-1 thinks by default: asked for adaptive thinking with max_tokens 16,032 (the "
+        "note: anthropic/claude-fable-5-1 thinks by default: sent adaptive thinking with max_tokens 16,032 (the "
         "answer's 32 plus 16,000 to think in); it cannot be turned off" in result.stderr
     )
     assert "note: anthropic/claude-fable-5-1 takes no temperature or top_p: temperature 0 not sent" in result.stderr

@@ -119,7 +119,7 @@ class AnthropicOptions(HTTPOptions):
         default=None,
         description="'adaptive': the model decides when and how much to think (Claude 4.6 and later; the default "
         "of Claude 5 and later, Fable and Mythos); 'disabled': no thinking, for a model that thinks by default "
-        "and allows it (Claude Opus 5, Sonnet 5, Haiku 5.5, at effort high or below).",
+        "and allows it (Claude Opus 5 and Haiku 5.5 at effort high or below, Sonnet 5).",
     )
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None, description="output_config.effort: how many tokens the model may spend (default: high)."
@@ -161,7 +161,12 @@ THINKING_FAMILIES = frozenset({"fable", "mythos"})
 """Models named after neither Opus, Sonnet nor Haiku, released after Claude 5: they think always (adaptive only;
 ``disabled`` and a budget are refused, the migration guide to Claude Fable 5) and refuse sampling parameters."""
 UNTHINKING_EFFORTS = frozenset({"xhigh", "max"})
-"""Efforts refused with thinking off ("accepts disabled at effort high or below", Claude Opus 5 and Haiku 5.5)."""
+DISABLED_ONLY_TO_HIGH = {"opus": (5, 0), "haiku": (5, 5)}
+"""From these versions on, thinking disabled is refused at effort xhigh or max ("accepts disabled at effort high or
+below": what's new in Claude Opus 5, and in Claude Haiku 5.5)."""
+MAX_OUTPUT_TOKENS = 128_000
+"""The most a Claude model that thinks by default may write (128K max output: Claude 5 and later, Fable and
+Mythos), which the room to think must not push ``max_tokens`` past."""
 
 
 @dataclass(frozen=True)
@@ -178,8 +183,20 @@ class ClaudeRules:
 
     @property
     def takes_no_sampling(self) -> bool:
-        """Whether temperature, top_p and a thinking budget are refused whatever their value."""
-        return self.family in THINKING_FAMILIES or (self.version is not None and self.version >= NO_SAMPLING_PARAMETERS)
+        """Whether temperature and top_p are refused whatever their value."""
+        return self.family in THINKING_FAMILIES or self.refuses_budget
+
+    @property
+    def refuses_budget(self) -> bool:
+        """Whether a thinking budget is refused (adaptive thinking only): Claude 4.7 and later, and Fable
+        (Claude Mythos Preview, of no version, takes one)."""
+        return self.family == "fable" or (self.version is not None and self.version >= NO_SAMPLING_PARAMETERS)
+
+    @property
+    def disabled_only_to_high(self) -> bool:
+        """Whether thinking disabled is refused at effort xhigh or max."""
+        since = DISABLED_ONLY_TO_HIGH.get(self.family or "")
+        return since is not None and self.version is not None and self.version >= since
 
     @property
     def thinks_by_default(self) -> bool:
@@ -221,10 +238,10 @@ class AnthropicProvider(HTTPProvider):
                 f"anthropic/{model}: give {flag} thinking={options.thinking} or thinking_budget=N, not both "
                 "(Claude 4.6 and later take adaptive thinking; earlier models only a budget)"
             )
-        if options.thinking_budget is not None and self.rules.takes_no_sampling:
+        if options.thinking_budget is not None and self.rules.refuses_budget:
             raise ConfigError(
-                f"anthropic/{model}: Claude 4.7 and later, Fable and Mythos refuse a thinking budget; use {flag} "
-                "thinking=adaptive (and effort=... for how much it may spend)"
+                f"anthropic/{model}: Claude 4.7 and later (Fable and Mythos 5 too) refuse a thinking budget; use "
+                f"{flag} thinking=adaptive (and effort=... for how much it may spend)"
             )
         if options.thinking == "disabled":
             if self.rules.always_thinks:
@@ -233,7 +250,7 @@ class AnthropicProvider(HTTPProvider):
                     f"later, Sonnet 5.5 and later, Fable, Mythos); set how much it may think with {flag} "
                     "effort=low|medium|high|xhigh|max instead"
                 )
-            if options.effort in UNTHINKING_EFFORTS:
+            if options.effort in UNTHINKING_EFFORTS and self.rules.disabled_only_to_high:
                 raise ConfigError(
                     f"anthropic/{model}: the API takes thinking disabled at effort high or below, not "
                     f"{options.effort}; lower the effort or drop {flag} thinking=disabled"
@@ -288,10 +305,11 @@ class AnthropicProvider(HTTPProvider):
                 if self.rules.always_thinks
                 else f"{self.context.options_flag} thinking=disabled turns it off"
             )
+            answer = self.answer_tokens(config)
+            room = self.output_cap(config) - answer
             notes.append(
-                f"note: anthropic/{self.model} thinks by default: asked for adaptive thinking with max_tokens "
-                f"{self.output_cap(config):,} (the answer's {self.answer_tokens(config):,} plus "
-                f"{ADAPTIVE_THINKING_ROOM:,} to think in); {off}"
+                f"note: anthropic/{self.model} thinks by default: sent adaptive thinking with max_tokens "
+                f"{answer + room:,} (the answer's {answer:,} plus {room:,} to think in); {off}"
             )
         unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
         if not unsent or self.sends_sampling:
@@ -309,7 +327,11 @@ class AnthropicProvider(HTTPProvider):
         return config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
 
     def output_cap(self, config: GenerateConfig) -> int:
-        return self.answer_tokens(config) + self.thinking_room
+        answer, room = self.answer_tokens(config), self.thinking_room
+        if self.thinking == "adaptive" and self.rules.thinks_by_default:
+            # the room, not the task's own limit, must not push max_tokens past what the model may write
+            return max(answer, min(answer + room, MAX_OUTPUT_TOKENS))
+        return answer + room
 
     def check_generation(self, config: GenerateConfig) -> None:
         if not self.sends_sampling:

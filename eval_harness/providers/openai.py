@@ -64,7 +64,7 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Reasoning models (o-series, gpt-5 and every later gpt-N) accept only the default temperature and top_p at any
 # reasoning effort but none ("When reasoning effort is not none, remove temperature, top_p", OpenAI's deployment
 # checklist); sending the task's value fails every sample.
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-(?:[5-9]|[1-9]\d))(?!\d)")
+_REASONING_MODEL = re.compile(r"^(?:o\d|gpt-(?:[5-9]|[1-9]\d+))")
 _NO_EFFORT_NONE = re.compile(r"^gpt-6\.2(?!\d)")
 """GPT-6.2 models think always: "The API rejects requests that set reasoning effort to none" (gpt-6.2-sol's page)."""
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -520,7 +520,7 @@ class OpenAIProvider(OpenAIWire):
         if self.reasoning_effort() == "none" and _NO_EFFORT_NONE.match(self.model):
             raise ConfigError(
                 f"openai/{self.model}: the API refuses reasoning_effort none for GPT-6.2 models, which always "
-                "reason; give low, medium, high, xhigh or max"
+                f"reason; give {self.context.options_flag} reasoning_effort=low|medium|high|xhigh|max"
             )
         if self.endpoint != "responses" and self.openai_options.reasoning_summary is not None:
             raise ConfigError(
