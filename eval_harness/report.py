@@ -507,17 +507,14 @@ def _notes(
         notes.append(f"a torn last line ({run.torn_bytes:,} bytes) was ignored")
     rows = [*report_axes, overall] if len(report_axes) != 1 else report_axes  # one axis: overall is the same
     if ci in ("wilson", "clopper-pearson"):
-        continuous = [a.axis for a in report_axes if a.ci_method == "t"]
-        if continuous:
-            have = "has" if len(continuous) == 1 else "have"
-            notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(continuous)} {have} other scores: Student-t")
-        means = [a.axis for a in report_axes if a.ci_method == "t" + BY_SAMPLE]
-        if means:
-            have = "has" if len(means) == 1 else "have"
-            notes.append(
-                f"--ci {ci} applies to 0/1 scores; {', '.join(means)} {have} samples whose epochs disagree, whose "
-                "means are not 0 or 1: Student-t"
-            )
+        for method, scores in (
+            ("t", "other scores"),
+            ("t" + BY_SAMPLE, "samples whose epochs disagree (means of 0/1)"),
+        ):
+            axes = [a.axis for a in report_axes if a.ci_method == method]
+            if axes:
+                have = "has" if len(axes) == 1 else "have"
+                notes.append(f"--ci {ci} applies to 0/1 scores; {', '.join(axes)} {have} {scores}: Student-t")
     if ci == "bootstrap":
         fallback = [a.axis for a in rows if a.ci_method.removesuffix(BY_SAMPLE) == "wilson"]
         if fallback:

@@ -75,6 +75,7 @@ def scorer(**args: Any) -> Scorer:
         ("    return x\n", "    return x\n"),  # else the whole output, indentation kept
         ("~~~python\nx = 6\n~~~\n", "x = 6\n"),  # tildes fence a block too (CommonMark); before: the whole output
         ('~~~python\nx = "```"\n~~~', 'x = "```"\n'),  # closed by the fence that opened it
+        ("````python\ns = 1  # ```\n```\nx = 7\n````\n", "s = 1  # ```\n```\nx = 7\n"),  # a longer fence holds ```
     ],
 )
 def test_code_is_the_last_python_block_else_the_first_block_else_the_output(output: str, code: str) -> None:

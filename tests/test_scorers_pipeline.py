@@ -314,4 +314,4 @@ async def test_a_composite_names_the_parts_it_left_out_and_why() -> None:
 async def test_a_lone_weight_0_scorer_that_fails_says_it_failed_not_that_it_was_skipped() -> None:
     result = await ScoringPipeline([spec("test_failing", "boom", weight=0)]).score("out", SAMPLE)
     assert result.error is not None
-    assert result.error.message == "no scorer counted: boom failed, not counted (weight 0): RuntimeError: boom"
+    assert result.error.message == "no scorer counted: boom (weight 0) failed: RuntimeError: boom"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from eval_harness.types import PairedInterval, PairedTest
 
-COMPARE_SCHEMA_VERSION = 2
+COMPARE_SCHEMA_VERSION = 3
 """Version of ``compare --format json``. 2: ``p_floor`` gone (every sign-flip p is exact), ``differing`` added,
 the overall row's ``p_adjusted`` null (its own test, outside the Holm family)."""
 ALPHA = 0.05

@@ -639,8 +639,9 @@ class ScoringPipeline:
         scorer cut short keeps what it had done through ``keep_when_cut_short`` (a composite: its finished parts)."""
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
-            why = result.explanations
-            failed = [f"{key} {why[key]}" for key in result.skipped if why[key].startswith("failed")]
+            why, weight_0 = result.explanations, "failed, not counted (weight 0): "
+            failed = [f"{key} (weight 0) failed: {why[key].removeprefix(weight_0)}" for key in result.skipped
+                      if why[key].startswith(weight_0)]  # fmt: skip
             message = f"no scorer counted: {'; '.join(failed)}" if failed else "every scorer was skipped"
             result.error = ErrorInfo(type="ScoringError", message=message, stage="score")
         return result

@@ -94,8 +94,11 @@ _BOOTSTRAP = (
     "except SystemExit as stop:\n"
     "    sys.exit(f'SystemExit: the program exited ({stop.code!r}) before its tests finished')\n"
 )
-# a block fenced by backticks or tildes (CommonMark's two fences), closed by the same kind
-_FENCE = re.compile(r"^[ \t]*(```|~~~)[ \t]*([^\s`~]*)[^\n]*\n(.*?)(?:^[ \t]*\1|\Z)", re.MULTILINE | re.DOTALL)
+# a block fenced by three or more backticks or tildes (CommonMark's two fences), closed by a fence of the same
+# kind at least as long (so a ````-block may hold ``` lines)
+_FENCE = re.compile(
+    r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`~]*)[^\n]*\n(.*?)(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+)
 _PYTHON_LANGUAGES = frozenset({"python", "py", "python3"})
 _IMPORT = re.compile(r"^(?:import|from)[ \t]+\S.*$", re.MULTILINE)
 
