@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -889,3 +890,35 @@ async def test_a_streamed_usage_number_orjson_cannot_hold_leaves_the_answer_stan
     server.script(Reply(events=[chat_chunk({"content": "4"}, None), chat_chunk({}, "stop"), usage, "[DONE]"]))
     completion = await call(make("openai-compatible/m", server, stream="true"))
     assert (completion.text, completion.finish_reason, completion.usage.prompt_tokens) == ("4", "stop", 0)
+
+
+@pytest.mark.parametrize(
+    ("model", "args", "refused"),
+    [
+        # the extended-thinking troubleshooting table, the effort page and the models' overview pages: each a 400
+        # on every sample before
+        ("claude-opus-4-5", {"thinking": "adaptive"}, "adaptive thinking is Claude 4.6 and later; use --model-arg"),
+        ("claude-sonnet-4-5", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5 and Claude 4.6 on"),
+        ("claude-haiku-4-5-20251001", {"effort": "high"}, "the API takes an effort from Claude Opus 4.5"),
+        ("claude-opus-4-1", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5"),
+        ("claude-opus-4-6", {"effort": "xhigh"}, "effort xhigh is Claude 4.7 and later; give --model-arg effort="),
+        ("claude-sonnet-4-6", {"thinking": "adaptive", "effort": "xhigh"}, "effort xhigh is Claude 4.7 and later"),
+    ],
+)
+def test_thinking_and_effort_a_model_refuses_are_refused_before_the_run(
+    model: str, args: dict[str, str], refused: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"anthropic/{model}: {re.escape(refused)}"):
+        make(f"anthropic/{model}", **args)
+
+
+@pytest.mark.parametrize(
+    ("model", "args"),
+    [("claude-opus-4-5", {"effort": "high"}), ("claude-opus-4-6", {"thinking": "adaptive", "effort": "max"}),
+     ("claude-opus-4-7", {"effort": "xhigh"}), ("claude-haiku-5-5", {"effort": "low"}),
+     ("claude-3-7-sonnet-latest", {"effort": "low"}), ("my-gateway-alias", {"thinking": "adaptive"})],
+)  # fmt: skip
+def test_thinking_and_effort_a_model_takes_or_whose_name_says_nothing_are_sent(
+    model: str, args: dict[str, str]
+) -> None:
+    make(f"anthropic/{model}", **args)

@@ -160,6 +160,14 @@ ALWAYS_THINKS = {"opus": (5, 5), "sonnet": (5, 5)}
 THINKING_FAMILIES = frozenset({"fable", "mythos"})
 """Models named after neither Opus, Sonnet nor Haiku, released after Claude 5: they think always (adaptive only;
 ``disabled`` and a budget are refused, the migration guide to Claude Fable 5) and refuse sampling parameters."""
+ADAPTIVE_SINCE = (4, 6)
+"""Adaptive thinking: Claude 4.6 and later (Opus 4.5, Sonnet 4.5 and Haiku 4.5 refuse it with a 400, the
+extended-thinking troubleshooting table)."""
+EFFORT_SINCE = {"opus": (4, 5), "sonnet": (4, 6), "haiku": (4, 6)}
+"""``output_config.effort``: Opus 4.5 and later, Sonnet and Haiku 4.6 and later (Sonnet 4.5 and Haiku 4.5: "Default
+effort: Not supported", their overview pages)."""
+XHIGH_SINCE = (4, 7)
+"""Effort ``xhigh``: Claude 4.7 and later (not Opus 4.5, Opus 4.6 or Sonnet 4.6: the effort page)."""
 UNTHINKING_EFFORTS = frozenset({"xhigh", "max"})
 DISABLED_ONLY_TO_HIGH = {"opus": (5, 0), "haiku": (5, 5)}
 """From these versions on, thinking disabled is refused at effort xhigh or max ("accepts disabled at effort high or
@@ -191,6 +199,21 @@ class ClaudeRules:
         """Whether a thinking budget is refused (adaptive thinking only): Claude 4.7 and later, and Fable
         (Claude Mythos Preview, of no version, takes one)."""
         return self.family == "fable" or (self.version is not None and self.version >= NO_SAMPLING_PARAMETERS)
+
+    def refusal(self, thinking: str | None, effort: str | None, flag: str) -> str | None:
+        """Why the model refuses this thinking type or effort, from its family and version (None: it takes
+        them, or its name does not say)."""
+        family, version = self.family, self.version
+        if family in THINKING_FAMILIES or family is None or version is None:
+            return None
+        if thinking == "adaptive" and version < ADAPTIVE_SINCE:
+            return f"adaptive thinking is Claude 4.6 and later; use {flag} thinking_budget=N instead"
+        since = EFFORT_SINCE.get(family)
+        if effort is not None and since is not None and version < since:
+            return f"the API takes an effort from Claude Opus 4.5 and Claude 4.6 on, not this model; drop {flag} effort"
+        if effort == "xhigh" and version < XHIGH_SINCE:
+            return f"effort xhigh is Claude 4.7 and later; give {flag} effort=low|medium|high|max"
+        return None
 
     @property
     def disabled_only_to_high(self) -> bool:
@@ -243,6 +266,9 @@ class AnthropicProvider(HTTPProvider):
                 f"anthropic/{model}: Claude 4.7 and later (Fable and Mythos 5 too) refuse a thinking budget; use "
                 f"{flag} thinking=adaptive (and effort=... for how much it may spend)"
             )
+        refused = self.rules.refusal(options.thinking, options.effort, flag)
+        if refused is not None:
+            raise ConfigError(f"anthropic/{model}: {refused}")
         if options.thinking == "disabled":
             if self.rules.always_thinks:
                 raise ConfigError(
