@@ -275,3 +275,20 @@ def test_a_rescore_resumed_with_a_model_arg_is_refused(cli: Cli, source_run: Pat
         assert result.code == 2 and "with --model-arg: it rescores" in result.err, result.err
         assert "calls no model" in result.err
     assert cli("resume", plan.run_dir, "-q").code == 0
+
+
+def test_a_rescore_keeps_the_sources_cache_hits_as_hits(cli: Cli, source_run: Path) -> None:
+    # before: a hit (cached, billed nothing) came back cached false at cost 0: the report then read $0 as a price
+    samples = source_run / "samples.jsonl"
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    hits = [r for r in records if r["output"] is not None][:3]
+    for record in hits:
+        record.update(cached=True, cost_usd=0.0, attempts=0)
+    samples.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (source_run / ".columns.npz").unlink(missing_ok=True)
+    result = cli("rescore", "--run", source_run, "--scorer", "token_f1", "--run-id", "hits", "-q")
+    assert result.code == 0, result.err
+    rescored = {(r["sample_id"], r["epoch"]): r for r in read_records(source_run.parent / "hits")}
+    assert {key for key, r in rescored.items() if r["cached"]} == {(r["sample_id"], r["epoch"]) for r in hits}
+    summary = json.loads((source_run.parent / "hits" / "summary.json").read_text())
+    assert summary["cached_records"] == 3

@@ -13,12 +13,15 @@ from eval_harness.errors import ArtifactError, ProviderError, ProviderResponseEr
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions
 from eval_harness.types import Completion, GenerateRequest, Usage, first_problem
 
-_KEPT = ("output", "usage", "cost_usd", "latency_ms", "model", "request_id", "finish_reason", "thinking", "error")
+_KEPT = (
+    "output", "usage", "cost_usd", "latency_ms", "model", "request_id", "finish_reason", "thinking", "error", "cached"
+)  # fmt: skip
 
 
 class ReplayProvider(Provider):
     """Answers each (sample_id, epoch) with the source run's recorded output, or re-raises its recorded
-    generation error; the source's usage, cost and latency are kept (they are what producing it cost)."""
+    generation error; the source's usage, cost and latency are kept (they are what producing it cost), and
+    whether it was a cache hit (which billed nothing: a rescored hit is no $0 answer)."""
 
     provider_name = "replay"
 
@@ -58,6 +61,7 @@ class ReplayProvider(Provider):
                 model=record["model"],
                 request_id=record["request_id"],
                 thinking=record["thinking"],
+                cached=record["cached"] is True,
             )
         except ValidationError as exc:
             location, message = first_problem(exc)
