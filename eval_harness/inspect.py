@@ -213,6 +213,11 @@ class Inspection(BaseModel):
     error_records: int = Field(
         description="Error records in scope (the axis; with a scorer, those without its value): counted as wrong."
     )
+    without_value: int = Field(
+        default=0,
+        description="With a scorer: scored records in scope (with failures_only, failed ones) that have no value of "
+        "it (a staged scorer skipped there), left out of the listing.",
+    )
     torn_bytes: int = Field(description="Bytes of a torn last line that was ignored (0 when none).")
     max_tokens: int | None = Field(default=None, description="The run's max_tokens; None when it set none.")
     worst: list[InspectedSample] | None = Field(description="Lowest first, ties broken by sample id and epoch.")
@@ -398,6 +403,7 @@ def inspect_run(
     has_value = ~np.isnan(values)
     has_error = columns.error_type >= 0
     scoped_errors = in_scope & has_error & ~has_value
+    unvalued = in_scope & ~has_value & ~has_error & (~columns.passed if failures_only else True)
     if failures_only:
         eligible = in_scope & ((has_value & ~columns.passed) | (columns.error & ~has_value))
         values = np.where(has_value, values, 0.0)
@@ -443,6 +449,7 @@ def inspect_run(
         by_sample=by_sample,
         candidates=candidates,
         error_records=int(np.count_nonzero(scoped_errors)),
+        without_value=0 if scorer is None else int(np.count_nonzero(unvalued)),
         torn_bytes=columns.torn_bytes,
         max_tokens=manifest.task.generation.max_tokens,
         worst=worst,

@@ -515,3 +515,38 @@ def test_the_rendered_prompt_and_a_scorers_stderr_are_shown_for_digging_into_a_f
     (sample,) = json.loads(cli("inspect", "--run", run, "--n", "1", "--format", "json").out)["worst"]
     assert sample["prompt"] == record["prompt"]
     assert sample["score_metadata"] == {"exact_match": {"stderr": traceback, "exit_status": 1}}
+
+
+def staged_judge_run(cli: Cli, root: TaskRoot) -> Path:
+    """Three epochs of the adder; a staged 'judge' scored only the records that passed (skipped on the others)."""
+    run = make_run(cli, root, "--epochs", "3", "--model-arg", "skill=0.5")
+    records = read_records(run)
+    for r in records:
+        if r["passed"]:
+            r["scores"]["judge"] = 0.5
+    write_jsonl(run / "samples.jsonl", records)
+    (run / ".columns.npz").unlink(missing_ok=True)
+    return run
+
+
+def test_a_by_sample_mean_over_fewer_epochs_than_the_sample_has_says_so(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "mean judge 0.500 over 3 epochs" for a mean over the two epochs the judge scored
+    run = staged_judge_run(cli, task_root)
+    shown = cli("inspect", "--run", run, "--scorer", "judge", "--by-sample", "--n", "40")
+    mixed = {r["sample_id"] for r in read_records(run) if not r["passed"]} & {
+        r["sample_id"] for r in read_records(run) if r["passed"]
+    }
+    assert mixed and shown.code == 0, shown.err
+    titles = [line for line in shown.out.splitlines() if " · mean judge " in line]
+    assert titles and all(" over 3 epochs" not in t for t in titles if t.split(" · ")[0].split(". ")[1] in mixed)
+    assert any(" of 3 epochs, " in t for t in titles)
+
+
+def test_failed_records_without_the_scorers_value_are_counted_not_hidden(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "none" under "worst 0 failed records by judge", as if nothing had failed
+    run = staged_judge_run(cli, task_root)
+    failed = sum(1 for r in read_records(run) if r["error"] is None and not r["passed"])
+    shown = cli("inspect", "--run", run, "--scorer", "judge", "--show-failures")
+    assert shown.code == 0, shown.err
+    assert f"{failed} failed records without a judge value (skipped there): not ranked" in shown.out
+    assert inspect_run(run, scorer="judge", failures_only=True).without_value == failed

@@ -79,10 +79,10 @@ def _print_sample(
         out.rule(title, align="left", style="dim")
     else:
         passed = sum(1 for e in s.epochs if e.passed)
-        title = (
-            f"{rank}. {s.sample_id} · axis {s.axis} · mean {ranked_by} {s.value:.3f} over "
-            f"{counted(len(s.epochs), 'epoch')}, {passed} passed"
-        )
+        # the mean leaves out an epoch without a value that is no error (a staged scorer skipped there)
+        meaned = sum(1 for e in s.epochs if e.value is not None or e.error_type is not None)
+        over = counted(len(s.epochs), "epoch") if meaned == len(s.epochs) else f"{meaned} of {len(s.epochs)} epochs"
+        title = f"{rank}. {s.sample_id} · axis {s.axis} · mean {ranked_by} {s.value:.3f} over {over}, {passed} passed"
         out.rule(title, align="left", style="dim")
         out.print(f"epochs: {' · '.join(_outcome(e) for e in s.epochs)}", markup=False, soft_wrap=True)
         out.print(f"shown:  epoch {s.epoch}{verdict} · {spent}", markup=False, soft_wrap=True)
@@ -170,6 +170,13 @@ def print_inspection(
         )
         if not ins.worst:
             out.print("  none", markup=False)
+        if ins.without_value:
+            what = "failed record" if ins.failures_only else "scored record"
+            out.print(
+                f"{counted(ins.without_value, what)}{scope} without a {ins.ranked_by} value (skipped there): not ranked",
+                markup=False,
+                soft_wrap=True,
+            )
         shown = _Shown(full, prompt)
         for rank, sample in enumerate(ins.worst, 1):
             _print_sample(out, rank, sample, ins.ranked_by, shown, ins.max_tokens, _shown_path(ins.dataset_path))
