@@ -171,9 +171,9 @@ def print_inspection(
         if not ins.worst:
             out.print("  none", markup=False)
         if ins.without_value:
-            what = "failed record" if ins.failures_only else "scored record"
+            what = counted(ins.without_value, "failed record" if ins.failures_only else "scored record")
             out.print(
-                f"{counted(ins.without_value, what)}{scope} without a {ins.ranked_by} value (skipped there): not ranked",
+                f"{what}{scope} without a {ins.ranked_by} value (skipped there): not ranked",
                 markup=False,
                 soft_wrap=True,
             )
