@@ -158,7 +158,8 @@ class Settings(BaseModel):
             openai_project=pick("OPENAI_PROJECT_ID", "OPENAI_PROJECT"),
             anthropic_api_key=secret("ANTHROPIC_API_KEY"),
             anthropic_base_url=pick("ANTHROPIC_BASE_URL"),
-            cache_dir=Path(cache_dir) if cache_dir else None,
+            # a .env line is not a shell's: "~/x" there made a directory named "~" in the working directory
+            cache_dir=Path(cache_dir).expanduser() if cache_dir else None,
         )
 
     def secrets(self) -> list[str]:

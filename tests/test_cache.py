@@ -149,3 +149,16 @@ def test_cache_with_the_mock_makes_no_cache_directory(tmp_path: Path, monkeypatc
     )
     assert result.code == 0, result.err
     assert not cache_dir.exists()
+
+
+def test_a_cache_dir_from_an_env_file_expands_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a .env line is not expanded by a shell: "~/x" made a directory named "~" in the working directory
+    from eval_harness.config import Settings
+
+    monkeypatch.delenv("EVAL_HARNESS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    env = tmp_path / ".env"
+    env.write_text("EVAL_HARNESS_CACHE_DIR=~/eval-cache\n")
+    assert Settings.load(env).cache_dir == tmp_path / "home" / "eval-cache"
