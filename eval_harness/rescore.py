@@ -23,7 +23,8 @@ from eval_harness.types import RunManifest, ScorerSpec, check_expected_records_b
 
 
 def parse_scorer(text: str) -> ScorerSpec:
-    """``NAME`` or ``NAME:key=value,key=value``.
+    """``NAME`` or ``NAME:key=value,key=value``; ``alias=KEY`` names the scorer's key, as a task's ``alias`` does
+    (two modes of one scorer side by side: ``exact_match:mode=strict`` and ``exact_match:mode=numeric,alias=num``).
 
     Values stay text, and the manifest records them as given; ``build_scorer`` converts each to the type of
     the factory's parameter (``use_stemmer=false`` is False, ``tolerance=0.5`` is 0.5) or refuses it.
@@ -39,7 +40,10 @@ def parse_scorer(text: str) -> ScorerSpec:
         args[key.strip()] = value.strip()
     if not name.strip():
         raise ConfigError(f"--scorer {text!r}: missing the scorer name")
-    return ScorerSpec(name=name.strip(), args=args)
+    alias = args.pop("alias", None)
+    if alias == "":
+        raise ConfigError(f"--scorer {text!r}: alias= needs a name")
+    return ScorerSpec(name=name.strip(), args=args, alias=alias)
 
 
 def plan_rescore(

@@ -292,3 +292,14 @@ def test_a_rescore_keeps_the_sources_cache_hits_as_hits(cli: Cli, source_run: Pa
     assert {key for key, r in rescored.items() if r["cached"]} == {(r["sample_id"], r["epoch"]) for r in hits}
     summary = json.loads((source_run.parent / "hits" / "summary.json").read_text())
     assert summary["cached_records"] == 3
+
+
+def test_two_modes_of_one_scorer_side_by_side_take_an_alias(cli: Cli, source_run: Path) -> None:
+    # before: "scorer key 'exact_match' is used twice; give one an alias", and alias= was an unknown argument
+    result = cli("rescore", "--run", source_run, "--scorer", "exact_match:mode=strict",
+                 "--scorer", "exact_match:mode=numeric,alias=numeric", "--run-id", "two", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    answered = [r for r in read_records(source_run.parent / "two") if r["error"] is None]
+    assert answered and all(set(r["scores"]) == {"exact_match", "numeric"} for r in answered)
+    spec = parse_scorer("exact_match:mode=numeric,alias=numeric")
+    assert (spec.alias, spec.args) == ("numeric", {"mode": "numeric"})
