@@ -17,7 +17,13 @@ from eval_harness.aggregate import load_run_columns
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.config import RunConfig, credential_parameter, invalid_config, without_credentials
 from eval_harness.errors import ArtifactError, ConfigError, ResumeMismatchError
-from eval_harness.planning import RunPlan, check_expected_records_counted, dataset_reading_change, plan_run
+from eval_harness.planning import (
+    RunPlan,
+    check_expected_records_counted,
+    dataset_reading_change,
+    files_changed,
+    plan_run,
+)
 from eval_harness.tasks import find_task
 from eval_harness.types import RunManifest, ScorerSpec, check_expected_records_bounds
 
@@ -124,7 +130,8 @@ def plan_rescore(
     if plan.dataset_report.sha256 != source.dataset.sha256:
         raise ResumeMismatchError(
             f"cannot rescore {source_run}: its dataset {source.dataset.path} changed since that run "
-            f"(sha256 {source.dataset.sha256[:12]} → {plan.dataset_report.sha256[:12]})"
+            f"(sha256 {source.dataset.sha256[:12]} → {plan.dataset_report.sha256[:12]}"
+            f"{files_changed(source.dataset, plan.dataset_report)})"
         )
     if plan.template.sha256 != source.task.template_sha256:
         raise ResumeMismatchError(

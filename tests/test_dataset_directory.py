@@ -686,3 +686,15 @@ def test_a_resume_of_a_directory_that_gained_a_broken_file_names_it_as_the_chang
         f"{dataset_sha256(directory)[:12]}: d_sums.jsonl added), has 1 problem; fix it, or start a new run (with "
         "--skip-invalid to run the valid lines only)"
     )
+
+
+def test_a_rescore_refused_for_a_changed_directory_names_the_file(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    # before: only the directory's two hashes; resume named the file that came
+    out = task_root.root / "results"
+    made = cli("run", "--task", adder(task_root), "--dataset", directory, "--output-dir", out, "--run-id", "c", "-q")
+    assert made.code == 0, made.err
+    write_jsonl(directory / "c_more.jsonl", records("c", 2, start=70))
+    refused = cli("rescore", "--run", out / "c", "--scorer", "token_f1", "-q")
+    assert refused.code == 2 and refused.err.rstrip().endswith(": c_more.jsonl added)"), refused.err

@@ -69,7 +69,6 @@ from eval_harness.planning._fingerprint import (
     ModelUpdate,
     ScoringSetup,
     _changes,
-    _files_changed,
     _fingerprint,
     _fingerprint_parts,
     _model_update,
@@ -77,6 +76,7 @@ from eval_harness.planning._fingerprint import (
     _session_only,
     _transport_notes,
     dataset_reading_change,
+    files_changed,
 )
 from eval_harness.planning._session import (
     SessionOverrides,
@@ -249,7 +249,7 @@ def _resumed_dataset(
     def changed(report: DatasetReport) -> str:
         if sha256 == manifest.dataset.sha256:
             return f"read differently since the run started ({reading})"
-        files = _files_changed(manifest.dataset, report)
+        files = files_changed(manifest.dataset, report)
         content = f"sha256 {manifest.dataset.sha256[:12]} → {sha256[:12]}{files}"
         return f"changed since the run started ({content if reading is None else f'{content}; {reading}'})"
 
@@ -917,6 +917,7 @@ __all__ = [
     "dry_run",
     "few_shot_file",
     "few_shot_files",
+    "files_changed",
     "gate_changes",
     "holdout_refusal",
     "joined_pools",

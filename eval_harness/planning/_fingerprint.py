@@ -143,7 +143,7 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     """What the run's fingerprint covers and is no longer as it was, each named for the user."""
     changed = []
     if report.sha256 != manifest.dataset.sha256:
-        files = _files_changed(manifest.dataset, report)
+        files = files_changed(manifest.dataset, report)
         changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]}{files})")
     old_template, new_template = manifest.task.template_sha256, parts.template.sha256
     if new_template != old_template:
@@ -191,7 +191,7 @@ def _unrecorded_change(manifest: RunManifest, parts: _Fingerprinted) -> str:
     return "a judge rubric or the judge model"
 
 
-def _files_changed(recorded: DatasetInfo, report: DatasetReport) -> str:
+def files_changed(recorded: DatasetInfo, report: DatasetReport) -> str:
     """Which files of a dataset directory came, went or changed, as the end of a change's parenthesis (``:
     c.jsonl added; b.jsonl removed; a.jsonl changed``), from the files (name → sha256) the check in ``report``
     read. A run recorded before each file's sha256 was says "a file's content changed" when none came or went.
