@@ -162,3 +162,14 @@ def test_a_cache_dir_from_an_env_file_expands_the_home_directory(
     env = tmp_path / ".env"
     env.write_text("EVAL_HARNESS_CACHE_DIR=~/eval-cache\n")
     assert Settings.load(env).cache_dir == tmp_path / "home" / "eval-cache"
+
+
+def test_cache_info_counts_in_binary_units_and_says_one_unfinished_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: "3.0 KB" for 3,081 bytes counted in 1024s, and "1 unfinished writes"
+    from eval_harness.cache import CacheInfo
+    from eval_harness.cli.render.cache import print_cache_info
+
+    print_cache_info(CacheInfo(directory=tmp_path, entries=1, bytes=3_081, temp_files=1))
+    assert capsys.readouterr().out.strip() == f"{tmp_path}: 1 cached answer, 3.0 KiB, 1 unfinished write"

@@ -12,18 +12,18 @@ def _size(size: int) -> str:
     if size < 1024:
         return f"{size:,} B"
     value = size / 1024
-    for unit in ("KB", "MB"):
+    for unit in ("KiB", "MiB"):
         if value < 1024:
             return f"{value:,.1f} {unit}"
         value /= 1024
-    return f"{value:,.1f} GB"
+    return f"{value:,.1f} GiB"
 
 
 def print_cache_info(info: CacheInfo) -> None:
     if not info.directory.exists():
         stdout.print(f"{info.directory}: no cache yet (the directory does not exist)", markup=False)
         return
-    leftovers = f", {info.temp_files:,} unfinished writes" if info.temp_files else ""
+    leftovers = f", {counted(info.temp_files, 'unfinished write')}" if info.temp_files else ""
     answers = counted(info.entries, "cached answer")
     stdout.print(f"{info.directory}: {answers}, {_size(info.bytes)}{leftovers}", markup=False)
 
