@@ -1744,3 +1744,48 @@ def test_a_run_says_when_lines_without_an_id_repeat_an_earlier_lines_content(cli
     assert limited.err.splitlines() == [
         f"note: 1 line repeats an earlier line's content and runs again: {dataset}:2: id {derived}-2 was derived"
     ]
+
+
+def test_sigterm_while_a_command_plans_is_an_interrupt_not_a_silent_kill(tmp_path: Path) -> None:
+    # a CI job's timeout: before, outside a run's own handlers the process died by SIGTERM (143), without a word
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(f'{{"id": "s{i}", "input": "q{i}", "target": "t"}}\n' for i in range(400_000)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--dataset", str(big),
+         "--model", "mock/m", "--dry-run"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    time.sleep(1.0)  # past start-up, inside the validation of 400,000 lines
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err.strip().splitlines()[-1]) == (130, "interrupted"), err
+
+
+def test_an_interrupt_as_a_complete_run_ends_says_the_run_is_complete(
+    task_root: TaskRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an interrupt while asyncio.run tore its loop down was raised inside that teardown: a traceback, exit 1;
+    # now it waits, held, until the result is shown, which says what it means
+    import asyncio
+
+    import typer
+
+    from eval_harness.cli.run import _RunEnd, finish_run
+    from eval_harness.config import RunConfig
+    from eval_harness.planning import plan_run
+    from eval_harness.runner import Runner
+    from eval_harness.types import GateSettings
+
+    config = RunConfig(task=str(adder(task_root)), model="mock/m", output_dir=task_root.root / "results", run_id="e")
+    result = asyncio.run(Runner(plan_run(config)).run())
+    assert result.status == "complete"
+    end = _RunEnd()
+    end.hold()
+    os.kill(os.getpid(), signal.SIGINT)  # as the run ends: counted, not raised here
+    assert end.interrupts == 1
+    with pytest.raises(typer.Exit) as stopped:
+        finish_run((result, end), GateSettings(), quiet=True)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # released
+    assert stopped.value.exit_code == 130
+    said = f"interrupted while the result was shown; the run is complete: eval-harness report --run {result.run_dir}"
+    assert capsys.readouterr().err.strip() == said

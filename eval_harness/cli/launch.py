@@ -12,14 +12,31 @@ waiting. So the collector is paused from the first import to the start of the co
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 
 _paused = False
+_terminate_as_interrupt = False
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
+    kills the process without a word (143). The process entry sets it up; a run's own handlers take over while it
+    runs, and a run that closed its event loop (which left SIGTERM at its default) sets it up again. Does nothing
+    for the CLI called in-process (as the tests call it): the host's handlers stay its own."""
+    if _terminate_as_interrupt:
+        signal.signal(signal.SIGTERM, _terminated)
 
 
 def run() -> None:  # never returns (run_process exits); typing is not imported before the guard below
     """Parse the command line and run the command, with the collector paused for start-up."""
-    global _paused
+    global _paused, _terminate_as_interrupt
+    _terminate_as_interrupt = True
+    terminate_as_interrupt()
     if gc.isenabled():
         gc.disable()
         _paused = True
@@ -43,4 +60,4 @@ def resume_collection() -> None:
         gc.enable()
 
 
-__all__ = ["resume_collection", "run"]
+__all__ = ["resume_collection", "run", "terminate_as_interrupt"]

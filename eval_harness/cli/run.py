@@ -80,7 +80,43 @@ class _QuietDisplay:
         print(message, file=sys.stderr, flush=True)
 
 
-async def _execute(plan: RunPlan, display: _Display) -> RunResult:
+class _RunEnd:
+    """Interrupts from the moment the runner returns until the result is shown: counted, never raised in
+    asyncio.run's teardown (cancelling tasks, shutting down the executor the summary ran in, closing the loop),
+    where one was a traceback and exit 1; ``release`` raises one where the result is shown, which says what it
+    means (a complete run: "the run is complete")."""
+
+    def __init__(self) -> None:
+        self.interrupts = 0
+        self.result: RunResult | None = None
+        self._saved: dict[int, Any] = {}
+
+    def count(self, *_: object) -> None:
+        self.interrupts += 1
+
+    def hold(self) -> None:
+        """Count interrupts from here (Python's own handlers: the loop is closed)."""
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._saved[sig] = signal.getsignal(sig)
+                signal.signal(sig, self.count)
+
+    def release(self) -> None:
+        """Interrupts as before ``hold``; one that came meanwhile is raised now."""
+        import signal
+
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()
+        if self.interrupts:
+            self.interrupts = 0
+            raise KeyboardInterrupt
+
+
+async def _execute(plan: RunPlan, display: _Display, end: _RunEnd) -> RunResult:
     import asyncio
     import signal
 
@@ -106,19 +142,25 @@ async def _execute(plan: RunPlan, display: _Display) -> RunResult:
     loop.add_signal_handler(signal.SIGINT, on_interrupt, "Ctrl-C")
     loop.add_signal_handler(signal.SIGTERM, on_interrupt, "SIGTERM")
     try:
-        return await runner.run()
+        end.result = await runner.run()
+        return end.result
     finally:
+        # Python's own handlers count from here, not the loop's: closing the loop shuts its wakeup pipe before
+        # it drops its handlers, and a signal in between was written to a closed pipe (a printed OSError)
+        signal.set_wakeup_fd(-1)
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+            signal.signal(sig, end.count)
 
 
-def finish_run(result: RunResult, gates: GateSettings, quiet: bool) -> None:
+def finish_run(ended: tuple[RunResult, _RunEnd], gates: GateSettings, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.cli.stream_guard import verdict_follows
     from eval_harness.gates import evaluate_gates, gate_failure
 
+    result, end = ended
     verdict_follows()  # stopped, failed, gated: each is said after the result
     try:
+        end.release()  # an interrupt that came as the run ended is raised here
         _show_result(result, quiet)
     except KeyboardInterrupt:
         if result.status != "complete":
@@ -212,17 +254,32 @@ def print_notes(plan: RunPlan) -> None:
         print(note, file=sys.stderr)
 
 
-def start_run(plan: RunPlan, quiet: bool) -> RunResult:
-    """Execute the plan with a progress display and Ctrl-C handling."""
+def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _RunEnd]:
+    """Execute the plan with a progress display and Ctrl-C handling; the result, and the interrupts that came
+    after it, which ``finish_run`` raises where it shows the result."""
     import asyncio
 
-    if quiet:
-        return asyncio.run(_execute(plan, _QuietDisplay()))
-    from eval_harness.cli.render import run as run_views
+    from eval_harness.cli.launch import terminate_as_interrupt
 
-    label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
-    with run_views.ProgressDisplay(plan.expected_records, label) as display:
-        return asyncio.run(_execute(plan, display))
+    end = _RunEnd()
+    try:
+        if quiet:
+            asyncio.run(_execute(plan, _QuietDisplay(), end))
+        else:
+            from eval_harness.cli.render import run as run_views
+
+            label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
+            with run_views.ProgressDisplay(plan.expected_records, label) as display:
+                asyncio.run(_execute(plan, display, end))
+    except KeyboardInterrupt:
+        if end.result is None:
+            raise
+        end.interrupts += 1  # in the last steps of closing the loop, after its handlers went
+    finally:
+        terminate_as_interrupt()  # closing the loop left SIGTERM at its default, which kills without a word
+    end.hold()
+    assert end.result is not None
+    return end.result, end
 
 
 def _generation_overrides(temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
