@@ -373,4 +373,4 @@ def _arg_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-__all__ = ["ModelUpdate", "ScoringSetup", "dataset_reading_change"]
+__all__ = ["ModelUpdate", "ScoringSetup", "dataset_reading_change", "files_changed"]
