@@ -303,3 +303,16 @@ def test_two_modes_of_one_scorer_side_by_side_take_an_alias(cli: Cli, source_run
     assert answered and all(set(r["scores"]) == {"exact_match", "numeric"} for r in answered)
     spec = parse_scorer("exact_match:mode=numeric,alias=numeric")
     assert (spec.alias, spec.args) == ("numeric", {"mode": "numeric"})
+
+
+def test_a_rescore_records_which_generation_options_its_source_took_from_flags(cli: Cli, tmp_path: Path) -> None:
+    # before: every rescore recorded all of its source's options (the task's [generation] too) as given by flags
+    made = cli("run", "--task", "capability_profile", "--model", "mock/m", "--limit", "4", "--max-tokens", "40",
+               "--output-dir", tmp_path, "--run-id", "src", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    result = cli("rescore", "--run", tmp_path / "src", "--scorer", "token_f1", "--run-id", "flags", "-q")
+    assert result.code == 0, result.err
+    source = json.loads((tmp_path / "src" / "manifest.json").read_text())["task"]
+    rescored = json.loads((tmp_path / "flags" / "manifest.json").read_text())["task"]
+    assert source["generation"] == rescored["generation"] and source["generation"]["temperature"] == 0.0
+    assert rescored["generation_from_flags"] == source["generation_from_flags"] == ["max_tokens"]

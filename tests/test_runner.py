@@ -403,6 +403,12 @@ def test_a_run_of_a_gzip_dataset_resumes_by_reading_its_records(task_root: TaskR
 
 def test_a_new_run_refuses_an_existing_run_directory(task_root: TaskRoot) -> None:
     run(config(task_root))
+    # a complete run has nothing to resume (before: "resume it with ...", for a rescore given its source's id too)
+    with pytest.raises(ArtifactError, match=r"already exists \(a complete run\); pick another --run-id$"):
+        plan_run(config(task_root))
+    run_dir = config(task_root).output_dir / config(task_root).run_id
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
     with pytest.raises(ArtifactError, match="already exists; resume it with 'eval-harness resume"):
         plan_run(config(task_root))
 

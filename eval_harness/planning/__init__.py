@@ -511,8 +511,13 @@ def _check_new_run_dir(run_dir: Path) -> None:
     run inside another run's directory is one rescore and resume refuse to read."""
     paths = RunPaths(run_dir)
     if paths.manifest.exists():
+        try:
+            complete = read_manifest(run_dir).status == "complete"
+        except ArtifactError:  # unreadable: resume says why
+            complete = False
+        resume = "" if complete else f"resume it with 'eval-harness resume {run_dir}' or "
         raise ArtifactError(
-            f"{run_dir} already exists; resume it with 'eval-harness resume {run_dir}' or pick another --run-id"
+            f"{run_dir} already exists{' (a complete run)' if complete else ''}; {resume}pick another --run-id"
         )
     where = run_dir.parent.resolve()  # a relative --output-dir, or a symlink, may lead into a run as well
     for parent in (where, *where.parents):
