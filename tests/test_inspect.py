@@ -550,3 +550,21 @@ def test_failed_records_without_the_scorers_value_are_counted_not_hidden(cli: Cl
     assert shown.code == 0, shown.err
     assert f"{failed} failed records without a judge value (skipped there): not ranked" in shown.out
     assert inspect_run(run, scorer="judge", failures_only=True).without_value == failed
+
+
+def test_a_scorers_explanation_quoting_a_long_output_is_shortened_as_the_output_is(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # before: the explanation printed all 5,022 characters again under the shortened output
+    run = make_run(cli, task_root)
+
+    def explained(record: dict[str, Any]) -> dict[str, Any]:
+        record = long_output(record)
+        record["explanations"] = {name: f"read from {record['output']}" for name in record["scores"]}
+        return record
+
+    rewrite(run, explained)
+    table = cli("inspect", "--run", run, "--n", "1")
+    assert table.code == 0, table.err
+    assert "x" * 1000 not in table.out and table.out.count("characters …") >= 2
+    assert "x" * 5000 in cli("inspect", "--run", run, "--n", "1", "--full").out

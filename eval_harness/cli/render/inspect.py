@@ -113,8 +113,9 @@ def _print_sample(
     for gate in s.failed_gates:
         out.print(f"gate:   {gate} {s.scores[gate] or 0.0:.3f} < 1, {outcome}", markup=False, soft_wrap=True)
     for name, value in s.scores.items():
-        answer = f" · extracted {s.answers[name]!r}" if name in s.answers else ""
-        explanation = f" — {s.explanations[name]}" if name in s.explanations else ""
+        # an extracted answer or an explanation may quote the whole output: shortened as the output is
+        answer = f" · extracted {cut(s.answers[name])!r}" if name in s.answers else ""
+        explanation = f" — {cut(s.explanations[name])}" if name in s.explanations else ""
         value_text = "–" if value is None else f"{value:.3f}"
         out.print(f"  {name} {value_text}{answer}{explanation}", markup=False, soft_wrap=True)
         stderr = s.score_metadata.get(name, {}).get("stderr")
