@@ -145,6 +145,8 @@ class RunResult:
     """Options this session was given for itself alone (see ``RunPlan.session_model_args``)."""
     retry_errors: bool = False
     """Whether this session generated recorded errors again (``--retry-errors``)."""
+    output_cap: int | None = None
+    """The output limit each call was sent (the task's max_tokens, plus any room to think or reason)."""
 
     @property
     def resume_command(self) -> str:
@@ -409,7 +411,7 @@ class Runner:
             answers=progress.session_done - progress.session_unanswered,
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
             context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
-            retry_errors=plan.retry_errors,
+            retry_errors=plan.retry_errors, output_cap=plan.provider.output_cap(plan.generation),
         )  # fmt: skip
 
     def _close_writer(self) -> None:

@@ -1236,6 +1236,23 @@ def test_the_length_warning_of_a_run_without_max_tokens_names_the_servers_limit(
     )
 
 
+def test_the_length_warning_of_a_reasoning_model_names_the_limit_it_was_sent(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: "max_tokens 8" where 25,008 was sent, the answer's 8 and the room to reason
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-length")
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first
+        result = cli("run", "--task", adder(task_root), "--model", "openai/o3", "--model-arg",
+                     f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "o3",
+                     "--limit", "4", "--max-tokens", "8", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.err.splitlines()[-1] == (
+        "warning: 3 of 4 answers stopped at the length limit (finish_reason length, max_tokens 8, sent as 25,008 "
+        "with room to think or reason); raise --max-tokens if they were cut short"
+    )
+
+
 def test_an_axis_of_errors_only_shows_no_cost_beside_the_unknown_ones(cli: Cli, task_root: TaskRoot) -> None:
     # before: "$0" for beta (its calls failed, billing nothing) next to "unknown" for alpha: it read as a price
     def refuse_beta(request: RecordedRequest) -> Reply | None:  # the odd numbers are the beta axis
@@ -1787,5 +1804,5 @@ def test_an_interrupt_as_a_complete_run_ends_says_the_run_is_complete(
         finish_run((result, end), GateSettings(), quiet=True)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # released
     assert stopped.value.exit_code == 130
-    said = f"interrupted while the result was shown; the run is complete: eval-harness report --run {result.run_dir}"
+    said = f"interrupted as the run ended; the run is complete: eval-harness report --run {result.run_dir}"
     assert capsys.readouterr().err.strip() == said

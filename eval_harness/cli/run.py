@@ -88,6 +88,8 @@ class _RunEnd:
 
     def __init__(self) -> None:
         self.interrupts = 0
+        self.at_end = False
+        """Whether ``release`` raised an interrupt that came as the run ended."""
         self.result: RunResult | None = None
         self._saved: dict[int, Any] = {}
 
@@ -101,8 +103,10 @@ class _RunEnd:
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._saved[sig] = signal.getsignal(sig)
-                signal.signal(sig, self.count)
+                handler = signal.getsignal(sig)
+                if handler != self.count:  # again, after an interrupt cut the first call short
+                    self._saved[sig] = handler
+                    signal.signal(sig, self.count)
 
     def release(self) -> None:
         """Interrupts as before ``hold``; one that came meanwhile is raised now."""
@@ -113,6 +117,7 @@ class _RunEnd:
         self._saved.clear()
         if self.interrupts:
             self.interrupts = 0
+            self.at_end = True
             raise KeyboardInterrupt
 
 
@@ -128,6 +133,9 @@ async def _execute(plan: RunPlan, display: _Display, end: _RunEnd) -> RunResult:
 
     def on_interrupt(again: str) -> None:
         nonlocal interrupts
+        if end.result is not None:  # the runner has returned (the loop handles what came just before)
+            end.count()
+            return
         interrupts += 1
         if interrupts == 1:
             runner.request_stop()  # first: saying so may fail (a closed stderr), stopping must not
@@ -143,6 +151,8 @@ async def _execute(plan: RunPlan, display: _Display, end: _RunEnd) -> RunResult:
     loop.add_signal_handler(signal.SIGTERM, on_interrupt, "SIGTERM")
     try:
         end.result = await runner.run()
+        if interrupts and end.result.status == "complete":
+            end.interrupts += 1  # it came when nothing was left to stop: the run is complete, and says so
         return end.result
     finally:
         # Python's own handlers count from here, not the loop's: closing the loop shuts its wakeup pipe before
@@ -166,10 +176,8 @@ def finish_run(ended: tuple[RunResult, _RunEnd], gates: GateSettings, quiet: boo
         if result.status != "complete":
             raise
         # the records and the summary are written: "interrupted" alone reads as a run to resume
-        print(
-            f"interrupted while the result was shown; the run is complete: eval-harness report --run {result.run_dir}",
-            file=sys.stderr,
-        )
+        when = "as the run ended" if end.at_end else "while the result was shown"
+        print(f"interrupted {when}; the run is complete: eval-harness report --run {result.run_dir}", file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.new_records and result.session_errors == result.new_records and result.fatal is None:
         print(
@@ -235,16 +243,22 @@ def _retrying(command: str) -> str:
 def _length_warning(result: RunResult) -> str:
     """A score of 0 from a wrong answer and from one cut off before its last line look alike: say how many
     answers of this session stopped at the length limit, and what set it."""
-    limit = result.manifest.task.generation.max_tokens
+    limit, sent = result.manifest.task.generation.max_tokens, result.output_cap
     stopped = f"{result.length_stops:,} of {result.answers:,} answers stopped at the length limit"
-    if limit is None:
+    if limit is None and sent is None:
         return (
             f"warning: {stopped} (finish_reason {result.length_stop_reason}; the task sets no max_tokens: the "
             "provider's default, e.g. Anthropic's 1,024, or the server's own limit); they may be cut short"
         )
+    if limit is None:
+        said = f"the task sets no max_tokens: sent {sent:,}, the provider's default with any room to think"
+    elif sent is not None and sent != limit:  # the limit bounded thinking or reasoning with the answer
+        said = f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
+    else:
+        said = f"max_tokens {limit:,}"
     return (
-        f"warning: {stopped} (finish_reason {result.length_stop_reason}, max_tokens {limit:,}); raise --max-tokens "
-        "if they were cut short"
+        f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); raise --max-tokens if they were "
+        "cut short"
     )
 
 
@@ -273,11 +287,18 @@ def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _RunEnd]:
                 asyncio.run(_execute(plan, display, end))
     except KeyboardInterrupt:
         if end.result is None:
+            terminate_as_interrupt()
             raise
         end.interrupts += 1  # in the last steps of closing the loop, after its handlers went
-    finally:
-        terminate_as_interrupt()  # closing the loop left SIGTERM at its default, which kills without a word
-    end.hold()
+    while True:  # closing the loop left SIGINT raising and SIGTERM killing: counted again from here
+        try:
+            terminate_as_interrupt()
+            end.hold()
+            break
+        except KeyboardInterrupt:
+            if end.result is None:
+                raise
+            end.interrupts += 1
     assert end.result is not None
     return end.result, end
 
