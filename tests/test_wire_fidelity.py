@@ -897,7 +897,13 @@ async def test_a_streamed_usage_number_orjson_cannot_hold_leaves_the_answer_stan
     [
         # the extended-thinking troubleshooting table, the effort page and the models' overview pages: each a 400
         # on every sample before
-        ("claude-opus-4-5", {"thinking": "adaptive"}, "adaptive thinking is Claude 4.6 and later; use --model-arg"),
+        ("claude-opus-4-5", {"thinking": "adaptive"}, "adaptive thinking is Claude 4.6 and later; earlier models"),
+        (
+            "claude-3-7-sonnet-latest",
+            {"effort": "low"},
+            "the API takes an effort from Claude Opus 4.5",
+        ),  # the old names
+        ("claude-3-7-sonnet-20250219", {"thinking": "adaptive"}, "adaptive thinking is Claude 4.6 and later"),
         ("claude-sonnet-4-5", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5 and Claude 4.6 on"),
         ("claude-haiku-4-5-20251001", {"effort": "high"}, "the API takes an effort from Claude Opus 4.5"),
         ("claude-opus-4-1", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5"),
@@ -916,7 +922,7 @@ def test_thinking_and_effort_a_model_refuses_are_refused_before_the_run(
     ("model", "args"),
     [("claude-opus-4-5", {"effort": "high"}), ("claude-opus-4-6", {"thinking": "adaptive", "effort": "max"}),
      ("claude-opus-4-7", {"effort": "xhigh"}), ("claude-haiku-5-5", {"effort": "low"}),
-     ("claude-3-7-sonnet-latest", {"effort": "low"}), ("my-gateway-alias", {"thinking": "adaptive"})],
+     ("claude-3-7-sonnet-latest", {"thinking_budget": "2048"}), ("my-gateway-alias", {"thinking": "adaptive"})],
 )  # fmt: skip
 def test_thinking_and_effort_a_model_takes_or_whose_name_says_nothing_are_sent(
     model: str, args: dict[str, str]

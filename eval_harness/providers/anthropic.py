@@ -137,6 +137,8 @@ _CLAUDE_VERSION = re.compile(r"^claude-[a-z]+-(\d{1,2})(?:-(\d)(?!\d))?(?![\d.])
 ``claude-fable-5-1`` → 5.1 (the ``claude-{name}-{major}[-{minor}]`` scheme); the older ``claude-3-5-sonnet``
 naming and models of other names behind the same API give no version."""
 _CLAUDE_FAMILY = re.compile(r"^claude-([a-z]+)(?![a-z])")
+_CLAUDE_3 = re.compile(r"^claude-(\d)(?:-(\d)(?!\d))?-([a-z]+)(?![a-z])")
+"""The naming before Claude 4: ``claude-3-7-sonnet-20250219`` → Sonnet 3.7, ``claude-3-opus-latest`` → Opus 3.0."""
 
 
 def claude_version(model: str) -> tuple[int, int] | None:
@@ -186,6 +188,9 @@ class ClaudeRules:
 
     @classmethod
     def of(cls, model: str) -> ClaudeRules:
+        older = _CLAUDE_3.match(model)
+        if older is not None:
+            return cls((int(older.group(1)), int(older.group(2) or 0)), older.group(3))
         found = _CLAUDE_FAMILY.match(model)
         return cls(claude_version(model), None if found is None else found.group(1))
 
@@ -207,7 +212,8 @@ class ClaudeRules:
         if family in THINKING_FAMILIES or family is None or version is None:
             return None
         if thinking == "adaptive" and version < ADAPTIVE_SINCE:
-            return f"adaptive thinking is Claude 4.6 and later; use {flag} thinking_budget=N instead"
+            budget = f"{flag} thinking_budget=N"
+            return f"adaptive thinking is Claude 4.6 and later; earlier models think with {budget} (from 3.7 on)"
         since = EFFORT_SINCE.get(family)
         if effort is not None and since is not None and version < since:
             return f"the API takes an effort from Claude Opus 4.5 and Claude 4.6 on, not this model; drop {flag} effort"
@@ -333,9 +339,14 @@ class AnthropicProvider(HTTPProvider):
             )
             answer = self.answer_tokens(config)
             room = self.output_cap(config) - answer
+            share = (
+                f"the answer's {answer:,} plus {room:,} to think in"
+                if room
+                else f"no room added: the answer's {answer:,} is as much as it may write, thinking included"
+            )
             notes.append(
                 f"note: anthropic/{self.model} thinks by default: sent adaptive thinking with max_tokens "
-                f"{answer + room:,} (the answer's {answer:,} plus {room:,} to think in); {off}"
+                f"{answer + room:,} ({share}); {off}"
             )
         unsent = [f"{name} {value:g}" for name, value in sampling(config).items()]
         if not unsent or self.sends_sampling:
