@@ -103,6 +103,8 @@ class Progress:
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
     session_context_stops: int = 0
     """This session's answers that filled the model's context window (``tally.CONTEXT_WINDOW_STOP``)."""
+    session_cached: int = 0
+    """This session's records served from the response cache (or replayed hits): billed nothing."""
 
     @property
     def mean(self) -> float | None:
@@ -621,6 +623,8 @@ class Runner:
         if score is not None:
             progress.scored += 1
             progress.score_sum += score
+        if record["cached"]:
+            progress.session_cached += 1
         cost = record["cost_usd"]
         if cost is None:
             # as in the summary: a failed call was not billed, so only an answer without a price makes it unknown

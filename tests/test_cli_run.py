@@ -1806,3 +1806,16 @@ def test_an_interrupt_as_a_complete_run_ends_says_the_run_is_complete(
     assert stopped.value.exit_code == 130
     said = f"interrupted as the run ended; the run is complete: eval-harness report --run {result.run_dir}"
     assert capsys.readouterr().err.strip() == said
+
+
+def test_the_progress_line_of_cache_hits_shows_no_price(capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "cost $0" while every record was a cache hit (the summary at the end said "–", nothing billed)
+    from eval_harness.cli.render.run import ProgressDisplay
+    from eval_harness.runner import Progress
+
+    display = ProgressDisplay(total=4, label="m · t", plain_interval_s=0.0)
+    capsys.readouterr()
+    display.update(Progress(done=4, total=4, errors=0, score_sum=4.0, scored=4, cost_usd=0.0, cost_known=True,
+                            elapsed_s=1.0, session_done=4, session_cached=4))  # fmt: skip
+    line = capsys.readouterr().err
+    assert "cost –" in line and "$0" not in line

@@ -142,7 +142,7 @@ class ProgressDisplay:
         rate = progress.session_done / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
         if not progress.cost_known:
             cost = "unknown"
-        elif nothing_billed(progress.session_done, progress.session_errors, 0, progress.cost_usd):
+        elif nothing_billed(progress.session_done, progress.session_errors, progress.session_cached, progress.cost_usd):
             cost = "–"  # as the summary at the end shows it: no call was billed yet, and $0 would read as a price
         else:
             cost = money(progress.cost_usd)  # as the tables write it: "$0", "$0.0147", "$2.1e-05"
