@@ -162,16 +162,22 @@ def test_a_directory_run_killed_and_resumed_ends_with_each_sample_once(cli: Cli,
     }
 
 
-def test_a_resume_refuses_a_directory_one_of_whose_files_changed(
-    cli: Cli, task_root: TaskRoot, directory: Path
-) -> None:
+def directory_run(cli: Cli, task_root: TaskRoot, directory: Path) -> Path:
+    """A complete run ``c`` of the adder over ``directory``."""
     out = task_root.root / "results"
     made = cli("run", "--task", adder(task_root), "--dataset", directory, "--output-dir", out, "--run-id", "c", "-q")
     assert made.code == 0, made.err
-    lines = (out / "c" / "samples.jsonl").read_bytes().splitlines(keepends=True)
-    (out / "c" / "samples.jsonl").write_bytes(b"".join(lines[:3]))
+    return out / "c"
+
+
+def test_a_resume_refuses_a_directory_one_of_whose_files_changed(
+    cli: Cli, task_root: TaskRoot, directory: Path
+) -> None:
+    run = directory_run(cli, task_root, directory)
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(lines[:3]))
     write_jsonl(directory / "b_sums.jsonl", records("b", 3, start=50))
-    refused = cli("resume", out / "c", "-q")
+    refused = cli("resume", run, "-q")
     assert refused.code == 2 and "dataset" in refused.err and "changed" in refused.err, refused.err
 
 
@@ -692,9 +698,7 @@ def test_a_rescore_refused_for_a_changed_directory_names_the_file(
     cli: Cli, task_root: TaskRoot, directory: Path
 ) -> None:
     # before: only the directory's two hashes; resume named the file that came
-    out = task_root.root / "results"
-    made = cli("run", "--task", adder(task_root), "--dataset", directory, "--output-dir", out, "--run-id", "c", "-q")
-    assert made.code == 0, made.err
+    run = directory_run(cli, task_root, directory)
     write_jsonl(directory / "c_more.jsonl", records("c", 2, start=70))
-    refused = cli("rescore", "--run", out / "c", "--scorer", "token_f1", "-q")
+    refused = cli("rescore", "--run", run, "--scorer", "token_f1", "-q")
     assert refused.code == 2 and refused.err.rstrip().endswith(": c_more.jsonl added)"), refused.err
