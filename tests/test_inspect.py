@@ -568,3 +568,16 @@ def test_a_scorers_explanation_quoting_a_long_output_is_shortened_as_the_output_
     assert table.code == 0, table.err
     assert "x" * 1000 not in table.out and table.out.count("characters …") >= 2
     assert "x" * 5000 in cli("inspect", "--run", run, "--n", "1", "--full").out
+
+
+def test_a_multi_line_output_is_indented_under_its_label(cli: Cli, task_root: TaskRoot) -> None:
+    # before: an answer's later lines started at the margin, where "target: 5" read as the listing's own label
+    run = make_run(cli, task_root)
+
+    def two_lines(record: dict[str, Any]) -> dict[str, Any]:
+        record["output"] = "Let me think.\ntarget: 5\nAnswer: 4"
+        return record
+
+    rewrite(run, two_lines)
+    table = cli("inspect", "--run", run, "--n", "1").out
+    assert "output: Let me think.\n        target: 5\n        Answer: 4\n" in table

@@ -92,18 +92,14 @@ def _print_sample(
         out.print(f"source: {source}:{s.dataset_line}", markup=False, soft_wrap=True)
     if shown.prompt:
         for message in s.prompt:
-            # later lines indented under the first, so a template's "Answer:" does not read as a label of the listing
-            text = "\n".join(
-                f"        {line}" if line and i else line for i, line in enumerate(cut(message.content).split("\n"))
-            )
-            out.print(f"prompt: [{message.role}] {text}", markup=False, soft_wrap=True)
+            out.print(f"prompt: [{message.role}] {_indented(cut(message.content))}", markup=False, soft_wrap=True)
         if not s.prompt:
             out.print("prompt: (not recorded)", markup=False, soft_wrap=True)
-    out.print(f"input:  {cut(s.input)}", markup=False, soft_wrap=True)
+    out.print(f"input:  {_indented(cut(s.input))}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
     out.print(f"target: {_target(s.target)}", markup=False, soft_wrap=True)
-    out.print(f"output: {cut(s.output) if s.output is not None else '–'}", markup=False, soft_wrap=True)
+    out.print(f"output: {_indented(cut(s.output)) if s.output is not None else '–'}", markup=False, soft_wrap=True)
     finish = finish_note(s, max_tokens)
     if finish is not None:
         out.print(f"finish: {finish}", markup=False, soft_wrap=True)
@@ -121,6 +117,12 @@ def _print_sample(
         stderr = s.score_metadata.get(name, {}).get("stderr")
         if isinstance(stderr, str) and stderr.strip():  # code_execution's traceback: which assertion failed
             out.print(f"    stderr: {cut(stderr.strip())}", markup=False, soft_wrap=True)
+
+
+def _indented(text: str) -> str:
+    """``text`` with its later lines indented under the first, so a line of a prompt, an input or an output
+    ("Answer: 4") does not read as a label of the listing."""
+    return "\n".join(f"        {line}" if line and i else line for i, line in enumerate(text.split("\n")))
 
 
 def _outcome(e: EpochOutcome) -> str:
