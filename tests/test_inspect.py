@@ -581,3 +581,11 @@ def test_a_multi_line_output_is_indented_under_its_label(cli: Cli, task_root: Ta
     rewrite(run, two_lines)
     table = cli("inspect", "--run", run, "--n", "1").out
     assert "output: Let me think.\n        target: 5\n        Answer: 4\n" in table
+
+
+def test_a_failed_call_shows_it_was_not_billed_not_an_unknown_price(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "unknown" beside a failed call of the free mock, which the report counts as billing nothing
+    run = make_run(cli, task_root, "--model-arg", "error_rate=0.5")
+    shown = cli("inspect", "--run", run, "--n", "40", "--show-failures").out
+    failed = [line for line in shown.splitlines() if "· ERROR " in line]
+    assert failed and all("not billed" in line and "unknown" not in line for line in failed)

@@ -71,7 +71,9 @@ def _print_sample(
         verdict = f" · ERROR {s.error.type} ({s.error.stage}), counted as wrong"
     else:
         verdict = "" if s.passed is None else (" · passed" if s.passed else " · failed")
-    spent = f"{millis(s.latency_ms)} ms · {money(s.cost_usd)}"
+    # a call that failed was not billed (as the report counts it): no price to be unknown
+    cost = "not billed" if s.cost_usd is None and s.output is None and s.error is not None else money(s.cost_usd)
+    spent = f"{millis(s.latency_ms)} ms · {cost}"
     if s.epochs is None:
         title = (
             f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{verdict} · {spent}"
