@@ -149,6 +149,10 @@ class RunResult:
     """Whether this session generated recorded errors again (``--retry-errors``)."""
     output_cap: int | None = None
     """The output limit each call was sent (the task's max_tokens, plus any room to think or reason)."""
+    cache_failures: int = 0
+    """Answers of this session that could not be stored in the response cache."""
+    cache_failure: str | None = None
+    """Why the first of them could not (the OS's words)."""
 
     @property
     def resume_command(self) -> str:
@@ -414,6 +418,7 @@ class Runner:
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
             context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
             retry_errors=plan.retry_errors, output_cap=plan.provider.output_cap(plan.generation),
+            cache_failures=self.gateway.cache_failures, cache_failure=self.gateway.cache_failure,
         )  # fmt: skip
 
     def _close_writer(self) -> None:

@@ -469,6 +469,27 @@ def test_cache_serves_a_repeated_run_without_calls_and_can_be_cleared(server: Fa
     assert "0 cached answers" in cli(tmp_path, "cache", "info").stdout
 
 
+def test_answers_the_cache_could_not_store_mid_run_are_said_at_the_end(server: FakeLLMServer, tmp_path: Path) -> None:
+    # before: a cache that filled up mid-run stopped caching without a word (exit 0, 4 of 60 cached)
+    def blocked(request: RecordedRequest) -> Reply | None:
+        # after the run's start checked the cache: every shard directory a file, as a full disk refuses them
+        cache = tmp_path / "cache"
+        for shard in (f"{i:02x}" for i in range(256)):
+            if not (cache / shard).exists():
+                (cache / shard).write_text("")
+        return None
+
+    server.rule = blocked
+    result = cli(tmp_path, *run_args(server, "openai/gpt-4o-mini", "--limit", "4", "--cache", "-q"),
+                 env={"OPENAI_API_KEY": "sk-x"})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "warning: 4 answers could not be stored in the response cache (File exists); they were recorded, but a "
+        "later run will call the model for them again"
+    )
+    assert len(records(tmp_path)) == 4
+
+
 def test_dry_run_estimates_cost_from_the_pricing_table(tmp_path: Path) -> None:
     result = cli(
         tmp_path,

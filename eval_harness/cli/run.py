@@ -187,6 +187,13 @@ def finish_run(ended: tuple[RunResult, _RunEnd], gates: GateSettings, quiet: boo
         )
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
+    if result.cache_failures:
+        print(
+            f"warning: {result.cache_failures:,} answer{'s' if result.cache_failures != 1 else ''} could not be "
+            f"stored in the response cache ({result.cache_failure}); they were recorded, but a later run will "
+            "call the model for them again",
+            file=sys.stderr,
+        )
     if result.context_window_stops:
         from eval_harness.tally import CONTEXT_WINDOW_ADVICE
 

@@ -25,7 +25,6 @@ transient failure.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -120,6 +119,10 @@ class Gateway:
         self.tpm = RateLimiter(tpm) if tpm else None
         self._pacing = asyncio.Lock()  # callers wait for the budgets in arrival order; only the first books
         self.cache = cache
+        self.cache_failures = 0
+        """Answers that could not be stored in the cache (a full or read-only disk): said at the run's end."""
+        self.cache_failure: str | None = None
+        """The first such failure, as the OS said it."""
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
         self.secrets = list(dict.fromkeys(provider.secrets()))  # a subclass may add a key its options hold too
         """The provider's secrets, each once: taken out of its answers and of the errors it raises."""
@@ -445,8 +448,12 @@ class Gateway:
 
     async def _store(self, key: str, completion: Completion) -> None:
         assert self.cache is not None
-        with contextlib.suppress(OSError):  # a full or read-only disk loses a cache entry, not the sample
+        try:
             await asyncio.to_thread(self.cache.put, key, completion, self.origin)
+        except OSError as exc:  # a full or read-only disk loses a cache entry, not the sample: counted, said at the end
+            self.cache_failures += 1
+            if self.cache_failure is None:
+                self.cache_failure = exc.strerror or str(exc)
 
     async def complete(self, request: GenerateRequest) -> Completion:
         """``generate`` for callers that want a completion or an exception (judges)."""
