@@ -1782,30 +1782,38 @@ def test_an_interrupt_as_a_complete_run_ends_says_the_run_is_complete(
     task_root: TaskRoot, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # an interrupt while asyncio.run tore its loop down was raised inside that teardown: a traceback, exit 1;
-    # now it waits, held, until the result is shown, which says what it means
-    import asyncio
-
+    # now it is counted, and said where the result is shown
     import typer
 
-    from eval_harness.cli.run import _RunEnd, finish_run
+    from eval_harness.cli.run import finish_run, start_run
     from eval_harness.config import RunConfig
     from eval_harness.planning import plan_run
-    from eval_harness.runner import Runner
     from eval_harness.types import GateSettings
 
     config = RunConfig(task=str(adder(task_root)), model="mock/m", output_dir=task_root.root / "results", run_id="e")
-    result = asyncio.run(Runner(plan_run(config)).run())
+    host = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    result, interrupts = start_run(plan_run(config), quiet=True)
     assert result.status == "complete"
-    end = _RunEnd()
-    end.hold()
     os.kill(os.getpid(), signal.SIGINT)  # as the run ends: counted, not raised here
-    assert end.interrupts == 1
+    assert interrupts.count == 1
     with pytest.raises(typer.Exit) as stopped:
-        finish_run((result, end), GateSettings(), quiet=True)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # released
+        finish_run((result, interrupts), GateSettings(), quiet=True)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == host  # in-process: the host's back
     assert stopped.value.exit_code == 130
     said = f"interrupted as the run ended; the run is complete: eval-harness report --run {result.run_dir}"
     assert capsys.readouterr().err.strip() == said
+
+
+def test_a_run_gives_the_hosts_signal_handlers_back(task_root: TaskRoot) -> None:
+    from eval_harness.cli.run import finish_run, start_run
+    from eval_harness.config import RunConfig
+    from eval_harness.planning import plan_run
+    from eval_harness.types import GateSettings
+
+    config = RunConfig(task=str(adder(task_root)), model="mock/m", output_dir=task_root.root / "results", run_id="h")
+    host = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    finish_run(start_run(plan_run(config), quiet=True), GateSettings(), quiet=True)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == host
 
 
 def test_the_progress_line_of_cache_hits_shows_no_price(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,11 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def entered_as_process() -> bool:
+    """Whether this is the eval-harness process (``run``), not the CLI called in-process by a host."""
+    return _terminate_as_interrupt
+
+
 def terminate_as_interrupt() -> None:
     """SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
     kills the process without a word (143). The process entry sets it up; a run's own handlers take over while it
@@ -60,4 +65,4 @@ def resume_collection() -> None:
         gc.enable()
 
 
-__all__ = ["resume_collection", "run", "terminate_as_interrupt"]
+__all__ = ["entered_as_process", "resume_collection", "run", "terminate_as_interrupt"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
@@ -80,89 +82,99 @@ class _QuietDisplay:
         print(message, file=sys.stderr, flush=True)
 
 
-class _RunEnd:
-    """Interrupts from the moment the runner returns until the result is shown: counted, never raised in
-    asyncio.run's teardown (cancelling tasks, shutting down the executor the summary ran in, closing the loop),
-    where one was a traceback and exit 1; ``release`` raises one where the result is shown, which says what it
-    means (a complete run: "the run is complete")."""
+class _Interrupts:
+    """SIGINT and SIGTERM from the run's start until its result is shown, taken by one handler of Python's own
+    (not the event loop's, whose handlers go when asyncio.run closes the loop, leaving gaps where an interrupt
+    was a traceback, exit 1, a bare "interrupted" for a complete run, or a silent kill).
+
+    The first asks the runner to stop (through the loop); once the runner has returned it is counted, and
+    ``release`` raises it where the result is shown, which says what it means ("the run is complete"). A second
+    quits at once. After ``release``, in the eval-harness process, an interrupt quits at once too, saying what
+    the run is (complete, or the command that resumes it); called in-process, the host's handlers come back."""
 
     def __init__(self) -> None:
-        self.interrupts = 0
+        self.count = 0
+        self.stop: Callable[[str], None] | None = None
+        """Asks the runner to stop (set while it runs)."""
+        self.result: RunResult | None = None
+        """The runner's result, once it has returned."""
         self.at_end = False
         """Whether ``release`` raised an interrupt that came as the run ended."""
-        self.result: RunResult | None = None
         self._saved: dict[int, Any] = {}
 
-    def count(self, *_: object) -> None:
-        self.interrupts += 1
-
-    def hold(self) -> None:
-        """Count interrupts from here (Python's own handlers: the loop is closed)."""
+    def take(self) -> None:
+        """Handle SIGINT and SIGTERM from here (the main thread's to set; elsewhere they stay as they are)."""
         import signal
         import threading
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                handler = signal.getsignal(sig)
-                if handler != self.count:  # again, after an interrupt cut the first call short
-                    self._saved[sig] = handler
-                    signal.signal(sig, self.count)
+                self._saved[sig] = signal.getsignal(sig)
+                signal.signal(sig, self._arrived)
+
+    def _arrived(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.count > 1:  # the second: at once, what is written stays valid
+            if self.result is None:
+                os._exit(EXIT_INTERRUPTED)
+            self._quit(signum, frame)
+        stop = self.stop
+        if self.result is None and stop is not None:
+            stop("SIGTERM" if signum == 15 else "Ctrl-C")
 
     def release(self) -> None:
-        """Interrupts as before ``hold``; one that came meanwhile is raised now."""
+        """The handlers as they were (in the eval-harness process: one that quits at once); an interrupt that
+        came as the run ended is raised now, for a complete run only: another run says what it is anyway."""
         import signal
 
+        from eval_harness.cli.launch import entered_as_process
+
+        result = self.result
         for sig, handler in self._saved.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, self._quit if entered_as_process() else handler)
         self._saved.clear()
-        if self.interrupts:
-            self.interrupts = 0
+        if self.count and result is not None and result.status == "complete":
+            self.count = 0
             self.at_end = True
             raise KeyboardInterrupt
 
+    def _quit(self, signum: int, frame: object) -> None:
+        result = self.result
+        said = (
+            f"interrupted; the run is complete: eval-harness report --run {result.run_dir}"
+            if result is not None and result.status == "complete"
+            else "interrupted"
+        )
+        with contextlib.suppress(OSError):
+            os.write(2, f"{said}\n".encode())
+        os._exit(EXIT_INTERRUPTED)
 
-async def _execute(plan: RunPlan, display: _Display, end: _RunEnd) -> RunResult:
+
+async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) -> RunResult:
     import asyncio
-    import signal
 
     from eval_harness.runner import Runner
 
     runner = Runner(plan, display)
     loop = asyncio.get_running_loop()
-    interrupts = 0
 
-    def on_interrupt(again: str) -> None:
-        nonlocal interrupts
-        if end.result is not None:  # the runner has returned (the loop handles what came just before)
-            end.count()
-            return
-        interrupts += 1
-        if interrupts == 1:
-            runner.request_stop()  # first: saying so may fail (a closed stderr), stopping must not
-            display.note(
-                f"stopping: no new samples; in-flight ones get {plan.config.grace_s:g}s to finish "
-                f"({again} again to quit at once; what is written stays valid)"
-            )
-        else:
-            os._exit(EXIT_INTERRUPTED)
+    def stop(again: str) -> None:
+        runner.request_stop()  # first: saying so may fail (a closed stderr), stopping must not
+        display.note(
+            f"stopping: no new samples; in-flight ones get {plan.config.grace_s:g}s to finish "
+            f"({again} again to quit at once; what is written stays valid)"
+        )
 
-    # a CI runner's timeout sends SIGTERM, where "Ctrl-C" would name a key nobody pressed
-    loop.add_signal_handler(signal.SIGINT, on_interrupt, "Ctrl-C")
-    loop.add_signal_handler(signal.SIGTERM, on_interrupt, "SIGTERM")
-    try:
-        end.result = await runner.run()
-        if interrupts and end.result.status == "complete":
-            end.interrupts += 1  # it came when nothing was left to stop: the run is complete, and says so
-        return end.result
-    finally:
-        # Python's own handlers count from here, not the loop's: closing the loop shuts its wakeup pipe before
-        # it drops its handlers, and a signal in between was written to a closed pipe (a printed OSError)
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, end.count)
+    def stop_soon(again: str) -> None:
+        # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping
+        loop.call_soon_threadsafe(stop, again)
+
+    interrupts.stop = stop_soon
+    interrupts.result = await runner.run()
+    return interrupts.result
 
 
-def finish_run(ended: tuple[RunResult, _RunEnd], gates: GateSettings, quiet: bool) -> None:
+def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet: bool) -> None:
     """Show the result and turn it into the exit code: 130 interrupted, 2 failed, 1 a failed gate."""
     from eval_harness.cli.stream_guard import verdict_follows
     from eval_harness.gates import evaluate_gates, gate_failure
@@ -170,7 +182,7 @@ def finish_run(ended: tuple[RunResult, _RunEnd], gates: GateSettings, quiet: boo
     result, end = ended
     verdict_follows()  # stopped, failed, gated: each is said after the result
     try:
-        end.release()  # an interrupt that came as the run ended is raised here
+        end.release()  # an interrupt that came as a complete run ended is raised here
         _show_result(result, quiet)
     except KeyboardInterrupt:
         if result.status != "complete":
@@ -275,39 +287,31 @@ def print_notes(plan: RunPlan) -> None:
         print(note, file=sys.stderr)
 
 
-def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _RunEnd]:
-    """Execute the plan with a progress display and Ctrl-C handling; the result, and the interrupts that came
-    after it, which ``finish_run`` raises where it shows the result."""
+def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:
+    """Execute the plan with a progress display and Ctrl-C handling; the result, and the interrupts handled
+    until ``finish_run`` shows it (see ``_Interrupts``)."""
     import asyncio
 
-    from eval_harness.cli.launch import terminate_as_interrupt
-
-    end = _RunEnd()
+    interrupts = _Interrupts()
+    interrupts.take()
     try:
         if quiet:
-            asyncio.run(_execute(plan, _QuietDisplay(), end))
+            asyncio.run(_execute(plan, _QuietDisplay(), interrupts))
         else:
             from eval_harness.cli.render import run as run_views
 
             label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
             with run_views.ProgressDisplay(plan.expected_records, label) as display:
-                asyncio.run(_execute(plan, display, end))
-    except KeyboardInterrupt:
-        if end.result is None:
-            terminate_as_interrupt()
-            raise
-        end.interrupts += 1  # in the last steps of closing the loop, after its handlers went
-    while True:  # closing the loop left SIGINT raising and SIGTERM killing: counted again from here
-        try:
-            terminate_as_interrupt()
-            end.hold()
-            break
-        except KeyboardInterrupt:
-            if end.result is None:
-                raise
-            end.interrupts += 1
-    assert end.result is not None
-    return end.result, end
+                asyncio.run(_execute(plan, display, interrupts))
+    except BaseException:
+        interrupts.stop = None
+        interrupts.release()  # no result to show: the handlers as they were, for the error's own path
+        raise
+    interrupts.stop = None  # the loop is closed: an interrupt from here is only counted
+    assert interrupts.result is not None
+    if interrupts.count and interrupts.result.status != "complete":
+        interrupts.count = 0  # it came as the run stopped: the result says it was interrupted
+    return interrupts.result, interrupts
 
 
 def _generation_overrides(temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
