@@ -904,6 +904,13 @@ async def test_a_streamed_usage_number_orjson_cannot_hold_leaves_the_answer_stan
             "the API takes an effort from Claude Opus 4.5",
         ),  # the old names
         ("claude-3-7-sonnet-20250219", {"thinking": "adaptive"}, "adaptive thinking is Claude 4.6 and later"),
+        ("claude-3-5-sonnet-latest", {"thinking_budget": "2048"}, "this model does not think (thinking is Claude 3.7"),
+        ("claude-3-5-haiku-20241022", {"thinking": "adaptive"}, "this model does not think"),
+        (
+            "claude-opus-4-5",
+            {"effort": "max"},
+            "effort max is Claude 4.6 and later; give --model-arg effort=low|medium|high",
+        ),
         ("claude-sonnet-4-5", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5 and Claude 4.6 on"),
         ("claude-haiku-4-5-20251001", {"effort": "high"}, "the API takes an effort from Claude Opus 4.5"),
         ("claude-opus-4-1", {"effort": "low"}, "the API takes an effort from Claude Opus 4.5"),

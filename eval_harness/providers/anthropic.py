@@ -170,6 +170,10 @@ EFFORT_SINCE = {"opus": (4, 5), "sonnet": (4, 6), "haiku": (4, 6)}
 effort: Not supported", their overview pages)."""
 XHIGH_SINCE = (4, 7)
 """Effort ``xhigh``: Claude 4.7 and later (not Opus 4.5, Opus 4.6 or Sonnet 4.6: the effort page)."""
+MAX_EFFORT_SINCE = (4, 6)
+"""Effort ``max``: Claude 4.6 and later (Opus 4.5 takes low, medium and high: the effort page)."""
+THINKING_SINCE = (3, 7)
+"""Extended thinking (a budget): Claude 3.7 and later."""
 UNTHINKING_EFFORTS = frozenset({"xhigh", "max"})
 DISABLED_ONLY_TO_HIGH = {"opus": (5, 0), "haiku": (5, 5)}
 """From these versions on, thinking disabled is refused at effort xhigh or max ("accepts disabled at effort high or
@@ -205,20 +209,24 @@ class ClaudeRules:
         (Claude Mythos Preview, of no version, takes one)."""
         return self.family == "fable" or (self.version is not None and self.version >= NO_SAMPLING_PARAMETERS)
 
-    def refusal(self, thinking: str | None, effort: str | None, flag: str) -> str | None:
+    def refusal(self, thinking: str | None, effort: str | None, flag: str, budget: bool = False) -> str | None:
         """Why the model refuses this thinking type or effort, from its family and version (None: it takes
         them, or its name does not say)."""
         family, version = self.family, self.version
         if family in THINKING_FAMILIES or family is None or version is None:
             return None
+        if (thinking == "adaptive" or budget) and version < THINKING_SINCE:
+            return "this model does not think (thinking is Claude 3.7 and later)"
         if thinking == "adaptive" and version < ADAPTIVE_SINCE:
-            budget = f"{flag} thinking_budget=N"
-            return f"adaptive thinking is Claude 4.6 and later; earlier models think with {budget} (from 3.7 on)"
+            return f"adaptive thinking is Claude 4.6 and later; earlier models think with {flag} thinking_budget=N"
         since = EFFORT_SINCE.get(family)
         if effort is not None and since is not None and version < since:
             return f"the API takes an effort from Claude Opus 4.5 and Claude 4.6 on, not this model; drop {flag} effort"
+        if effort == "max" and version < MAX_EFFORT_SINCE:
+            return f"effort max is Claude 4.6 and later; give {flag} effort=low|medium|high"
         if effort == "xhigh" and version < XHIGH_SINCE:
-            return f"effort xhigh is Claude 4.7 and later; give {flag} effort=low|medium|high|max"
+            takes = "low|medium|high|max" if version >= MAX_EFFORT_SINCE else "low|medium|high"
+            return f"effort xhigh is Claude 4.7 and later; give {flag} effort={takes}"
         return None
 
     @property
@@ -272,7 +280,7 @@ class AnthropicProvider(HTTPProvider):
                 f"anthropic/{model}: Claude 4.7 and later (Fable and Mythos 5 too) refuse a thinking budget; use "
                 f"{flag} thinking=adaptive (and effort=... for how much it may spend)"
             )
-        refused = self.rules.refusal(options.thinking, options.effort, flag)
+        refused = self.rules.refusal(options.thinking, options.effort, flag, options.thinking_budget is not None)
         if refused is not None:
             raise ConfigError(f"anthropic/{model}: {refused}")
         if options.thinking == "disabled":
