@@ -1827,3 +1827,17 @@ def test_the_progress_line_of_cache_hits_shows_no_price(capsys: pytest.CaptureFi
                             elapsed_s=1.0, session_done=4, session_cached=4))  # fmt: skip
     line = capsys.readouterr().err
     assert "cost –" in line and "$0" not in line
+
+
+def test_a_rescore_of_answers_cut_at_the_limit_does_not_advise_a_flag_it_lacks(cli: Cli, task_root: TaskRoot) -> None:
+    # before: "raise --max-tokens if they were cut short", which rescore does not take
+    with FakeLLMServer() as server:
+        server.rule = cut_but_the_first
+        assert served_run(cli, task_root, server, "cut", "--max-tokens", "8", "-q").code == 0
+    source = task_root.root / "results" / "cut"
+    result = cli("rescore", "--run", source, "--scorer", "token_f1", "--run-id", "cut-f1", "-q")
+    assert result.code == 0, result.err
+    assert result.err.strip().splitlines()[-1] == (
+        "warning: 3 of 4 answers stopped at the length limit (finish_reason length, max_tokens 8); the answers of "
+        f"{source.resolve()}; a new run with a larger --max-tokens answers anew"
+    )

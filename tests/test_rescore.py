@@ -316,3 +316,9 @@ def test_a_rescore_records_which_generation_options_its_source_took_from_flags(c
     rescored = json.loads((tmp_path / "flags" / "manifest.json").read_text())["task"]
     assert source["generation"] == rescored["generation"] and source["generation"]["temperature"] == 0.0
     assert rescored["generation_from_flags"] == source["generation_from_flags"] == ["max_tokens"]
+
+
+def test_one_scorer_given_twice_without_an_alias_is_told_how_to_give_one(cli: Cli, source_run: Path) -> None:
+    result = cli("rescore", "--run", source_run, "--scorer", "exact_match", "--scorer", "exact_match:mode=numeric")
+    assert result.code == 2
+    assert result.err.strip().endswith("is used twice; give one an alias (NAME:...,alias=KEY)"), result.err

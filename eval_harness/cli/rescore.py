@@ -12,7 +12,11 @@ def rescore_command(
     run: Annotated[Path, typer.Option("--run", "-r", help="The run whose outputs are re-scored.")],
     task: Annotated[str | None, typer.Option("--task", "-t", help="Use this task's scorers.")] = None,
     scorer: Annotated[
-        list[str] | None, typer.Option("--scorer", help="Scorer NAME or NAME:key=value,... (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--scorer",
+            help="Scorer NAME or NAME:key=value,..., alias=KEY for the key it is recorded under (repeatable).",
+        ),
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Run directory name of the new run.")] = None,
     output_dir: Annotated[Path | None, typer.Option(help="Where the new run goes (default: beside --run).")] = None,

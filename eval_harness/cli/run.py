@@ -275,10 +275,11 @@ def _length_warning(result: RunResult) -> str:
         said = f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
     else:
         said = f"max_tokens {limit:,}"
-    return (
-        f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); raise --max-tokens if they were "
-        "cut short"
-    )
+    if result.manifest.source_run is not None:  # a rescore reads the source's answers: it has no --max-tokens
+        advice = f"the answers of {result.manifest.source_run}; a new run with a larger --max-tokens answers anew"
+    else:
+        advice = "raise --max-tokens if they were cut short"
+    return f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); {advice}"
 
 
 def print_notes(plan: RunPlan) -> None:

@@ -598,7 +598,8 @@ class ScoringPipeline:
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
         if duplicates:
             place = places[keys.index(duplicates[0], keys.index(duplicates[0]) + 1)]
-            raise ConfigError(f"{place}: scorer key {duplicates[0]!r} is used twice; give one an alias")
+            hint = " (NAME:...,alias=KEY)" if place == "--scorer" else ""
+            raise ConfigError(f"{place}: scorer key {duplicates[0]!r} is used twice; give one an alias{hint}")
         steps = [
             _Step(
                 spec.key,
