@@ -1841,3 +1841,20 @@ def test_a_rescore_of_answers_cut_at_the_limit_does_not_advise_a_flag_it_lacks(c
         "warning: 3 of 4 answers stopped at the length limit (finish_reason length, max_tokens 8); the answers of "
         f"{source.resolve()}; a new run with a larger --max-tokens answers anew"
     )
+
+
+def test_an_interrupt_that_came_while_the_run_was_set_up_stops_it_at_once(task_root: TaskRoot) -> None:
+    # review3 s29: between taking the signals and the runner's start, it was only counted: the run went to its
+    # end, then said "interrupted as the run ended"
+    import asyncio
+
+    from eval_harness.cli.run import _execute, _Interrupts, _QuietDisplay
+    from eval_harness.config import RunConfig
+    from eval_harness.planning import plan_run
+
+    config = RunConfig(task=str(adder(task_root)), model="mock/m", output_dir=task_root.root / "results", run_id="s")
+    interrupts = _Interrupts()
+    interrupts.count = 1  # as _arrived counts one before the runner can be asked to stop
+    result = asyncio.run(_execute(plan_run(config), _QuietDisplay(), interrupts))
+    assert (result.status, result.new_records) == ("interrupted", 0)
+    assert interrupts.stop is None  # the loop is gone: nothing is sent to it any more

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,8 +95,12 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.count = 0
+        self.signal_name = "Ctrl-C"
+        """How the first interrupt came: "Ctrl-C" or "SIGTERM" (a CI runner's timeout: no key was pressed)."""
         self.stop: Callable[[str], None] | None = None
         """Asks the runner to stop (set while it runs)."""
+        self.resume_hint: str | None = None
+        """The command that resumes the run, said when a second interrupt quits before the run has stopped."""
         self.result: RunResult | None = None
         """The runner's result, once it has returned."""
         self.at_end = False
@@ -115,12 +120,11 @@ class _Interrupts:
     def _arrived(self, signum: int, frame: object) -> None:
         self.count += 1
         if self.count > 1:  # the second: at once, what is written stays valid
-            if self.result is None:
-                os._exit(EXIT_INTERRUPTED)
             self._quit(signum, frame)
+        self.signal_name = "SIGTERM" if signum == 15 else "Ctrl-C"
         stop = self.stop
-        if self.result is None and stop is not None:
-            stop("SIGTERM" if signum == 15 else "Ctrl-C")
+        if self.result is None and stop is not None:  # else the runner is not running yet (it stops at once) or
+            stop(self.signal_name)  # has ended: counted
 
     def release(self) -> None:
         """The handlers as they were (in the eval-harness process: one that quits at once); an interrupt that
@@ -140,11 +144,12 @@ class _Interrupts:
 
     def _quit(self, signum: int, frame: object) -> None:
         result = self.result
-        said = (
-            f"interrupted; the run is complete: eval-harness report --run {result.run_dir}"
-            if result is not None and result.status == "complete"
-            else "interrupted"
-        )
+        if result is not None and result.status == "complete":
+            said = f"interrupted; the run is complete: eval-harness report --run {result.run_dir}"
+        elif result is None and self.resume_hint is not None:
+            said = f"interrupted; resume with: {self.resume_hint}"
+        else:
+            said = "interrupted"
         with contextlib.suppress(OSError):
             os.write(2, f"{said}\n".encode())
         os._exit(EXIT_INTERRUPTED)
@@ -169,8 +174,14 @@ async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) ->
         # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping
         loop.call_soon_threadsafe(stop, again)
 
+    interrupts.resume_hint = f"eval-harness resume {shlex.quote(str(plan.run_dir))}"
     interrupts.stop = stop_soon
-    interrupts.result = await runner.run()
+    if interrupts.count:  # it came while the run was being set up: stop now
+        stop(interrupts.signal_name)
+    try:
+        interrupts.result = await runner.run()
+    finally:
+        interrupts.stop = None  # the loop is about to close: an interrupt from here is counted, never sent to it
     return interrupts.result
 
 
@@ -187,6 +198,8 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
     except KeyboardInterrupt:
         if result.status != "complete":
             raise
+        if quiet and end.at_end:
+            print(result.run_dir, flush=True)  # the one line a quiet run writes to stdout, whatever follows
         # the records and the summary are written: "interrupted" alone reads as a run to resume
         when = "as the run ended" if end.at_end else "while the result was shown"
         print(f"interrupted {when}; the run is complete: eval-harness report --run {result.run_dir}", file=sys.stderr)
@@ -305,10 +318,8 @@ def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:
             with run_views.ProgressDisplay(plan.expected_records, label) as display:
                 asyncio.run(_execute(plan, display, interrupts))
     except BaseException:
-        interrupts.stop = None
         interrupts.release()  # no result to show: the handlers as they were, for the error's own path
         raise
-    interrupts.stop = None  # the loop is closed: an interrupt from here is only counted
     assert interrupts.result is not None
     if interrupts.count and interrupts.result.status != "complete":
         interrupts.count = 0  # it came as the run stopped: the result says it was interrupted
