@@ -101,6 +101,8 @@ class _Interrupts:
         """Asks the runner to stop (set while it runs)."""
         self.resume_hint: str | None = None
         """The command that resumes the run, said when a second interrupt quits before the run has stopped."""
+        self.display_live = False
+        """Whether the progress display is on screen (it hides the cursor, which quitting at once must show)."""
         self.result: RunResult | None = None
         """The runner's result, once it has returned."""
         self.at_end = False
@@ -150,8 +152,10 @@ class _Interrupts:
             said = f"interrupted; resume with: {self.resume_hint}"
         else:
             said = "interrupted"
+        # the progress display, cut short, would leave its line unended and the terminal's cursor hidden
+        live = "\x1b[?25h\n" if self.display_live and os.isatty(2) else ""
         with contextlib.suppress(OSError):
-            os.write(2, f"{said}\n".encode())
+            os.write(2, f"{live}{said}\n".encode())
         os._exit(EXIT_INTERRUPTED)
 
 
@@ -316,7 +320,11 @@ def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:
 
             label = f"{plan.manifest.model.id} · {plan.task.spec.name}"
             with run_views.ProgressDisplay(plan.expected_records, label) as display:
-                asyncio.run(_execute(plan, display, interrupts))
+                interrupts.display_live = True
+                try:
+                    asyncio.run(_execute(plan, display, interrupts))
+                finally:
+                    interrupts.display_live = False
     except BaseException:
         interrupts.release()  # no result to show: the handlers as they were, for the error's own path
         raise
