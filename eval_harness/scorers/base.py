@@ -574,6 +574,10 @@ def _failure(step: _Step, exc: Exception) -> _Failure:
     return _Failure(type(exc).__name__, str(exc))
 
 
+_WEIGHT_0_FAILED = "failed, not counted (weight 0): "
+"""How a weight-0 scorer's failure opens its explanation (a record's error names such failures from it)."""
+
+
 class ScoringPipeline:
     """The task's scorers in stages: cheap ones, then model-based ones, then staged ones.
 
@@ -640,9 +644,9 @@ class ScoringPipeline:
         scorer cut short keeps what it had done through ``keep_when_cut_short`` (a composite: its finished parts)."""
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
-            why, weight_0 = result.explanations, "failed, not counted (weight 0): "
-            failed = [f"{key} (weight 0) failed: {why[key].removeprefix(weight_0)}" for key in result.skipped
-                      if why[key].startswith(weight_0)]  # fmt: skip
+            why = result.explanations
+            failed = [f"{key} (weight 0) failed: {why[key].removeprefix(_WEIGHT_0_FAILED)}" for key in result.skipped
+                      if why[key].startswith(_WEIGHT_0_FAILED)]  # fmt: skip
             message = f"no scorer counted: {'; '.join(failed)}" if failed else "every scorer was skipped"
             result.error = ErrorInfo(type="ScoringError", message=message, stage="score")
         return result
@@ -693,7 +697,7 @@ class ScoringPipeline:
                     # a weight-0 scorer is recorded beside the score, not part of it: its failure (a judge
                     # outage) must not turn a scored answer into an error counted as wrong
                     result.skipped.append(step.key)
-                    result.explanations[step.key] = f"failed, not counted (weight 0): {failure.kind}: {failure.message}"
+                    result.explanations[step.key] = f"{_WEIGHT_0_FAILED}{failure.kind}: {failure.message}"
                     continue
                 message = failure.message if failure.named else f"{step.key}: {failure.message}"
                 result.error = ErrorInfo(type=failure.kind, message=message, stage="score")
