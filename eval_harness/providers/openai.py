@@ -133,12 +133,9 @@ class OpenAIWire(HTTPProvider):
         return False
 
     def reasons_first(self) -> bool:
-        """Whether the model reasons before answering: a reasoning model at any effort but none."""
+        """Whether the model reasons before answering: a reasoning model at any effort but none. Then it also
+        refuses temperature and top_p, which are left out."""
         return self.reasons() and self.reasoning_effort() != "none"
-
-    def omits_sampling(self) -> bool:
-        """Whether temperature/top_p must be left out: a reasoning model refuses them, but at effort none."""
-        return self.reasons_first()
 
     def output_cap(self, config: GenerateConfig) -> int | None:
         if config.max_tokens is None:
@@ -164,12 +161,12 @@ class OpenAIWire(HTTPProvider):
                 f"note: {self.model_id} reasons before answering, into the same limit: sent {field} {cap:,} (the "
                 f"answer's {config.max_tokens:,} plus {REASONING_ROOM:,} to reason in)"
             )
-        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()] if self.omits_sampling() else []
+        unsent = [f"{name} {value:g}" for name, value in sampling(config).items()] if self.reasons_first() else []
         unsent += [f"stop {len(config.stop)} sequence{'s' if len(config.stop) != 1 else ''}"] if config.stop else []
         if not unsent:
             return notes
         stops = " (the answer is cut at the stop sequences here)" if config.stop else ""
-        takes = "takes no temperature, top_p or stop" if self.omits_sampling() else "takes no stop"
+        takes = "takes no temperature, top_p or stop" if self.reasons_first() else "takes no stop"
         unsent_note = f"note: {self.model_id} is a reasoning model, which {takes}: {' and '.join(unsent)} not sent"
         return [*notes, unsent_note + stops]
 
@@ -218,7 +215,7 @@ class OpenAIWire(HTTPProvider):
             if self.streaming:
                 body["stream"] = True
                 body["stream_options"] = {"include_usage": True}
-        if not self.omits_sampling():
+        if not self.reasons_first():  # a model reasoning first refuses temperature and top_p
             body.update(sampling(config))
         return body
 
