@@ -12,7 +12,7 @@ import contextlib
 import importlib
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -159,9 +159,15 @@ class RunResult:
         """The command that continues this run: with the options this session was given for itself alone, and
         ``--retry-errors`` when it was retrying errors (those it had not reached yet stay errors otherwise). A
         forced change that holds for one session only is not carried: stderr said so when the session began."""
-        given = [f"--model-arg {shlex.quote(f'{name}={text}')}" for name, text in self.session_model_args.items()]
-        again = ["--retry-errors"] if self.retry_errors else []
-        return " ".join(["eval-harness resume", shlex.quote(str(self.run_dir)), *given, *again])
+        return resume_command(self.run_dir, self.session_model_args, self.retry_errors)
+
+
+def resume_command(run_dir: Path, session_model_args: Mapping[str, str], retry_errors: bool) -> str:
+    """``eval-harness resume RUN_DIR``, with the options a session was given for itself alone and
+    ``--retry-errors`` when it was retrying errors (see ``RunResult.resume_command``)."""
+    given = [f"--model-arg {shlex.quote(f'{name}={text}')}" for name, text in session_model_args.items()]
+    again = ["--retry-errors"] if retry_errors else []
+    return " ".join(["eval-harness resume", shlex.quote(str(run_dir)), *given, *again])
 
 
 def _starts_a_line(path: Path, offset: int) -> bool:
@@ -895,4 +901,5 @@ __all__ = [
     "ProgressListener",
     "RunResult",
     "Runner",
+    "resume_command",
 ]

@@ -16,7 +16,7 @@ import signal
 import sys
 
 _paused = False
-_terminate_as_interrupt = False
+_entered_as_process = False
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -24,24 +24,18 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def entered_as_process() -> bool:
-    """Whether this is the eval-harness process (``run``), not the CLI called in-process by a host."""
-    return _terminate_as_interrupt
-
-
-def terminate_as_interrupt() -> None:
-    """SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
-    kills the process without a word (143). The process entry sets it up; a run's own handlers take over while it
-    runs, and a run that closed its event loop (which left SIGTERM at its default) sets it up again. Does nothing
-    for the CLI called in-process (as the tests call it): the host's handlers stay its own."""
-    if _terminate_as_interrupt:
-        signal.signal(signal.SIGTERM, _terminated)
+    """Whether this is the eval-harness process (``run``), not the CLI called in-process by a host, whose signal
+    handlers stay its own."""
+    return _entered_as_process
 
 
 def run() -> None:  # never returns (run_process exits); typing is not imported before the guard below
     """Parse the command line and run the command, with the collector paused for start-up."""
-    global _paused, _terminate_as_interrupt
-    _terminate_as_interrupt = True
-    terminate_as_interrupt()
+    global _paused, _entered_as_process
+    _entered_as_process = True
+    # SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
+    # kills the process without a word (143); a run's own handler (cli.run._Interrupts) takes over while it runs
+    signal.signal(signal.SIGTERM, _terminated)
     if gc.isenabled():
         gc.disable()
         _paused = True
@@ -65,4 +59,4 @@ def resume_collection() -> None:
         gc.enable()
 
 
-__all__ = ["entered_as_process", "resume_collection", "run", "terminate_as_interrupt"]
+__all__ = ["entered_as_process", "resume_collection", "run"]

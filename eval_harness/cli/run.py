@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -162,7 +161,7 @@ class _Interrupts:
 async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) -> RunResult:
     import asyncio
 
-    from eval_harness.runner import Runner
+    from eval_harness.runner import Runner, resume_command
 
     runner = Runner(plan, display)
     loop = asyncio.get_running_loop()
@@ -178,7 +177,7 @@ async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) ->
         # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping
         loop.call_soon_threadsafe(stop, again)
 
-    interrupts.resume_hint = f"eval-harness resume {shlex.quote(str(plan.run_dir))}"
+    interrupts.resume_hint = resume_command(plan.run_dir, plan.session_model_args, plan.retry_errors)
     interrupts.stop = stop_soon
     if interrupts.count:  # it came while the run was being set up: stop now
         stop(interrupts.signal_name)
