@@ -82,6 +82,12 @@ class _QuietDisplay:
         print(message, file=sys.stderr, flush=True)
 
 
+def _interrupted_complete(result: RunResult, when: str) -> str:
+    """What an interrupt of a complete run says: the records and the summary are written, and "interrupted"
+    alone would read as a run to resume."""
+    return f"interrupted{when}; the run is complete: eval-harness report --run {result.run_dir}"
+
+
 class _Interrupts:
     """SIGINT and SIGTERM from the run's start until its result is shown, taken by one handler of Python's own
     (not the event loop's, whose handlers go when asyncio.run closes the loop, leaving gaps where an interrupt
@@ -146,7 +152,7 @@ class _Interrupts:
     def _quit(self, signum: int, frame: object) -> None:
         result = self.result
         if result is not None and result.status == "complete":
-            said = f"interrupted; the run is complete: eval-harness report --run {result.run_dir}"
+            said = _interrupted_complete(result, "")
         elif result is None and self.resume_hint is not None:
             said = f"interrupted; resume with: {self.resume_hint}"
         else:
@@ -203,9 +209,8 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             raise
         if quiet and end.at_end:
             print(result.run_dir, flush=True)  # the one line a quiet run writes to stdout, whatever follows
-        # the records and the summary are written: "interrupted" alone reads as a run to resume
         when = "as the run ended" if end.at_end else "while the result was shown"
-        print(f"interrupted {when}; the run is complete: eval-harness report --run {result.run_dir}", file=sys.stderr)
+        print(_interrupted_complete(result, f" {when}"), file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.new_records and result.session_errors == result.new_records and result.fatal is None:
         print(

@@ -229,11 +229,16 @@ class ClaudeRules:
             return f"effort xhigh is Claude 4.7 and later; give {flag} effort={takes}"
         return None
 
+    def _since(self, versions: Mapping[str, tuple[int, int]]) -> bool:
+        """Whether the model's version is at least the one ``versions`` gives its family (False: none given, or
+        its name says no version)."""
+        since = versions.get(self.family or "")
+        return since is not None and self.version is not None and self.version >= since
+
     @property
     def disabled_only_to_high(self) -> bool:
         """Whether thinking disabled is refused at effort xhigh or max."""
-        since = DISABLED_ONLY_TO_HIGH.get(self.family or "")
-        return since is not None and self.version is not None and self.version >= since
+        return self._since(DISABLED_ONLY_TO_HIGH)
 
     @property
     def thinks_by_default(self) -> bool:
@@ -243,10 +248,7 @@ class ClaudeRules:
     @property
     def always_thinks(self) -> bool:
         """Whether thinking cannot be turned off (``{"type": "disabled"}`` is a 400)."""
-        if self.family in THINKING_FAMILIES:
-            return True
-        since = ALWAYS_THINKS.get(self.family or "")
-        return since is not None and self.version is not None and self.version >= since
+        return self.family in THINKING_FAMILIES or self._since(ALWAYS_THINKS)
 
 
 @register_provider("anthropic")
