@@ -14,7 +14,7 @@ import hashlib
 import re
 import string
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """A loaded template with the sha256 of its source, ready to render samples into chat messages."""
+    """A loaded template with the sha256 of its source (and of those of the templates it includes, extends or
+    imports, read with it and pinned: an edit made during the run or before its resume is a changed template),
+    ready to render samples into chat messages."""
 
     name: str
     path: Path
@@ -37,9 +39,11 @@ class PromptTemplate:
     system_prompt: str | None
     variables: dict[str, Any]
     _template: jinja2.Template | None
-    _directory: Path  # where Jinja's loader looks; ``path`` is ``_directory / name``
+    _directory: Path  # where its includes are named from; ``path`` is ``_directory / name``
     _plain: list[tuple[bool, str]] | None = None
     _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
+    includes: tuple[str, ...] = ()
+    """The templates it includes, extends or imports (directly or through another), as named from ``_directory``."""
     example_sources: Mapping[str, str] = field(default_factory=dict)
     """Where each few-shot example comes from (example id -> ``file:line``), for an error that one of them causes."""
     # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
@@ -74,7 +78,7 @@ class PromptTemplate:
     def _render_jinja(self, context: dict[str, Any], examples: Sequence[Sample]) -> str:
         template = self._template
         if template is None:  # a plain template that met a name it cannot fill: Jinja says what is wrong
-            template = _compile(self._directory, self.name, self.path, self._source)
+            template, _ = _compile(self._directory, self.name, self.path, self._source)
             self._adopt(template)
             context = {**self._base, **context}
         try:
@@ -217,56 +221,125 @@ def load_template(
 
     ``name`` must stay inside ``directory``: a task spec's ``template = "../.env"`` (or an absolute path) would
     otherwise put any readable file, keys included, into every prompt sent to the provider."""
-    if not stays_inside(name):
-        raise TemplateError(
-            f"template {name!r}: a template is a file in {directory} (no absolute path, no '..'); it would "
-            "otherwise read any file into the prompts"
-        )
     path = directory / name
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        known = ", ".join(sorted(p.name for p in directory.glob("*.jinja2"))) or "none"
-        hint = f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
-        raise TemplateError(f"{path}: template not found (templates here: {known}){hint}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TemplateError(f"{path}: cannot read the template: {exc}") from None
+    source = _read(directory, name, elsewhere=elsewhere)
     plain = _plain_parts(source)
+    template, included = (None, {}) if plain is not None else _compile(directory, name, path, source)
     return PromptTemplate(
         name=name,
         path=path,
-        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        sha256=_digest(source, included),
         system_prompt=system_prompt,
         variables=dict(variables or {}),
-        _template=None if plain is not None else _compile(directory, name, path, source),
+        _template=template,
         _plain=plain,
         _directory=directory,
         _source=source,
+        includes=tuple(sorted(included)),
         example_sources=dict(example_sources or {}),
     )
 
 
-def _compile(directory: Path, name: str, path: Path, source: str) -> jinja2.Template:
+def _digest(source: str, included: Mapping[str, str]) -> str:
+    """The sha256 of a template's source, and with includes of each included name and source too (a template
+    without any keeps the digest of its file alone, which runs made before includes were hashed recorded)."""
+    digest = hashlib.sha256(source.encode("utf-8"))
+    for name in sorted(included):
+        digest.update(f"\0{name}\0{included[name]}".encode())
+    return digest.hexdigest()
+
+
+def _read(directory: Path, name: str, *, elsewhere: Path | None = None, included_by: Path | None = None) -> str:
+    """The text of template ``name`` of ``directory``, which must be a UTF-8 file inside it: not through an
+    absolute path, '..' or a symbolic link leading out (a cloned task root's ``templates/x -> ~/.env`` would put
+    the key into every prompt), not a pipe (whose read would wait forever), without a byte-order mark (which
+    would open every prompt with an invisible U+FEFF)."""
+    by = f"{included_by}: includes {name!r}, but " if included_by is not None else f"template {name!r}: "
+    path = directory / name
+    if not stays_inside(name):
+        raise TemplateError(
+            f"{by}a template is a file in {directory} (no absolute path, no '..'); it would otherwise read any file "
+            "into the prompts"
+        )
+    try:
+        resolved, inside = path.resolve(strict=True), directory.resolve()
+    except FileNotFoundError:
+        if included_by is not None:
+            raise TemplateError(
+                f"{by}{path} does not exist (included names are relative to {directory}, not to the including file)"
+            ) from None
+        known = sorted(p.name for p in directory.glob("*.jinja2"))
+        listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "") or "none"
+        hint = f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
+        raise TemplateError(f"{path}: template not found (templates here: {listed}){hint}") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop
+        raise TemplateError(f"{path}: cannot read the template: {exc}") from None
+    if not resolved.is_relative_to(inside):
+        raise TemplateError(
+            f"{path}: a symbolic link to {resolved}, outside {directory}; a template must be a file in it (the "
+            "link would read any file into the prompts)"
+        )
+    if not resolved.is_file():
+        raise TemplateError(f"{path}: not a regular file (a template is a text file)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TemplateError(f"{path}: cannot read the template: {exc}") from None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TemplateError(
+            f"{path}:{line}: not UTF-8 text ({exc.reason} at byte offset {exc.start:,}); save it as UTF-8"
+        ) from None
+    if source.startswith("\ufeff"):
+        raise TemplateError(
+            f"{path}:1: starts with a UTF-8 byte-order mark, which every prompt would begin with; save it without BOM"
+        )
+    return source
+
+
+def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja2.Template, dict[str, str]]:
     """Jinja's compiled template of ``source`` (the text that was hashed, so the prompt always matches the
-    recorded sha256; templates it includes come from ``directory``); a syntax error names the file and line."""
+    recorded sha256) and the sources of the templates it includes, extends or imports, read now and served
+    from memory from then on (Jinja would read each file again whenever it changed); a syntax error in any of
+    them names its file and line."""
     import jinja2
+    from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    def this_template(requested: str) -> tuple[str, str, Callable[[], bool]] | None:
-        return (source, str(path), lambda: True) if requested == name else None
-
     environment = ImmutableSandboxedEnvironment(
-        loader=jinja2.ChoiceLoader([jinja2.FunctionLoader(this_template), jinja2.FileSystemLoader(str(directory))]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    sources: dict[str, tuple[str, Path]] = {name: (source, path)}
+    pending = [name]
     try:
-        return environment.get_template(name)
+        while pending:
+            current = pending.pop()
+            text, where = sources[current]
+            for referenced in meta.find_referenced_templates(environment.parse(text, current, str(where))):
+                if referenced is None:  # only a literal name can be read, pinned and hashed before the run
+                    raise TemplateError(
+                        f"{where}: includes, extends or imports a template named by an expression; name each one "
+                        'literally, e.g. {% include "part.jinja2" %} (a choice between two: {% if x %}{% include '
+                        '"a.jinja2" %}{% else %}{% include "b.jinja2" %}{% endif %})'
+                    )
+                if referenced not in sources:
+                    sources[referenced] = (_read(directory, referenced, included_by=where), directory / referenced)
+                    pending.append(referenced)
+        environment.loader = jinja2.FunctionLoader(
+            lambda requested: (
+                (sources[requested][0], str(sources[requested][1]), lambda: True) if requested in sources else None
+            )
+        )
+        template = environment.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
+    return template, {included: text for included, (text, _) in sources.items() if included != name}
 
 
 def _located(exc: Exception, path: Path) -> str:

@@ -349,6 +349,19 @@ def test_bad_input_is_one_line_and_exit_2(cli: Cli, tmp_path: Path, args: list[s
     assert "CANARY" not in result.err
 
 
+def test_a_resume_after_an_included_template_changed_is_refused(cli: Cli, task_root: TaskRoot) -> None:
+    # templates-s30 F1: only the top template was hashed; an edited include resumed silently, the run's prompts
+    # half one text and half the other
+    out_dir = task_root.root / "results"
+    task_root.template("plain.jinja2", '{% include "parts/ask.jinja2" %}\n')
+    task_root.template("parts/ask.jinja2", "{{ input }}\nAnswer with the number only.\n")
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "i", "-q").code == 0
+    task_root.template("parts/ask.jinja2", "{{ input }}\nAnswer with a word.\n")
+    refused = cli("resume", out_dir / "i", "-q")
+    assert refused.code == 2
+    assert "changed since the run started: template plain.jinja2, or one it includes (sha256 " in refused.err
+
+
 def test_resume_alias_and_resume_flag_both_continue_a_run(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0

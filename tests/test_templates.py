@@ -260,3 +260,99 @@ def test_a_template_in_a_subdirectory_of_templates_still_loads(tmp_path: Path) -
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "t.jinja2").write_text("Q: {{ input }}\n")
     assert load_template(tmp_path, "mine/t.jinja2").render(Sample(id="s", input="x", target="y"))[-1].content == "Q: x"
+
+
+SAMPLE = Sample(id="1", input="2+2?", target="4")
+
+
+def test_included_templates_are_read_once_and_hashed_with_the_template(tmp_path: Path) -> None:
+    # An included file is pinned when the template is loaded, and its text is part of the template's sha256: an
+    # edit during the run cannot change the prompts half-way, and one before a resume is a changed template.
+    write(tmp_path, "t.jinja2", '{% include "sub/part.jinja2" %} {{ input }}')
+    part = write(tmp_path / "sub", "part.jinja2", "{% import 'macros.jinja2' as m %}{{ m.ask() }}")
+    write(tmp_path, "macros.jinja2", "{% macro ask() %}Answer:{% endmacro %}")
+    template = load_template(tmp_path, "t.jinja2")
+    assert template.includes == ("macros.jinja2", "sub/part.jinja2")
+    part.write_text("EDITED {{ input }}", encoding="utf-8")
+    assert template.render(SAMPLE)[-1].content == "Answer: 2+2?"
+    reloaded = load_template(tmp_path, "t.jinja2")
+    assert reloaded.sha256 != template.sha256
+    assert reloaded.render(SAMPLE)[-1].content == "EDITED 2+2? 2+2?"
+
+
+def test_a_template_without_includes_keeps_the_digest_of_its_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.jinja2", "{% if input %}{{ input }}{% endif %}")
+    template = load_template(tmp_path, "t.jinja2")
+    assert template.includes == ()
+    assert template.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_an_include_is_named_from_the_templates_directory(tmp_path: Path) -> None:
+    write(tmp_path / "sub", "t.jinja2", '{% include "part.jinja2" %}')
+    write(tmp_path / "sub", "part.jinja2", "x")
+    with pytest.raises(TemplateError) as raised:
+        load_template(tmp_path, "sub/t.jinja2")
+    assert str(raised.value) == (
+        f"{tmp_path / 'sub' / 't.jinja2'}: includes 'part.jinja2', but {tmp_path / 'part.jinja2'} does not exist "
+        f"(included names are relative to {tmp_path}, not to the including file)"
+    )
+
+
+def test_an_include_named_by_an_expression_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", "{% include metadata.part %}")
+    with pytest.raises(TemplateError, match=r"t\.jinja2: includes, extends or imports a template named by an expr"):
+        load_template(tmp_path, "t.jinja2")
+
+
+def test_an_include_outside_the_templates_directory_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", '{% include "../secret.txt" %}')
+    (tmp_path.parent / "secret.txt").write_text("KEY", encoding="utf-8")
+    with pytest.raises(TemplateError, match=r"includes '\.\./secret\.txt', but a template is a file in"):
+        load_template(tmp_path, "t.jinja2")
+
+
+def test_a_syntax_error_in_an_included_template_names_its_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path, "t.jinja2", '{% include "part.jinja2" %}')
+    part = write(tmp_path, "part.jinja2", "ok\n{% if %}\n")
+    with pytest.raises(TemplateError, match=rf"^{part}:2: "):
+        load_template(tmp_path, "t.jinja2")
+
+
+@pytest.mark.parametrize("included", [False, True])
+def test_a_symbolic_link_out_of_the_templates_directory_is_refused(tmp_path: Path, included: bool) -> None:
+    templates = tmp_path / "templates"
+    secret = write(tmp_path, "secret.env", "OPENAI_API_KEY=sk-canary")
+    write(templates, "t.jinja2", '{% include "link.jinja2" %}')
+    (templates / "link.jinja2").symlink_to(secret)
+    with pytest.raises(TemplateError) as raised:
+        load_template(templates, "t.jinja2" if included else "link.jinja2")
+    assert str(raised.value).startswith(f"{templates / 'link.jinja2'}: a symbolic link to {secret}, outside")
+
+
+def test_a_symbolic_link_inside_the_templates_directory_is_followed(tmp_path: Path) -> None:
+    write(tmp_path / "v2", "t.jinja2", "Q: {{ input }}")
+    (tmp_path / "current.jinja2").symlink_to(tmp_path / "v2" / "t.jinja2")
+    assert load_template(tmp_path, "current.jinja2").render(SAMPLE)[-1].content == "Q: 2+2?"
+
+
+def test_a_template_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.jinja2")  # reading it would wait for a writer forever
+    with pytest.raises(TemplateError, match=r"pipe\.jinja2: not a regular file"):
+        load_template(tmp_path, "pipe.jinja2")
+
+
+def test_a_template_with_a_byte_order_mark_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.jinja2"
+    path.write_bytes(b"\xef\xbb\xbf{{ input }}\n")
+    with pytest.raises(TemplateError, match=rf"^{path}:1: starts with a UTF-8 byte-order mark"):
+        load_template(tmp_path, "t.jinja2")
+
+
+def test_a_template_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jinja2"
+    path.write_bytes(b"line one\nline two caf\xe9 {{ input }}\n")
+    expected = rf"^{path}:2: not UTF-8 text \(invalid continuation byte at byte offset 21\)"
+    with pytest.raises(TemplateError, match=expected):
+        load_template(tmp_path, "t.jinja2")

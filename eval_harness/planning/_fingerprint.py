@@ -147,7 +147,8 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"dataset {report.path} (sha256 {manifest.dataset.sha256[:12]} → {report.sha256[:12]}{files})")
     old_template, new_template = manifest.task.template_sha256, parts.template.sha256
     if new_template != old_template:
-        changed.append(f"template {task.spec.template} (sha256 {old_template[:12]} → {new_template[:12]})")
+        includes = ", or one it includes" if parts.template.includes else ""
+        changed.append(f"template {task.spec.template}{includes} (sha256 {old_template[:12]} → {new_template[:12]})")
     old_inputs, new_inputs = manifest.task.prompt_inputs_sha256, parts.prompt_inputs_sha256
     if old_inputs is not None and new_inputs != old_inputs:  # None: a run started before this was recorded
         changed.append(
