@@ -12,7 +12,7 @@ import contextlib
 import importlib
 import shlex
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +36,7 @@ from eval_harness.artifacts import (
 )
 from eval_harness.cache import SCORED_EPOCH, Origin
 from eval_harness.config import redact
-from eval_harness.datasets import Position, dataset_stamp
+from eval_harness.datasets import Position, dataset_members, dataset_stamp, file_stamp
 from eval_harness.durable import remove_stale_temporaries, write_atomic
 from eval_harness.errors import (
     ArtifactError,
@@ -337,10 +337,14 @@ class Runner:
                     return True
                 return False
 
+            unchanged = self._dataset_watch()
+
             def todo() -> Iterator[_Work]:
                 items = work_items(plan, finished if scan.done else None, start.frontier, start.taken_before)
                 for position, sample, epoch in items:
                     if epoch == 0:
+                        if not unchanged(position):
+                            raise self._dataset_changed(position)
                         done = [e for e in epochs if recorded(record_key(sample.id, e))] if scan.done else []
                         tracker.seen(sample.id, position, done)
                     key = record_key(sample.id, epoch)
@@ -451,15 +455,40 @@ class Runner:
                 f"{plan.run_dir}: another session wrote the run since this one read it; resume it again"
             )
 
-    def _check_dataset_unchanged(self) -> None:
+    def _dataset_watch(self) -> Callable[[Position], bool]:
+        """Whether the dataset is still as the plan found it, asked for each sample as it is read (a stat of its
+        file): a sample read after the file changed is never sent, so no record holds a line read half before
+        and half after a rewrite (one whose derived id named no sample of either version stayed in the run and
+        counted, beside the record of the line it was read in place of)."""
+        plan = self.plan
+        if plan.dataset_stamp is None:
+            return lambda _position: True
+        path = plan.dataset_path
+        if not path.is_dir():
+            return lambda _position: file_stamp(path) == plan.dataset_stamp
+        members = {member.name: file_stamp(member) for member in dataset_members(path, plan.task.spec.dataset)}
+        if dataset_stamp(path, plan.task.spec.dataset) != plan.dataset_stamp:  # changed before this session read
+            return lambda _position: False
+        return lambda position: (
+            position.member is None or file_stamp(path / position.member) == members.get(position.member)
+        )
+
+    def _dataset_changed(self, position: Position | None = None) -> DatasetError:
         path = self.plan.dataset_path
-        if dataset_stamp(path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:
-            kept = "its files" if self.plan.manifest.dataset.files else "the file"
-            self._fatal = DatasetError(
-                f"{path}: the dataset changed while the run read it, so its records may mix the old lines "
-                f"and the new; keep {kept} unchanged during a run (a resume compares its sha256 and names "
-                "what changed)"
-            )
+        kept = "its files" if self.plan.manifest.dataset.files else "the file"
+        if position is None:
+            happened = "after the run read its last sample (every record is of the lines as they were)"
+        else:
+            at = f"{position.member}:{position.line}" if position.member else f"line {position.line}"
+            happened = f"while the run read it: it stopped at {at} (every record is of a line read before the change)"
+        return DatasetError(
+            f"{path}: the dataset changed {happened}; keep {kept} unchanged during a run (a resume compares its "
+            "sha256 and names what changed)"
+        )
+
+    def _check_dataset_unchanged(self) -> None:
+        if dataset_stamp(self.plan.dataset_path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:
+            self._fatal = self._dataset_changed()
 
     def _summary(self, paths: RunPaths, manifest: RunManifest, status: RunStatus) -> RunSummary:
         tally = self._tally

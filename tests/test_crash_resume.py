@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -154,15 +155,46 @@ def test_a_dataset_edited_during_the_run_fails_the_run_by_name_and_the_resume_re
         handle.write(json.dumps({"id": "late", "axis": "arithmetic", "input": "[[answer: 1]]", "target": "1"}) + "\n")
     _, err = process.communicate(timeout=60)  # quiet: nothing on stdout
     assert process.returncode == 2, err
-    assert err.strip().splitlines() == [
-        f"error: run failed: {dataset}: the dataset changed while the run read it, so its records may mix "
-        "the old lines and the new; keep the file unchanged during a run (a resume compares its sha256 and names "
-        "what changed)"
-    ]
+    (line,) = err.strip().splitlines()
+    assert re.fullmatch(
+        f"error: run failed: {re.escape(str(dataset))}: the dataset changed while the run read it: it stopped at "
+        r"line \d+ \(every record is of a line read before the change\); keep the file unchanged during a run \(a "
+        r"resume compares its sha256 and names what changed\)",
+        line,
+    )
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "failed"
 
     resumed = run_subprocess("resume", run_dir, "-q", cwd=REPO)
     assert resumed.code == 2 and "dataset" in resumed.err and "changed since the run started" in resumed.err
+
+
+def test_no_record_is_written_of_a_line_read_after_the_dataset_was_rewritten(tmp_path: Path) -> None:
+    # datasets-s30 F6: a file rewritten during the run was read on to its end; a line read half before and half
+    # after the rewrite got an id of neither version, and after the file was put back and the run resumed, that
+    # record stayed and counted beside the real one (21 records of a 20-line dataset)
+    original = [{"axis": "arithmetic", "input": f"[[answer: {i}]]", "target": str(i)} for i in range(60)]
+    dataset = write_jsonl(tmp_path / "items.jsonl", original)
+    kept = dataset.read_bytes()
+    args = [
+        "run", "--task", "capability_profile", "--dataset", str(dataset), "--model", "mock/m",
+        "--model-arg", "latency_ms=25", "--concurrency", "2", "--output-dir", str(tmp_path), "--run-id", "w", "-q",
+    ]  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "eval_harness", *args], cwd=REPO, stderr=subprocess.PIPE)
+    samples = tmp_path / "w" / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while (not samples.exists() or samples.stat().st_size == 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rewritten = [{**item, "input": item["input"] + " (v2)"} for item in original]  # other lines: other derived ids
+    dataset.write_text("".join(json.dumps(item) + "\n" for item in rewritten), encoding="utf-8")
+    process.communicate(timeout=60)
+    assert process.returncode == 2
+    dataset.write_bytes(kept)  # put back, as the error's advice leads a user to do
+
+    resumed = run_subprocess("resume", tmp_path / "w", "-q", cwd=REPO)
+    assert resumed.code == 0, resumed.err
+    records = read_records(tmp_path / "w")
+    assert sorted(r["target"] for r in records) == sorted(item["target"] for item in original)
+    assert not [r for r in records if "(v2)" in json.dumps(r)]
 
 
 @pytest.fixture

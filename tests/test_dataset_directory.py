@@ -667,9 +667,9 @@ def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unc
     _, err = process.communicate(timeout=60)
     assert process.returncode == 2, err
     assert err.strip().splitlines() == [  # it said "keep the file unchanged", of a directory
-        f"error: run failed: {folder}: the dataset changed while the run read it, so its records may mix the old "
-        "lines and the new; keep its files unchanged during a run (a resume compares its sha256 and names what "
-        "changed)"
+        f"error: run failed: {folder}: the dataset changed while the run read it: it stopped at q.jsonl:1 (every "
+        "record is of a line read before the change); keep its files unchanged during a run (a resume compares its "
+        "sha256 and names what changed)"
     ]
     resumed = cli("resume", out / "e", "-q")
     assert resumed.code == 2 and ": q.jsonl changed). Use --force" in resumed.err, resumed.err
