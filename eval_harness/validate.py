@@ -119,6 +119,10 @@ class RenderCheck:
     number of checks that scorer has of its own."""
     check_problems: Problems = field(default_factory=Problems)
     """Samples' own instruction checks that scoring would refuse (a bad type or value: each sample's error)."""
+    code_fields: list[tuple[str, str]] = field(default_factory=list)
+    """The (test, entry point) metadata fields a ``code_execution`` scorer of the task reads."""
+    code_problems: Problems = field(default_factory=Problems)
+    """Samples whose test code or entry point a ``code_execution`` scorer would fail on (each sample's error)."""
 
     @property
     def rendered(self) -> int:
@@ -144,7 +148,9 @@ class Preflight:
     def ok(self) -> bool:
         """True when run would take this dataset as it is (warnings and blank lines allowed)."""
         few_shot_ok = self.few_shot is None or self.few_shot.ok
-        rendered_ok = self.render is None or self.render.problems.count + self.render.check_problems.count == 0
+        rendered_ok = self.render is None or not (
+            self.render.problems.count or self.render.check_problems.count or self.render.code_problems.count
+        )
         return self.dataset.ok and few_shot_ok and rendered_ok
 
 
@@ -275,14 +281,18 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     """Render the prompt of every valid sample but those held out as examples, as run renders it (its template
     loaded as run loads it, with the examples' sources, for an error one of them causes); a sample whose prompt
     fails is a problem on its line, and so is a sample whose own instruction checks an ``instructions`` scorer of
-    the task would refuse (each such sample would be a scoring error of the run)."""
+    the task would refuse, or whose test code or entry point a ``code_execution`` scorer would (each such sample
+    would be a scoring error of the run, its answer paid for)."""
     from eval_harness.planning import prompt_template
+    from eval_harness.scorers.code import sample_code_problems
     from eval_harness.scorers.instructions import sample_check_problems
 
     template = prompt_template(loaded, chosen)
     shown_each = max(map(len, chosen.by_member.values()), default=len(chosen.examples))  # a directory's: per file
     check = RenderCheck(_shown(template.path), shown_each)
-    check.check_fields = list(dict.fromkeys(_instruction_fields([(s.name, s.args) for s in loaded.spec.scorers])))
+    scorers = [(s.name, s.args) for s in loaded.spec.scorers]
+    check.check_fields = list(dict.fromkeys(_instruction_fields(scorers)))
+    check.code_fields = list(dict.fromkeys(_code_fields(scorers)))
     excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
     for position, sample in iter_positioned(path, loaded.spec.dataset, skip):
@@ -295,6 +305,9 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
         for check_field, common in check.check_fields:
             for place, message in sample_check_problems(sample, check_field, common):
                 check.check_problems.add(Problem(where, position.line, place, message))
+        for test_field, entry_point_field in check.code_fields:
+            for place, message in sample_code_problems(sample, test_field, entry_point_field):
+                check.code_problems.add(Problem(where, position.line, place, message))
     return check
 
 
@@ -310,6 +323,20 @@ def _instruction_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, int]]
         elif name == "composite" and isinstance(args.get("scorers"), list):
             parts = [part for part in args["scorers"] if isinstance(part, dict)]
             found += _instruction_fields([(part.get("name"), part.get("args")) for part in parts])
+    return found
+
+
+def _code_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, str]]:
+    """The (test, entry point) metadata fields of every ``code_execution`` scorer among ``scorers`` (name and args
+    of each), those inside a ``composite`` too."""
+    found: list[tuple[str, str]] = []
+    for name, args in scorers:
+        args = args if isinstance(args, dict) else {}
+        if name == "code_execution":
+            found.append((str(args.get("test_field", "test")), str(args.get("entry_point_field", "entry_point"))))
+        elif name == "composite" and isinstance(args.get("scorers"), list):
+            parts = [part for part in args["scorers"] if isinstance(part, dict)]
+            found += _code_fields([(part.get("name"), part.get("args")) for part in parts])
     return found
 
 

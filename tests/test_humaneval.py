@@ -91,6 +91,28 @@ async def test_a_function_body_completes_the_prompt_and_passes(allowed: None) ->
     assert score.explanation is not None and score.explanation.startswith("passed: exit status 0")
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        f"```python\n{BODY}```\n",  # the form HumanEval's own completions take, fenced
+        f"Here is the body:\n\n```python\n{BODY}```\n",
+        f"1. The body:\n   ```python\n   {BODY}   ```\n",  # under a list item: the fence's indentation goes
+    ],
+)
+async def test_a_fenced_function_body_keeps_its_indentation_and_passes(allowed: None, output: str) -> None:
+    # datasets-s30 F1: every block was dedented, so a fenced body became top-level code after the prompt's def
+    # ("SyntaxError: 'return' outside function"): 0 of 164 HumanEval canonical solutions passed fenced
+    score = await scorer().score(output, sample())
+    assert score.value == 1.0, score.explanation
+
+
+async def test_an_indented_fenced_definition_is_dedented_and_passes(allowed: None) -> None:
+    output = "```python\n    def halve(x: float) -> float:\n        return x / 2\n```\n"
+    score = await scorer().score(output, sample())
+    assert score.value == 1.0, score.explanation
+    assert score.metadata["program"] == "preamble + completion"
+
+
 async def test_a_completion_that_defines_the_function_itself_passes(allowed: None) -> None:
     output = "Sure.\n```python\ndef halve(x: float) -> float:\n    return math.ldexp(x, -1)\n```\n"
     score = await scorer().score(output, sample())  # math comes from the prompt's imports
@@ -297,6 +319,32 @@ def _humaneval_dataset(tmp_path: Path) -> Path:
     dataset = tmp_path / "he.jsonl"
     dataset.write_text(json.dumps(record) + "\n")
     return dataset
+
+
+def test_validate_dataset_names_the_lines_whose_test_or_entry_point_the_scorer_would_fail_on(
+    cli: Cli, tmp_path: Path, allowed: None
+) -> None:
+    # datasets-s30 F4: such lines passed the check, and each became a scoring error after its answer was paid for
+    good = {"task_id": "T/0", "prompt": PROMPT, "canonical_solution": BODY, "test": TEST, "entry_point": "halve"}
+    lines = [
+        good,
+        {key: value for key, value in good.items() if key != "test"} | {"task_id": "T/1"},
+        good | {"task_id": "T/2", "entry_point": "not an identifier"},
+        good | {"task_id": "T/3", "test": 5},
+        good | {"task_id": "T/4", "test": "  "},
+    ]
+    dataset = tmp_path / "he.jsonl"
+    dataset.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = cli("validate-dataset", "--task", "humaneval", "--path", dataset)
+    assert result.code == 1, result.out + result.err
+    assert "code tests (metadata.test, metadata.entry_point): 5 samples, 4 problems" in result.out
+    for line in (
+        f"{dataset}:2: metadata.test: missing: the code_execution scorer reads it",
+        f"{dataset}:3: metadata.entry_point: 'not an identifier' is not a Python identifier",
+        f"{dataset}:4: metadata.test: expected text, got 5",
+        f"{dataset}:5: metadata.test: is empty",
+    ):
+        assert line in result.out, result.out
 
 
 def test_validate_dataset_without_the_opt_in_checks_the_task_and_notes_that_run_would_refuse_here(

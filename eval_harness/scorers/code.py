@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import re
@@ -97,7 +98,7 @@ _BOOTSTRAP = (
 # a block fenced by three or more backticks or tildes (CommonMark's two fences), closed by a fence of the same
 # kind at least as long (so a ````-block may hold ``` lines)
 _FENCE = re.compile(
-    r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`~]*)[^\n]*\n(.*?)(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+    r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`~]*)[^\n]*\n(.*?)(?:^[ \t]*\2[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
 )
 _PYTHON_LANGUAGES = frozenset({"python", "py", "python3"})
 _IMPORT = re.compile(r"^(?:import|from)[ \t]+\S.*$", re.MULTILINE)
@@ -112,12 +113,13 @@ def extract_code(output: str, entry_point: str | None = None) -> tuple[str, str]
     """The code in a model's output and where it was found: the last ```python block (```py, ```python3)
     that defines ``entry_point`` (an "example usage" block after the answer is not the answer), else the last
     python block, else the first fenced block of any language, else the whole output. A block left open at the
-    end of the output (a reply cut by max_tokens) runs to the end; a block indented under a list item is
-    dedented."""
-    blocks = [(match.group(2).lower(), textwrap.dedent(match.group(3))) for match in _FENCE.finditer(output)]
+    end of the output (a reply cut by max_tokens) runs to the end. A block loses the indentation of its fence
+    (a block under a list item), and one defining the function any indentation its lines share; a block that
+    does not keep the rest: it is the function's body (``    return x``), which follows the prompt indented."""
+    blocks = [(match.group(3).lower(), _outdented(match.group(4), match.group(1))) for match in _FENCE.finditer(output)]
     python = [code for language, code in blocks if language in _PYTHON_LANGUAGES]
     if entry_point is not None:
-        defining = [code for code in python if defines(code, entry_point)]
+        defining = [textwrap.dedent(code) for code in python if defines(textwrap.dedent(code), entry_point)]
         if defining:
             return defining[-1], "the last python block defining the function"
     if python:
@@ -125,6 +127,13 @@ def extract_code(output: str, entry_point: str | None = None) -> tuple[str, str]
     if blocks:
         return blocks[0][1], "the first fenced block"
     return output, "the whole output"
+
+
+def _outdented(code: str, indent: str) -> str:
+    """``code`` without the indentation of its fence on each line that has it."""
+    if not indent:
+        return code
+    return "".join(line.removeprefix(indent) for line in code.splitlines(keepends=True))
 
 
 def _definition(entry_point: str) -> re.Pattern[str]:
@@ -331,6 +340,27 @@ class CodeExecutionScorer(Scorer):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"sample {sample.id} has no text in metadata.{name}")
         return value
+
+
+def sample_code_problems(
+    sample: Sample, test_field: str = "test", entry_point_field: str = "entry_point"
+) -> list[tuple[str, str]]:
+    """What is wrong with ``sample``'s test code and entry point for the ``code_execution`` scorer, as ``(place,
+    message)``: what scoring it would fail with (after the model's answer was paid for), found before a run
+    (``validate-dataset --task``)."""
+    problems = []
+    for name in (test_field, entry_point_field):
+        value = sample.metadata.get(name)
+        if value is None:
+            problems.append((f"metadata.{name}", "missing: the code_execution scorer reads it"))
+        elif not isinstance(value, str):
+            problems.append((f"metadata.{name}", f"expected text, got {json.dumps(value)[:60]}"))
+        elif not value.strip():
+            problems.append((f"metadata.{name}", "is empty"))
+    entry_point = sample.metadata.get(entry_point_field)
+    if isinstance(entry_point, str) and entry_point.strip() and not entry_point.isidentifier():
+        problems.append((f"metadata.{entry_point_field}", f"{entry_point!r} is not a Python identifier"))
+    return problems
 
 
 @register_scorer("code_execution")

@@ -73,6 +73,15 @@ def print_preflight(checked: Preflight) -> None:
             soft_wrap=True,
         )
         _print_findings((), render.check_problems.lines())
+    if render.code_fields:
+        fields = ", ".join(dict.fromkeys(f"metadata.{name}" for pair in render.code_fields for name in pair))
+        stdout.print(
+            f"code tests ({fields}): {counted(render.samples, 'sample')}, "
+            f"{counted(render.code_problems.count, 'problem')}",
+            markup=False,
+            soft_wrap=True,
+        )
+        _print_findings((), render.code_problems.lines())
 
 
 def _print_few_shot(check: FewShotCheck) -> None:
