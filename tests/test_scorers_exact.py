@@ -303,3 +303,22 @@ def test_full_width_digits_and_signs_read_as_ascii_but_superscripts_do_not(text:
     # before: "１，０００" read 0 (the full-width comma split the number); NFKC would make "10²" 102
     number = extract_number(text)
     assert number is not None and number.value == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (r"$\boxed{1{,}600}$", 1600.0),  # LaTeX's comma without the space math mode adds
+        (r"\boxed{1{,}450{,}000}", 1450000.0),
+        (r"The answer is 70\,000.", 70000.0),  # LaTeX's thin space
+        ("The answer is 70\u2009000.", 70000.0),  # thin space (SI)
+        ("Total: 1\u202f250\u202f000 €", 1250000.0),  # narrow no-break space (French)
+        ("The answer is 3 100-page books.", 3.0),  # a plain space separates numbers, not groups
+        ("The answer is 12\u20091234.", 12.0),  # not a group of three: two numbers, the first stated
+    ],
+)
+def test_latex_and_thin_space_thousands_separators_join_the_groups(text: str, expected: float) -> None:
+    # datasets-s30 F2: "\boxed{1{,}600}" read 600 and "70\,000" read 70: every GSM8K answer of 1,000 or more
+    # written as LaTeX typesets it scored 0
+    number = extract_number(text)
+    assert number is not None and number.value == expected

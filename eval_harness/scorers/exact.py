@@ -34,6 +34,10 @@ _MARKERS = (
     re.compile(r"\banswer\b\s*(?:is\b|:|=)\s*:?", re.IGNORECASE),
 )
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+# Thousands separators other than the comma, between a digit and a group of three: LaTeX's "{,}" (a comma
+# without the space math mode puts after one: "\boxed{1{,}600}") and thin space "\,", and the thin spaces of
+# SI and French typesetting (U+2009, U+202F); read as commas. A plain space is not one: "3 100-page books".
+_GROUP_SEPARATOR = re.compile(r"(?<=\d)(?:\{,\}|\\,|[\u2009\u202f])(?=\d{3}(?!\d))")
 # After a number (and any closing brackets): an operator, so the number opens a calculation ("9 × 2 = 18",
 # "(100/120)*48 = 40") rather than being a result.
 _OPERATOR = re.compile(r"[)\]]*\s*(?:[-−+*/×÷=^]|x(?=\s*[$€£¥]?\d))")
@@ -204,6 +208,8 @@ def extract_number(text: str) -> Number | None:
     """
     if not text.isascii():
         text = text.translate(_FULL_WIDTH)
+    if "\\" in text or "{,}" in text or not text.isascii():
+        text = _GROUP_SEPARATOR.sub(",", text)
     for marker in _MARKERS:
         matches = list(marker.finditer(text))
         if matches:
