@@ -471,6 +471,46 @@ def test_choices_given_as_one_string_are_split_by_choices_pattern(tmp_path: Path
     assert only.target == "B"
 
 
+OBQA_SPEC = DatasetSpec(
+    fields={"input": "question", "choices": "options", "target": "answer"},
+    choices_pattern=r"^[A-Z]\. (.*)$",
+    target_pattern=r"^([A-D])\.",
+)
+
+
+def test_an_options_line_the_pattern_does_not_match_is_a_problem_not_an_option_left_out(tmp_path: Path) -> None:
+    # datasets-s30 F3: "A) a marsh" was left out, "B. a tundra" became option A, and the gold letter A then
+    # named the tundra: a wrong answer scored right, and validate-dataset said 0 problems
+    good = {"question": "Q?", "options": "A. a marsh\nB. a tundra\nC. a desert", "answer": "A. a marsh"}
+    shifted = {**good, "options": "A) a marsh\nB. a tundra\nC. a desert"}
+    report = validate_dataset(write_jsonl(tmp_path / "o.jsonl", [good, shifted]), OBQA_SPEC)
+    assert (report.valid, report.problem_count) == (1, 1)
+    assert str(report.problems[0]).endswith(
+        ":2: options: line 1 of the options, 'A) a marsh', does not match choices_pattern '^[A-Z]\\. (.*)$' (left "
+        "out, the options after it would take other letters)"
+    )
+
+
+def test_options_on_one_line_and_blank_lines_between_them_are_read(tmp_path: Path) -> None:
+    spec = OBQA_SPEC.model_copy(update={"choices_pattern": r"\(([^()]*)\)"})
+    record = {"question": "Q?", "options": "(red) (green)\n\n(blue)", "answer": "C. blue"}
+    (only,) = iter_samples(write_jsonl(tmp_path / "o.jsonl", [record]), spec)
+    assert only.choices == ["red", "green", "blue"]
+
+
+def test_a_target_letter_past_the_options_is_a_problem(tmp_path: Path) -> None:
+    # datasets-s30 F3: a line of 3 options with answer "D. ..." passed, and each answer to it was a scoring error
+    record = {"question": "Q?", "options": "A. one\nB. two\nC. three", "answer": "D. four"}
+    report = validate_dataset(write_jsonl(tmp_path / "o.jsonl", [record]), OBQA_SPEC)
+    assert [str(p).split(":", 2)[2] for p in report.problems] == [
+        " answer: 'D' names no option: the line has 3 (A, B, C)"
+    ]
+    listed = {"input": "Q?", "choices": ["x", "y"], "target": "C"}
+    assert validate_dataset(write_jsonl(tmp_path / "l.jsonl", [listed]), DatasetSpec()).problem_count == 1
+    as_text = {"input": "Q?", "choices": ["A", "Z"], "target": "Z"}  # the option's own text, not a letter
+    assert validate_dataset(write_jsonl(tmp_path / "t.jsonl", [as_text]), DatasetSpec()).ok
+
+
 @pytest.mark.skipif(not (SHARED / "datasets").is_dir(), reason="../shared/datasets is only present in this workplace")
 def test_openbookqa_maps_choices_and_letters_from_the_original_file() -> None:
     spec = DatasetSpec(

@@ -142,14 +142,13 @@ def _sample_fields(obj: dict[str, Any], spec: DatasetSpec, path: Path, sample_id
         raw_choices = values.get("choices")
         if isinstance(raw_choices, str) and spec.choices_pattern is not None:
             # a match whose group 1 took no part is no match (an optional group: '^(?:[A-Z]\. (.*))?$')
-            matches = _compiled(spec.choices_pattern, CHOICES_PATTERN_FLAGS).finditer(raw_choices)
-            raw_choices = [option.strip() for m in matches if (option := m.group(1)) is not None]
-            if not raw_choices:
-                raise _FieldProblem("choices", f"does not match choices_pattern {as_written(spec.choices_pattern)}")
+            raw_choices = _options(raw_choices, spec.choices_pattern)
         choices = _check_str_list(raw_choices, "choices")
         choice_columns = spec.fields.get("choices")
         if isinstance(choice_columns, list):
             _check_choice_letter(target, string.ascii_uppercase[: len(choice_columns)])
+        elif choices:
+            _check_letter_has_an_option(target, choices)
         metadata = values.get("metadata")
         if metadata is None:
             metadata = {}
@@ -276,6 +275,52 @@ def _check_choice_letter(target: str | list[str], letters: str, label: str = "ta
         if len(letter) != 1 or letter not in letters:
             where = label if isinstance(target, str) else f"{label}[{index}]"
             raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
+
+
+def _options(text: str, pattern: str) -> list[str]:
+    """The options ``pattern`` finds in ``text`` (group 1 of each match). A line of the text that holds text but
+    no option is a problem: left out, the options after it would take the letters before them, and the target's
+    letter would name another option ('A) a marsh' among 'B. ...' lines made 'B. a tundra' option A)."""
+    compiled = _compiled(pattern, CHOICES_PATTERN_FLAGS)
+    options, found_on = [], set()
+    for match in compiled.finditer(text):
+        if (option := match.group(1)) is not None:  # a group 1 that took no part is no match
+            options.append(option.strip())
+            found_on.add(text.count("\n", 0, match.start()))
+    if not options:
+        raise _FieldProblem("choices", f"does not match choices_pattern {as_written(pattern)}")
+    for number, line in enumerate(text.split("\n")):
+        if line.strip() and number not in found_on:
+            raise _FieldProblem(
+                "choices",
+                f"line {number + 1} of the options, {_shortened(line.strip())!r}, does not match choices_pattern "
+                f"{as_written(pattern)} (left out, the options after it would take other letters)",
+            )
+    return options
+
+
+def _check_letter_has_an_option(target: str | list[str], choices: list[str], label: str = "target") -> None:
+    """A target that is a letter (not an option's own text) must name one of the line's options: one past them
+    makes every answer to the sample a scoring error, after it was paid for."""
+    letters = string.ascii_uppercase[: len(choices)]
+    for index, value in enumerate([target] if isinstance(target, str) else target):
+        letter = value.strip()
+        if (
+            len(letter) == 1
+            and letter.isalpha()
+            and letter.isupper()
+            and letter not in letters
+            and letter not in choices
+        ):
+            where = label if isinstance(target, str) else f"{label}[{index}]"
+            raise _FieldProblem(
+                where,
+                f"{letter!r} names no option: the line has {len(choices)} ({', '.join(letters)})",
+            )
+
+
+def _shortened(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _value_end(text: str) -> str:
