@@ -311,10 +311,11 @@ class DatasetInfo(BaseModel):
         return self
 
 
-DATASET_CHECKS = 3
+DATASET_CHECKS = 4
 """The version of the dataset's line checks, raised when a check refuses lines earlier versions accepted (2: a
 mapped column must be on every line, a byte-order mark makes its line a problem; 3: a mapped axis column must be
-on every line where axis_pattern does not match the file name)."""
+on every line where axis_pattern does not match the file name; 4: every line of a choices string that holds text
+holds an option, and a target letter names one of the line's options)."""
 
 
 class ModelInfo(BaseModel):
