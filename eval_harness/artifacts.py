@@ -240,9 +240,9 @@ def _read_document(path: Path, model: type[_Document]) -> _Document:
         raise ArtifactError(f"{path}: {location}: {message}") from None
 
 
-def read_manifest(run_dir: Path) -> RunManifest:
+def read_manifest(run_dir: Path | str) -> RunManifest:
     """The manifest of ``run_dir``, checked against this build's schema version."""
-    return _read_document(RunPaths(run_dir).manifest, RunManifest)
+    return _read_document(RunPaths(Path(run_dir)).manifest, RunManifest)
 
 
 def tail_digest(path: Path, length: int) -> str:
@@ -274,9 +274,16 @@ def read_resume_point(run_dir: Path) -> ResumePoint | None:
     return point
 
 
-def read_summary(run_dir: Path) -> RunSummary:
+def read_summary(run_dir: Path | str) -> RunSummary:
     """The summary of ``run_dir``."""
-    return _read_document(RunPaths(run_dir).summary, RunSummary)
+    paths = RunPaths(Path(run_dir))
+    if not paths.summary.exists() and paths.manifest.exists() and not paths.summary.is_symlink():
+        # a session stopped before it wrote one (an API caller's cancellation, a kill): the run is one
+        raise ArtifactError(
+            f"{paths.summary}: not found: no session of the run has written its summary yet (one was stopped "
+            "first); resume the run, or read its records with build_report"
+        )
+    return _read_document(paths.summary, RunSummary)
 
 
 class RunLock:
@@ -715,9 +722,13 @@ def iter_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
         yield record
 
 
-def iter_records(path: Path) -> Iterator[SampleRecord]:
+def iter_records(path: Path | str) -> Iterator[SampleRecord]:
     """Stream the latest record of every key as validated ``SampleRecord`` models; a record that does not
-    validate raises ``ArtifactError`` naming the file, the line and the field."""
+    validate raises ``ArtifactError`` naming the file, the line and the field, and so does a file that is not
+    there (a mistyped path read as an empty run)."""
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(f"{path}: not found (a run's records are RUN_DIR/samples.jsonl)")
     for line, raw in _indexed_record_dicts(path):
         try:
             yield SampleRecord.model_validate(raw)

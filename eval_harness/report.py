@@ -559,7 +559,7 @@ def _notes(
 
 
 def build_report(
-    run_dir: Path,
+    run_dir: Path | str,
     *,
     ci: str = "auto",
     gates: GateSettings | None = None,
@@ -575,6 +575,7 @@ def build_report(
     """
     if ci not in CI_CHOICES:
         raise ConfigError(f"--ci: {ci!r} is not one of {', '.join(CI_CHOICES[1:])}")
+    run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)
     samples = RunPaths(run_dir).samples

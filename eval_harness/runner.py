@@ -41,6 +41,7 @@ from eval_harness.durable import remove_stale_temporaries, write_atomic
 from eval_harness.errors import (
     ArtifactError,
     AuthenticationError,
+    ConfigError,
     DatasetError,
     EvalHarnessError,
     ProviderContractError,
@@ -228,6 +229,11 @@ class Runner:
     """Executes a plan; ``request_stop`` (first Ctrl-C) drains in-flight samples and marks the run interrupted."""
 
     def __init__(self, plan: RunPlan, listener: ProgressListener | None = None) -> None:
+        if plan.config.dry_run:  # planned without the key check: running it would call (and pay) or fail each sample
+            raise ConfigError(
+                "the plan is a dry run (RunConfig(dry_run=True)), which calls nothing: "
+                "eval_harness.planning.dry_run(plan) estimates it; plan without dry_run to run it"
+            )
         self.plan = plan
         self.listener = listener
         self.gateway = Gateway.from_config(plan.provider, plan.config)

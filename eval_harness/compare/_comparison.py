@@ -36,13 +36,16 @@ from eval_harness.errors import ConfigError
 from eval_harness.types import RunManifest, check_expected_records_bounds
 
 
-def compare_runs(run_a: Path, run_b: Path, *, force: bool = False, parallel: bool | None = None) -> Comparison:
+def compare_runs(
+    run_a: Path | str, run_b: Path | str, *, force: bool = False, parallel: bool | None = None
+) -> Comparison:
     """Compare the runs in ``run_a`` and ``run_b``.
 
     Refuses with a ``ConfigError`` saying what differs when the runs used different datasets or scorers,
     unless ``force`` (then ``forced`` lists what differed). ``parallel`` reads the two samples files in
     two processes (default: when the files are large; it forks, so call from a single-threaded process).
     """
+    run_a, run_b = Path(run_a), Path(run_b)
     manifest_a, manifest_b = read_manifest(run_a), read_manifest(run_b)
     for run, manifest in ((run_a, manifest_a), (run_b, manifest_b)):
         check_expected_records_bounds(manifest, RunPaths(run).manifest)
