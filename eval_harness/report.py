@@ -59,9 +59,9 @@ from eval_harness.types import (
     check_expected_records_bounds,
 )
 
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 """Version of ``report --format json``. 2: a scorer's ``std`` over one value is null (it was 0.0), the headline
-has ``axes_excluding_errors``."""
+has ``axes_excluding_errors``; 3: ``axes_without_records``."""
 CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
 PRECISION_WARNING = 0.05
 """An axis whose interval is wider than 10 points (or that has none) gets a line saying how many samples an
@@ -227,6 +227,11 @@ class ProfileReport(BaseModel):
     run: RunInfo
     headline: Headline
     axes: list[ReportAxis]
+    axes_without_records: list[str] = Field(
+        default_factory=list,
+        description="The dataset's axes with no record in an incomplete run (sorted; none of a complete run): "
+        "``axes`` and the macro mean leave them out.",
+    )
     overall: ReportAxis
     epochs: list[EpochReport] = Field(description="Per axis, then overall; empty when the run has one epoch.")
     scorers: list[ScorerDistribution]
@@ -472,6 +477,15 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
     return notes
 
 
+def _axes_without_records(report_axes: list[ReportAxis], run: RunInfo, manifest: RunManifest) -> list[str]:
+    """The dataset's axes of which an incomplete run has no record yet: left out of the table and of the macro
+    mean, they would pass unseen (a complete run's other axes are ones its limits did not take)."""
+    if run.complete or not manifest.dataset.axes:
+        return []
+    seen = {a.axis for a in report_axes}
+    return sorted(axis for axis in manifest.dataset.axes if axis not in seen)
+
+
 def _notes(
     report_axes: list[ReportAxis],
     overall: ReportAxis,
@@ -489,7 +503,15 @@ def _notes(
         )
     elif not run.complete:
         where = run_dir if run_dir is not None else "RUN_DIR"
-        state = "complete, but samples.jsonl lost records" if run.status == "complete" else run.status
+        state = run.status
+        if run.status == "complete":
+            samples = RunPaths(run_dir).samples if run_dir is not None else None
+            if samples is not None and not samples.exists():
+                state = "complete, but its samples.jsonl does not exist"
+            elif run.records == 0 and not run.torn_bytes:
+                state = "complete, but its samples.jsonl is empty"
+            else:
+                state = "complete, but samples.jsonl lost records"
         notes.append(
             f"run {state}: {run.missing:,} of {run.expected_records:,} records missing; "
             f"continue it with: eval-harness resume {where}"
@@ -669,6 +691,13 @@ def _report_from_columns(
     scorers = scorer_distributions(columns)
     unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
+    without = _axes_without_records(report_axes, run, manifest)
+    if without:
+        limited = " (with its --limit, the run may not take them)" if manifest.limit is not None else ""
+        notes.append(
+            f"no record yet of {len(without)} of the dataset's {len(manifest.dataset.axes or [])} axes: "
+            f"{', '.join(without)}{limited}; the macro mean is over the {len(report_axes)} with records"
+        )
     notes += _surplus_notes(run, manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
     notes += _length_stop_notes(totals, manifest, run_dir)
@@ -676,6 +705,7 @@ def _report_from_columns(
         run=run,
         headline=headline,
         axes=report_axes,
+        axes_without_records=without,
         overall=overall,
         epochs=_epochs(columns, manifest.epochs),
         scorers=scorers,

@@ -144,6 +144,34 @@ def test_report_on_an_interrupted_run(cli: Cli, runs: tuple[Path, Path]) -> None
     assert f"eval-harness resume {run}" in result.out
 
 
+def test_report_of_an_interrupted_run_names_the_axes_it_has_no_record_of(cli: Cli, runs: tuple[Path, Path]) -> None:
+    # reportcompare-s30 F1: the table and the macro mean ("over 1 axis") left beta out without a word
+    run = runs[0]
+    lines = (run / "samples.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "samples.jsonl").write_bytes(b"".join(line for line in lines if b'"axis":"alpha"' in line))
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    result = cli("report", "--run", run)
+    assert result.code == 0, result.err
+    note = "no record yet of 1 of the dataset's 2 axes: beta; the macro mean is over the 1 with records"
+    assert note in " ".join(result.out.split())
+    report = json.loads(cli("report", "--run", run, "--format", "json").out)
+    assert report["axes_without_records"] == ["beta"] and [a["axis"] for a in report["axes"]] == ["alpha"]
+    complete = json.loads(cli("report", "--run", runs[1], "--format", "json").out)
+    assert complete["axes_without_records"] == []
+
+
+@pytest.mark.parametrize(("damage", "said"), [("empty", "is empty"), ("gone", "does not exist")])
+def test_report_of_a_complete_run_whose_samples_file_is_empty_or_gone_says_which(
+    cli: Cli, runs: tuple[Path, Path], damage: str, said: str
+) -> None:
+    # reportcompare-s30 F3: it said only "10 of 40 records missing"-style figures, never what became of the file
+    samples = runs[0] / "samples.jsonl"
+    samples.write_bytes(b"") if damage == "empty" else samples.unlink()
+    result = cli("report", "--run", runs[0])
+    assert f"run complete, but its samples.jsonl {said}: 40 of 40 records missing" in " ".join(result.out.split())
+
+
 @pytest.mark.parametrize("error_rate", ["0.5", "0"])
 def test_report_on_a_run_stopped_after_every_record_was_written_says_so_and_what_is_left(
     cli: Cli, task_root: TaskRoot, error_rate: str

@@ -413,4 +413,5 @@ __all__ = [
     "extract_code",
     "preamble",
     "run_program",
+    "sample_code_problems",
 ]
