@@ -439,6 +439,9 @@ def test_report_output_refuses_a_file_of_another_run(cli: Cli, runs: tuple[Path,
         "run, choose a path outside it\n"
     )
     assert run_bytes(other) == before
+    (other / "samples.jsonl").unlink()  # reportcompare-s30 F3: a run that lost it was not seen as a run any more
+    again = cli("report", "--run", runs[0], "--output", target, "--format", "json")
+    assert again.code == 2 and "is inside the run directory" in again.err and not target.exists()
 
 
 def test_report_output_refuses_the_run_directory_itself(cli: Cli, reported_run: Path) -> None:

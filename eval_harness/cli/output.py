@@ -61,10 +61,12 @@ def _refuse_hard_links(option: str, path: Path, runs: Iterable[Path], command: s
 
 
 def _refuse_other_runs(option: str, path: Path, target: Path) -> None:
-    """The same refusal for any run directory (one holding a ``manifest.json`` and a ``samples.jsonl``), not
-    only those read: a slip such as ``--output results/model-b/samples.jsonl`` would destroy another run."""
+    """The same refusal for any run directory (one holding a ``manifest.json`` and a ``samples.jsonl``, a
+    ``summary.json`` or a ``.lock``: one whose samples.jsonl was lost is still a run), not only those read: a slip
+    such as ``--output results/model-b/samples.jsonl`` would destroy another run."""
     directory = target.parent
-    if (directory / "manifest.json").is_file() and (directory / "samples.jsonl").exists():
+    others = ("samples.jsonl", "summary.json", ".lock")
+    if (directory / "manifest.json").is_file() and any((directory / name).exists() for name in others):
         raise ConfigError(
             f"{option} {_shown(path, target)}: is inside the run directory {directory}; writing there could "
             "damage that run, choose a path outside it"
