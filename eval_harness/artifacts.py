@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import re
 import secrets
@@ -573,13 +574,30 @@ def record_error(path: Path, line: int, problem: tuple[str, str] | None) -> Arti
     """The error for line ``line`` of ``path``: ``problem`` from ``record_problem``, or None for a line that is
     not JSON at all. A record of another schema version is a ``SchemaVersionError``."""
     if problem is None:
-        return ArtifactError(f"{path}:{line}: not a sample record; the file is damaged")
+        return ArtifactError(f"{path}:{line}: not a sample record ({_why_not_json(path, line)}); the file is damaged")
     field_name, message = problem
     if field_name == "schema_version":
         return SchemaVersionError(f"{path}:{line}: schema_version {message}")
     return ArtifactError(
         f"{path}:{line}: {field_name}: {message}; not a sample record of schema version {SCHEMA_VERSION}"
     )
+
+
+def _why_not_json(path: Path, line: int) -> str:
+    """What line ``line`` of ``path`` is instead of a JSON object, read again for the error (so what to repair by
+    hand is said): an empty line, the JSON parser's complaint, another JSON value."""
+    try:
+        with open_run_file(path) as handle:
+            raw = next(itertools.islice(handle, line - 1, None), b"")
+    except OSError as exc:
+        return f"cannot read it again: {exc.strerror or exc}"
+    if not raw.strip():
+        return "an empty line"
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return f"not JSON: {exc}"
+    return f"a JSON {type(value).__name__}, not an object" if not isinstance(value, dict) else "not a record"
 
 
 class _BadLine(Exception):

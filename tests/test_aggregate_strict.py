@@ -163,7 +163,8 @@ def test_a_number_that_is_not_json_makes_the_line_damaged_on_both_paths(
     samples = edited_copy(run_dir, tmp_path / "run", index, old, new)
     message = refusal(samples, light=light)
     assert message == refusal(samples, light=light, fast=False)
-    assert message == f"{samples}:{index + 1}: not a sample record; the file is damaged"
+    assert message.startswith(f"{samples}:{index + 1}: not a sample record (not JSON: ")
+    assert message.endswith("); the file is damaged")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -176,7 +177,8 @@ def test_a_light_read_refuses_a_line_cut_short_after_the_fields_it_reads(run_dir
     samples = edited_copy(run_dir, tmp_path / "run", index, rb',"answers":.*\}\n', b"\n")
     message = refusal(samples, light=True)
     assert message == refusal(samples, light=True, fast=False) == refusal(samples)
-    assert message == f"{samples}:{index + 1}: not a sample record; the file is damaged"
+    assert message.startswith(f"{samples}:{index + 1}: not a sample record (not JSON: ")
+    assert message.endswith("); the file is damaged")
 
 
 MISTYPED_READ_FIELDS = {
@@ -234,15 +236,15 @@ def test_a_light_read_leaves_a_field_compare_never_reads_unchecked_on_both_paths
 MALFORMED_TAGS_AND_FINISH = {
     "a tag that is a number": (rb'"tags":\[\]', rb'"tags":["easy",7]', "tags[1]: expected a string, got an integer"),
     "tags not an array": (rb'"tags":\[\]', rb'"tags":{"easy":1}', "tags: expected an array of strings or null"),
-    "a trailing comma": (rb'"tags":\[\]', rb'"tags":["easy",]', "not a sample record; the file is damaged"),
-    "tags without a comma": (rb'"tags":\[\]', rb'"tags":["a" "b"]', "not a sample record; the file is damaged"),
-    "a bare quote in a tag": (rb'"tags":\[\]', rb'"tags":["a"b"]', "not a sample record; the file is damaged"),
-    "an unclosed list": (rb'"tags":\[\]', rb'"tags":["a"', "not a sample record; the file is damaged"),
-    "a bare word": (rb'"finish_reason":"stop"', rb'"finish_reason":stop', "not a sample record; the file is damaged"),
+    "a trailing comma": (rb'"tags":\[\]', rb'"tags":["easy",]', "not a sample record (not JSON: "),
+    "tags without a comma": (rb'"tags":\[\]', rb'"tags":["a" "b"]', "not a sample record (not JSON: "),
+    "a bare quote in a tag": (rb'"tags":\[\]', rb'"tags":["a"b"]', "not a sample record (not JSON: "),
+    "an unclosed list": (rb'"tags":\[\]', rb'"tags":["a"', "not a sample record (not JSON: "),
+    "a bare word": (rb'"finish_reason":"stop"', rb'"finish_reason":stop', "not a sample record (not JSON: "),
     "a bare quote in a finish reason": (
         rb'"finish_reason":"stop"',
         rb'"finish_reason":"st"op"',
-        "not a sample record; the file is damaged",
+        "not a sample record (not JSON: ",
     ),
     "an array": (rb'"finish_reason":"stop"', rb'"finish_reason":["stop"]', "finish_reason: expected a string or null"),
 }
@@ -369,7 +371,8 @@ def test_a_raw_quote_inside_the_id_or_axis_makes_the_line_damaged_on_both_paths(
     samples = edited_copy(run_dir, tmp_path / "run", index, old, old + b'x"')
     message = refusal(samples, light=light)
     assert message == refusal(samples, light=light, fast=False)
-    assert message == f"{samples}:{index + 1}: not a sample record; the file is damaged"
+    assert message.startswith(f"{samples}:{index + 1}: not a sample record (not JSON: ")
+    assert message.endswith("); the file is damaged")
 
 
 def test_the_histogram_bins_a_score_at_a_tenth_in_the_bin_it_opens() -> None:
@@ -377,3 +380,20 @@ def test_the_histogram_bins_a_score_at_a_tenth_in_the_bin_it_opens() -> None:
     # and 0.7 one bin low
     values = np.array([0.0, 0.05, 0.1, 0.3, 0.6, 0.7, 0.999, 1.0, np.nan])
     assert scorer_distribution("x", values).histogram == [2, 1, 0, 1, 0, 0, 1, 1, 0, 2]
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (b"\n", "an empty line"),
+        (b"this is not json\n", "not JSON: invalid literal"),
+        (b'{"score":NaN}\n', "not JSON: unexpected character"),
+    ],
+)
+def test_a_line_that_is_not_json_says_what_it_is(run_dir: Path, tmp_path: Path, line: bytes, why: str) -> None:
+    # reportcompare-s30 F4: an empty line, prose and NaN were all "not a sample record; the file is damaged"
+    index = line_index(run_dir, "clean")
+    samples = edited_copy(run_dir, tmp_path / "run", index, rb"^.*\n", line)
+    message = refusal(samples)
+    assert message == refusal(samples, fast=False)
+    assert message.startswith(f"{samples}:{index + 1}: not a sample record ({why}")

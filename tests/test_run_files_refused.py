@@ -117,7 +117,7 @@ def test_a_resume_refused_for_a_summary_that_is_a_directory_leaves_the_complete_
         ),
         pytest.param(rb'"passed":[a-z]+,', b'"passed":"yes",', "passed: ", id="string-passed"),
         pytest.param(
-            rb'"latency_ms":[^,]+,', b'"latency_ms":NaN,', "not a sample record; the file is damaged", id="nan"
+            rb'"latency_ms":[^,]+,', b'"latency_ms":NaN,', "not a sample record (not JSON: ", id="nan"
         ),
     ],
 )  # fmt: skip
