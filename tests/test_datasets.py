@@ -44,6 +44,14 @@ def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
     assert problems_of(path) == [f"{path}:2: line: invalid JSON: Expecting value at column 26"]
 
 
+def test_an_unterminated_string_is_said_once(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", ['{"input": "x', '{"input": "a\u0001"}'])
+    assert problems_of(path) == [  # datasets-s30: "Unterminated string starting at at column 11"
+        f"{path}:1: line: invalid JSON: Unterminated string starting at column 11",
+        f"{path}:2: line: invalid JSON: Invalid control character at column 13",
+    ]
+
+
 def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", ['["input", "target"]', "42"])
     assert problems_of(path) == [

@@ -725,7 +725,7 @@ def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"{exc.msg} at column {exc.colno}"
+        return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"  # "Unterminated string starting at"
     except (RecursionError, ValueError):
         pass
     return f"{_ORJSON_REASONS.get(refused.msg, refused.msg)} at column {refused.colno}"
