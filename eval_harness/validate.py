@@ -255,7 +255,7 @@ def _with_pool(loaded: LoadedTask, path: Path) -> Preflight:
     except ConfigError as exc:  # every example is a sample of the dataset: run's refusal, word for word
         check.refusal = str(exc)
         return Preflight(report, check, None, "every few-shot example is a sample (run draws none)")
-    check.note = chosen.note
+    check.note = "\n".join(note for note in (chosen.note, chosen.shortfall) if note) or None
     return Preflight(report, check, _render(path, loaded, chosen))
 
 

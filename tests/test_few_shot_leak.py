@@ -389,3 +389,34 @@ def test_a_rewrite_that_gives_a_nul_character_is_refused_not_a_traceback(cli: Cl
             result.err
         )
         assert result.err.strip().endswith("', which holds a NUL character: no file can be named so"), result.err
+
+
+def test_a_few_shot_file_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: TaskRoot) -> None:
+    # templates-s30 F3: k = 10 from 2 examples ran 2-shot without a word, the manifest saying k 10
+    pool = _with_pool(root, _CLEAN, k=10)
+    result = _run(cli, "r")
+    assert result.code == 0, result.err
+    assert result.err == f"few-shot: {pool} holds 2 examples, fewer than k = 10: each prompt shows 2\n"
+    assert all(len(_example_lines(record)) == 2 for record in read_records(root.root / "results" / "r"))
+
+
+def test_a_hold_out_that_holds_out_no_sample_is_refused(cli: Cli, root: TaskRoot) -> None:
+    # templates-s30 F3: holdout_fraction 0.01 of 34 samples held out none: every prompt zero-shot, no word
+    _twins_task(root)
+    spec = root.root / "tasks" / "dup.toml"
+    spec.write_text(spec.read_text().replace("holdout_fraction = 0.5", "holdout_fraction = 0.01"))
+    result = _run_task(cli, "dup", "z")
+    assert result.code == 2 and not (root.root / "results" / "z").exists()
+    assert "few-shot: holdout_fraction 0.01 of the dataset's 36 samples holds out none, so no prompt" in result.err
+
+
+def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: TaskRoot) -> None:
+    root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
+    root.task(
+        "ten",
+        'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
+        '[few_shot]\nk = 30\nholdout_fraction = 0.3\n[[scorers]]\nname = "exact_match"\n',
+    )
+    result = _run_task(cli, "ten", "h")
+    assert result.code == 0, result.err
+    assert result.err == "few-shot: the hold-out holds 3 examples, fewer than k = 30: each prompt shows 3\n"

@@ -419,7 +419,8 @@ def _plan(
         run_dir=run_dir,
         dataset_stamp=dataset_stamp,
         prompt_inputs_sha256=parts.prompt_inputs_sha256,
-        notes=([parts.few_shot.note] if parts.few_shot.note else []) + parts.provider.generation_notes(generation),
+        notes=[note for note in (parts.few_shot.note, parts.few_shot.shortfall) if note]
+        + parts.provider.generation_notes(generation),
     )
 
 

@@ -110,6 +110,8 @@ class FewShot:
     by_member: dict[str, list[Sample]] = field(default_factory=dict)
     """A dataset directory's examples per file, by the file's name, when each file has its own few-shot file
     (``path_from_dataset``); ``examples`` then holds them all, in file order. Empty otherwise."""
+    shortfall: str | None = None
+    """What the run tells its user when the pool holds fewer examples than k (each prompt shows fewer)."""
 
     def for_member(self, member: str | None) -> list[Sample]:
         """The examples a sample of ``member`` (a dataset directory's file, None for one file) is shown."""
@@ -337,14 +339,20 @@ def choose_few_shot(
         twins = {example.id: overlap.found[example.id] for example in examples if example.id in overlap.found}
         return FewShot(examples, excluded, sources, _kept_twins_note(twins))
     kept = [example for example in held_out if example.id not in overlap.found]
-    if held_out and not kept:
+    if not held_out:  # every prompt would be zero-shot, the manifest saying k
+        raise ConfigError(
+            f"{task.path}: few-shot: holdout_fraction {spec.holdout_fraction:g} of the dataset's {len(everything):,} "
+            f"samples holds out none, so no prompt would show an example; raise it, or take the examples from a file"
+        )
+    if not kept:
         raise ConfigError(
             f"{task.path}: few-shot: every one of the {len(held_out)} samples held out is equal to a sample under "
             "evaluation (same input and target); take the examples from a file of their own"
         )
     examples = sample_subset(kept, spec.k, spec.seed)
     sources = {example.id: str(dataset_path) for example in examples}
-    return FewShot(examples, excluded, sources, _held_out_note(overlap, kept, spec.k))
+    short = _shortfall("the hold-out", len(kept), spec.k) if not overlap.found else None
+    return FewShot(examples, excluded, sources, _held_out_note(overlap, kept, spec.k), shortfall=short)
 
 
 def _held_out_note(overlap: PoolOverlap, kept: list[Sample], k: int) -> str | None:
@@ -390,12 +398,14 @@ def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
             member: _chosen(task, own, own.overlap.found if found else {}) for member, own in pool.by_member.items()
         }
         notes = [chosen.note for chosen in drawn.values() if chosen.note]
+        shortfalls = list(dict.fromkeys(chosen.shortfall for chosen in drawn.values() if chosen.shortfall))
         return FewShot(
             [example for chosen in drawn.values() for example in chosen.examples],
             frozenset(),
             {id_: where for chosen in drawn.values() for id_, where in chosen.sources.items()},
             "\n".join(notes) or None,
             {member: chosen.examples for member, chosen in drawn.items()},
+            "\n".join(shortfalls) or None,
         )
     spec = task.spec.few_shot
     assert spec is not None
@@ -408,7 +418,19 @@ def _chosen(task: LoadedTask, pool: Pool, found: dict[str, str]) -> FewShot:
         )
     examples = sample_subset(kept, spec.k, spec.seed)
     sources = {example.id: f"{pool.path}:{pool.lines[example.id]}" for example in examples}
-    return FewShot(examples, frozenset(), sources, _left_out_note(pool, found, len(kept), spec.k))
+    # with examples left out, their note says how many are left to draw from
+    short = _shortfall(str(pool.path), len(kept), spec.k) if not found else None
+    return FewShot(examples, frozenset(), sources, _left_out_note(pool, found, len(kept), spec.k), shortfall=short)
+
+
+def _shortfall(source: str, held: int, k: int) -> str | None:
+    """The note of a pool that holds fewer than ``k`` examples: the manifest records k, the prompts show fewer."""
+    if held >= k:
+        return None
+    return (
+        f"few-shot: {source} holds {held} example{'s' if held != 1 else ''}, fewer than k = {k}: each prompt "
+        f"shows {held}"
+    )
 
 
 def _left_out_note(pool: Pool, found: dict[str, str], kept: int, k: int) -> str | None:
