@@ -461,6 +461,11 @@ class Runner:
                 f"{plan.run_dir}: another session wrote the run since this one read it; resume it again"
             )
 
+    def _line_of(self, position: Position) -> str:
+        """``file:line`` of the sample at ``position``: what to fix when it stops the run."""
+        path = self.plan.dataset_path
+        return f"{path / position.member if position.member else path}:{position.line}"
+
     def _dataset_watch(self) -> Callable[[Position], bool]:
         """Whether the dataset is still as the plan found it, asked for each sample as it is read (a stat of its
         file): a sample read after the file changed is never sent, so no record holds a line read half before
@@ -625,7 +630,7 @@ class Runner:
                 except AuthenticationError:
                     raise
                 except Exception as exc:  # a template that fails on this sample's fields, a bug
-                    raise _SampleFailedError(sample.id, epoch, exc) from exc
+                    raise _SampleFailedError(sample.id, epoch, self._line_of(position), exc) from exc
                 self._append(record, started)
         except Exception as exc:  # a refused key, an unwritable artifact, an unreadable dataset: stop them all
             if self._fatal is None:
@@ -853,8 +858,8 @@ class _SampleFailedError(EvalHarnessError):
     """What stopped the run happened while processing one sample (outside the provider and the scorers,
     whose failures are the sample's record)."""
 
-    def __init__(self, sample_id: str, epoch: int, cause: Exception) -> None:
-        super().__init__(f"sample {sample_id!r} (epoch {epoch}): {_fatal_text(cause)}")
+    def __init__(self, sample_id: str, epoch: int, where: str, cause: Exception) -> None:
+        super().__init__(f"sample {sample_id!r} (epoch {epoch}, {where}): {_fatal_text(cause)}")
 
 
 def _fatal_text(error: BaseException) -> str:

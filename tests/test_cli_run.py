@@ -619,6 +619,22 @@ def test_a_dry_run_names_the_sample_that_breaks_the_template(cli: Cli, task_root
     )
 
 
+def test_a_first_sample_that_breaks_the_template_is_named_before_the_run(cli: Cli, task_root: TaskRoot) -> None:
+    # templates-s30 F5: the first prompt is rendered before the run; its error named the template's line alone,
+    # which read as "no sample has this field" when 39 of 40 had it
+    task = _hinted_task(task_root)
+    dataset = task_root.root / "data" / "hinted.jsonl"
+    records = [json.loads(line) for line in dataset.read_text().splitlines()]
+    records.insert(0, records.pop(20))  # q0020, the one without metadata.hint, first
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = cli("run", "--task", task, "--model", "mock/m", "--output-dir", task_root.root / "results", "-q")
+    assert result.code == 2 and not (task_root.root / "results").exists()
+    assert result.err.strip() == (
+        f"error: {dataset}:1: sample 'q0020': {task_root.root / 'templates' / 'hinted.jinja2'}:1: UndefinedError: "
+        "'dict object' has no attribute 'hint'"
+    )
+
+
 def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording_the_answers_in_flight(
     cli: Cli, task_root: TaskRoot
 ) -> None:
@@ -630,7 +646,9 @@ def test_a_sample_that_breaks_the_template_fails_the_run_by_name_after_recording
     )  # fmt: skip
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
-    assert line.startswith("error: run failed: sample 'q0020' (epoch 0): ") and "hinted.jinja2" in line, line
+    dataset = task_root.root / "data" / "hinted.jsonl"  # templates-s30 F5: "that sample's line" said no line
+    assert line.startswith(f"error: run failed: sample 'q0020' (epoch 0, {dataset}:21): "), line
+    assert "hinted.jinja2" in line
     # a resume would stop at the same sample: the way on changes the template or the data, so needs --force
     assert line.endswith(
         "; the records written are kept: fix the template or that sample's line, then: "

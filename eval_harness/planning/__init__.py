@@ -638,9 +638,18 @@ def _render_first_prompt(plan: RunPlan) -> None:
     """Render the first prompt (and each judge's rubric) now: a template that fails on every sample (an empty
     prompt, a name no sample has) is refused before the run directory exists, not found by the first call."""
     for position, sample, _epoch in work_items(plan):
-        plan.template.render(sample, plan.few_shot.for_member(position.member))
+        try:
+            plan.template.render(sample, plan.few_shot.for_member(position.member))
+        except TemplateError as exc:  # the template's line alone reads as if no sample had the field
+            raise _of_sample(exc, plan, position, sample) from None
         plan.scoring.preflight(sample)  # a judge's rubric, the same way
         return
+
+
+def _of_sample(error: TemplateError, plan: RunPlan, position: Position, sample: Sample) -> TemplateError:
+    """``error`` (a template's, naming its own file and line) named by the dataset line and sample it met."""
+    file = plan.dataset_path / position.member if position.member else plan.dataset_path
+    return TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {error}")
 
 
 def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
@@ -883,8 +892,7 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
             messages = plan.template.render(sample, plan.few_shot.for_member(position.member))
         except TemplateError as exc:
             # named by the sample, as validate-dataset --task names it: the run would stop there
-            file = plan.dataset_path / position.member if position.member else plan.dataset_path
-            raise TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {exc}") from None
+            raise _of_sample(exc, plan, position, sample) from None
         if len(first) < show:
             first.append(messages)
         count += 1
