@@ -642,8 +642,11 @@ def stays_inside(name: str) -> bool:
     return bool(parts) and not PurePath(name).is_absolute() and ".." not in parts
 
 
-TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
-"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name."""
+TEMPLATE_SAMPLE_VARIABLES = frozenset(
+    {"input", "sample", "target", "choices", "letters", "examples", "metadata", "self"}
+)
+"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name; and
+``self``, Jinja's own name for the template (a value given for it showed on one render path only)."""
 
 
 class FewShotSpec(BaseModel):

@@ -1765,6 +1765,10 @@ def test_a_resume_says_it_keeps_the_runs_generation_options_when_the_task_now_sa
     spec.write_text(spec.read_text().replace("max_tokens = 256", "max_tokens = 512"))
     again = cli("resume", run_dir, "-q")  # the task as the run started: no note
     assert again.code == 0 and "[generation]" not in again.err
+    spec.write_text(spec.read_text() + "temperature = 0.5\n")  # templates-s30 8: "(the run has None)"
+    unset = cli("resume", cut_back(run_dir, 3), "-q")
+    assert "[generation] now says temperature 0.5 (the run has unset);" in unset.err, unset.err
+    spec.write_text(spec.read_text().replace("temperature = 0.5\n", ""))
     # review-s21 5: a run started with --max-tokens over the task's value is not told the task "now says" it
     flagged = cli("run", "--task", spec, "--model", "mock/m", "--output-dir", task_root.root / "results",
                   "--run-id", "f", "-q", "--max-tokens", "64")  # fmt: skip

@@ -810,8 +810,14 @@ def _generation_kept(task: LoadedTask, manifest: RunManifest) -> list[str]:
     recorded = manifest.task.generation.model_dump()
     flags = set(manifest.task.generation_from_flags)  # the run's own choice over the task's: not an edit
     now = {k: v for k, v in task.spec.generation.model_dump(exclude_none=True).items() if k not in flags}
+
+    def shown(value: Any) -> str:
+        return "unset" if value is None else repr(value)
+
     changes = [
-        f"{name} {now[name]!r} (the run has {recorded.get(name)!r})" for name in now if now[name] != recorded.get(name)
+        f"{name} {now[name]!r} (the run has {shown(recorded.get(name))})"
+        for name in now
+        if now[name] != recorded.get(name)
     ]
     if not changes:
         return []
