@@ -84,7 +84,15 @@ class DatasetUnreadableError(DatasetError):
 
 
 class TemplateError(EvalHarnessError):
-    """A template could not be loaded or rendered; the message names the template file and line."""
+    """A template could not be loaded or rendered; the message names the template file and line.
+
+    ``sample_named`` is True when the message already names what caused it (the sample whose prompt rendered
+    empty, or the few-shot example shown with every sample): a caller adding the sample it met would add nothing,
+    or mislead."""
+
+    def __init__(self, message: str, *, sample_named: bool = False) -> None:
+        super().__init__(message)
+        self.sample_named = sample_named
 
 
 class ArtifactError(EvalHarnessError):

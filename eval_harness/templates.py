@@ -71,7 +71,7 @@ class PromptTemplate:
         messages.extend(m for m in history if m.role != "system" or not self.system_prompt)
         content = text.strip()
         if not content:  # every provider refuses an empty turn (a hosted API bills a run of 400s for it)
-            raise TemplateError(f"{self.path}: renders an empty prompt for sample {sample.id!r}")
+            raise TemplateError(f"{self.path}: renders an empty prompt for sample {sample.id!r}", sample_named=True)
         messages.append(ChatMessage(role="user", content=content))
         return messages
 
@@ -89,7 +89,8 @@ class PromptTemplate:
             try:
                 template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
             except Exception as exc:  # any error inside a template is the template's error, never a traceback
-                raise TemplateError(_located(exc, self.path) + self._example_text(culprit)) from None
+                message = _located(exc, self.path) + self._example_text(culprit)
+                raise TemplateError(message, sample_named=culprit is not None) from None
             raise
 
     def _example_text(self, example: Sample | None) -> str:

@@ -642,11 +642,8 @@ def stays_inside(name: str) -> bool:
     return bool(parts) and not PurePath(name).is_absolute() and ".." not in parts
 
 
-TEMPLATE_SAMPLE_VARIABLES = frozenset(
-    {"input", "sample", "target", "choices", "letters", "examples", "metadata", "self"}
-)
-"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name; and
-``self``, Jinja's own name for the template (a value given for it showed on one render path only)."""
+TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
+"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name."""
 
 
 class FewShotSpec(BaseModel):
@@ -737,6 +734,8 @@ class TaskSpec(BaseModel):
         taken = sorted(set(value) & TEMPLATE_SAMPLE_VARIABLES)
         if taken:  # the sample's own value would silently win over it
             raise ValueError(f"{', '.join(taken)}: the template gets these from each sample; use another name")
+        if "self" in value:  # a plain template read the value, Jinja its own template object
+            raise ValueError("self: Jinja's name for the template itself; use another name")
         return value
 
 

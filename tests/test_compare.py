@@ -71,6 +71,18 @@ def test_samples_in_one_run_only_are_counted_and_excluded(cli: Cli, task_root: T
     assert any("10 records only in A" in note for note in comparison.notes)
 
 
+def test_one_record_only_in_a_and_a_torn_last_line_are_said_as_such(cli: Cli, task_root: TaskRoot) -> None:
+    # reportcompare-s30 6: "1 records only in A"; a torn last line that report mentions, compare did not
+    a = make_run(cli, task_root, "a", "--model", "mock/x")
+    b = make_run(cli, task_root, "b", "--model", "mock/y")
+    samples = b / "samples.jsonl"
+    lines = samples.read_bytes().splitlines(keepends=True)
+    samples.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])  # the last record torn: 39 of 40 left
+    notes = compare_runs(a, b).notes
+    assert notes[0] == "B: a torn last line (25 bytes) of its samples.jsonl was ignored"
+    assert "1 record only in A and 0 only in B are left out of the paired statistics" in notes
+
+
 def test_join_matches_sample_and_epoch(cli: Cli, task_root: TaskRoot) -> None:
     a = make_run(cli, task_root, "a", "--model", "mock/x", "--epochs", "2")
     b = make_run(cli, task_root, "b", "--model", "mock/y", "--limit", "5")

@@ -191,7 +191,7 @@ def test_a_light_read_refuses_a_value_out_of_range_in_a_field_it_reads(
     ("text", "problem"),
     [
         pytest.param(b"9223372036854775808", "attempts: 9223372036854775808 is out of range" + SUFFIX, id="2**63"),
-        pytest.param(b"01", "not a sample record; the file is damaged", id="not-json"),
+        pytest.param(b"01", "not a sample record (not JSON: number with leading zero is not allowed", id="not-json"),
     ],
 )
 def test_an_attempts_value_only_orjson_can_tell_is_left_to_it_by_the_fast_path(
@@ -200,7 +200,8 @@ def test_an_attempts_value_only_orjson_can_tell_is_left_to_it_by_the_fast_path(
     # the fast path reads attempts of one digit only (more attempts leave retries): any other is orjson's to tell
     index = line_index(run_dir, kind)
     samples = edited_copy(run_dir, tmp_path / "run", index, rb'"attempts":\d+', b'"attempts":' + text)
-    assert refusal(samples) == refusal(samples, fast=False) == f"{samples}:{index + 1}: {problem}"
+    message = refusal(samples)
+    assert message == refusal(samples, fast=False) and message.startswith(f"{samples}:{index + 1}: {problem}")
 
 
 def test_a_superseded_record_out_of_range_is_refused_as_the_latest_is(run_dir: Path, tmp_path: Path) -> None:

@@ -448,4 +448,4 @@ def test_template_vars_may_not_take_a_name_each_sample_sets(cli: Cli, root: Task
     assert "template_vars: input: the template gets these from each sample; use another name" in err
     # templates-s30 7: Jinja's own "self" showed the value on the plain path and the template on Jinja's
     err = _refused_run(cli, _spec(root, "selfish", extra='template_vars = { self = "x" }\n'))
-    assert "template_vars: self: the template gets these from each sample; use another name" in err
+    assert "template_vars: self: Jinja's name for the template itself; use another name" in err

@@ -111,7 +111,12 @@ def _notes(pairs: _Pairs, rows: _Rows, manifest_a: RunManifest, manifest_b: RunM
     settings make of the scores, what the statistics can and cannot say, and what the runs' errors and forced
     resumes mean for the verdicts."""
     axes, overall = rows.axes, rows.overall
-    notes = _moved_notes(pairs) + _unit_notes(pairs.sample) + _left_out_notes(pairs, rows.unpaired, rows.moved_b)
+    notes = [
+        f"{name}: a torn last line ({run.torn_bytes:,} bytes) of its samples.jsonl was ignored"
+        for name, run in (("A", pairs.run_a), ("B", pairs.run_b))
+        if run.torn_bytes
+    ]
+    notes += _moved_notes(pairs) + _unit_notes(pairs.sample) + _left_out_notes(pairs, rows.unpaired, rows.moved_b)
     epoch_notes, by_epoch = _epoch_notes(pairs.run_a, pairs.run_b, pairs.ia, pairs.ib)
     notes += _coverage_notes(axes, skip=by_epoch) + epoch_notes
     notes += _threshold_notes(manifest_a, manifest_b)

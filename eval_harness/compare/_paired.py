@@ -49,12 +49,22 @@ class _Run:
     sample: NDArray[np.uint64]
     """The first 64 bits of each row's sample identity: which rows are epochs of one sample."""
     side: _Side
+    torn_bytes: int = 0
+    """The torn last line of its samples.jsonl that was ignored (0: none)."""
 
     @classmethod
     def of(cls, columns: RunColumns) -> _Run:
         every = np.arange(columns.n, dtype=np.intp)
         sample = np.ascontiguousarray(columns.sample_hash[:, 0])
-        return cls(columns.axes, columns.axis, columns.epoch, columns.key_hash, sample, _Side.of(columns, every))
+        return cls(
+            columns.axes,
+            columns.axis,
+            columns.epoch,
+            columns.key_hash,
+            sample,
+            _Side.of(columns, every),
+            columns.torn_bytes,
+        )
 
     @property
     def n(self) -> int:

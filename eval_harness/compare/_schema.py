@@ -117,10 +117,14 @@ class UnpairedAxis(BaseModel):
     def left_out(self) -> str:
         """What the axis holds, as printed: '20 records only in A, none in B'."""
         if not self.only_b:
-            return f"{self.only_a:,} records only in A, none in B"
+            return f"{self.only_a:,} {_records(self.only_a)} only in A, none in B"
         if not self.only_a:
-            return f"{self.only_b:,} records only in B, none in A"
-        return f"{self.only_a:,} records in A and {self.only_b:,} in B, none of them paired"
+            return f"{self.only_b:,} {_records(self.only_b)} only in B, none in A"
+        return f"{self.only_a:,} {_records(self.only_a)} in A and {self.only_b:,} in B, none of them paired"
+
+
+def _records(count: int) -> str:
+    return "record" if count == 1 else "records"
 
 
 class CompareHeadline(BaseModel):

@@ -647,7 +647,10 @@ def _render_first_prompt(plan: RunPlan) -> None:
 
 
 def _of_sample(error: TemplateError, plan: RunPlan, position: Position, sample: Sample) -> TemplateError:
-    """``error`` (a template's, naming its own file and line) named by the dataset line and sample it met."""
+    """``error`` (a template's, naming its own file and line) named by the dataset line and sample it met, unless
+    it names its cause already (a few-shot example's error is no sample's)."""
+    if error.sample_named:
+        return error
     file = plan.dataset_path / position.member if position.member else plan.dataset_path
     return TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {error}")
 
