@@ -134,6 +134,9 @@ class InspectedSample(BaseModel):
         description="The answer stopped at the output-token limit or the model's context window: its end may be "
         "missing.",
     )
+    completion_tokens: int | None = Field(
+        default=None, description="The answer's completion tokens as the provider counted them; None without one."
+    )
     failed_gates: list[str] = Field(
         default_factory=list,
         description="The task's gate scorers whose value is below 1 on this record: each makes the final score 0.",
@@ -533,6 +536,12 @@ def _error_fields(record: dict[str, Any]) -> tuple[str, str, str] | None:
     return str(error.get("type", "")), str(error.get("stage", "generate")), str(error.get("message", ""))
 
 
+def _completion_tokens(record: dict[str, Any]) -> int | None:
+    usage = record.get("usage")
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) and record.get("output") is not None else None
+
+
 def _record_error(record: dict[str, Any]) -> SampleError | None:
     fields = _error_fields(record)
     if fields is None:
@@ -573,6 +582,7 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         error=_record_error(record),
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,
+        completion_tokens=_completion_tokens(record),
         failed_gates=[key for key in gates if _below_one((record.get("scores") or {}).get(key))],
         dataset_file=_file_name(record.get("dataset_file")),
         dataset_line=_line_number(record.get("dataset_line")),

@@ -32,6 +32,7 @@ from eval_harness.aggregate import (
     per_sample_means,
     per_tag,
     scorer_distributions,
+    stopped_short_rows,
     summarize_columns,
     units_without_errors,
     untagged,
@@ -61,7 +62,7 @@ from eval_harness.types import (
 
 REPORT_SCHEMA_VERSION = 3
 """Version of ``report --format json``. 2: a scorer's ``std`` over one value is null (it was 0.0), the headline
-has ``axes_excluding_errors``; 3: ``axes_without_records``."""
+has ``axes_excluding_errors``; 3: ``axes_without_records``, ``totals.length_stops_short``."""
 CI_CHOICES = ("auto", "wilson", "clopper-pearson", "bootstrap")
 PRECISION_WARNING = 0.05
 """An axis whose interval is wider than 10 points (or that has none) gets a line saying how many samples an
@@ -201,6 +202,12 @@ class Totals(BaseModel):
     )
     finish_reasons: dict[str, int] = Field(
         default_factory=dict, description="Records by finish reason as the providers reported it (null left out)."
+    )
+    length_stops_short: int = Field(
+        default=0,
+        description="Of length_stops (the context window's own stop aside), those with fewer completion tokens "
+        "than the task's max_tokens: stopped by the server's own limit (a local server's context window), which "
+        "a larger max_tokens does not raise.",
     )
 
 
@@ -458,16 +465,23 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
     see = f"see them with eval-harness inspect --run {where} --show-failures"
     context = totals.finish_reasons.get(CONTEXT_WINDOW_STOP, 0)
     notes = []
-    if totals.length_stops > context:
-        reasons = " or ".join(
-            sorted(r for r in totals.finish_reasons if r in LENGTH_STOPS and r != CONTEXT_WINDOW_STOP)
-        )
-        limit = manifest.task.generation.max_tokens
+    reasons = " or ".join(sorted(r for r in totals.finish_reasons if r in LENGTH_STOPS and r != CONTEXT_WINDOW_STOP))
+    limit = manifest.task.generation.max_tokens
+    short = totals.length_stops_short
+    at_limit = totals.length_stops - context - short
+    if at_limit:
         at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
         unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
         notes.append(
-            f"{totals.length_stops - context:,} of {answers:,} answers stopped at {at} (finish_reason {reasons})"
+            f"{at_limit:,} of {answers:,} answers stopped at {at} (finish_reason {reasons})"
             f"{unset}: raise --max-tokens if they were cut short, or {see}"
+        )
+    if short:
+        notes.append(
+            f"{short:,} of {answers:,} answers stopped at a length limit (finish_reason {reasons}) with fewer "
+            f"completion tokens than max_tokens {limit:,}: the server's own limit, not max_tokens — a local "
+            "server's context window, which the prompt and the answer share (llama-server -c sets it), or its own "
+            f"cap on an answer; a larger --max-tokens does not raise it; {see}"
         )
     if context:
         notes.append(
@@ -686,6 +700,7 @@ def _report_from_columns(
         cached_records=summary.cached_records,
         length_stops=overall.length_stops,
         finish_reasons=finish_reasons(columns),
+        length_stops_short=int(np.count_nonzero(stopped_short_rows(columns, manifest.task.generation.max_tokens))),
     )
     spec = gates or GateSettings()
     scorers = scorer_distributions(columns)

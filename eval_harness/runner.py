@@ -54,7 +54,7 @@ from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
 from eval_harness.providers.gateway import CallTally, Gateway
 from eval_harness.scorers.base import ScoringResult
-from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally
+from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short
 from eval_harness.types import (
     ChatMessage,
     Completion,
@@ -102,6 +102,8 @@ class Progress:
     window's)."""
     length_stop_reason: str | None = None
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
+    session_short_length_stops: int = 0
+    """Those of them with fewer completion tokens than max_tokens: stopped by the server's own limit."""
     session_context_stops: int = 0
     """This session's answers that filled the model's context window (``tally.CONTEXT_WINDOW_STOP``)."""
     session_cached: int = 0
@@ -142,6 +144,8 @@ class RunResult:
     """Answers of this session that stopped at the output-token limit: perhaps cut short."""
     length_stop_reason: str | None = None
     """The finish reason the first of them reported (``length``, or Anthropic's ``max_tokens``)."""
+    short_length_stops: int = 0
+    """Those of them with fewer completion tokens than max_tokens (``stopped_short``): not max_tokens's doing."""
     context_window_stops: int = 0
     """Answers of this session that filled the model's context window: cut short, whatever max_tokens."""
     session_model_args: dict[str, str] = field(default_factory=dict)
@@ -432,6 +436,7 @@ class Runner:
             progress.session_errors, progress.first_error,
             answers=progress.session_done - progress.session_unanswered,
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
+            short_length_stops=progress.session_short_length_stops,
             context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
             retry_errors=plan.retry_errors, output_cap=plan.provider.output_cap(plan.generation),
             cache_failures=self.gateway.cache_failures, cache_failure=self.gateway.cache_failure,
@@ -670,6 +675,8 @@ class Runner:
                 progress.session_length_stops += 1
                 if progress.length_stop_reason is None:
                     progress.length_stop_reason = finish
+                if stopped_short(record["usage"]["completion_tokens"], self.plan.generation.max_tokens):
+                    progress.session_short_length_stops += 1
         score = record["score"]
         if score is not None:
             progress.scored += 1

@@ -37,6 +37,17 @@ CONTEXT_WINDOW_ADVICE = (
 """What to do about answers that filled the context window (the run's warning and the report's note)."""
 
 LENGTH_STOPS = frozenset({"length", "max_tokens", CONTEXT_WINDOW_STOP})
+
+
+def stopped_short(completion_tokens: int | None, max_tokens: int | None) -> bool:
+    """Whether an answer that stopped at a length limit wrote fewer tokens than the task's ``max_tokens``: then
+    the limit was not max_tokens but the server's own (a local server's context window, which the prompt and
+    the answer share: llama.cpp's reports it as ``length``), which a larger max_tokens does not raise. What was
+    sent is never less than max_tokens (a reasoning model's limit adds room), so such an answer stopped short
+    of it whatever was sent."""
+    return max_tokens is not None and completion_tokens is not None and 0 < completion_tokens < max_tokens
+
+
 """Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
 Anthropic's ``max_tokens``) or at the end of the model's context window (Anthropic's
 ``model_context_window_exceeded``): the answer may be cut short of its last line. Matched exactly, as the
@@ -318,4 +329,5 @@ __all__ = [
     "linear_percentile",
     "nothing_billed",
     "run_summary_of",
+    "stopped_short",
 ]

@@ -70,6 +70,8 @@ class Reply:
     events: list[Any] | None = None  # a raw event stream: each item (a JSON value, or "[DONE]") as a data: line
     usage: bool = True  # include usage in the answer
     gzip: bool = False  # compress the answer's body (Content-Encoding: gzip)
+    completion_tokens: int | None = None  # the answer's count as reported (None: counted from the text; an answer
+    # told to stop at a length limit counts the limit sent, as a real model that wrote up to it does)
 
 
 def answer(text: str, **kwargs: Any) -> Reply:
@@ -764,6 +766,12 @@ class FakeLLMServer:
         prompt_tokens = _tokens(recorded.prompt)
         completion_tokens = _tokens(text) + 1
         path = request.path
+        sent = body.get("max_output_tokens" if path == "/v1/responses" else "max_tokens")
+        sent = body.get("max_completion_tokens", sent) if path == "/v1/chat/completions" else sent
+        if reply.completion_tokens is not None:
+            completion_tokens = reply.completion_tokens
+        elif reply.finish_reason in ("length", "max_tokens", "max_output_tokens") and isinstance(sent, int):
+            completion_tokens = max(completion_tokens, sent)
         headers = {**reply.headers}
         if path == "/v1/messages":
             headers.setdefault("request-id", f"req_{number:08d}")

@@ -181,3 +181,59 @@ def test_a_run_cut_at_both_limits_gets_a_note_for_each(tmp_path: Path) -> None:
     assert report.totals.length_stops == 2 and len(notes) == 2
     assert notes[0].startswith("1 of 3 answers stopped at max_tokens (finish_reason max_tokens)")
     assert notes[1].startswith("1 of 3 answers stopped at the model's context window")
+
+
+def test_answers_stopped_by_the_servers_context_before_max_tokens_are_told_apart(cli: Cli, task_root: TaskRoot) -> None:
+    # llama-s30 F1: llama-server says "length" when the prompt and the answer fill its context window; the run,
+    # the report and inspect all said "cut off at max_tokens 600" and advised raising it, which cannot help
+    def rule(request: RecordedRequest) -> Reply | None:
+        if "What is 0 + 1?" in request.prompt:
+            return answer("Let me add", finish_reason="length")  # reached max_tokens: counted as the limit sent
+        return answer("Let me add these", finish_reason="length", completion_tokens=264)
+
+    with FakeLLMServer() as server:
+        server.rule = rule
+        ran = cli(
+            "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
+            "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
+            "--limit", "4", "--max-tokens", "600",
+        )  # fmt: skip
+    assert ran.code == 0, ran.err
+    warning = " ".join(line for line in ran.err.splitlines() if line.startswith("warning:") or "of them" in line)
+    assert "4 of 4 answers stopped at the length limit (finish_reason length, max_tokens 600)" in " ".join(
+        ran.err.split()
+    )
+    assert "3 of them stopped with fewer completion tokens than max_tokens: the server's own limit" in " ".join(
+        ran.err.split()
+    ), warning
+    run = task_root.root / "results" / "r"
+    report = report_json(cli, run)
+    assert (report["totals"]["length_stops"], report["totals"]["length_stops_short"]) == (4, 3)
+    assert any(n.startswith("1 of 4 answers stopped at max_tokens 600 (finish_reason length)") for n in report["notes"])
+    assert any(
+        n.startswith("3 of 4 answers stopped at a length limit (finish_reason length) with fewer completion tokens "
+                     "than max_tokens 600: the server's own limit, not max_tokens")
+        for n in report["notes"]
+    )  # fmt: skip
+    shown = " ".join(cli("inspect", "--run", run, "--n", "4").out.split())
+    assert "length (cut off by the server after 264 tokens, before max_tokens 600: its context window" in shown
+    assert "length (cut off at max_tokens 600)" in shown
+
+
+def test_a_session_whose_every_length_stop_fell_short_of_max_tokens_is_not_told_to_raise_it(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    with FakeLLMServer() as server:
+        server.rule = lambda request: answer("Let me add these", finish_reason="length", completion_tokens=264)
+        ran = cli(
+            "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
+            "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
+            "--limit", "4", "--max-tokens", "600", "-q",
+        )  # fmt: skip
+    assert ran.code == 0, ran.err
+    said = " ".join(ran.err.split())
+    assert said.startswith(
+        "warning: 4 of 4 answers stopped at the length limit (finish_reason length) with fewer completion tokens "
+        "than max_tokens 600: the server's own limit, not max_tokens"
+    ), said
+    assert "raise --max-tokens" not in said and "shorten the prompts or give the server more context" in said

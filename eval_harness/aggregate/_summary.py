@@ -16,6 +16,7 @@ from eval_harness.aggregate._columns import RunColumns, check_run_values
 from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
 from eval_harness.stats import NO_INTERVAL, mean_ci
 from eval_harness.tally import (
+    CONTEXT_WINDOW_STOP,
     LENGTH_STOPS,
     AxisFigures,
     AxisTally,
@@ -264,6 +265,16 @@ def length_stopped(columns: RunColumns) -> Bool:
     return np.isin(columns.finish_reason, codes)
 
 
+def stopped_short_rows(columns: RunColumns, max_tokens: int | None) -> Bool:
+    """Which rows hold an answer that stopped at a length limit (the context window's own stop aside) with fewer
+    completion tokens than ``max_tokens`` (``tally.stopped_short``): the server's limit, not max_tokens."""
+    if max_tokens is None:
+        return np.zeros(columns.n, dtype=bool)
+    codes = [code for code, name in enumerate(columns.finish_reasons) if name in LENGTH_STOPS - {CONTEXT_WINDOW_STOP}]
+    tokens = columns.completion_tokens
+    return np.isin(columns.finish_reason, codes) & (tokens > 0) & (tokens < max_tokens)
+
+
 def finish_reasons(columns: RunColumns) -> dict[str, int]:
     """Rows by finish reason as reported (rows without one are left out)."""
     codes = columns.finish_reason[columns.finish_reason >= 0]
@@ -341,6 +352,7 @@ __all__ = [
     "per_sample_means",
     "per_tag",
     "sample_index",
+    "stopped_short_rows",
     "summarize",
     "summarize_columns",
     "summarize_tally",

@@ -296,11 +296,22 @@ def _length_warning(result: RunResult) -> str:
         said = f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
     else:
         said = f"max_tokens {limit:,}"
+    short = result.short_length_stops
+    server = (
+        "the server's own limit, not max_tokens: a local server's context window, which the prompt and the answer "
+        "share (llama-server -c sets it), or its own cap on an answer; a larger --max-tokens does not raise it"
+    )
+    if short and short == result.length_stops:  # none of them reached max_tokens: raising it cannot help
+        return (
+            f"warning: {stopped} (finish_reason {result.length_stop_reason}) with fewer completion tokens than "
+            f"max_tokens {limit:,}: {server}; shorten the prompts or give the server more context"
+        )
     if result.manifest.source_run is not None:  # a rescore reads the source's answers: it has no --max-tokens
         advice = f"the answers of {result.manifest.source_run}; a new run with a larger --max-tokens answers anew"
     else:
         advice = "raise --max-tokens if they were cut short"
-    return f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); {advice}"
+    also = f"; {short:,} of them stopped with fewer completion tokens than max_tokens: {server}" if short else ""
+    return f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); {advice}{also}"
 
 
 def print_notes(plan: RunPlan) -> None:

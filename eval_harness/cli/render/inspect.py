@@ -12,7 +12,7 @@ from rich.table import Table
 
 from eval_harness.cli.render import counted, millis, money, run_state, stdout
 from eval_harness.inspect import HEAD_CHARS, INPUT_CHARS, shorten
-from eval_harness.tally import CONTEXT_WINDOW_STOP
+from eval_harness.tally import CONTEXT_WINDOW_STOP, stopped_short
 
 if TYPE_CHECKING:
     from eval_harness.inspect import EpochOutcome, InspectedSample, Inspection
@@ -38,6 +38,11 @@ def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
         return f"{reason} (cut off at the model's context window: the prompt and the answer fill it)"
     if max_tokens is None:
         return f"{reason} (cut off at the provider's default or the server's limit: the run set no max_tokens)"
+    if stopped_short(sample.completion_tokens, max_tokens):
+        return (
+            f"{reason} (cut off by the server after {sample.completion_tokens:,} tokens, before max_tokens "
+            f"{max_tokens:,}: its context window, which the prompt and the answer share, or its own cap)"
+        )
     return f"{reason} (cut off at max_tokens {max_tokens:,})"
 
 
