@@ -120,6 +120,7 @@ def check_wire(rows: list[dict[str, Any]]) -> None:
         pytest.param(["--model-arg", "endpoint=completions"], id="completions"),
         pytest.param(["--model-arg", "stream=true"], id="chat-streaming"),
         pytest.param(["--model-arg", "endpoint=completions", "--model-arg", "stream=true"], id="completions-streaming"),
+        pytest.param(["--model-arg", "endpoint=responses"], id="responses"),
     ],
 )
 def test_each_endpoint_kind_returns_text_and_usage(llama_url: str, tmp_path: Path, extra: list[str]) -> None:

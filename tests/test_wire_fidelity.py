@@ -935,3 +935,29 @@ def test_thinking_and_effort_a_model_takes_or_whose_name_says_nothing_are_sent(
     model: str, args: dict[str, str]
 ) -> None:
     make(f"anthropic/{model}", **args)
+
+
+async def test_an_openai_compatible_server_s_responses_endpoint(server: FakeLLMServer) -> None:
+    # llama-s30 F2: vLLM's and llama.cpp's servers serve /v1/responses, which openai-compatible/ refused to send to
+    server.rule = lambda _request: answer("It is 4.")
+    provider = make("openai-compatible/local", server, endpoint="responses")
+    completion = await call(provider)
+    sent = server.requests[-1]
+    assert sent.path == "/v1/responses" and "authorization" not in sent.headers
+    assert sent.body["input"][-1]["content"] == request().messages[-1].content
+    assert (completion.text, completion.finish_reason) == ("It is 4.", "stop")
+    assert completion.request_id.startswith("req_") and completion.usage.completion_tokens > 0
+
+
+def test_stream_true_with_the_responses_api_says_its_answers_come_whole(server: FakeLLMServer) -> None:
+    for model, args in (
+        ("openai/gpt-4o-mini", {"api": "responses"}),
+        ("openai-compatible/m", {"endpoint": "responses"}),
+    ):
+        provider = make(model, server, stream="true", **args)
+        assert not provider.streaming
+        (note,) = provider.generation_notes(GenerateConfig(max_tokens=32))
+        assert note == (
+            f"note: {model}: stream=true streams Chat Completions and completions only; the Responses API's "
+            "answers come whole"
+        )

@@ -128,6 +128,11 @@ class OpenAIWire(HTTPProvider):
         """Whether answers come as server-sent events."""
         return False
 
+    @property
+    def stream_asked(self) -> bool:
+        """Whether ``stream=true`` was given (the Responses API's answers come whole all the same)."""
+        return False
+
     def reasons(self) -> bool:
         """Whether the model is a reasoning model, which takes no stop sequences."""
         return False
@@ -151,9 +156,14 @@ class OpenAIWire(HTTPProvider):
         return None
 
     def generation_notes(self, config: GenerateConfig) -> list[str]:
-        if not self.reasons():
-            return []
         notes = []
+        if self.stream_asked and self.endpoint == "responses":  # asked for, so not dropped without a word
+            notes.append(
+                f"note: {self.model_id}: stream=true streams Chat Completions and completions only; the Responses "
+                "API's answers come whole"
+            )
+        if not self.reasons():
+            return notes
         cap = self.output_cap(config)
         if cap is not None and config.max_tokens is not None and cap != config.max_tokens:
             field = "max_output_tokens" if self.endpoint == "responses" else self.max_tokens_field
@@ -503,6 +513,10 @@ class OpenAIProvider(OpenAIWire):
     @property
     def streaming(self) -> bool:
         return self.openai_options.stream and self.openai_options.api == "chat"
+
+    @property
+    def stream_asked(self) -> bool:
+        return self.openai_options.stream
 
     def reasons(self) -> bool:
         return _REASONING_MODEL.match(self.model) is not None

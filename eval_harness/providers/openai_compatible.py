@@ -38,8 +38,10 @@ class OpenAICompatibleOptions(KeyOptions):
     }
 
     base_url: str | None = Field(default=None, description="The server's API root, e.g. http://127.0.0.1:8080/v1.")
-    endpoint: Literal["chat", "completions"] = Field(
-        default="chat", description="chat (/chat/completions) or completions (legacy /completions, plain prompt)."
+    endpoint: Literal["chat", "completions", "responses"] = Field(
+        default="chat",
+        description="chat (/chat/completions), completions (legacy /completions, plain prompt) or responses "
+        "(/responses, as vLLM's and llama.cpp's servers serve it).",
     )
     stream: bool = Field(default=False, description="Ask for server-sent events (usage via stream_options).")
     api_key_header: str | None = Field(
@@ -160,6 +162,10 @@ class OpenAICompatibleProvider(OpenAIWire):
 
     @property
     def streaming(self) -> bool:
+        return self.compatible_options.stream and self.endpoint != "responses"
+
+    @property
+    def stream_asked(self) -> bool:
         return self.compatible_options.stream
 
     def auth_headers(self) -> dict[str, str]:
