@@ -218,6 +218,14 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
             file=sys.stderr,
         )
+    elif result.session_errors and result.status == "complete" and result.fatal is None:
+        # they count as wrong answers; a plain resume of a complete run keeps them, and nothing else says how
+        errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
+        print(
+            f"note: {errors} recorded as errors, which count as wrong (the first: {result.first_error}); "
+            f"{_retrying(result.resume_command)} runs them again",
+            file=sys.stderr,
+        )
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
