@@ -223,3 +223,24 @@ async def test_more_choices_than_letters_still_scores_a_target_within_them() -> 
     three = Sample(id="s", input="q", target="A", choices=["apple", "banana", "blue plum"])
     score = await build_scorer(ScorerSpec(name="choice", args={"letters": "AB"})).score("blue plum", three)
     assert score.value == 0.0
+
+
+SEASONS = Sample(id="s", input="q", target="C", choices=["Winter", "Summer", "A Season", "Spring"])
+GROUPS = Sample(id="g", input="q", target="B", choices=["group", "abelian group", "ring", "field"])
+
+
+@pytest.mark.parametrize(
+    ("sample", "response", "chosen"),
+    [
+        (SEASONS, '"A Season"', "C"),  # datasets-s30 F7: read as letter A, the quote's first word
+        (SEASONS, "The answer is “A Season”.", "C"),
+        (SEASONS, 'I would pick "A Season".', "C"),
+        (SEASONS, 'The answer is B, not "A Season".', "B"),  # a letter given elsewhere still decides
+        (SEASONS, 'The answer is "A".', "A"),  # a quoted letter is a letter
+        (GROUPS, 'The answer is "abelian group".', "B"),  # before: no letter, "group" inside it too
+        (GROUPS, 'The answer is "group".', "A"),
+    ],
+)
+async def test_an_option_s_whole_text_in_quotes_is_that_option(sample: Sample, response: str, chosen: str) -> None:
+    score = await build_scorer(ScorerSpec(name="choice")).score(response, sample)
+    assert score.answer == chosen, score.explanation

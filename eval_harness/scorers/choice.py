@@ -181,13 +181,18 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         if not expected:
             raise ValueError(f"target {sample.targets!r} is not one of the letters {options}")
         got, how = (_whole_choice(output, sample.choices, options) if match_text else None), "choice text"
+        # an option's whole text in quotes is that option, and no letter can be read inside it: '"A Season"' is
+        # not option A; a letter given elsewhere still decides ('B, not "A Season"')
+        read, quoted = _quoted_options(output, sample.choices, options) if match_text else (output, set())
         if got is None:
-            got, how = choice_letter(output, options), "letter"
+            got, how = choice_letter(read, options), "letter"
+        if got is None and len(quoted) == 1:
+            got, how = next(iter(quoted)), "choice text"
         if got is None and match_text and sample.choices:
             lettered = sample.choices[: len(options)]  # a choice past the letters has none to be read as
-            quoted = [options[i] for i, c in enumerate(lettered) if c.strip() and _quotes(output, c)]
-            if len(quoted) == 1:
-                got, how = quoted[0], "choice text"
+            named = [options[i] for i, c in enumerate(lettered) if c.strip() and _quotes(output, c)]
+            if len(named) == 1:
+                got, how = named[0], "choice text"
         want = "/".join(sorted(expected))
         if got is None:
             return Score(value=0.0, explanation=f"no single option letter in the output; expected {want}")
@@ -213,8 +218,31 @@ def _whole_choice(output: str, choices: list[str] | None, letters: str) -> str |
     return hits.pop() if len(hits) == 1 else None
 
 
+_QUOTED = re.compile(r'"([^"\n]{2,300})"|“([^”\n]{2,300})”')
+"""A span in double quotes, straight or curly (single quotes are left alone: they are apostrophes too)."""
+
+
+def _quoted_options(output: str, choices: list[str] | None, letters: str) -> tuple[str, set[str]]:
+    """``output`` with each quoted span that is exactly one option's whole text blanked out, and those options'
+    letters (so that the letter rules read no letter inside them)."""
+    if not choices or ('"' not in output and "“" not in output):
+        return output, set()
+    lettered = [_as_choice_text(choice) for choice in choices[: len(letters)]]
+    found: set[str] = set()
+
+    def blank(match: re.Match[str]) -> str:
+        said = _as_choice_text(match.group(1) or match.group(2))
+        hits = {letters[i] for i, text in enumerate(lettered) if text == said}
+        if len(said) <= 1 or len(hits) != 1:
+            return match.group(0)
+        found.update(hits)
+        return " "
+
+    return _QUOTED.sub(blank, output), found
+
+
 def _as_choice_text(text: str) -> str:
-    return " ".join(text.strip().strip("*_`").strip().rstrip(".").split()).casefold()
+    return " ".join(text.strip().strip("*_`").strip().strip('"“”').strip().rstrip(".").split()).casefold()
 
 
 __all__ = ["choice_letter", "choice_scorer"]
