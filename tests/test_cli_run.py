@@ -210,6 +210,10 @@ def test_skip_invalid_with_no_valid_line_does_not_advise_skip_invalid(cli: Cli, 
     result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--skip-invalid")
     assert result.code == 2 and "no valid line is left to run; fix them" in result.err
     assert "pass --skip-invalid" not in result.err
+    # datasets-s30: without the flag it was advised, though it would leave nothing to run either
+    without = cli("run", "--task", task_root.root / "tasks" / "adder.toml")
+    assert without.code == 2 and "no valid line is left to run; fix them" in without.err
+    assert "--skip-invalid" not in without.err
 
 
 def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli, task_root: TaskRoot) -> None:

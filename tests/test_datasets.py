@@ -224,6 +224,8 @@ def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path)
         (lambda p: p.write_bytes(b"\x1f\x8bgarbage\n"), r"d\.jsonl: cannot read the dataset: the gzip data is corrupt"),
         (lambda p: p.write_bytes(gzip.compress("{}\n".encode("utf-16"))), "UTF-16"),
         (lambda p: p.write_bytes("{}\n".encode("utf-16")), "UTF-16"),
+        # datasets-s30: a Parquet download was "not JSON: this looks like plain text"
+        (lambda p: p.write_bytes(b"PAR1\x15\x04junk"), r"it is a Parquet file, which is not read: convert it to JSONL"),
     ],
 )
 def test_unreadable_file_raises_with_the_reason(tmp_path: Path, make: object, message: str) -> None:

@@ -1,6 +1,6 @@
 """Byte access to a dataset file: open it (refusing what is not a regular file), read gzip through, hash it.
 
-The first bytes also tell a file that is not UTF-8 text at all (``_FOREIGN_MAGIC``: UTF-16, a zip archive).
+The first bytes also tell a file that is not UTF-8 text at all (``_FOREIGN_MAGIC``: UTF-16, a zip archive, Parquet).
 
 The scan reads through ``_HashingReader``, which feeds every byte it reads to the sha256, so one pass both
 validates and hashes; ``_read_line`` reads one line at most ``MAX_LINE_BYTES`` long, discarding the rest of a
@@ -29,6 +29,9 @@ _FOREIGN_MAGIC = {
     b"\xff\xfe": "it is UTF-16 encoded; save it as UTF-8",
     b"\xfe\xff": "it is UTF-16 encoded; save it as UTF-8",
     b"PK\x03\x04": "it is a zip archive, not JSONL",
+    # a Hugging Face download's usual format
+    b"PAR1": "it is a Parquet file, which is not read: convert it to JSONL (pandas: "
+    "read_parquet(path).to_json(out, orient='records', lines=True))",
 }
 
 

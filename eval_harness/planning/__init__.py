@@ -206,7 +206,7 @@ def _validated_dataset(
         return report
     if report.duplicate_ids:
         hint = "fix them (duplicate ids make --skip-invalid ambiguous: which record would count?)"
-    elif skip_invalid:
+    elif skip_invalid or not report.valid:  # --skip-invalid would leave nothing to run either
         hint = "no valid line is left to run; fix them"
     elif changed is not None:  # a resume keeps the run's choice: it takes no --skip-invalid
         hint = "fix them, or start a new run (with --skip-invalid to run the valid lines only)"
