@@ -14,6 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from eval_harness.datasets import (
     MEMBER_SUFFIXES,
     PROBLEMS_SHOWN,
@@ -39,6 +41,50 @@ def validate(path: Path, task: str | None = None) -> DatasetReport:
         return validate_dataset(path, DatasetSpec())
     loaded = find_task(task)
     return validate_dataset(path, loaded.spec.dataset, task=loaded.spec.name)
+
+
+def task_hint(path: Path, report: DatasetReport) -> str | None:
+    """For a check without --task whose lines all lack ``input``: the tasks that map the first line's fields (an
+    original GSM8K or OpenBookQA file holds ``question``), named as the advice to give one; None otherwise."""
+    if report.valid or not report.problems or any(p.field != "input" for p in report.problems):
+        return None
+    keys = _first_line_keys(path)
+    if not keys:
+        return None
+    readers = [name for _fields, name in sorted(_readers_of(keys))]
+    held = ", ".join(sorted(keys)[:8]) + (", ..." if len(keys) > 8 else "")
+    if not readers:
+        return f"the lines hold {held}, and no input: give --task with a task whose [dataset] fields map them"
+    return f"the lines hold {held}, and no input: give --task with a task that maps them, e.g. --task {readers[0]}"
+
+
+def _readers_of(keys: set[str]) -> list[tuple[int, str]]:
+    """(minus the fields mapped, name) of each JSONL task whose mapping reads ``input`` from one of ``keys`` and
+    finds every field it maps there: the task mapping the most of them is likeliest the dataset's own."""
+    found = []
+    for task in list_tasks():
+        dataset = task.spec.dataset
+        sources = [source for source in dataset.fields.values() if isinstance(source, str)]
+        if dataset.format == "jsonl" and dataset.fields.get("input") in keys and set(sources) <= keys:
+            found.append((-len(sources), task.lookup_name))
+    return found
+
+
+def _first_line_keys(path: Path) -> set[str]:
+    """The keys of the first non-blank line of the file ``path``, if it is a JSON object (a directory: none)."""
+    import gzip
+
+    if not path.is_file():
+        return set()
+    try:
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    value = orjson.loads(line)
+                    return set(value) if isinstance(value, dict) else set()
+    except (OSError, ValueError, EOFError):
+        return set()
+    return set()
 
 
 def _refuse_another_format(path: Path) -> None:

@@ -4,6 +4,7 @@ one line telling to give a task that reads CSV, rather than with every line "not
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,3 +88,23 @@ def test_a_missing_csv_file_checked_without_a_task_is_told_missing(cli: Cli, tas
     path = task_root.root / "data" / "gone.csv"  # its name says CSV, but there is nothing to give a task for
     result = cli("validate-dataset", "--path", path)
     assert refusal(result) == (2, f"error: {path}: cannot read the dataset: no such file")
+
+
+def test_a_jsonl_file_of_another_schema_gets_the_task_that_maps_its_fields(cli: Cli, tmp_path: Path) -> None:
+    # datasets-s30: GSM8K's or OpenBookQA's own file gave 50 lines of "input: missing (required)" and no hint
+    obqa = tmp_path / "obqa.jsonl"
+    obqa.write_text(json.dumps({"question": "Q?", "options": "A. x\nB. y", "answer": "A. x"}) + "\n")
+    result = cli("validate-dataset", "--path", obqa)
+    assert result.code == 1
+    assert result.out.splitlines()[-1] == (
+        "hint: the lines hold answer, options, question, and no input: give --task with a task that maps them, "
+        "e.g. --task openbookqa"
+    )
+    unknown = tmp_path / "other.jsonl"
+    unknown.write_text(json.dumps({"prompt_text": "Q?"}) + "\n")
+    assert cli("validate-dataset", "--path", unknown).out.splitlines()[-1] == (
+        "hint: the lines hold prompt_text, and no input: give --task with a task whose [dataset] fields map them"
+    )
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"input": "Q?"}) + "\n")  # its own problem (no target) needs no task
+    assert "hint:" not in cli("validate-dataset", "--path", plain).out

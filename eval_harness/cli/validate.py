@@ -35,7 +35,7 @@ def validate_dataset_command(
     """Check every line of a dataset and print a summary and each problem as FILE:LINE: field: message."""
     from eval_harness.cli.render.datasets import print_dataset_report, print_preflight
     from eval_harness.cli.stream_guard import verdict_follows
-    from eval_harness.validate import Preflight, preflight, validate
+    from eval_harness.validate import Preflight, preflight, task_hint, validate
 
     checked = validate(path) if task is None else preflight(path, task)
     ok = checked.ok
@@ -45,6 +45,8 @@ def validate_dataset_command(
         print_preflight(checked)
     else:
         print_dataset_report(checked)
+        if (hint := task_hint(path, checked)) is not None:
+            print(f"hint: {hint}")
     if not ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
