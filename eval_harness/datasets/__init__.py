@@ -624,6 +624,11 @@ def _scan_csv(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _HashingR
                 continue  # the header's problem is every row's: said once, on the header's line
             if len(row) != len(columns):
                 message = f"expected {len(columns)} columns, got {len(row)}"
+                if last_line > lineno:  # a quote left open reads the lines after it into its cell
+                    message += (
+                        f" (the row runs from line {lineno:,} to line {last_line:,}: a quote opened here and not "
+                        "closed takes in the lines after it, which are not read as rows)"
+                    )
                 if report.problem_count == 0 and row[0].lstrip().startswith(("{", "[")):
                     message += f" (this looks like JSONL; this file is read as CSV: {', '.join(columns)})"
                 report.add(Problem(where, lineno, "row", message))
