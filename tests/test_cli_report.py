@@ -370,6 +370,9 @@ def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
     assert skewed.out.startswith("389 samples") and "plan for 1,064" in skewed.out
     bad = cli("plan", "--margin", "0")
     assert bad.code == 2 and "margin must be in (0, 1]" in bad.err
+    wide = cli("plan", "--margin", "1")  # api-s30 9: "at most 200 points wide (±100)"
+    assert (wide.code, wide.err) == (2, "error: plan: --margin 1 is wider than the score's range; give at most 0.5 "
+                                        "(±50 points)\n")  # fmt: skip
     almost_one = cli("plan", "--margin", "0.03", "--confidence", "0.9999999999999999")
     assert almost_one.code == 2 and "confidence must be strictly between 0 and 1" in almost_one.err
 

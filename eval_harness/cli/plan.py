@@ -12,11 +12,13 @@ def plan_command(
     p: Annotated[float, typer.Option("--p", help="Expected score; 0.5 (the default) is the worst case.")] = 0.5,
     confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
 ) -> None:
-    """Samples per axis for a 95% interval at most 2·MARGIN wide around a score near P (Wilson's interval)."""
+    """Samples per axis for an interval (95% by default) at most 2·MARGIN wide around a score near P (Wilson's)."""
     from eval_harness.cli.render import counted, stdout
     from eval_harness.errors import ConfigError
     from eval_harness.stats import wilson_sample_size
 
+    if 0.5 < margin <= 1:  # ±50 points already spans every score from 0 to 1: one sample gives that
+        raise ConfigError(f"plan: --margin {margin:g} is wider than the score's range; give at most 0.5 (±50 points)")
     try:
         needed = wilson_sample_size(margin, p=p, confidence=confidence)
     except ValueError as exc:
