@@ -14,7 +14,8 @@ FailBelow = Annotated[
     typer.Option(help="Exit 1 when the overall mean is below X (0-1), or when the run has records missing."),
 ]
 FailBelowAxis = Annotated[
-    list[str] | None, typer.Option("--fail-below-axis", help="AXIS=X: exit 1 when that axis is below X (repeatable).")
+    list[str] | None,
+    typer.Option("--fail-below-axis", metavar="AXIS=X", help="AXIS=X: exit 1 when that axis is below X (repeatable)."),
 ]
 GateOn = Annotated[
     Literal["mean", "ci-low"],

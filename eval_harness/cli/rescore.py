@@ -15,6 +15,7 @@ def rescore_command(
         list[str] | None,
         typer.Option(
             "--scorer",
+            metavar="NAME[:key=value,...]",
             help="Scorer NAME or NAME:key=value,..., alias=KEY for the key it is recorded under (repeatable).",
         ),
     ] = None,
@@ -26,7 +27,9 @@ def rescore_command(
         typer.Option(min=0.001, help="Per-sample scoring timeout in seconds (a judge's calls included)."),
     ] = 120.0,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
-    judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
+    judge_arg: Annotated[
+        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE.")
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="No progress and no profile table: stdout gets the run directory only."),

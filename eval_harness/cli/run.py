@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 
 # Options shared by `run` and `resume`, declared once.
-ModelArg = Annotated[list[str] | None, typer.Option("--model-arg", help="Provider option KEY=VALUE (repeatable).")]
+ModelArg = Annotated[
+    list[str] | None, typer.Option("--model-arg", metavar="KEY=VALUE", help="Provider option KEY=VALUE (repeatable).")
+]
 RetryErrors = Annotated[bool, typer.Option("--retry-errors", help="Re-run samples whose record holds an error.")]
 Force = Annotated[bool, typer.Option("--force", help="Resume although the dataset/template/scorers/model changed.")]
 
@@ -460,7 +462,9 @@ def run_command(
     tpm: Tpm = None,
     cache: Cache = None,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
-    judge_arg: Annotated[list[str] | None, typer.Option("--judge-arg", help="Judge option KEY=VALUE.")] = None,
+    judge_arg: Annotated[
+        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE.")
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
     """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
@@ -691,6 +695,7 @@ def resume_command(
         list[str] | None,
         typer.Option(
             "--model-arg",
+            metavar="KEY=VALUE",
             help="Provider option KEY=VALUE replacing the recorded one (repeatable), e.g. a new base_url; a changed "
             "one needs --force, and holds for later resumes; stream, timeouts, max_response_bytes and http_transport "
             "need no --force and hold for this session only.",
