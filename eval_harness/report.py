@@ -50,7 +50,14 @@ from eval_harness.stats import (
     sample_size,
     wilson_sample_size,
 )
-from eval_harness.tally import CONTEXT_WINDOW_ADVICE, CONTEXT_WINDOW_STOP, LENGTH_STOPS, nothing_billed
+from eval_harness.tally import (
+    CONTEXT_WINDOW_ADVICE,
+    CONTEXT_WINDOW_STOP,
+    LENGTH_STOPS,
+    SERVER_LIMIT,
+    limit_said,
+    nothing_billed,
+)
 from eval_harness.types import (
     AxisStats,
     GateSettings,
@@ -470,8 +477,14 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
     short = totals.length_stops_short
     at_limit = totals.length_stops - context - short
     if at_limit:
+        sent = manifest.max_tokens_sent
         at = "max_tokens" if limit is None else f"max_tokens {limit:,}"
-        unset = "" if limit is not None else " (the task sets none: the provider's default or the server's own limit)"
+        if limit is None and sent is None:
+            unset = " (the task sets none: the provider's default or the server's own limit)"
+        elif limit is None:
+            unset = f" ({limit_said(limit, sent).replace('the task sets no max_tokens', 'the task sets none')})"
+        else:
+            unset = f" (sent as {sent:,} with room to think or reason)" if sent is not None and sent != limit else ""
         notes.append(
             f"{at_limit:,} of {answers:,} answers stopped at {at} (finish_reason {reasons})"
             f"{unset}: raise --max-tokens if they were cut short, or {see}"
@@ -479,9 +492,7 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
     if short:
         notes.append(
             f"{short:,} of {answers:,} answers stopped at a length limit (finish_reason {reasons}) with fewer "
-            f"completion tokens than max_tokens {limit:,}: the server's own limit, not max_tokens — a local "
-            "server's context window, which the prompt and the answer share (llama-server -c sets it), or its own "
-            f"cap on an answer; a larger --max-tokens does not raise it; {see}"
+            f"completion tokens than max_tokens {limit:,}: {SERVER_LIMIT}; {see}"
         )
     if context:
         notes.append(

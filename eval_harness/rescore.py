@@ -123,7 +123,8 @@ def plan_rescore(
     plan = plan_run(config)
     # the source's generation options are passed on as if by flags; which of them were is the source's to say
     task_info = plan.manifest.task.model_copy(update={"generation_from_flags": source.task.generation_from_flags})
-    plan.manifest = plan.manifest.model_copy(update={"task": task_info})
+    # and so is the limit its answers were written under
+    plan.manifest = plan.manifest.model_copy(update={"task": task_info, "max_tokens_sent": source.max_tokens_sent})
     base_url = source.model.args.get("base_url")
     if isinstance(base_url, str) and base_url != config.model_args["base_url"]:
         shown = f" ({parameter}=...)" if (parameter := credential_parameter(base_url)) else ""

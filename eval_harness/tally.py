@@ -39,6 +39,25 @@ CONTEXT_WINDOW_ADVICE = (
 LENGTH_STOPS = frozenset({"length", "max_tokens", CONTEXT_WINDOW_STOP})
 
 
+SERVER_LIMIT = (
+    "the server's own limit, not max_tokens: a local server's context window, which the prompt and the answer share "
+    "(llama-server -c sets it), or its own cap on an answer; a larger --max-tokens does not raise it"
+)
+"""What stopped an answer at a length limit before max_tokens (``stopped_short``), as the warning and note say."""
+
+
+def limit_said(limit: int | None, sent: int | None) -> str:
+    """The output limit an answer stopped at, as the run's warning and the report say it: the task's
+    ``max_tokens``, and what was sent when that differs (room to think or reason added, a provider's default)."""
+    if limit is None and sent is None:
+        return "the task sets no max_tokens: the provider's default, e.g. Anthropic's 1,024, or the server's own limit"
+    if limit is None:
+        return f"the task sets no max_tokens: sent {sent:,}, the provider's default with any room to think"
+    if sent is not None and sent != limit:  # the limit bounded thinking or reasoning with the answer
+        return f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
+    return f"max_tokens {limit:,}"
+
+
 def stopped_short(completion_tokens: int | None, max_tokens: int | None) -> bool:
     """Whether an answer that stopped at a length limit wrote fewer tokens than the task's ``max_tokens``: then
     the limit was not max_tokens but the server's own (a local server's context window, which the prompt and
@@ -321,11 +340,13 @@ __all__ = [
     "CONTEXT_WINDOW_ADVICE",
     "CONTEXT_WINDOW_STOP",
     "LENGTH_STOPS",
+    "SERVER_LIMIT",
     "AxisFigures",
     "AxisTally",
     "SessionTally",
     "axis_stats_of",
     "judge_cost_total",
+    "limit_said",
     "linear_percentile",
     "nothing_billed",
     "run_summary_of",

@@ -380,6 +380,11 @@ class RunManifest(BaseModel):
         "run made before gates were recorded.",
     )
     fingerprint: str
+    max_tokens_sent: int | None = Field(
+        default=None,
+        description="The output limit as sent: the task's max_tokens with any room to think or reason added, or "
+        "the provider's default (Anthropic's 1,024); None: none was sent, or a run made before it was recorded.",
+    )
     expected_records: int = Field(ge=0, description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
     judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")

@@ -1212,6 +1212,9 @@ def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: C
         "mock/default: simulated provider error (error_rate=0.5)); eval-harness resume "
         f"{out_dir / 'h'} --retry-errors runs them again\n"
     )
+    one = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "2", "-q",
+              "--model-arg", "error_rate=0.5", "--run-id", "one")  # fmt: skip
+    assert one.err.startswith("note: 1 sample was recorded as an error, which counts as wrong (the first: "), one.err
 
 
 def test_cache_that_cannot_store_anything_is_refused_before_the_run(
@@ -1292,6 +1295,15 @@ def test_the_length_warning_of_a_reasoning_model_names_the_limit_it_was_sent(
         "warning: 3 of 4 answers stopped at the length limit (finish_reason length, max_tokens 8, sent as 25,008 "
         "with room to think or reason); raise --max-tokens if they were cut short"
     )
+    # the report named max_tokens 8 alone: the manifest records the limit sent
+    run = task_root.root / "results" / "o3"
+    assert json.loads((run / "manifest.json").read_text())["max_tokens_sent"] == 25_008
+    notes = json.loads(cli("report", "--run", run, "--format", "json").out)["notes"]
+    assert any(
+        note.startswith("3 of 4 answers stopped at max_tokens 8 (finish_reason length) (sent as 25,008 with room to "
+                        "think or reason): raise --max-tokens")
+        for note in notes
+    ), notes  # fmt: skip
 
 
 def test_an_axis_of_errors_only_shows_no_cost_beside_the_unknown_ones(cli: Cli, task_root: TaskRoot) -> None:

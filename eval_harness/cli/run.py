@@ -222,9 +222,14 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
         )
     elif result.session_errors and result.status == "complete" and result.fatal is None:
         # they count as wrong answers; a plain resume of a complete run keeps them, and nothing else says how
-        errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
+        one = result.session_errors == 1
+        errors = (
+            "1 sample was recorded as an error, which counts"
+            if one
+            else (f"{result.session_errors:,} samples were recorded as errors, which count")
+        )
         print(
-            f"note: {errors} recorded as errors, which count as wrong (the first: {result.first_error}); "
+            f"note: {errors} as wrong (the first: {result.first_error}); "
             f"{_retrying(result.resume_command)} runs them again",
             file=sys.stderr,
         )
@@ -293,35 +298,26 @@ def _retrying(command: str) -> str:
 def _length_warning(result: RunResult) -> str:
     """A score of 0 from a wrong answer and from one cut off before its last line look alike: say how many
     answers of this session stopped at the length limit, and what set it."""
-    limit, sent = result.manifest.task.generation.max_tokens, result.output_cap
+    from eval_harness.tally import SERVER_LIMIT, limit_said
+
+    recorded = result.manifest.max_tokens_sent  # a rescore's: its source's; None in a run made before it was
+    limit, sent = result.manifest.task.generation.max_tokens, recorded if recorded is not None else result.output_cap
     stopped = f"{result.length_stops:,} of {result.answers:,} answers stopped at the length limit"
+    reason = result.length_stop_reason
     if limit is None and sent is None:
-        return (
-            f"warning: {stopped} (finish_reason {result.length_stop_reason}; the task sets no max_tokens: the "
-            "provider's default, e.g. Anthropic's 1,024, or the server's own limit); they may be cut short"
-        )
-    if limit is None:
-        said = f"the task sets no max_tokens: sent {sent:,}, the provider's default with any room to think"
-    elif sent is not None and sent != limit:  # the limit bounded thinking or reasoning with the answer
-        said = f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
-    else:
-        said = f"max_tokens {limit:,}"
+        return f"warning: {stopped} (finish_reason {reason}; {limit_said(limit, sent)}); they may be cut short"
     short = result.short_length_stops
-    server = (
-        "the server's own limit, not max_tokens: a local server's context window, which the prompt and the answer "
-        "share (llama-server -c sets it), or its own cap on an answer; a larger --max-tokens does not raise it"
-    )
     if short and short == result.length_stops:  # none of them reached max_tokens: raising it cannot help
         return (
-            f"warning: {stopped} (finish_reason {result.length_stop_reason}) with fewer completion tokens than "
-            f"max_tokens {limit:,}: {server}; shorten the prompts or give the server more context"
+            f"warning: {stopped} (finish_reason {reason}) with fewer completion tokens than max_tokens {limit:,}: "
+            f"{SERVER_LIMIT}; shorten the prompts or give the server more context"
         )
     if result.manifest.source_run is not None:  # a rescore reads the source's answers: it has no --max-tokens
         advice = f"the answers of {result.manifest.source_run}; a new run with a larger --max-tokens answers anew"
     else:
         advice = "raise --max-tokens if they were cut short"
-    also = f"; {short:,} of them stopped with fewer completion tokens than max_tokens: {server}" if short else ""
-    return f"warning: {stopped} (finish_reason {result.length_stop_reason}, {said}); {advice}{also}"
+    also = f"; {short:,} of them stopped with fewer completion tokens than max_tokens: {SERVER_LIMIT}" if short else ""
+    return f"warning: {stopped} (finish_reason {reason}, {limit_said(limit, sent)}); {advice}{also}"
 
 
 def print_notes(plan: RunPlan) -> None:

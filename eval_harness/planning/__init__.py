@@ -585,6 +585,7 @@ def _new_manifest(
         limit=config.limit,
         limit_per_axis=config.limit_per_axis,
         fingerprint=parts.fingerprint,
+        max_tokens_sent=parts.provider.output_cap(generation),
         **session_settings(config),
         expected_records=_counted_samples(report, parts.few_shot.excluded, parts.included, config.limit)
         * config.epochs,
