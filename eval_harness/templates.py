@@ -10,11 +10,12 @@ for any other template, or when a plain one meets a name it cannot fill (for Jin
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import string
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -44,6 +45,8 @@ class PromptTemplate:
     _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
     includes: tuple[str, ...] = ()
     """The templates it includes, extends or imports (directly or through another), as named from ``_directory``."""
+    file_sha256: str = ""
+    """The sha256 of its own file alone: what runs recorded before included templates were hashed."""
     example_sources: Mapping[str, str] = field(default_factory=dict)
     """Where each few-shot example comes from (example id -> ``file:line``), for an error that one of them causes."""
     # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
@@ -57,6 +60,14 @@ class PromptTemplate:
             self._adopt(self._template)
         if self.system_prompt:
             object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
+
+    def as_recorded(self, recorded: str) -> PromptTemplate:
+        """This template under the digest a run recorded (``recorded``) when that is its own file's alone, as
+        runs made before included templates were hashed recorded it (they resume and rescore as they were);
+        otherwise itself, whose digest then tells whether anything changed."""
+        if self.includes and recorded == self.file_sha256 != self.sha256:
+            return dataclasses.replace(self, sha256=recorded)
+        return self
 
     def render(self, sample: Sample, examples: Sequence[Sample] = ()) -> list[ChatMessage]:
         """The chat messages for ``sample``: system prompt, earlier turns of a chat input, the rendered turn."""
@@ -237,6 +248,7 @@ def load_template(
         _directory=directory,
         _source=source,
         includes=tuple(sorted(included)),
+        file_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
         example_sources=dict(example_sources or {}),
     )
 
@@ -293,6 +305,9 @@ def _read(directory: Path, name: str, *, elsewhere: Path | None = None, included
         raise TemplateError(
             f"{path}:{line}: not UTF-8 text ({exc.reason} at byte offset {exc.start:,}); save it as UTF-8"
         ) from None
+    # read as read_text reads it (universal newlines): the text hashed since the first release, and the one Jinja
+    # renders in any case
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
     if source.startswith("\ufeff"):
         raise TemplateError(
             f"{path}:1: starts with a UTF-8 byte-order mark, which every prompt would begin with; save it without BOM"
@@ -306,7 +321,6 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
     from memory from then on (Jinja would read each file again whenever it changed); a syntax error in any of
     them names its file and line."""
     import jinja2
-    from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     environment = ImmutableSandboxedEnvironment(
@@ -322,14 +336,20 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
         while pending:
             current = pending.pop()
             text, where = sources[current]
-            for referenced in meta.find_referenced_templates(environment.parse(text, current, str(where))):
-                if referenced is None:  # only a literal name can be read, pinned and hashed before the run
+            for names, optional in _references(environment.parse(text, current, str(where))):
+                if names is None:  # only a literal name can be read, pinned and hashed before the run
                     raise TemplateError(
                         f"{where}: includes, extends or imports a template named by an expression; name each one "
                         'literally, e.g. {% include "part.jinja2" %} (a choice between two: {% if x %}{% include '
                         '"a.jinja2" %}{% else %}{% include "b.jinja2" %}{% endif %})'
                     )
-                if referenced not in sources:
+                for referenced in names:
+                    if referenced in sources:
+                        continue
+                    # "ignore missing" and a list of names (the first that exists) may name files that are not there
+                    there = (directory / referenced).exists() or (directory / referenced).is_symlink()
+                    if optional and not there and stays_inside(referenced):
+                        continue
                     sources[referenced] = (_read(directory, referenced, included_by=where), directory / referenced)
                     pending.append(referenced)
         environment.loader = jinja2.FunctionLoader(
@@ -341,6 +361,28 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
     return template, {included: text for included, (text, _) in sources.items() if included != name}
+
+
+def _references(ast: Any) -> Iterator[tuple[list[str] | None, bool]]:
+    """The templates a parsed template includes, extends or imports: each tag's names (None: a name given by an
+    expression), and whether a name may be missing (``ignore missing``, or a list of names, of which Jinja takes the
+    first that exists). What ``jinja2.meta.find_referenced_templates`` finds, with what it leaves out."""
+    from jinja2 import nodes
+
+    for node in ast.find_all((nodes.Extends, nodes.FromImport, nodes.Import, nodes.Include)):
+        template = node.template
+        ignore_missing = isinstance(node, nodes.Include) and node.ignore_missing
+        if isinstance(template, nodes.Const) and isinstance(template.value, str):
+            yield [template.value], ignore_missing
+        elif isinstance(template, nodes.Const) and isinstance(template.value, (list, tuple)):
+            values = list(template.value)
+            yield ([v for v in values] if all(isinstance(v, str) for v in values) else None), True
+        elif isinstance(template, (nodes.Tuple, nodes.List)) and all(
+            isinstance(item, nodes.Const) and isinstance(item.value, str) for item in template.items
+        ):
+            yield [item.value for item in template.items], True  # type: ignore[attr-defined]
+        else:
+            yield None, False
 
 
 def _located(exc: Exception, path: Path) -> str:

@@ -403,4 +403,4 @@ def _shown(path: Path) -> str:
     return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(path)
 
 
-__all__ = ["FewShotCheck", "Preflight", "Problems", "RenderCheck", "preflight", "validate"]
+__all__ = ["FewShotCheck", "Preflight", "Problems", "RenderCheck", "preflight", "task_hint", "validate"]

@@ -356,3 +356,31 @@ def test_a_template_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
     expected = rf"^{path}:2: not UTF-8 text \(invalid continuation byte at byte offset 21\)"
     with pytest.raises(TemplateError, match=expected):
         load_template(tmp_path, "t.jinja2")
+
+
+def test_a_crlf_template_keeps_the_digest_of_its_text_with_newlines(tmp_path: Path) -> None:
+    # review-s30 1: the bytes were hashed as stored, so every run of a CRLF template made before was "changed"
+    (tmp_path / "t.jinja2").write_bytes(b"Question: {{ input }}\r\nAnswer:\r\n")
+    template = load_template(tmp_path, "t.jinja2")
+    assert template.sha256 == hashlib.sha256(b"Question: {{ input }}\nAnswer:\n").hexdigest()
+    assert template.render(SAMPLE)[-1].content == "Question: 2+2?\nAnswer:"
+
+
+def test_include_ignore_missing_and_a_list_of_names_take_the_files_that_exist(tmp_path: Path) -> None:
+    # review-s30 3: every literal name had to exist, so Jinja's optional forms were refused
+    write(tmp_path, "t.jinja2", '{% include "gone.jinja2" ignore missing %}{% include ["no.jinja2", "p.jinja2"] %}')
+    write(tmp_path, "p.jinja2", "P {{ input }}")
+    template = load_template(tmp_path, "t.jinja2")
+    assert template.includes == ("p.jinja2",)
+    assert template.render(SAMPLE)[-1].content == "P 2+2?"
+
+
+def test_a_run_recorded_before_includes_were_hashed_keeps_its_digest(tmp_path: Path) -> None:
+    # review-s30 2: its resume needed --force and its rescore was refused, nothing having changed
+    path = write(tmp_path, "t.jinja2", '{% include "p.jinja2" %}')
+    write(tmp_path, "p.jinja2", "P {{ input }}")
+    template = load_template(tmp_path, "t.jinja2")
+    legacy = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert template.sha256 != legacy and template.as_recorded(legacy).sha256 == legacy
+    assert template.as_recorded(template.sha256) is template
+    assert template.as_recorded("0" * 64) is template  # another digest: a change, told as such

@@ -380,8 +380,19 @@ def _option_defaults(provider: Provider) -> dict[str, Any]:
     return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
 
 
-def _parts(config: RunConfig, task: LoadedTask, report: DatasetReport, settings: Settings, few_shot: FewShot) -> _Parts:
+def _parts(
+    config: RunConfig,
+    task: LoadedTask,
+    report: DatasetReport,
+    settings: Settings,
+    few_shot: FewShot,
+    recorded_template: str | None = None,
+) -> _Parts:
+    """What the run is made of; a resume gives the template's recorded digest, which a run recorded before
+    included templates were hashed keeps (``PromptTemplate.as_recorded``)."""
     template = prompt_template(task, few_shot)
+    if recorded_template is not None:
+        template = template.as_recorded(recorded_template)
     # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
@@ -710,7 +721,7 @@ def plan_resume(
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, reading, None))
     report, compared = _resumed_dataset(task, dataset_path, manifest, reading, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
-    parts = _parts(config, task, report, settings, few_shot)
+    parts = _parts(config, task, report, settings, few_shot, manifest.task.template_sha256)
     parts.included = _first_of_each_axis(
         task, dataset_path, few_shot.excluded, config.limit_per_axis, report.axis_counts or manifest.dataset.axes
     )
