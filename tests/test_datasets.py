@@ -511,9 +511,28 @@ def test_an_options_line_the_pattern_does_not_match_is_a_problem_not_an_option_l
     report = validate_dataset(write_jsonl(tmp_path / "o.jsonl", [good, shifted]), OBQA_SPEC)
     assert (report.valid, report.problem_count) == (1, 1)
     assert str(report.problems[0]).endswith(
-        ":2: options: line 1 of the options, 'A) a marsh', does not match choices_pattern '^[A-Z]\\. (.*)$' (left "
-        "out, the options after it would take other letters)"
+        ":2: options: line 1 of the options, 'A) a marsh', reads as an option but does not match choices_pattern "
+        "'^[A-Z]\\. (.*)$' (left out, the options after it would take other letters)"
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "pattern", "read"),
+    [
+        # review-s30 5: lines a match covers, or that read as no option, were refused
+        ("Options:\nA. x\nB. y", r"^[A-Z]\. (.*)$", ["x", "y"]),  # a header
+        ("A. a long option\n   that wraps\nB. y", r"^[A-Z]\. (.*)$", ["a long option", "y"]),  # a wrapped option
+        ("A) x\nB) y\nC) z", r"(?:\A|\n)[A-Z]\) ([^\n]*)", ["x", "y", "z"]),  # a match that opens at the newline
+        ("A. first\nline two\nB. y", r"^[A-Z]\. ((?:.|\n(?![A-Z]\. ))*)", ["first\nline two", "y"]),  # over lines
+    ],
+)
+def test_options_the_pattern_covers_or_lines_that_are_no_option_are_read(
+    tmp_path: Path, options: str, pattern: str, read: list[str]
+) -> None:
+    spec = OBQA_SPEC.model_copy(update={"choices_pattern": pattern})
+    record = {"question": "Q?", "options": options, "answer": "A. x"}
+    (only,) = iter_samples(write_jsonl(tmp_path / "o.jsonl", [record]), spec)
+    assert only.choices == read
 
 
 def test_options_on_one_line_and_blank_lines_between_them_are_read(tmp_path: Path) -> None:
@@ -534,6 +553,12 @@ def test_a_target_letter_past_the_options_is_a_problem(tmp_path: Path) -> None:
     assert validate_dataset(write_jsonl(tmp_path / "l.jsonl", [listed]), DatasetSpec()).problem_count == 1
     as_text = {"input": "Q?", "choices": ["A", "Z"], "target": "Z"}  # the option's own text, not a letter
     assert validate_dataset(write_jsonl(tmp_path / "t.jsonl", [as_text]), DatasetSpec()).ok
+    for target in ("d", "(D)"):  # review-s30 6: the choice scorer reads both as D
+        decorated = {"input": "Q?", "choices": ["x", "y", "z"], "target": target}
+        report = validate_dataset(write_jsonl(tmp_path / "d.jsonl", [decorated]), DatasetSpec())
+        assert [str(p).split(":", 2)[2] for p in report.problems] == [
+            f" target: {target!r} names no option: the line has 3 (A, B, C)"
+        ]
 
 
 @pytest.mark.skipif(not (SHARED / "datasets").is_dir(), reason="../shared/datasets is only present in this workplace")

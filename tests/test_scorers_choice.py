@@ -239,8 +239,13 @@ GROUPS = Sample(id="g", input="q", target="B", choices=["group", "abelian group"
         (SEASONS, 'The answer is "A".', "A"),  # a quoted letter is a letter
         (GROUPS, 'The answer is "abelian group".', "B"),  # before: no letter, "group" inside it too
         (GROUPS, 'The answer is "group".', "A"),
+        # review-s30 4: an option quoted to be rejected beside another named won
+        (Sample(id="c", input="q", target="A", choices=["Paris", "London"]), 'It is not "Paris" but London.', None),
+        (Sample(id="c", input="q", target="A", choices=["Paris", "London"]), '"Paris" is wrong. London is.', None),
     ],
 )
-async def test_an_option_s_whole_text_in_quotes_is_that_option(sample: Sample, response: str, chosen: str) -> None:
+async def test_an_option_s_whole_text_in_quotes_is_that_option(
+    sample: Sample, response: str, chosen: str | None
+) -> None:
     score = await build_scorer(ScorerSpec(name="choice")).score(response, sample)
     assert score.answer == chosen, score.explanation

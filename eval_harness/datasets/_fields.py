@@ -277,24 +277,33 @@ def _check_choice_letter(target: str | list[str], letters: str, label: str = "ta
             raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
 
 
+_OPTION_LABEL = re.compile(r"[ \t]*[(\[]?(?:[A-Za-z]|\d{1,2})[ \t]*[).:\]]")
+"""How a line opens that reads as an option of its own ("A) a marsh", "(b) ...", "3. ..."): a header ("Options:")
+or a wrapped option's next line does not."""
+
+
 def _options(text: str, pattern: str) -> list[str]:
-    """The options ``pattern`` finds in ``text`` (group 1 of each match). A line of the text that holds text but
-    no option is a problem: left out, the options after it would take the letters before them, and the target's
-    letter would name another option ('A) a marsh' among 'B. ...' lines made 'B. a tundra' option A)."""
+    """The options ``pattern`` finds in ``text`` (group 1 of each match). A line that opens like an option (a
+    label: 'A) a marsh') but which no match covers is a problem: left out, the options after it would take the
+    letters before them, and the target's letter would name another option ('A) a marsh' among 'B. ...' lines
+    made 'B. a tundra' option A). Other lines no match covers (a header, a wrapped option's rest) are left out."""
     compiled = _compiled(pattern, CHOICES_PATTERN_FLAGS)
-    options, found_on = [], set()
+    options: list[str] = []
+    covered: set[int] = set()
     for match in compiled.finditer(text):
         if (option := match.group(1)) is not None:  # a group 1 that took no part is no match
             options.append(option.strip())
-            found_on.add(text.count("\n", 0, match.start()))
+            first, last = text.count("\n", 0, match.start(1)), text.count("\n", 0, max(match.end(1) - 1, 0))
+            covered.update(range(first, last + 1))
     if not options:
         raise _FieldProblem("choices", f"does not match choices_pattern {as_written(pattern)}")
     for number, line in enumerate(text.split("\n")):
-        if line.strip() and number not in found_on:
+        if number not in covered and _OPTION_LABEL.match(line):
             raise _FieldProblem(
                 "choices",
-                f"line {number + 1} of the options, {_shortened(line.strip())!r}, does not match choices_pattern "
-                f"{as_written(pattern)} (left out, the options after it would take other letters)",
+                f"line {number + 1} of the options, {_shortened(line.strip())!r}, reads as an option but does not "
+                f"match choices_pattern {as_written(pattern)} (left out, the options after it would take other "
+                "letters)",
             )
     return options
 
@@ -304,18 +313,14 @@ def _check_letter_has_an_option(target: str | list[str], choices: list[str], lab
     makes every answer to the sample a scoring error, after it was paid for."""
     letters = string.ascii_uppercase[: len(choices)]
     for index, value in enumerate([target] if isinstance(target, str) else target):
-        letter = value.strip()
-        if (
-            len(letter) == 1
-            and letter.isalpha()
-            and letter.isupper()
-            and letter not in letters
-            and letter not in choices
-        ):
+        if value.strip() in choices:  # the option's own text
+            continue
+        letter = value.strip().strip("()[]. ").upper()  # as the choice scorer reads it: 'd' and '(D)' are D
+        if len(letter) == 1 and "A" <= letter <= "Z" and letter not in letters:
             where = label if isinstance(target, str) else f"{label}[{index}]"
             raise _FieldProblem(
                 where,
-                f"{letter!r} names no option: the line has {len(choices)} ({', '.join(letters)})",
+                f"{value.strip()!r} names no option: the line has {len(choices)} ({', '.join(letters)})",
             )
 
 

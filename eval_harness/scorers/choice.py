@@ -186,7 +186,7 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         read, quoted = _quoted_options(output, sample.choices, options) if match_text else (output, set())
         if got is None:
             got, how = choice_letter(read, options), "letter"
-        if got is None and len(quoted) == 1:
+        if got is None and len(quoted) == 1 and not _names_another(read, sample.choices, options, quoted):
             got, how = next(iter(quoted)), "choice text"
         if got is None and match_text and sample.choices:
             lettered = sample.choices[: len(options)]  # a choice past the letters has none to be read as
@@ -220,6 +220,15 @@ def _whole_choice(output: str, choices: list[str] | None, letters: str) -> str |
 
 _QUOTED = re.compile(r'"([^"\n]{2,300})"|“([^”\n]{2,300})”')
 """A span in double quotes, straight or curly (single quotes are left alone: they are apostrophes too)."""
+
+
+def _names_another(read: str, choices: list[str] | None, letters: str, quoted: set[str]) -> bool:
+    """Whether ``read`` (the output, quoted options blanked) names another option's text: 'It is not "Paris" but
+    London.' rejects the quoted one."""
+    return any(
+        letters[i] not in quoted and choice.strip() and _quotes(read, choice)
+        for i, choice in enumerate((choices or [])[: len(letters)])
+    )
 
 
 def _quoted_options(output: str, choices: list[str] | None, letters: str) -> tuple[str, set[str]]:
