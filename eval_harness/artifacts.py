@@ -594,7 +594,7 @@ def _why_not_json(path: Path, line: int) -> str:
     if not raw.strip():
         return "an empty line"
     try:
-        value = orjson.loads(raw)
+        value = orjson.loads(raw.rstrip(b"\r\n"))  # with its newline, the parser counts the column on a line 2
     except orjson.JSONDecodeError as exc:
         return f"not JSON: {exc}"
     return f"a JSON {type(value).__name__}, not an object" if not isinstance(value, dict) else "not a record"

@@ -482,7 +482,10 @@ class Runner:
         path = plan.dataset_path
         if not path.is_dir():
             return lambda _position: file_stamp(path) == plan.dataset_stamp
-        members = {member.name: file_stamp(member) for member in dataset_members(path, plan.task.spec.dataset)}
+        try:
+            members = {member.name: file_stamp(member) for member in dataset_members(path, plan.task.spec.dataset)}
+        except DatasetError:  # its files went or changed kind since the plan: changed, as the first sample says
+            return lambda _position: False
         if dataset_stamp(path, plan.task.spec.dataset) != plan.dataset_stamp:  # changed before this session read
             return lambda _position: False
         return lambda position: (
@@ -492,8 +495,8 @@ class Runner:
     def _dataset_changed(self, position: Position | None = None) -> DatasetError:
         path = self.plan.dataset_path
         kept = "its files" if self.plan.manifest.dataset.files else "the file"
-        if position is None:
-            happened = "after the run read its last sample (every record is of the lines as they were)"
+        if position is None:  # each line was read before its file changed, or the change is of the files' list
+            happened = "during the run, after the run had read what changed (every record is of a line as it was)"
         else:
             at = f"{position.member}:{position.line}" if position.member else f"line {position.line}"
             happened = f"while the run read it: it stopped at {at} (every record is of a line read before the change)"

@@ -37,6 +37,10 @@ CONTEXT_WINDOW_ADVICE = (
 """What to do about answers that filled the context window (the run's warning and the report's note)."""
 
 LENGTH_STOPS = frozenset({"length", "max_tokens", CONTEXT_WINDOW_STOP})
+"""Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
+Anthropic's ``max_tokens``) or at the end of the model's context window (Anthropic's
+``model_context_window_exceeded``): the answer may be cut short of its last line. Matched exactly, as the
+APIs document them (each lower case)."""
 
 
 SERVER_LIMIT = (
@@ -65,12 +69,6 @@ def stopped_short(completion_tokens: int | None, max_tokens: int | None) -> bool
     sent is never less than max_tokens (a reasoning model's limit adds room), so such an answer stopped short
     of it whatever was sent."""
     return max_tokens is not None and completion_tokens is not None and 0 < completion_tokens < max_tokens
-
-
-"""Finish reasons of an answer that stopped at the output-token limit (OpenAI's and llama.cpp's ``length``,
-Anthropic's ``max_tokens``) or at the end of the model's context window (Anthropic's
-``model_context_window_exceeded``): the answer may be cut short of its last line. Matched exactly, as the
-APIs document them (each lower case)."""
 
 
 def nothing_billed(records: int, errors: int, cached: int, cost_total: float | None) -> bool:

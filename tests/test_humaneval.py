@@ -392,3 +392,10 @@ async def test_a_lone_surrogate_in_the_answer_does_not_keep_the_program_from_run
     assert score.value == 1.0
     inside_a_string = await scorer().score("    assert '\ud800' != ''\n    return x / 2\n", sample())
     assert inside_a_string.value == 1.0
+
+
+async def test_an_indented_definition_in_an_unlabelled_fence_is_dedented_and_passes(allowed: None) -> None:
+    # review-s30 8: only python blocks were dedented for a definition; "the first fenced block" kept the indentation
+    output = "```\n    def halve(x: float) -> float:\n        return x / 2\n```\n"
+    score = await scorer().score(output, sample())
+    assert score.value == 1.0, score.explanation

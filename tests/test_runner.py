@@ -619,3 +619,18 @@ def test_a_model_argument_forced_alone_is_recorded_with_the_fingerprint_it_gives
     after = read_manifest(run_dir)
     assert (after.model, after.fingerprint) == (fresh.manifest.model, fresh.manifest.fingerprint)
     assert plan_resume(run_dir).forced == []
+
+
+def test_a_dataset_directory_changed_between_plan_and_run_fails_the_run(tmp_path: Path) -> None:
+    # review-s30 7: listing the directory's files for the watch raised out of Runner.run, leaving it "running"
+    from eval_harness.config import RunConfig
+
+    folder = tmp_path / "parts"
+    for axis in "pq":
+        write_jsonl(folder / f"{axis}.jsonl", [{"id": f"{axis}{i}", "input": f"[[answer: {i}]]", "target": str(i)}
+                                              for i in range(5)])  # fmt: skip
+    plan = plan_run(RunConfig(task="capability_profile", dataset=folder, output_dir=tmp_path / "out", run_id="r"))
+    shutil.copy(folder / "p.jsonl", folder / "p.jsonl.gz")  # two files of one name: the listing refuses them
+    result = asyncio.run(Runner(plan).run())
+    assert result.status == "failed" and result.fatal is not None and str(folder) in result.fatal
+    assert read_manifest(tmp_path / "out" / "r").status == "failed"

@@ -133,6 +133,9 @@ class OpenAIWire(HTTPProvider):
         """Whether ``stream=true`` was given (the Responses API's answers come whole all the same)."""
         return False
 
+    streamed_endpoints = "Chat Completions"
+    """The endpoints whose answers ``stream=true`` streams, as the note about the Responses API names them."""
+
     def reasons(self) -> bool:
         """Whether the model is a reasoning model, which takes no stop sequences."""
         return False
@@ -159,8 +162,8 @@ class OpenAIWire(HTTPProvider):
         notes = []
         if self.stream_asked and self.endpoint == "responses":  # asked for, so not dropped without a word
             notes.append(
-                f"note: {self.model_id}: stream=true streams Chat Completions and completions only; the Responses "
-                "API's answers come whole"
+                f"note: {self.model_id}: stream=true streams {self.streamed_endpoints} only; the Responses API's "
+                "answers come whole"
             )
         if not self.reasons():
             return notes

@@ -168,6 +168,8 @@ class OpenAICompatibleProvider(OpenAIWire):
     def stream_asked(self) -> bool:
         return self.compatible_options.stream
 
+    streamed_endpoints = "Chat Completions and completions"
+
     def auth_headers(self) -> dict[str, str]:
         options = self.compatible_options
         if not self._key or options.api_key_query is not None:

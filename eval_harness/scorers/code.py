@@ -119,14 +119,25 @@ def extract_code(output: str, entry_point: str | None = None) -> tuple[str, str]
     blocks = [(match.group(3).lower(), _outdented(match.group(4), match.group(1))) for match in _FENCE.finditer(output)]
     python = [code for language, code in blocks if language in _PYTHON_LANGUAGES]
     if entry_point is not None:
-        defining = [textwrap.dedent(code) for code in python if defines(textwrap.dedent(code), entry_point)]
+        defining = [
+            code for code in (_definition_dedented(c, entry_point) for c in python) if defines(code, entry_point)
+        ]
         if defining:
             return defining[-1], "the last python block defining the function"
     if python:
         return python[-1], "the last python block"
     if blocks:
-        return blocks[0][1], "the first fenced block"
+        return _definition_dedented(blocks[0][1], entry_point), "the first fenced block"
     return output, "the whole output"
+
+
+def _definition_dedented(code: str, entry_point: str | None) -> str:
+    """``code`` without the indentation its lines share when that makes it define ``entry_point`` at top level (a
+    whole function indented inside its fence); a body keeps its indentation, as it follows the prompt."""
+    if entry_point is None or defines(code, entry_point):
+        return code
+    dedented = textwrap.dedent(code)
+    return dedented if defines(dedented, entry_point) else code
 
 
 def _outdented(code: str, indent: str) -> str:
