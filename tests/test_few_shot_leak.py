@@ -420,3 +420,19 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
     result = _run_task(cli, "ten", "h")
     assert result.code == 0, result.err
     assert result.err == "few-shot: the hold-out holds 3 examples, fewer than k = 30: each prompt shows 3\n"
+
+
+def test_a_resumed_run_whose_hold_out_holds_nothing_keeps_running_as_it_started(root: TaskRoot) -> None:
+    # review-s30: the refusal of a hold-out holding nothing is for new runs; one started before it resumes
+    from eval_harness.errors import ConfigError
+    from eval_harness.planning import choose_few_shot
+    from eval_harness.tasks import find_task
+
+    _twins_task(root)
+    spec = root.root / "tasks" / "dup.toml"
+    spec.write_text(spec.read_text().replace("holdout_fraction = 0.5", "holdout_fraction = 0.01"))
+    task, dataset = find_task(str(spec)), root.root / "data" / "dup.jsonl"
+    with pytest.raises(ConfigError, match="holds out none"):
+        choose_few_shot(task, dataset, None)
+    kept = choose_few_shot(task, dataset, None, resumed=True)
+    assert (kept.examples, kept.excluded) == ([], frozenset())

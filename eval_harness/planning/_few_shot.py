@@ -313,11 +313,12 @@ def load_pool(task: LoadedTask, path: Path) -> Pool:
 
 
 def choose_few_shot(
-    task: LoadedTask, dataset_path: Path, pool: Pool | None, *, leave_out_equal: bool = True
+    task: LoadedTask, dataset_path: Path, pool: Pool | None, *, leave_out_equal: bool = True, resumed: bool = False
 ) -> FewShot:
     """Few-shot examples: from the pool (once the dataset's pass compared it with the samples), or held out of
     the dataset (``leave_out_equal=False``: drawn from every held-out sample, as runs started before held-out
-    samples equal to evaluated ones were left out drew them)."""
+    samples equal to evaluated ones were left out drew them). A hold-out that holds out no sample is refused for a
+    new run, not for a ``resumed`` one started before it was."""
     spec = task.spec.few_shot
     if spec is None or spec.k == 0:
         return FewShot()
@@ -339,7 +340,8 @@ def choose_few_shot(
         twins = {example.id: overlap.found[example.id] for example in examples if example.id in overlap.found}
         return FewShot(examples, excluded, sources, _kept_twins_note(twins))
     kept = [example for example in held_out if example.id not in overlap.found]
-    if not held_out:  # every prompt would be zero-shot, the manifest saying k
+    if not held_out and not resumed:  # every prompt would be zero-shot, the manifest saying k (a run started so
+        # before this was refused resumes as it started)
         raise ConfigError(
             f"{task.path}: few-shot: holdout_fraction {spec.holdout_fraction:g} of the dataset's {len(everything):,} "
             f"samples holds out none, so no prompt would show an example; raise it, or take the examples from a file"
@@ -455,15 +457,15 @@ def _resumed_few_shot(
     if pool is None or compared:
         spec = task.spec.few_shot
         if pool is not None or spec is None or spec.holdout_fraction is None:
-            return choose_few_shot(task, dataset_path, pool)
+            return choose_few_shot(task, dataset_path, pool, resumed=True)
         try:
-            chosen: FewShot | None = choose_few_shot(task, dataset_path, None)
+            chosen: FewShot | None = choose_few_shot(task, dataset_path, None, resumed=True)
         except ConfigError as refusal:  # every held-out sample is a twin: the run's own draw may still be kept
             chosen, refused = None, refusal
         if chosen is None or chosen.note is not None:
             # a run started before held-out samples equal to evaluated ones were left out may have drawn one:
             # it resumes with the examples it started with, not refused as changed
-            drawn = choose_few_shot(task, dataset_path, None, leave_out_equal=False)
+            drawn = choose_few_shot(task, dataset_path, None, leave_out_equal=False, resumed=True)
             recorded = manifest.task.prompt_inputs_sha256
             chosen_is_recorded = chosen is not None and _prompt_inputs_sha256(task, chosen.examples) == recorded
             if not chosen_is_recorded and _prompt_inputs_sha256(task, drawn.examples) == recorded:
@@ -475,7 +477,7 @@ def _resumed_few_shot(
     if _prompt_inputs_sha256(task, unfiltered.examples) == manifest.task.prompt_inputs_sha256:
         return unfiltered
     validate_dataset(dataset_path, task.spec.dataset, task=task.spec.name, overlap=pool.overlap)
-    return choose_few_shot(task, dataset_path, pool)
+    return choose_few_shot(task, dataset_path, pool, resumed=True)
 
 
 def prompt_template(task: LoadedTask, few_shot: FewShot) -> PromptTemplate:
