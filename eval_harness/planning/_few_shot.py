@@ -346,7 +346,7 @@ def choose_few_shot(
             f"{task.path}: few-shot: holdout_fraction {spec.holdout_fraction:g} of the dataset's {len(everything):,} "
             f"samples holds out none, so no prompt would show an example; raise it, or take the examples from a file"
         )
-    if not kept:
+    if held_out and not kept:
         raise ConfigError(
             f"{task.path}: few-shot: every one of the {len(held_out)} samples held out is equal to a sample under "
             "evaluation (same input and target); take the examples from a file of their own"
