@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
+from eval_harness.textfiles import NotUtf8Error, utf8_text
 from eval_harness.toml_lines import KeyPath, key_lines, line_in, line_of, nesting_line
 from eval_harness.types import TaskSpec, error_places, problem_message
 
@@ -165,13 +166,11 @@ def _spec_text(path: Path) -> str:
             f"{path}:1: starts with a UTF-8 byte-order mark, which TOML does not allow; save it without BOM"
         )
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
+        return utf8_text(raw)
+    except NotUtf8Error as exc:
         raise ConfigError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+            f"{path}:{exc.line}: not UTF-8 text (byte 0x{exc.byte:02x}); save the file as UTF-8"
         ) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 _TOO_DEEP = f"arrays and tables nested more than {MAX_NESTING} levels deep"

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from eval_harness.errors import TemplateError
+from eval_harness.textfiles import NotUtf8Error, utf8_text
 from eval_harness.types import ChatMessage, Sample, stays_inside
 
 if TYPE_CHECKING:
@@ -298,16 +299,12 @@ def _read(directory: Path, name: str, *, elsewhere: Path | None = None, included
         data = path.read_bytes()
     except OSError as exc:
         raise TemplateError(f"{path}: cannot read the template: {exc}") from None
-    try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+    try:  # read as read_text reads it: the text hashed since the first release, and the one Jinja renders
+        source = utf8_text(data)
+    except NotUtf8Error as exc:
         raise TemplateError(
-            f"{path}:{line}: not UTF-8 text ({exc.reason} at byte offset {exc.start:,}); save it as UTF-8"
+            f"{path}:{exc.line}: not UTF-8 text ({exc.reason} at byte offset {exc.offset:,}); save it as UTF-8"
         ) from None
-    # read as read_text reads it (universal newlines): the text hashed since the first release, and the one Jinja
-    # renders in any case
-    source = source.replace("\r\n", "\n").replace("\r", "\n")
     if source.startswith("\ufeff"):
         raise TemplateError(
             f"{path}:1: starts with a UTF-8 byte-order mark, which every prompt would begin with; save it without BOM"

@@ -30,17 +30,25 @@ def cut_but_the_first(reason: str) -> Callable[[RecordedRequest], Reply | None]:
     return rule
 
 
-def served_run(cli: Cli, task_root: TaskRoot, model: str, reason: str, *args: str) -> Path:
+def run_served(
+    cli: Cli, task_root: TaskRoot, model: str, rule: Callable[[RecordedRequest], Reply | None], *args: str
+) -> CliResult:
     """The adder task's first 4 samples (axes alpha, beta, alpha, beta) against a fake server of ``model``'s
-    wire, all but the first answer stopping with ``reason``."""
+    wire answering by ``rule``, as run id r."""
     with FakeLLMServer() as server:
-        server.rule = cut_but_the_first(reason)
+        server.rule = rule
         result = cli(
             "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", model, "--model-arg",
             f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
-            "--limit", "4", "-q", *args,
+            "--limit", "4", *args,
         )  # fmt: skip
     assert result.code == 0, result.err
+    return result
+
+
+def served_run(cli: Cli, task_root: TaskRoot, model: str, reason: str, *args: str) -> Path:
+    """``run_served``, quiet, all but the first answer stopping with ``reason``."""
+    run_served(cli, task_root, model, cut_but_the_first(reason), "-q", *args)
     return task_root.root / "results" / "r"
 
 
@@ -191,14 +199,7 @@ def test_answers_stopped_by_the_servers_context_before_max_tokens_are_told_apart
             return answer("Let me add", finish_reason="length")  # reached max_tokens: counted as the limit sent
         return answer("Let me add these", finish_reason="length", completion_tokens=264)
 
-    with FakeLLMServer() as server:
-        server.rule = rule
-        ran = cli(
-            "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
-            "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
-            "--limit", "4", "--max-tokens", "600",
-        )  # fmt: skip
-    assert ran.code == 0, ran.err
+    ran = run_served(cli, task_root, "openai-compatible/local", rule, "--max-tokens", "600")
     warning = " ".join(line for line in ran.err.splitlines() if line.startswith("warning:") or "of them" in line)
     assert "4 of 4 answers stopped at the length limit (finish_reason length, max_tokens 600)" in " ".join(
         ran.err.split()
@@ -223,14 +224,10 @@ def test_answers_stopped_by_the_servers_context_before_max_tokens_are_told_apart
 def test_a_session_whose_every_length_stop_fell_short_of_max_tokens_is_not_told_to_raise_it(
     cli: Cli, task_root: TaskRoot
 ) -> None:
-    with FakeLLMServer() as server:
-        server.rule = lambda request: answer("Let me add these", finish_reason="length", completion_tokens=264)
-        ran = cli(
-            "run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
-            "--model-arg", f"base_url={server.base_url}", "--output-dir", task_root.root / "results", "--run-id", "r",
-            "--limit", "4", "--max-tokens", "600", "-q",
-        )  # fmt: skip
-    assert ran.code == 0, ran.err
+    def rule(_request: RecordedRequest) -> Reply:
+        return answer("Let me add these", finish_reason="length", completion_tokens=264)
+
+    ran = run_served(cli, task_root, "openai-compatible/local", rule, "--max-tokens", "600", "-q")
     said = " ".join(ran.err.split())
     assert said.startswith(
         "warning: 4 of 4 answers stopped at the length limit (finish_reason length) with fewer completion tokens "

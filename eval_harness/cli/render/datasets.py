@@ -11,7 +11,7 @@ from eval_harness.datasets import DatasetReport
 from eval_harness.tasks import LoadedTask
 
 if TYPE_CHECKING:
-    from eval_harness.validate import FewShotCheck, Preflight
+    from eval_harness.validate import FewShotCheck, Preflight, Problems
 
 
 def print_dataset_report(report: DatasetReport) -> None:
@@ -64,24 +64,24 @@ def print_preflight(checked: Preflight) -> None:
         soft_wrap=True,
     )
     _print_findings((), render.problems.lines())
-    if render.check_fields:
-        fields = ", ".join(dict.fromkeys(f"metadata.{name}" for name, _ in render.check_fields))
-        stdout.print(
-            f"instruction checks ({fields}): {counted(render.samples, 'sample')}, "
-            f"{counted(render.check_problems.count, 'problem')}",
-            markup=False,
-            soft_wrap=True,
-        )
-        _print_findings((), render.check_problems.lines())
-    if render.code_fields:
-        fields = ", ".join(dict.fromkeys(f"metadata.{name}" for pair in render.code_fields for name in pair))
-        stdout.print(
-            f"code tests ({fields}): {counted(render.samples, 'sample')}, "
-            f"{counted(render.code_problems.count, 'problem')}",
-            markup=False,
-            soft_wrap=True,
-        )
-        _print_findings((), render.code_problems.lines())
+    instruction_fields = [name for name, _ in render.check_fields]
+    _print_sample_checks("instruction checks", instruction_fields, render.samples, render.check_problems)
+    code_fields = [name for pair in render.code_fields for name in pair]
+    _print_sample_checks("code tests", code_fields, render.samples, render.code_problems)
+
+
+def _print_sample_checks(what: str, fields: list[str], samples: int, problems: Problems) -> None:
+    """A line counting what a scorer of the task checks in each sample's ``fields`` (none: nothing to say), then
+    the problems found."""
+    if not fields:
+        return
+    shown = ", ".join(dict.fromkeys(f"metadata.{name}" for name in fields))
+    stdout.print(
+        f"{what} ({shown}): {counted(samples, 'sample')}, {counted(problems.count, 'problem')}",
+        markup=False,
+        soft_wrap=True,
+    )
+    _print_findings((), problems.lines())
 
 
 def _print_few_shot(check: FewShotCheck) -> None:

@@ -1,0 +1,25 @@
+"""Text files a user writes by hand (task specs, templates): UTF-8, read with universal newlines, a byte that is
+not UTF-8 named by its line."""
+
+from __future__ import annotations
+
+
+class NotUtf8Error(ValueError):
+    """Bytes that are not UTF-8: the 1-based line and byte offset of the first, the byte and the decoder's reason."""
+
+    def __init__(self, line: int, offset: int, byte: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason} at byte offset {offset}")
+        self.line, self.offset, self.byte, self.reason = line, offset, byte, reason
+
+
+def utf8_text(raw: bytes) -> str:
+    """``raw`` decoded as UTF-8, every line break (``\\r\\n``, ``\\r``) as ``\\n``, as ``Path.read_text`` reads
+    it; raises ``NotUtf8Error`` naming the line of the first byte that is not UTF-8."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error(raw.count(b"\n", 0, exc.start) + 1, exc.start, raw[exc.start], exc.reason) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+__all__ = ["NotUtf8Error", "utf8_text"]
