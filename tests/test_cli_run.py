@@ -1217,6 +1217,31 @@ def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: C
     assert one.err.startswith("note: 1 sample was recorded as an error, which counts as wrong (the first: "), one.err
 
 
+def test_a_session_whose_errors_are_all_scoring_errors_points_at_them_rather_than_a_retry(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # review-s30: "--retry-errors runs them again" of scoring errors, which a retry rescores alike
+    task_root.data("lettered.jsonl", [
+        {"id": "a", "input": "Pick A", "target": "A"},
+        {"id": "n", "input": "Pick 12", "target": "12"},  # no letter: its score fails
+        {"id": "m", "input": "Pick 13", "target": "13"},
+    ])  # fmt: skip
+    spec = task_root.task(
+        "lettered",
+        'name = "lettered"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/lettered.jsonl"\n'
+        '[[scorers]]\nname = "choice"\n',
+    )
+    out_dir = task_root.root / "results"
+    result = cli("run", "--task", spec, "--output-dir", out_dir, "--run-id", "s", "-q")
+    assert result.code == 0, result.err
+    note = " ".join(result.err.split())
+    assert note.startswith("note: 2 samples were recorded as errors, which count as wrong (the first: "), note
+    assert note.endswith(
+        f"see them with eval-harness inspect --run {out_dir / 's'} --errors (eval-harness resume {out_dir / 's'} "
+        "--retry-errors scores them again, which helps only where the failure passes, a judge's call)"
+    ), note
+
+
 def test_cache_that_cannot_store_anything_is_refused_before_the_run(
     cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
 ) -> None:

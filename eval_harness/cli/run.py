@@ -228,11 +228,15 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             if one
             else (f"{result.session_errors:,} samples were recorded as errors, which count")
         )
-        print(
-            f"note: {errors} as wrong (the first: {result.first_error}); "
-            f"{_retrying(result.resume_command)} runs them again",
-            file=sys.stderr,
-        )
+        if result.answers == result.new_records:  # every call answered: scoring failed, which a retry repeats
+            again = (
+                f"see {'it' if one else 'them'} with eval-harness inspect --run {result.run_dir} --errors "
+                f"({_retrying(result.resume_command)} scores {'it' if one else 'them'} again, which helps only "
+                "where the failure passes, a judge's call)"
+            )
+        else:
+            again = f"{_retrying(result.resume_command)} runs {'it' if one else 'them'} again"
+        print(f"note: {errors} as wrong (the first: {result.first_error}); {again}", file=sys.stderr)
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
