@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
+
+import pytest
 
 import eval_harness.scorers as scorers
-from eval_harness.scorers import SCORERS
+from eval_harness.scorers import SCORERS, choice_letter, exact_match, rouge, token_f1
 
 PUBLIC = {
     "SCORERS",
@@ -47,3 +50,20 @@ def test_every_scorer_family_is_registered_through_entry_points() -> None:
         "exact_match", "choice", "token_f1", "squad_em", "rouge", "faithfulness", "instructions", "composite",
         "embedding_similarity", "rubric_judge", "pairwise_judge",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: exact_match(None, "a"), "exact_match: prediction must be a string, got NoneType"),  # type: ignore[arg-type]
+        (lambda: exact_match(42, "42", "numeric"), "exact_match: prediction must be a string, got int"),  # type: ignore[arg-type]
+        (lambda: token_f1("a", None), "token_f1: reference must be a string, got NoneType"),  # type: ignore[arg-type]
+        (lambda: rouge(None, "x"), "rouge: prediction must be a string, got NoneType"),  # type: ignore[arg-type]
+        (lambda: choice_letter(None), "choice_letter: response must be a string, got NoneType"),  # type: ignore[arg-type]
+    ],
+)
+def test_the_public_scorer_functions_name_an_argument_that_is_not_text(call: Any, message: str) -> None:
+    # api-s30 8: they failed deep inside ("'NoneType' object has no attribute 'strip'")
+    with pytest.raises(TypeError) as raised:
+        call()
+    assert str(raised.value) == message

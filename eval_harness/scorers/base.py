@@ -152,6 +152,14 @@ def checking() -> bool:
     return _CHECKING.get() is not None
 
 
+def require_text(function: str, **values: object) -> None:
+    """Raise ``TypeError`` naming ``function`` and the argument when one of ``values`` is not a string: the public
+    scorer functions take text, and None or a number failed deep inside them ('NoneType' has no attribute)."""
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise TypeError(f"{function}: {name} must be a string, got {type(value).__name__}")
+
+
 def unavailable_here(message: str) -> None:
     """A scorer factory's refusal of what this machine lacks to run it: ``NotAvailableHereError``, or, under
     ``checking_only``, ``message`` noted for the check, the scorer built on."""
@@ -787,6 +795,7 @@ __all__ = [
     "keep_when_cut_short",
     "parse_conditions",
     "register_scorer",
+    "require_text",
     "shortened",
     "unavailable_here",
 ]

@@ -22,7 +22,7 @@ import string
 from dataclasses import dataclass
 from functools import lru_cache
 
-from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
+from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer, require_text
 from eval_harness.types import Sample, Score
 
 _DECORATION = re.compile(r"[*_`]")
@@ -91,6 +91,7 @@ def choice_letter(response: str, letters: str = "ABCD") -> str | None:
     verb after a marker ("Answer: I think it is B"); "A or B", "the answer is A or B" and lines opening with
     different labels are ambiguous. A letter may be quoted in the whole response and after a marker ('B', "B").
     """
+    require_text("choice_letter", response=response, letters=letters)
     letters = letters.upper()
     text = _DECORATION.sub("", response).strip()
     if not text or not letters:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from eval_harness.scorers.answers import read_answer
-from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
+from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer, require_text
 from eval_harness.types import Sample, Score
 
 MODES = ("strict", "lenient", "numeric")
@@ -313,6 +313,7 @@ def exact_match(prediction: str, reference: str, mode: str = "strict") -> float:
     The strings are compared as given: it is the registered ``exact_match`` scorer that reads an output's
     ``<answer>`` tag first (``scorers.answers.read_answer``).
     """
+    require_text("exact_match", prediction=prediction, reference=reference)
     if mode == "strict":
         return float(prediction.strip() == reference.strip())
     if mode == "lenient":

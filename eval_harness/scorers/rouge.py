@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eval_harness.scorers.answers import read_answer
-from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer
+from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer, require_text
 from eval_harness.scorers.scripts import mostly_non_latin, word_tokens
 from eval_harness.types import Sample, Score
 
@@ -135,6 +135,7 @@ def rouge(prediction: str, reference: str, use_stemmer: bool = False) -> dict[st
     rouge-score's ``RougeScorer(..., use_stemmer).score(reference, prediction)`` gives. The strings are
     compared as given: it is the registered ``rouge`` scorer that reads an output's ``<answer>`` tag first.
     """
+    require_text("rouge", prediction=prediction, reference=reference)
     return rouge_tokens(tokenize(prediction, use_stemmer), tokenize(reference, use_stemmer))
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from eval_harness.scorers.answers import read_answer
-from eval_harness.scorers.base import FunctionScorer, Scorer, best_reference, register_scorer
+from eval_harness.scorers.base import FunctionScorer, Scorer, best_reference, register_scorer, require_text
 from eval_harness.scorers.scripts import mostly_ideographs, split_ideographs
 from eval_harness.types import Sample, Score
 
@@ -50,6 +50,7 @@ TOKENIZERS: dict[str, Callable[[str], str]] = {"squad": normalize_answer, "unico
 
 def token_f1(prediction: str, reference: str) -> float:
     """Harmonic mean of token precision and recall after SQuAD normalisation (bag of tokens)."""
+    require_text("token_f1", prediction=prediction, reference=reference)
     return normalized_f1(prediction, reference, normalize_answer)
 
 
