@@ -644,6 +644,12 @@ def test_an_output_that_cannot_encode_the_tables_characters_still_gets_the_repor
                            capture_output=True, env=env)  # fmt: skip
     assert table.returncode == 0 and b"Traceback" not in table.stderr
     assert b"overall" in table.stdout
+    # terminal-s30 1: a negative difference lost its sign ("?31.7"): "−" has an ASCII stand-in, as "→" has
+    compared = subprocess.run([sys.executable, "-m", "eval_harness", "compare", "--run-a", str(runs[1]), "--run-b",
+                               str(runs[0])], capture_output=True, env=env)  # fmt: skip
+    shown = compared.stdout.decode(encoding)
+    assert compared.returncode == 0 and "−" not in shown
+    assert "[-25.1, +25.1]" in shown and "B - A" in shown and "mock/b -> mock/a" in shown and "?" not in shown
 
 
 def test_ascii_json_escapes_every_non_ascii_character_as_json_reads_it() -> None:

@@ -159,14 +159,33 @@ def _refuse_missing_value(command: Any, command_path: str, name: str) -> NoRetur
     )
 
 
+# What a character the output's encoding lacks is written as: the sign of a negative difference ("−31.7") and the
+# arrows of "differs:" keep their meaning in ASCII; anything else becomes "?".
+_ASCII_FALLBACKS = {
+    "−": "-", "–": "-", "—": "-", "→": "->", "←": "<-", "±": "+/-", "·": "|", "…": "...", "≤": "<=", "≥": ">=",
+    "≈": "~", "×": "x", "█": "#", "▏": "|", "▎": "|", "▍": "|", "▌": "|", "▋": "|", "▊": "|", "▉": "#",
+    "Δ": "d", "“": '"', "”": '"', "‘": "'", "’": "'", "✓": "v", "✗": "x",
+}  # fmt: skip
+_ERRORS = "eval_harness_ascii"
+
+
+def _ascii_fallback(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(_ASCII_FALLBACKS.get(char, "?") for char in text), error.end
+
+
 def _tolerate_narrow_encodings() -> None:
     """A standard output that cannot encode "·", "–" or "±" (cp1252 on a Windows runner, PYTHONIOENCODING=ascii)
-    writes "?" in their place instead of ending a finished run with a traceback and exit 1, the code of a failed
-    gate; JSON goes out as escaped ASCII instead (``render.emit_text``), and stderr already escapes."""
+    writes an ASCII stand-in ("-" for "−", "->" for "→") or "?" in their place instead of ending a finished run with
+    a traceback and exit 1, the code of a failed gate; JSON goes out as escaped ASCII instead
+    (``render.emit_text``), and stderr already escapes."""
     stdout = sys.stdout  # a text stream, or the process's guard around one (``stream_guard``), which passes it on
     encoding = getattr(stdout, "encoding", None)
     if hasattr(stdout, "reconfigure") and encoding and codecs.lookup(encoding).name != "utf-8":
-        stdout.reconfigure(errors="replace")
+        codecs.register_error(_ERRORS, _ascii_fallback)
+        stdout.reconfigure(errors=_ERRORS)
 
 
 def _redacted(text: str) -> str:
