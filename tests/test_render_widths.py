@@ -313,3 +313,18 @@ def test_a_difference_that_rounds_to_zero_has_no_sign_but_an_interval_bound_keep
     excludes 0, [−6.2, 0.0] would read as touching it."""
     assert [signed_points(v) for v in (-0.00012, 0.00012, 0.0, -0.0012, 0.26)] == ["0.0", "0.0", "0.0", "−0.1", "+26.0"]
     assert interval((-0.062, -0.0001), signed=True) == "[−6.2, −0.0]"
+
+
+def test_what_is_copied_from_the_output_stays_on_one_line_however_narrow(tmp_path: Path) -> None:
+    # terminal-s30 4: the run directory after "→", a dataset's sha256 and the cache's directory broke across lines
+    out = tmp_path / "results-in-a-directory-with-a-long-name-to-copy"
+    ran = run_subprocess("run", "--task", "capability_profile", "--model", "mock/m", "--limit", "3", "--output-dir",
+                         out, "--run-id", "r", columns=40)  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert ran.out.splitlines()[-1].endswith(f"→ {out / 'r'}")
+    dataset = write_jsonl(tmp_path / "d.jsonl", [{"input": "q", "target": "a"}])
+    checked = run_subprocess("validate-dataset", "--path", dataset, columns=40)
+    assert re.search(r"^sha256: [0-9a-f]{64}$", checked.out, re.MULTILINE), checked.out
+    cache = tmp_path / "a-cache-directory-with-a-long-name-to-copy"
+    info = run_subprocess("cache", "info", "--cache-dir", cache, columns=40)
+    assert info.out.splitlines()[0].startswith(f"{cache}: ")

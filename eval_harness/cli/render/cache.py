@@ -21,15 +21,15 @@ def _size(size: int) -> str:
 
 def print_cache_info(info: CacheInfo) -> None:
     if not info.directory.exists():
-        stdout.print(f"{info.directory}: no cache yet (the directory does not exist)", markup=False)
+        stdout.print(f"{info.directory}: no cache yet (the directory does not exist)", markup=False, soft_wrap=True)
         return
     leftovers = f", {counted(info.temp_files, 'unfinished write')}" if info.temp_files else ""
     answers = counted(info.entries, "cached answer")
-    stdout.print(f"{info.directory}: {answers}, {_size(info.bytes)}{leftovers}", markup=False)
+    stdout.print(f"{info.directory}: {answers}, {_size(info.bytes)}{leftovers}", markup=False, soft_wrap=True)
 
 
 def print_cache_cleared(directory: Path, removed: int) -> None:
-    stdout.print(f"{directory}: removed {counted(removed, 'cached answer')}", markup=False)
+    stdout.print(f"{directory}: removed {counted(removed, 'cached answer')}", markup=False, soft_wrap=True)
 
 
 __all__ = [

@@ -29,7 +29,7 @@ def print_dataset_report(report: DatasetReport) -> None:
     # one line each however long, for a script reading them (rich wraps at the terminal's width, 160 in a pipe),
     # and an axis named like markup ("[b]") as written
     stdout.print(f"axes: {axes}", markup=False, soft_wrap=True)
-    stdout.print(f"sha256: {report.sha256}")
+    stdout.print(f"sha256: {report.sha256}", soft_wrap=True)  # copied whole
     if report.blank_lines and not report.members:  # a directory's numbers would mix its files
         shown = ", ".join(map(str, report.blank_lines[:10]))
         more = f" (+{len(report.blank_lines) - 10} more)" if len(report.blank_lines) > 10 else ""

@@ -23,7 +23,9 @@ def print_result(result: RunResult) -> None:
         print_profile(result.summary)
     stdout.print(
         f"run {result.manifest.run_id}: {result.status}, {result.new_records:,} new records, "
-        f"{result.skipped:,} already done → {result.run_dir}"
+        f"{result.skipped:,} already done → {result.run_dir}",
+        markup=False,
+        soft_wrap=True,  # one line however narrow the terminal: the directory is copied from it
     )
 
 
