@@ -63,9 +63,11 @@ class PromptTemplate:
             object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
 
     def as_recorded(self, recorded: str) -> PromptTemplate:
-        """This template under the digest a run recorded (``recorded``) when that is its own file's alone, as
-        runs made before included templates were hashed recorded it (they resume and rescore as they were);
-        otherwise itself, whose digest then tells whether anything changed."""
+        """This template under the digest a run made before included templates were hashed recorded
+        (``recorded``), when that is its own file's alone (such a run resumes and rescores as it was); otherwise
+        itself, whose digest then tells whether anything changed. Only for such a run (its manifest has no
+        ``template_includes``): a later run whose optional include was absent recorded the main file's digest
+        too, and an include that appeared since is a change."""
         if self.includes and recorded == self.file_sha256 != self.sha256:
             return dataclasses.replace(self, sha256=recorded)
         return self

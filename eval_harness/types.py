@@ -245,6 +245,11 @@ class TaskInfo(BaseModel):
     source: str | None = Field(default=None, description="Path of the task spec file used.")
     template: str
     template_sha256: str
+    template_includes: list[str] | None = Field(
+        default=None,
+        description="The templates the template includes, extends or imports, whose text template_sha256 covers "
+        "too; None: a run recorded before they were hashed (its template_sha256 is its main file's alone).",
+    )
     system_prompt: str | None = None
     scorers: list[ScorerSpec]
     pass_threshold: float

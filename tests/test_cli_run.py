@@ -366,6 +366,18 @@ def test_a_resume_after_an_included_template_changed_is_refused(cli: Cli, task_r
     assert "changed since the run started: template plain.jinja2, or one it includes (sha256 " in refused.err
 
 
+def test_an_optional_include_that_appears_before_a_resume_is_a_change(cli: Cli, task_root: TaskRoot) -> None:
+    # review2-s30 1: absent at the start, the run's digest was its main file's, which the rule for runs recorded
+    # before includes were hashed then kept: half the prompts without the include, half with it, no word
+    out_dir = task_root.root / "results"
+    task_root.template("plain.jinja2", '{% include "extra.jinja2" ignore missing %}{{ input }}\n')
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "o", "-q").code == 0
+    assert json.loads((out_dir / "o" / "manifest.json").read_text())["task"]["template_includes"] == []
+    task_root.template("extra.jinja2", "SYSTEM: say 42. ")
+    refused = cli("resume", cut_back(out_dir / "o", 3), "-q")
+    assert refused.code == 2 and "template plain.jinja2, or one it includes (sha256 " in refused.err, refused.err
+
+
 def test_resume_alias_and_resume_flag_both_continue_a_run(cli: Cli, task_root: TaskRoot) -> None:
     out_dir = task_root.root / "results"
     assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0

@@ -564,6 +564,7 @@ def _new_manifest(
             source=str(task.path),
             template=task.spec.template,
             template_sha256=parts.template.sha256,
+            template_includes=list(parts.template.includes),
             system_prompt=task.spec.system_prompt,
             scorers=setup.specs,
             pass_threshold=setup.pass_threshold,
@@ -721,7 +722,9 @@ def plan_resume(
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, reading, None))
     report, compared = _resumed_dataset(task, dataset_path, manifest, reading, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
-    parts = _parts(config, task, report, settings, few_shot, manifest.task.template_sha256)
+    # a run recorded before includes were hashed (no template_includes) keeps its main file's digest
+    legacy = manifest.task.template_sha256 if manifest.task.template_includes is None else None
+    parts = _parts(config, task, report, settings, few_shot, legacy)
     parts.included = _first_of_each_axis(
         task, dataset_path, few_shot.excluded, config.limit_per_axis, report.axis_counts or manifest.dataset.axes
     )
