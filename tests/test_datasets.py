@@ -516,6 +516,14 @@ def test_an_options_line_the_pattern_does_not_match_is_a_problem_not_an_option_l
     )
 
 
+@pytest.mark.parametrize("line", ["B - y", "**B.** y", "- B. y", "Option B: y", "B． y", "B、y", "(b) y"])
+def test_a_line_labelled_another_way_among_the_options_is_a_problem(tmp_path: Path, line: str) -> None:
+    # review2-s30 2: these were left out without a word, the letters after them shifted
+    record = {"question": "Q?", "options": f"A. x\n{line}\nC. z", "answer": "B. y"}
+    report = validate_dataset(write_jsonl(tmp_path / "o.jsonl", [record]), OBQA_SPEC)
+    assert report.problem_count == 1 and "reads as an option but does not match" in str(report.problems[0])
+
+
 @pytest.mark.parametrize(
     ("options", "pattern", "read"),
     [
@@ -524,6 +532,8 @@ def test_an_options_line_the_pattern_does_not_match_is_a_problem_not_an_option_l
         ("A. a long option\n   that wraps\nB. y", r"^[A-Z]\. (.*)$", ["a long option", "y"]),  # a wrapped option
         ("A) x\nB) y\nC) z", r"(?:\A|\n)[A-Z]\) ([^\n]*)", ["x", "y", "z"]),  # a match that opens at the newline
         ("A. first\nline two\nB. y", r"^[A-Z]\. ((?:.|\n(?![A-Z]\. ))*)", ["first\nline two", "y"]),  # over lines
+        ("A.\nParis\nB.\nLondon", r"[A-Z]\.\n(.*)", ["Paris", "London"]),  # review2-s30: a label on its own line
+        ("A. at 9\na.m. sharp\nB. y", r"^[A-Z]\. (.*)$", ["at 9", "y"]),  # "a.m." opens no option
     ],
 )
 def test_options_the_pattern_covers_or_lines_that_are_no_option_are_read(
@@ -553,7 +563,7 @@ def test_a_target_letter_past_the_options_is_a_problem(tmp_path: Path) -> None:
     assert validate_dataset(write_jsonl(tmp_path / "l.jsonl", [listed]), DatasetSpec()).problem_count == 1
     as_text = {"input": "Q?", "choices": ["A", "Z"], "target": "Z"}  # the option's own text, not a letter
     assert validate_dataset(write_jsonl(tmp_path / "t.jsonl", [as_text]), DatasetSpec()).ok
-    for target in ("d", "(D)"):  # review-s30 6: the choice scorer reads both as D
+    for target in ("d", "(D)", "D:", '"D"', "**D**", "D,"):  # review-s30 6: the choice scorer reads them as D
         decorated = {"input": "Q?", "choices": ["x", "y", "z"], "target": target}
         report = validate_dataset(write_jsonl(tmp_path / "d.jsonl", [decorated]), DatasetSpec())
         assert [str(p).split(":", 2)[2] for p in report.problems] == [

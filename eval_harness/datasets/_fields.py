@@ -277,9 +277,15 @@ def _check_choice_letter(target: str | list[str], letters: str, label: str = "ta
             raise _FieldProblem(where, f"expected one of the choice letters {', '.join(letters)}, got {value!r}")
 
 
-_OPTION_LABEL = re.compile(r"[ \t]*[(\[]?(?:[A-Za-z]|\d{1,2})[ \t]*[).:\]]")
-"""How a line opens that reads as an option of its own ("A) a marsh", "(b) ...", "3. ..."): a header ("Options:")
-or a wrapped option's next line does not."""
+_OPTION_LABEL = re.compile(
+    r"[ \t]*(?:[-*•·][ \t]+)?[*_]*(?:(?:option|choice)[ \t]+)?[(\[]?"
+    r"(?:[A-Za-z]|\d{1,2}|(?:i{1,3}|iv|vi{0,3}|ix|x)(?=[).]))[*_]*"
+    r"[ \t]*(?:[).:\]][*_]*(?=\s|$)|[．、]|[ \t][-–](?=\s|$))",
+    re.IGNORECASE,
+)
+"""How a line opens that reads as an option of its own ("A) a marsh", "(b) ...", "3. ...", "**B.** ...", "- B. ...",
+"B - ...", "Option B: ...", "ii) ..."): a label, then a separator and a space. A header ("Options:", "Q: pick one"),
+a wrapped option's next line or one opening with "a.m." / "e.g." / "U.S." does not."""
 
 
 def _options(text: str, pattern: str) -> list[str]:
@@ -293,7 +299,10 @@ def _options(text: str, pattern: str) -> list[str]:
     for match in compiled.finditer(text):
         if (option := match.group(1)) is not None:  # a group 1 that took no part is no match
             options.append(option.strip())
-            first, last = text.count("\n", 0, match.start(1)), text.count("\n", 0, max(match.end(1) - 1, 0))
+            # from the match's own first line (a label on a line of its own: 'A.' then the text), not the line
+            # whose line break a pattern opens with ('(?:\A|\n)A\) ...')
+            start = match.start() + (text[match.start() : match.start() + 1] == "\n")
+            first, last = text.count("\n", 0, start), text.count("\n", 0, max(match.end(1) - 1, 0))
             covered.update(range(first, last + 1))
     if not options:
         raise _FieldProblem("choices", f"does not match choices_pattern {as_written(pattern)}")
@@ -315,7 +324,7 @@ def _check_letter_has_an_option(target: str | list[str], choices: list[str], lab
     for index, value in enumerate([target] if isinstance(target, str) else target):
         if value.strip() in choices:  # the option's own text
             continue
-        letter = value.strip().strip("()[]. ").upper()  # as the choice scorer reads it: 'd' and '(D)' are D
+        letter = value.strip().strip("()[].:,;*_\"'“”‘’` ").upper()  # as the choice scorer reads 'd', '(D)', '**D**'"
         if len(letter) == 1 and "A" <= letter <= "Z" and letter not in letters:
             where = label if isinstance(target, str) else f"{label}[{index}]"
             raise _FieldProblem(
