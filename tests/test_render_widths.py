@@ -328,3 +328,16 @@ def test_what_is_copied_from_the_output_stays_on_one_line_however_narrow(tmp_pat
     cache = tmp_path / "a-cache-directory-with-a-long-name-to-copy"
     info = run_subprocess("cache", "info", "--cache-dir", cache, columns=40)
     assert info.out.splitlines()[0].startswith(f"{cache}: ")
+
+
+def test_an_inspect_heading_too_wide_for_the_terminal_is_shown_whole_below_its_rule(tmp_path: Path) -> None:
+    # terminal-s30 2: the rule's title was cut with "…": "ms · $0" lost at 80, a long sample id's end at 60
+    long_id = "a-very-long-sample-identifier-that-does-not-fit-in-sixty-columns"
+    dataset = write_jsonl(tmp_path / "d.jsonl", [{"id": long_id, "axis": "arithmetic", "input": "[[answer: 1]]",
+                                                  "target": "2"}])  # fmt: skip
+    ran = run_subprocess("run", "--task", "capability_profile", "--dataset", dataset, "--model", "mock/m",
+                         "--output-dir", tmp_path, "--run-id", "r", "-q")  # fmt: skip
+    assert ran.code == 0, ran.err
+    shown = run_subprocess("inspect", "--run", tmp_path / "r", columns=60)
+    assert f"1. {long_id} (epoch 0) · axis arithmetic · score 1.000 · passed · 0 ms · $0" in shown.out, shown.out
+    assert "…" not in shown.out

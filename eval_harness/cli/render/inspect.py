@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -66,6 +67,16 @@ class _Shown:
     prompt: bool
 
 
+def _heading(out: Console, title: str) -> None:
+    """A sample's heading: a rule titled with it, or, when it would not fit the width (a rule cuts its title
+    with "…", a long sample id's end among them), a rule and the whole heading below it."""
+    if cell_len(title) + 6 <= out.width:
+        out.rule(title, align="left", style="dim")
+    else:
+        out.rule(style="dim")
+        out.print(title, markup=False, soft_wrap=True)
+
+
 def _print_sample(
     out: Console, rank: int, s: InspectedSample, ranked_by: str, shown: _Shown, max_tokens: int | None, dataset: str
 ) -> None:
@@ -83,14 +94,14 @@ def _print_sample(
         title = (
             f"{rank}. {s.sample_id} (epoch {s.epoch}) · axis {s.axis} · {ranked_by} {s.value:.3f}{verdict} · {spent}"
         )
-        out.rule(title, align="left", style="dim")
+        _heading(out, title)
     else:
         passed = sum(1 for e in s.epochs if e.passed)
         # the mean leaves out an epoch without a value that is no error (a staged scorer skipped there)
         meaned = sum(1 for e in s.epochs if e.value is not None or e.error_type is not None)
         over = counted(len(s.epochs), "epoch") if meaned == len(s.epochs) else f"{meaned} of {len(s.epochs)} epochs"
         title = f"{rank}. {s.sample_id} · axis {s.axis} · mean {ranked_by} {s.value:.3f} over {over}, {passed} passed"
-        out.rule(title, align="left", style="dim")
+        _heading(out, title)
         out.print(f"epochs: {' · '.join(_outcome(e) for e in s.epochs)}", markup=False, soft_wrap=True)
         out.print(f"shown:  epoch {s.epoch}{verdict} · {spent}", markup=False, soft_wrap=True)
     if s.dataset_line is not None and dataset:
