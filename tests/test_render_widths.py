@@ -341,3 +341,13 @@ def test_an_inspect_heading_too_wide_for_the_terminal_is_shown_whole_below_its_r
     shown = run_subprocess("inspect", "--run", tmp_path / "r", columns=60)
     assert f"1. {long_id} (epoch 0) · axis arithmetic · score 1.000 · passed · 0 ms · $0" in shown.out, shown.out
     assert "…" not in shown.out
+
+
+def test_the_errors_table_folds_long_names_rather_than_cutting_them(tmp_path: Path) -> None:
+    # terminal-s30 3: the one table not fitted to the width cut "SpentScor…" and "(error_rat…" at 60 columns
+    ran = run_subprocess("run", "--task", "capability_profile", "--model", "mock/x", "--model-arg", "error_rate=1",
+                         "--limit", "2", "--output-dir", tmp_path, "--run-id", "r", "-q")  # fmt: skip
+    assert ran.code == 0, ran.err
+    shown = run_subprocess("inspect", "--run", tmp_path / "r", "--errors", columns=60)
+    assert shown.code == 0 and "…" not in shown.out, shown.out
+    assert "(error_rate" in shown.out.replace("│", "").replace(" ", "").replace("\n", ""), shown.out

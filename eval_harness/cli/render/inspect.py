@@ -214,7 +214,8 @@ def print_inspection(
         if ins.errors:
             table = Table(show_header=True)
             for name in ("type", "count", "stage", "message", "example"):
-                table.add_column(name, justify="right" if name == "count" else "left")
+                # a long name folds onto the next line rather than being cut with "…": it is looked up, copied
+                table.add_column(name, justify="right" if name == "count" else "left", overflow="fold")
             for g in ins.errors:
                 table.add_row(
                     g.type,
