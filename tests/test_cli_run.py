@@ -1406,6 +1406,18 @@ def test_the_plain_progress_line_gives_the_time_left(capsys: pytest.CaptureFixtu
     assert "100/10,000 done · 1.0/s · eta 2:45:00 ·" in plain_progress_line(capsys, 100, 10_000, 100.0)
 
 
+@pytest.mark.parametrize(("term", "live"), [("xterm-256color", True), ("dumb", False), ("unknown", False)])
+def test_a_terminal_that_cannot_move_its_cursor_gets_the_plain_progress_lines(
+    monkeypatch: pytest.MonkeyPatch, term: str, live: bool
+) -> None:
+    # terminal-s30 5: with TERM=dumb rich draws no live bar, and the plain lines were for pipes only: no progress
+    from eval_harness.cli.render.run import ProgressDisplay
+
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert ProgressDisplay(total=2, label="m · t")._interactive is live
+
+
 # --------------------------------------------------------------------------------------------------
 # gates across a resume (audit of eval-harness as a CI release gate)
 # --------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -96,7 +97,9 @@ class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every few seconds otherwise (to stderr)."""
 
     def __init__(self, total: int, label: str, plain_interval_s: float = 5.0) -> None:
-        self._interactive = sys.stderr.isatty()
+        # a terminal that cannot move its cursor (TERM=dumb: Emacs' shell, some CI logs) shows no live bar (rich
+        # draws none there): it gets the plain lines, as a pipe does
+        self._interactive = sys.stderr.isatty() and os.environ.get("TERM", "") not in ("dumb", "unknown")
         self._label = label
         self._interval = plain_interval_s
         self._last_plain = time.monotonic()
