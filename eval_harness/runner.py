@@ -243,6 +243,7 @@ class Runner:
         self.gateway = Gateway.from_config(plan.provider, plan.config)
         self._stop = asyncio.Event()
         self._fatal: BaseException | None = None
+        self._member_stamps: dict[str, tuple[int, int] | None] | None = None  # a dataset directory's, as first read
         self._writer: SampleWriter | None = None
         self._tally: SessionTally | None = None
         self._secrets = self.gateway.secrets
@@ -488,6 +489,7 @@ class Runner:
             return lambda _position: False
         if dataset_stamp(path, plan.task.spec.dataset) != plan.dataset_stamp:  # changed before this session read
             return lambda _position: False
+        self._member_stamps = members
         return lambda position: (
             position.member is None or file_stamp(path / position.member) == members.get(position.member)
         )
@@ -497,6 +499,8 @@ class Runner:
         kept = "its files" if self.plan.manifest.dataset.files else "the file"
         if position is None:  # each line was read before its file changed, or the change is of the files' list
             happened = "during the run, after the run had read what changed (every record is of a line as it was)"
+            if (names := self._changed_members()) is not None:
+                happened = f"during the run ({names}), after the run had read it (every record is of a line as it was)"
         else:
             at = f"{position.member}:{position.line}" if position.member else f"line {position.line}"
             happened = f"while the run read it: it stopped at {at} (every record is of a line read before the change)"
@@ -504,6 +508,21 @@ class Runner:
             f"{path}: the dataset changed {happened}; keep {kept} unchanged during a run (a resume compares its "
             "sha256 and names what changed)"
         )
+
+    def _changed_members(self) -> str | None:
+        """A dataset directory's files that changed since this session listed them, named ('q.jsonl changed, r.jsonl
+        added'); None for a dataset of one file, or when the directory cannot be listed again."""
+        before = self._member_stamps
+        if before is None:
+            return None
+        try:
+            now = {m.name: file_stamp(m) for m in dataset_members(self.plan.dataset_path, self.plan.task.spec.dataset)}
+        except DatasetError:
+            return None
+        changes = [f"{name} changed" for name in before if name in now and now[name] != before[name]]
+        changes += [f"{name} removed" for name in before if name not in now]
+        changes += [f"{name} added" for name in now if name not in before]
+        return ", ".join(changes) or None
 
     def _check_dataset_unchanged(self) -> None:
         if dataset_stamp(self.plan.dataset_path, self.plan.task.spec.dataset) != self.plan.dataset_stamp:

@@ -675,6 +675,31 @@ def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unc
     assert resumed.code == 2 and ": q.jsonl changed). Use --force" in resumed.err, resumed.err
 
 
+def test_a_file_of_a_directory_changed_after_it_was_read_is_named_at_the_run_s_end(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    # review2-s30 7: the end-of-run message said the dataset changed without naming the file
+    folder = task_root.root / "data" / "later"
+    write_jsonl(folder / "p.jsonl", records("p", 2))
+    write_jsonl(folder / "q.jsonl", records("q", 4, start=100))
+    out = task_root.root / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
+         "--model", "mock/slow", "--model-arg", "latency_ms=150", "--concurrency", "1", "--output-dir", str(out),
+         "--run-id", "l", "-q"],
+        stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    samples = out / "l" / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while (not samples.exists() or samples.read_bytes().count(b"\n") < 3) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with (folder / "p.jsonl").open("a") as handle:  # read whole by now: its records are of the lines as they were
+        handle.write(json.dumps(records("p", 1, start=900)[0]) + "\n")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2, err
+    assert f"{folder}: the dataset changed during the run (p.jsonl changed), after the run had read it" in err, err
+
+
 def test_a_resume_of_a_directory_that_gained_a_broken_file_names_it_as_the_change(
     cli: Cli, task_root: TaskRoot, directory: Path
 ) -> None:
