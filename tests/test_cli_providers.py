@@ -10,11 +10,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CliResult, TaskRoot
 from fake_llm_server import (
     FakeLLMServer,
     RecordedRequest,
@@ -644,3 +645,18 @@ def test_a_proxy_variable_that_is_no_url_is_refused_before_the_run_without_showi
     assert result.returncode == 2 and not (tmp_path / "results").exists()
     assert "the http_proxy (or HTTP_PROXY) environment variable is not a proxy URL" in result.stderr
     assert "pw@" not in result.stderr
+
+
+def test_a_key_no_header_can_carry_is_refused_before_the_run_directory_exists(
+    cli: Callable[..., CliResult], task_root: TaskRoot
+) -> None:
+    # walkA-s30: it failed the run on its first sample, blamed on the dataset's line 1, leaving a failed run behind
+    out = task_root.root / "results"
+    result = cli("run", "--task", task_root.root / "tasks" / "adder.toml", "--model", "openai-compatible/local",
+                 "--model-arg", "base_url=http://127.0.0.1:9/v1", "--model-arg", "api_key=sk-canary\n1",
+                 "--output-dir", out, "-q")  # fmt: skip
+    assert result.code == 2 and not out.exists()
+    assert result.err == (
+        "error: openai-compatible/local: the HTTP header 'authorization' holds a line break or another control "
+        "character; check the key's value (a line break copied with it?)\n"
+    )

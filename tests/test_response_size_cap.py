@@ -245,17 +245,21 @@ async def test_a_key_with_a_control_character_stops_every_wire_before_anything_i
     server: FakeLLMServer, wire: str, inner: str
 ) -> None:
     key = f"sk-canary-12345{inner}67890"
-    error = await failure(make(server.base_url, wire, key=key))
-    assert isinstance(error, ConfigError)
-    assert str(error) == "the HTTP header 'authorization' holds a line break or another control character"
+    with pytest.raises(ConfigError) as raised:  # walkA-s30: refused as the provider is made, not at a first call
+        make(server.base_url, wire, key=key)
+    assert str(raised.value) == (
+        "openai/gpt-4o: the HTTP header 'authorization' holds a line break or another control character; check "
+        "the key's value (a line break copied with it?)"
+    )
     assert server.generation_requests() == []
 
 
 @pytest.mark.parametrize("wire", WIRES)
 async def test_a_key_outside_latin_1_stops_every_wire_before_anything_is_sent(server: FakeLLMServer, wire: str) -> None:
-    error = await failure(make(server.base_url, wire, key="sk-canary-\u20ac-67890"))
-    assert isinstance(error, ConfigError) and "sk-canary" not in str(error)
-    assert "cannot carry" in str(error) and server.generation_requests() == []
+    with pytest.raises(ConfigError) as raised:
+        make(server.base_url, wire, key="sk-canary-\u20ac-67890")
+    assert "sk-canary" not in str(raised.value)
+    assert "cannot carry" in str(raised.value) and server.generation_requests() == []
 
 
 async def test_a_latin_1_key_is_sent_alike_on_every_wire() -> None:

@@ -43,7 +43,14 @@ from eval_harness.errors import (
     json_type_name,
 )
 from eval_harness.providers._transport import RAISE_THE_LIMIT
-from eval_harness.providers._wires import ACCEPTED_ENCODINGS, Wire, WireKind, check_ca_bundle, open_wire
+from eval_harness.providers._wires import (
+    ACCEPTED_ENCODINGS,
+    Wire,
+    WireKind,
+    check_ca_bundle,
+    checked_headers,
+    open_wire,
+)
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import Completion, GenerateConfig, Usage
 
@@ -660,6 +667,12 @@ class HTTPProvider(Provider):
 
     def cost(self, usage: Usage) -> float | None:
         return None if self.price is None else self.price.cost(usage)
+
+    def check_requests(self) -> None:
+        try:
+            checked_headers(self._static_headers())
+        except ConfigError as exc:  # names the header, never its value: it may be a key
+            raise ConfigError(f"{self.model_id}: {exc}; check the key's value (a line break copied with it?)") from None
 
     def _static_headers(self) -> dict[str, str]:
         return {

@@ -132,6 +132,11 @@ class Provider(ABC):
         met as the same error on every sample); the default accepts every option."""
         return None
 
+    def check_requests(self) -> None:
+        """Raise ``ConfigError`` for what would make every request fail before it is sent (an HTTP provider: a
+        key that no header can carry), so that it is refused before the run, not blamed on its first sample."""
+        return None
+
     def output_cap(self, config: GenerateConfig) -> int | None:
         """The most tokens one call may write, thinking included (what bounds its output's cost); None when
         nothing bounds it. The task's ``max_tokens``, unless the provider adds room for thinking."""
@@ -218,7 +223,9 @@ def create_provider(
         # a problem of the options together (a model validator's) has no name to go after the flag
         where = f"{flag} {key}" if key else flag
         raise ConfigError(f"{where}: {message} (provider {prefix}; options: {known})") from None
-    return cls(model, options, context)
+    provider = cls(model, options, context)
+    provider.check_requests()
+    return provider
 
 
 def resumed_args(model_id: str, recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
