@@ -645,6 +645,29 @@ def test_a_resume_refused_for_a_changed_directory_says_which_files_came_or_went(
     ), refused.err
 
 
+def _edited_while_running(
+    task_root: TaskRoot, folder: Path, run_id: str, member: str, *, latency_ms: int, concurrency: int, written: int
+) -> str:
+    """Run the adder task over ``folder`` in a process, append a line to its file ``member`` once ``written``
+    records are written, and return the process's stderr (it must exit 2)."""
+    out = task_root.root / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
+         "--model", "mock/slow", "--model-arg", f"latency_ms={latency_ms}", "--concurrency", str(concurrency),
+         "--output-dir", str(out), "--run-id", run_id, "-q"],
+        stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    samples = out / run_id / "samples.jsonl"
+    deadline = time.monotonic() + 60
+    while (not samples.exists() or samples.read_bytes().count(b"\n") < written) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with (folder / member).open("a") as handle:  # in place, as an editor or a generator would
+        handle.write(json.dumps(records(member[0], 1, start=900)[0]) + "\n")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2, err
+    return err
+
+
 def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unchanged(
     cli: Cli, task_root: TaskRoot
 ) -> None:
@@ -652,20 +675,7 @@ def test_a_directory_edited_during_the_run_fails_it_saying_to_keep_its_files_unc
     for axis in "pq":
         write_jsonl(folder / f"{axis}.jsonl", records(axis, 40, start=0 if axis == "p" else 100))
     out = task_root.root / "results"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
-         "--model", "mock/slow", "--model-arg", "latency_ms=25", "--concurrency", "2", "--output-dir", str(out),
-         "--run-id", "e", "-q"],
-        stderr=subprocess.PIPE, text=True, cwd=REPO,
-    )  # fmt: skip
-    samples = out / "e" / "samples.jsonl"
-    deadline = time.monotonic() + 60
-    while (not samples.exists() or samples.stat().st_size == 0) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    with (folder / "q.jsonl").open("a") as handle:
-        handle.write(json.dumps(records("q", 1, start=900)[0]) + "\n")
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 2, err
+    err = _edited_while_running(task_root, folder, "e", "q.jsonl", latency_ms=25, concurrency=2, written=1)
     assert err.strip().splitlines() == [  # it said "keep the file unchanged", of a directory
         f"error: run failed: {folder}: the dataset changed while the run read it: it stopped at q.jsonl:1 (every "
         "record is of a line read before the change); keep its files unchanged during a run (a resume compares its "
@@ -682,21 +692,8 @@ def test_a_file_of_a_directory_changed_after_it_was_read_is_named_at_the_run_s_e
     folder = task_root.root / "data" / "later"
     write_jsonl(folder / "p.jsonl", records("p", 2))
     write_jsonl(folder / "q.jsonl", records("q", 4, start=100))
-    out = task_root.root / "results"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_harness", "run", "--task", str(adder(task_root)), "--dataset", str(folder),
-         "--model", "mock/slow", "--model-arg", "latency_ms=150", "--concurrency", "1", "--output-dir", str(out),
-         "--run-id", "l", "-q"],
-        stderr=subprocess.PIPE, text=True, cwd=REPO,
-    )  # fmt: skip
-    samples = out / "l" / "samples.jsonl"
-    deadline = time.monotonic() + 60
-    while (not samples.exists() or samples.read_bytes().count(b"\n") < 3) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    with (folder / "p.jsonl").open("a") as handle:  # read whole by now: its records are of the lines as they were
-        handle.write(json.dumps(records("p", 1, start=900)[0]) + "\n")
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 2, err
+    # p.jsonl is read whole once 3 records are written: its records are of the lines as they were
+    err = _edited_while_running(task_root, folder, "l", "p.jsonl", latency_ms=150, concurrency=1, written=3)
     assert f"{folder}: the dataset changed during the run (p.jsonl changed), after the run had read it" in err, err
 
 

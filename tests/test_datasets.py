@@ -341,14 +341,18 @@ def test_headerless_csv_with_choice_columns_and_axis_from_file_name(tmp_path: Pa
     )
 
 
+MMLU_ROWS = DatasetSpec(
+    format="csv",
+    csv_columns=["question", "A", "B", "C", "D", "answer"],
+    fields={"input": "question", "target": "answer"},
+)
+"""MMLU's header-less CSV rows, as the built-in task reads them (without its choices)."""
+
+
 def test_csv_row_with_wrong_column_count_is_a_problem(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("q,a,b,c,d,A\nshort,row\n", encoding="utf-8")
-    spec = DatasetSpec(
-        format="csv",
-        csv_columns=["question", "A", "B", "C", "D", "answer"],
-        fields={"input": "question", "target": "answer"},
-    )
+    spec = MMLU_ROWS
     assert problems_of(path, spec) == [f"{path}:2: row: expected 6 columns, got 2"]
 
 
@@ -356,11 +360,7 @@ def test_a_quote_left_open_says_which_lines_it_took_in(tmp_path: Path) -> None:
     # datasets-s30 F5: "expected 6 columns, got 1" on line 2, and the rows after it vanished without a word
     path = tmp_path / "t.csv"
     path.write_text('q1,a,b,c,d,A\n"open quote,a,b,c,d,B\nq3,a,b,c,d,C\nq4,a,b,c,d,D\n', encoding="utf-8")
-    spec = DatasetSpec(
-        format="csv",
-        csv_columns=["question", "A", "B", "C", "D", "answer"],
-        fields={"input": "question", "target": "answer"},
-    )
+    spec = MMLU_ROWS
     assert problems_of(path, spec) == [
         f"{path}:2: row: expected 6 columns, got 1 (the row runs from line 2 to line 4: a quote opened here and "
         "not closed takes in the lines after it, which are not read as rows)"
