@@ -242,6 +242,9 @@ GROUPS = Sample(id="g", input="q", target="B", choices=["group", "abelian group"
         # review-s30 4: an option quoted to be rejected beside another named won
         (Sample(id="c", input="q", target="A", choices=["Paris", "London"]), 'It is not "Paris" but London.', None),
         (Sample(id="c", input="q", target="A", choices=["Paris", "London"]), '"Paris" is wrong. London is.', None),
+        # review2-s30 5: quoted right after an answer marker, it decides whatever else is named
+        (Sample(id="c", input="q", target="B", choices=["Paris", "London"]), 'The answer is "London", not Paris.', "B"),
+        (Sample(id="c", input="q", target="B", choices=["Paris", "London"]), 'Answer: "London" (not Paris)', "B"),
     ],
 )
 async def test_an_option_s_whole_text_in_quotes_is_that_option(

@@ -184,9 +184,13 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         got, how = (_whole_choice(output, sample.choices, options) if match_text else None), "choice text"
         # an option's whole text in quotes is that option, and no letter can be read inside it: '"A Season"' is
         # not option A; a letter given elsewhere still decides ('B, not "A Season"')
-        read, quoted = _quoted_options(output, sample.choices, options) if match_text else (output, set())
+        read, quoted, marked = (
+            _quoted_options(output, sample.choices, options) if match_text else (output, set(), set())
+        )
         if got is None:
             got, how = choice_letter(read, options), "letter"
+        if got is None and len(marked) == 1:
+            got, how = next(iter(marked)), "choice text"
         if got is None and len(quoted) == 1 and not _names_another(read, sample.choices, options, quoted):
             got, how = next(iter(quoted)), "choice text"
         if got is None and match_text and sample.choices:
@@ -232,13 +236,19 @@ def _names_another(read: str, choices: list[str] | None, letters: str, quoted: s
     )
 
 
-def _quoted_options(output: str, choices: list[str] | None, letters: str) -> tuple[str, set[str]]:
-    """``output`` with each quoted span that is exactly one option's whole text blanked out, and those options'
-    letters (so that the letter rules read no letter inside them)."""
+_AFTER_MARKER = re.compile(r"\banswer\b(?:\s+(?:is|was|would\s+be|will\s+be))?\s*[:=]?\s*$", re.IGNORECASE)
+"""What a quoted option right after an answer marker ends with: 'The answer is "London", not Paris.'"""
+
+
+def _quoted_options(output: str, choices: list[str] | None, letters: str) -> tuple[str, set[str], set[str]]:
+    """``output`` with each quoted span that is exactly one option's whole text blanked out, those options'
+    letters (so that the letter rules read no letter inside them), and the letters of those quoted right after an
+    answer marker (which decide, whatever other option the rest of the output names)."""
     if not choices or ('"' not in output and "“" not in output):
-        return output, set()
+        return output, set(), set()
     lettered = [_as_choice_text(choice) for choice in choices[: len(letters)]]
     found: set[str] = set()
+    marked: set[str] = set()
 
     def blank(match: re.Match[str]) -> str:
         said = _as_choice_text(match.group(1) or match.group(2))
@@ -246,9 +256,11 @@ def _quoted_options(output: str, choices: list[str] | None, letters: str) -> tup
         if len(said) <= 1 or len(hits) != 1:
             return match.group(0)
         found.update(hits)
+        if _AFTER_MARKER.search(output, 0, match.start()):
+            marked.update(hits)
         return " "
 
-    return _QUOTED.sub(blank, output), found
+    return _QUOTED.sub(blank, output), found, marked
 
 
 def _as_choice_text(text: str) -> str:
