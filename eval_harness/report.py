@@ -461,6 +461,24 @@ def _skipped_judge_notes(manifest: RunManifest, scorers: list[ScorerDistribution
     ]
 
 
+def _failed_judge_notes(
+    manifest: RunManifest, scorers: list[ScorerDistribution], totals: Totals, run_dir: Path | None
+) -> list[str]:
+    """A judge scorer with no value on any record although the judge was called: a weight-0 judge whose every call
+    failed leaves no error record and no row value, only each record's explanation (and the judge's spend)."""
+    called = totals.judge_prompt_tokens + totals.judge_completion_tokens > 0 or bool(totals.judge_cost_usd)
+    if manifest.judge is None or not called:
+        return []
+    specs = {spec.key: spec for spec in manifest.task.scorers}
+    where = run_dir if run_dir is not None else "RUN_DIR"
+    return [
+        f"{s.name}: no value on any record, though the judge was called (its calls failed, or staged scoring "
+        f"skipped it everywhere); see why with eval-harness inspect --run {where} --scorer {s.name}"
+        for s in scorers
+        if s.n == 0 and s.name in specs and _takes_a_judge(specs[s.name])
+    ]
+
+
 def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | None) -> list[str]:
     """How many answers stopped at the output-token limit, and how many filled the model's context window: a
     score of 0 from a wrong answer and from one cut off before its last line look alike. The answers are the
@@ -726,6 +744,7 @@ def _report_from_columns(
         )
     notes += _surplus_notes(run, manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
+    notes += _failed_judge_notes(manifest, scorers, totals, run_dir)
     notes += _length_stop_notes(totals, manifest, run_dir)
     return ProfileReport(
         run=run,

@@ -536,3 +536,24 @@ def test_prose_before_an_object_nested_too_deeply_is_a_malformed_verdict() -> No
     # before: RecursionError from the scan for an object inside prose
     with pytest.raises(VerdictError, match="JSON nested too deeply to read"):
         parse_rubric_verdict("My verdict: " + '{"a":' * 100_000 + "1" + "}" * 100_000, ["quality"], 1, 5)
+
+
+def test_a_weight_0_judge_that_failed_everywhere_gets_a_note_in_the_report(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # judge-s30 1: the run said "errors 0", the report showed the judge's n 0 and no note, its spend counted
+    server.rule = lambda request: answer("I cannot grade this.")  # never a verdict: each call and its repair fail
+    from eval_harness.cli.app import main
+    from eval_harness.report import build_report
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "math_cot", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "3",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--output-dir", str(tmp_path), "--run-id", "w0", "--quiet"])  # fmt: skip
+    assert exit_code.value.code in (0, None)
+    report = build_report(tmp_path / "w0")
+    assert report.totals.judge_prompt_tokens > 0
+    assert [note for note in report.notes if "though the judge was called" in note] == [
+        "reasoning_judge: no value on any record, though the judge was called (its calls failed, or staged scoring "
+        f"skipped it everywhere); see why with eval-harness inspect --run {tmp_path / 'w0'} --scorer reasoning_judge"
+    ]
