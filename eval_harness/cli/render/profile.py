@@ -379,7 +379,7 @@ def _totals_line(report: ProfileReport) -> str:
     return " · ".join(parts)
 
 
-_RELIABILITY_TITLE = "judge reliability (verdicts compared as pass/fail at the threshold)"
+_RELIABILITY_TITLE = "judge reliability (verdicts compared as pass/fail at 0.5, whatever the task's pass threshold)"
 
 
 _RELIABILITY_COLUMNS = [
