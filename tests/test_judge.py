@@ -557,3 +557,14 @@ def test_a_weight_0_judge_that_failed_everywhere_gets_a_note_in_the_report(
         "reasoning_judge: no value on any record, though the judge was called (its calls failed, or staged scoring "
         f"skipped it everywhere); see why with eval-harness inspect --run {tmp_path / 'w0'} --scorer reasoning_judge"
     ]
+
+
+def test_a_judge_model_refused_before_the_run_is_named_as_the_judge(tmp_path: Path) -> None:
+    # judge-s30 8: "unknown provider 'nosuch'" did not say it was about --judge-model, not --model
+    from eval_harness.config import RunConfig
+    from eval_harness.errors import ConfigError
+    from eval_harness.planning import plan_run
+
+    with pytest.raises(ConfigError) as raised:
+        plan_run(RunConfig(task="math_cot", model="mock/x", judge_model="nosuch/j", output_dir=tmp_path))
+    assert str(raised.value).startswith("--judge-model nosuch/j: unknown provider 'nosuch'")

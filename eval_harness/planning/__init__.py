@@ -259,9 +259,15 @@ def _resumed_dataset(
 def _judge(config: RunConfig, settings: Settings) -> Gateway | None:
     if config.judge_model is None:
         return None
-    provider = create_provider(
-        config.judge_model, config.judge_args, _provider_context(config, settings), flag="--judge-arg"
-    )
+    try:
+        provider = create_provider(
+            config.judge_model, config.judge_args, _provider_context(config, settings), flag="--judge-arg"
+        )
+    except ConfigError as exc:  # "unknown provider", "no API key": said of the judge, not the model under test
+        message = str(exc)
+        if message.startswith("--judge-arg"):  # names its flag already
+            raise
+        raise type(exc)(f"--judge-model {config.judge_model}: {message}") from None
     return Gateway.from_config(provider, config)
 
 
