@@ -137,11 +137,7 @@ def plan_rescore(
             f"(sha256 {source.dataset.sha256[:12]} → {plan.dataset_report.sha256[:12]}"
             f"{files_changed(source.dataset, plan.dataset_report)})"
         )
-    template = (
-        plan.template
-        if source.task.template_includes is not None
-        else plan.template.as_recorded(source.task.template_sha256)
-    )
+    template = plan.template.as_recorded(source.task.template_sha256, source.task.template_includes)
     if template.sha256 != source.task.template_sha256:
         raise ResumeMismatchError(
             f"cannot rescore {source_run}: template {source.task.template} changed since that run, so the "

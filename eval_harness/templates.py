@@ -46,8 +46,6 @@ class PromptTemplate:
     _source: str = ""  # the text that was hashed: a plain template compiled later compiles this, not the file
     includes: tuple[str, ...] = ()
     """The templates it includes, extends or imports (directly or through another), as named from ``_directory``."""
-    file_sha256: str = ""
-    """The sha256 of its own file alone: what runs recorded before included templates were hashed."""
     example_sources: Mapping[str, str] = field(default_factory=dict)
     """Where each few-shot example comes from (example id -> ``file:line``), for an error that one of them causes."""
     # Built for each instance (also by ``dataclasses.replace``), never shared between copies:
@@ -62,13 +60,18 @@ class PromptTemplate:
         if self.system_prompt:
             object.__setattr__(self, "_system", ChatMessage(role="system", content=self.system_prompt))
 
-    def as_recorded(self, recorded: str) -> PromptTemplate:
-        """This template under the digest a run made before included templates were hashed recorded
-        (``recorded``), when that is its own file's alone (such a run resumes and rescores as it was); otherwise
-        itself, whose digest then tells whether anything changed. Only for such a run (its manifest has no
-        ``template_includes``): a later run whose optional include was absent recorded the main file's digest
-        too, and an include that appeared since is a change."""
-        if self.includes and recorded == self.file_sha256 != self.sha256:
+    @property
+    def file_sha256(self) -> str:
+        """The sha256 of its own file alone: what runs recorded before included templates were hashed."""
+        return _digest(self._source, {})
+
+    def as_recorded(self, recorded: str, recorded_includes: Sequence[str] | None) -> PromptTemplate:
+        """This template as a run recorded it (its ``template_sha256`` and ``template_includes``): a run made
+        before included templates were hashed (no ``recorded_includes``) recorded its own file's digest alone,
+        and keeps it (it resumes and rescores as it was); otherwise itself, whose digest then tells whether
+        anything changed (a later run whose optional include was absent recorded the main file's digest too, and
+        an include that appeared since is a change)."""
+        if recorded_includes is None and self.includes and recorded == self.file_sha256 != self.sha256:
             return dataclasses.replace(self, sha256=recorded)
         return self
 
@@ -251,7 +254,6 @@ def load_template(
         _directory=directory,
         _source=source,
         includes=tuple(sorted(included)),
-        file_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
         example_sources=dict(example_sources or {}),
     )
 
@@ -375,7 +377,7 @@ def _references(ast: Any) -> Iterator[tuple[list[str] | None, bool]]:
             yield [template.value], ignore_missing
         elif isinstance(template, nodes.Const) and isinstance(template.value, (list, tuple)):
             values = list(template.value)
-            yield ([v for v in values] if all(isinstance(v, str) for v in values) else None), True
+            yield (values if all(isinstance(v, str) for v in values) else None), True
         elif isinstance(template, (nodes.Tuple, nodes.List)) and all(
             isinstance(item, nodes.Const) and isinstance(item.value, str) for item in template.items
         ):

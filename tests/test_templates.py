@@ -381,6 +381,7 @@ def test_a_run_recorded_before_includes_were_hashed_keeps_its_digest(tmp_path: P
     write(tmp_path, "p.jinja2", "P {{ input }}")
     template = load_template(tmp_path, "t.jinja2")
     legacy = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert template.sha256 != legacy and template.as_recorded(legacy).sha256 == legacy
-    assert template.as_recorded(template.sha256) is template
-    assert template.as_recorded("0" * 64) is template  # another digest: a change, told as such
+    assert template.sha256 != legacy and template.as_recorded(legacy, None).sha256 == legacy
+    assert template.as_recorded(template.sha256, None) is template
+    assert template.as_recorded("0" * 64, None) is template  # another digest: a change, told as such
+    assert template.as_recorded(legacy, []) is template  # a run that recorded its includes (none then): a change

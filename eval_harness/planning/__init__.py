@@ -392,13 +392,13 @@ def _parts(
     report: DatasetReport,
     settings: Settings,
     few_shot: FewShot,
-    recorded_template: str | None = None,
+    recorded: TaskInfo | None = None,
 ) -> _Parts:
-    """What the run is made of; a resume gives the template's recorded digest, which a run recorded before
-    included templates were hashed keeps (``PromptTemplate.as_recorded``)."""
+    """What the run is made of; a resume gives the task as the run recorded it, whose template digest a run
+    recorded before included templates were hashed keeps (``PromptTemplate.as_recorded``)."""
     template = prompt_template(task, few_shot)
-    if recorded_template is not None:
-        template = template.as_recorded(recorded_template)
+    if recorded is not None:
+        template = template.as_recorded(recorded.template_sha256, recorded.template_includes)
     # a resumed run's report is its manifest's hash and count (no axes): its options were checked at its start
     provider = _provider(config, settings, frozenset(report.axis_counts) or None)
     judge = _judge(config, settings)
@@ -728,9 +728,7 @@ def plan_resume(
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, reading, None))
     report, compared = _resumed_dataset(task, dataset_path, manifest, reading, pool)
     few_shot = _resumed_few_shot(task, dataset_path, pool, manifest, compared)
-    # a run recorded before includes were hashed (no template_includes) keeps its main file's digest
-    legacy = manifest.task.template_sha256 if manifest.task.template_includes is None else None
-    parts = _parts(config, task, report, settings, few_shot, legacy)
+    parts = _parts(config, task, report, settings, few_shot, manifest.task)
     parts.included = _first_of_each_axis(
         task, dataset_path, few_shot.excluded, config.limit_per_axis, report.axis_counts or manifest.dataset.axes
     )
