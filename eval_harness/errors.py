@@ -229,6 +229,11 @@ class ScoringError(EvalHarnessError):
     exit_code = 1
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when it was cut (a value quoted in a message)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def json_type_name(value: object) -> str:
     """What a parsed JSON value is, in JSON's words, for error messages: "null", "an integer", "an array"..."""
     names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
@@ -293,6 +298,7 @@ __all__ = [
     "UnknownNameError",
     "as_written",
     "json_type_name",
+    "shortened",
     "spoken_duration",
     "undecodable_shown",
 ]

@@ -9,6 +9,7 @@ prompt rendered with the task's template and the examples run would draw. It reu
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -357,33 +358,32 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     return check
 
 
-def _instruction_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, int]]:
-    """The (metadata field, number of its own checks) of every ``instructions`` scorer among ``scorers`` (name and
-    args of each), those inside a ``composite`` too."""
-    found: list[tuple[str, int]] = []
+def _args_of(scorers: list[tuple[Any, Any]], wanted: str) -> Iterator[dict[str, Any]]:
+    """The arguments of every scorer named ``wanted`` among ``scorers`` (name and args of each), those inside a
+    ``composite`` too."""
     for name, args in scorers:
         args = args if isinstance(args, dict) else {}
-        if name == "instructions":
-            common = args.get("checks")
-            found.append((str(args.get("field", "checks")), len(common) if isinstance(common, list) else 0))
+        if name == wanted:
+            yield args
         elif name == "composite" and isinstance(args.get("scorers"), list):
             parts = [part for part in args["scorers"] if isinstance(part, dict)]
-            found += _instruction_fields([(part.get("name"), part.get("args")) for part in parts])
-    return found
+            yield from _args_of([(part.get("name"), part.get("args")) for part in parts], wanted)
+
+
+def _instruction_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, int]]:
+    """The (metadata field, number of its own checks) of every ``instructions`` scorer among ``scorers``."""
+    return [
+        (str(args.get("field", "checks")), len(common) if isinstance(common := args.get("checks"), list) else 0)
+        for args in _args_of(scorers, "instructions")
+    ]
 
 
 def _code_fields(scorers: list[tuple[Any, Any]]) -> list[tuple[str, str]]:
-    """The (test, entry point) metadata fields of every ``code_execution`` scorer among ``scorers`` (name and args
-    of each), those inside a ``composite`` too."""
-    found: list[tuple[str, str]] = []
-    for name, args in scorers:
-        args = args if isinstance(args, dict) else {}
-        if name == "code_execution":
-            found.append((str(args.get("test_field", "test")), str(args.get("entry_point_field", "entry_point"))))
-        elif name == "composite" and isinstance(args.get("scorers"), list):
-            parts = [part for part in args["scorers"] if isinstance(part, dict)]
-            found += _code_fields([(part.get("name"), part.get("args")) for part in parts])
-    return found
+    """The (test, entry point) metadata fields of every ``code_execution`` scorer among ``scorers``."""
+    return [
+        (str(args.get("test_field", "test")), str(args.get("entry_point_field", "entry_point")))
+        for args in _args_of(scorers, "code_execution")
+    ]
 
 
 def _naming_the_few_shot_file(exc: EvalHarnessError, loaded: LoadedTask) -> EvalHarnessError:

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from eval_harness.errors import as_written, json_type_name
+from eval_harness.errors import as_written, json_type_name, shortened
 from eval_harness.types import (
     CHOICES_PATTERN_FLAGS,
     RESERVED_AXIS,
@@ -310,7 +310,7 @@ def _options(text: str, pattern: str) -> list[str]:
         if number not in covered and _OPTION_LABEL.match(line):
             raise _FieldProblem(
                 "choices",
-                f"line {number + 1} of the options, {_shortened(line.strip())!r}, reads as an option but does not "
+                f"line {number + 1} of the options, {shortened(line.strip(), 60)!r}, reads as an option but does not "
                 f"match choices_pattern {as_written(pattern)} (left out, the options after it would take other "
                 "letters)",
             )
@@ -331,10 +331,6 @@ def _check_letter_has_an_option(target: str | list[str], choices: list[str], lab
                 where,
                 f"{value.strip()!r} names no option: the line has {len(choices)} ({', '.join(letters)})",
             )
-
-
-def _shortened(text: str, most: int = 60) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _value_end(text: str) -> str:

@@ -52,6 +52,7 @@ from eval_harness.errors import (
     NotAvailableHereError,
     ScoringError,
     UnknownNameError,
+    shortened,
 )
 from eval_harness.registry import Registry
 from eval_harness.types import (
@@ -309,11 +310,6 @@ def _either(messages: list[str]) -> str:
     if all(message.startswith(lead) for message in messages):
         return lead + " or ".join(message.removeprefix(lead) for message in messages)
     return " or ".join(messages)
-
-
-def shortened(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, the last one an ellipsis when it was cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
@@ -796,6 +792,5 @@ __all__ = [
     "parse_conditions",
     "register_scorer",
     "require_text",
-    "shortened",
     "unavailable_here",
 ]
