@@ -500,7 +500,7 @@ def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | No
         if limit is None and sent is None:
             unset = " (the task sets none: the provider's default or the server's own limit)"
         elif limit is None:
-            unset = f" ({limit_said(limit, sent).replace('the task sets no max_tokens', 'the task sets none')})"
+            unset = f" ({limit_said(limit, sent, unset='the task sets none')})"
         else:
             unset = f" (sent as {sent:,} with room to think or reason)" if sent is not None and sent != limit else ""
         notes.append(

@@ -50,13 +50,14 @@ SERVER_LIMIT = (
 """What stopped an answer at a length limit before max_tokens (``stopped_short``), as the warning and note say."""
 
 
-def limit_said(limit: int | None, sent: int | None) -> str:
+def limit_said(limit: int | None, sent: int | None, *, unset: str = "the task sets no max_tokens") -> str:
     """The output limit an answer stopped at, as the run's warning and the report say it: the task's
-    ``max_tokens``, and what was sent when that differs (room to think or reason added, a provider's default)."""
+    ``max_tokens``, and what was sent when that differs (room to think or reason added, a provider's default);
+    ``unset`` says that the task sets none."""
     if limit is None and sent is None:
-        return "the task sets no max_tokens: the provider's default, e.g. Anthropic's 1,024, or the server's own limit"
+        return f"{unset}: the provider's default, e.g. Anthropic's 1,024, or the server's own limit"
     if limit is None:
-        return f"the task sets no max_tokens: sent {sent:,}, the provider's default with any room to think"
+        return f"{unset}: sent {sent:,}, the provider's default with any room to think"
     if sent is not None and sent != limit:  # the limit bounded thinking or reasoning with the answer
         return f"max_tokens {limit:,}, sent as {sent:,} with room to think or reason"
     return f"max_tokens {limit:,}"
