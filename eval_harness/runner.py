@@ -469,8 +469,7 @@ class Runner:
 
     def _line_of(self, position: Position) -> str:
         """``file:line`` of the sample at ``position``: what to fix when it stops the run."""
-        path = self.plan.dataset_path
-        return f"{path / position.member if position.member else path}:{position.line}"
+        return f"{position.file_in(self.plan.dataset_path)}:{position.line}"
 
     def _dataset_watch(self) -> Callable[[Position], bool]:
         """Whether the dataset is still as the plan found it, asked for each sample as it is read (a stat of its

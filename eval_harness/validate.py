@@ -343,7 +343,7 @@ def _render(path: Path, loaded: LoadedTask, chosen: FewShot) -> RenderCheck:
     excluded = chosen.excluded
     skip = (lambda sample_id, _position: sample_id in excluded) if excluded else None
     for position, sample in iter_positioned(path, loaded.spec.dataset, skip):
-        where = str(path / position.member) if position.member else str(path)
+        where = str(position.file_in(path))
         check.samples += 1
         try:
             template.render(sample, chosen.for_member(position.member))

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from eval_harness.compare._paired import _exact_test_name, _Pairs, _Run, _Side
-from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, judged_rows
+from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, judged_rows, records_word
 from eval_harness.proportions import signed_points
 from eval_harness.types import PairedInterval, PairedTest
 
@@ -41,9 +41,9 @@ def _left_out_notes(pairs: _Pairs, unpaired: Sequence[UnpairedAxis], moved_b: Co
     the records of B's axes whose paired records are counted under A's axes (``moved_b``) that have no pair."""
     notes = []
     if pairs.only_a or pairs.only_b:
-        records = "record" if pairs.only_a == 1 else "records"
         notes.append(
-            f"{pairs.only_a:,} {records} only in A and {pairs.only_b:,} only in B are left out of the paired statistics"
+            f"{pairs.only_a:,} {records_word(pairs.only_a)} only in A and {pairs.only_b:,} only in B are left out of "
+            "the paired statistics"
         )
     notes += [f"{axis.axis}: {axis.left_out}: not compared" for axis in unpaired]
     notes += [

@@ -117,13 +117,14 @@ class UnpairedAxis(BaseModel):
     def left_out(self) -> str:
         """What the axis holds, as printed: '20 records only in A, none in B'."""
         if not self.only_b:
-            return f"{self.only_a:,} {_records(self.only_a)} only in A, none in B"
+            return f"{self.only_a:,} {records_word(self.only_a)} only in A, none in B"
         if not self.only_a:
-            return f"{self.only_b:,} {_records(self.only_b)} only in B, none in A"
-        return f"{self.only_a:,} {_records(self.only_a)} in A and {self.only_b:,} in B, none of them paired"
+            return f"{self.only_b:,} {records_word(self.only_b)} only in B, none in A"
+        return f"{self.only_a:,} {records_word(self.only_a)} in A and {self.only_b:,} in B, none of them paired"
 
 
-def _records(count: int) -> str:
+def records_word(count: int) -> str:
+    """ "record" or "records", as ``count`` takes it."""
     return "record" if count == 1 else "records"
 
 
@@ -213,4 +214,5 @@ __all__ = [
     "UnpairedAxis",
     "Verdict",
     "judged_rows",
+    "records_word",
 ]

@@ -63,6 +63,10 @@ class Position:
     next_offset: int
     member: str | None = None
 
+    def file_in(self, dataset: Path) -> Path:
+        """The file of ``dataset`` (a file, or a directory of them) this line is in."""
+        return dataset / self.member if self.member else dataset
+
 
 @dataclass(frozen=True)
 class Problem:

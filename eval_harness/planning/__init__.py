@@ -670,8 +670,7 @@ def _of_sample(error: TemplateError, plan: RunPlan, position: Position, sample: 
     it names its cause already (a few-shot example's error is no sample's)."""
     if error.sample_named:
         return error
-    file = plan.dataset_path / position.member if position.member else plan.dataset_path
-    return TemplateError(f"{file}:{position.line}: sample {sample.id!r}: {error}")
+    return TemplateError(f"{position.file_in(plan.dataset_path)}:{position.line}: sample {sample.id!r}: {error}")
 
 
 def replaced_settings(plan: RunPlan) -> dict[str, tuple[Any, Any]]:
