@@ -319,8 +319,8 @@ class DatasetInfo(BaseModel):
 DATASET_CHECKS = 4
 """The version of the dataset's line checks, raised when a check refuses lines earlier versions accepted (2: a
 mapped column must be on every line, a byte-order mark makes its line a problem; 3: a mapped axis column must be
-on every line where axis_pattern does not match the file name; 4: every line of a choices string that holds text
-holds an option, and a target letter names one of the line's options)."""
+on every line where axis_pattern does not match the file name; 4: a line of a choices string that opens like an
+option is one the pattern matches, and a target letter names one of the line's options)."""
 
 
 class ModelInfo(BaseModel):

@@ -228,14 +228,14 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             if one
             else (f"{result.session_errors:,} samples were recorded as errors, which count")
         )
+        them, retrying = "it" if one else "them", _retrying(result.resume_command)
         if result.answers == result.new_records:  # every call answered: scoring failed, which a retry repeats
             again = (
-                f"see {'it' if one else 'them'} with eval-harness inspect --run {result.run_dir} --errors "
-                f"({_retrying(result.resume_command)} scores {'it' if one else 'them'} again, which helps only "
-                "where the failure passes, a judge's call)"
+                f"see {them} with eval-harness inspect --run {result.run_dir} --errors ({retrying} scores {them} "
+                "again, which helps only where the failure passes, a judge's call)"
             )
         else:
-            again = f"{_retrying(result.resume_command)} runs {'it' if one else 'them'} again"
+            again = f"{retrying} runs {them} again"
         print(f"note: {errors} as wrong (the first: {result.first_error}); {again}", file=sys.stderr)
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
