@@ -150,6 +150,8 @@ class RunResult:
     """Answers of this session that filled the model's context window: cut short, whatever max_tokens."""
     session_model_args: dict[str, str] = field(default_factory=dict)
     """Options this session was given for itself alone (see ``RunPlan.session_model_args``)."""
+    session_judge_args: dict[str, str] = field(default_factory=dict)
+    """The same of the judge (see ``RunPlan.session_judge_args``)."""
     retry_errors: bool = False
     """Whether this session generated recorded errors again (``--retry-errors``)."""
     output_cap: int | None = None
@@ -164,13 +166,22 @@ class RunResult:
         """The command that continues this run: with the options this session was given for itself alone, and
         ``--retry-errors`` when it was retrying errors (those it had not reached yet stay errors otherwise). A
         forced change that holds for one session only is not carried: stderr said so when the session began."""
-        return resume_command(self.run_dir, self.session_model_args, self.retry_errors)
+        return resume_command(self.run_dir, self.session_model_args, self.retry_errors, self.session_judge_args)
 
 
-def resume_command(run_dir: Path, session_model_args: Mapping[str, str], retry_errors: bool) -> str:
-    """``eval-harness resume RUN_DIR``, with the options a session was given for itself alone and
-    ``--retry-errors`` when it was retrying errors (see ``RunResult.resume_command``)."""
-    given = [f"--model-arg {shlex.quote(f'{name}={text}')}" for name, text in session_model_args.items()]
+def resume_command(
+    run_dir: Path,
+    session_model_args: Mapping[str, str],
+    retry_errors: bool,
+    session_judge_args: Mapping[str, str] | None = None,
+) -> str:
+    """``eval-harness resume RUN_DIR``, with the options a session was given for itself alone (the model's and
+    the judge's) and ``--retry-errors`` when it was retrying errors (see ``RunResult.resume_command``)."""
+    given = [
+        f"{flag} {shlex.quote(f'{name}={text}')}"
+        for flag, args in (("--model-arg", session_model_args), ("--judge-arg", session_judge_args or {}))
+        for name, text in args.items()
+    ]
     again = ["--retry-errors"] if retry_errors else []
     return " ".join(["eval-harness resume", shlex.quote(str(run_dir)), *given, *again])
 
@@ -286,7 +297,7 @@ class Runner:
             # a forced change of the model's arguments holds for later resumes, which call the model as recorded
             anew: dict[str, Any] = {}
             if update is not None:
-                anew |= {"model": update.model, "fingerprint": update.fingerprint}
+                anew |= {"model": update.model, "judge": update.judge, "fingerprint": update.fingerprint}
             if plan.dataset_update is not None:
                 anew["dataset"] = plan.dataset_update
             if plan.expected_update is not None:
@@ -439,6 +450,7 @@ class Runner:
             length_stops=progress.session_length_stops, length_stop_reason=progress.length_stop_reason,
             short_length_stops=progress.session_short_length_stops,
             context_window_stops=progress.session_context_stops, session_model_args=plan.session_model_args,
+            session_judge_args=plan.session_judge_args,
             retry_errors=plan.retry_errors, output_cap=plan.provider.output_cap(plan.generation),
             cache_failures=self.gateway.cache_failures, cache_failure=self.gateway.cache_failure,
         )  # fmt: skip

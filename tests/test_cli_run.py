@@ -403,8 +403,8 @@ def test_a_forced_quiet_resume_names_what_changed_on_stderr(cli: Cli, task_root:
     assert forced.err.startswith("--force: resuming although template plain.jinja2 (sha256 ")
     # torture-s25 F5: the printed resume command, pasted, was refused again, and nothing had said it would be
     assert forced.err.splitlines()[1] == (
-        "resume: the manifest keeps what the run started with (of a forced change, only the model's new arguments "
-        "are recorded): a later resume needs --force again"
+        "resume: the manifest keeps what the run started with (of a forced change, only the new arguments of the "
+        "model and the judge are recorded): a later resume needs --force again"
     )
     assert cli("resume", out_dir / "f", "-q").code == 2
 

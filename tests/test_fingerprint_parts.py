@@ -4,12 +4,13 @@ records it. A resume reads the recorded parts from there, so the table must say 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from conftest import TaskRoot, adder_run_config
 
 from eval_harness.planning import judge_info, plan_run
+from eval_harness.providers.base import ProviderOptions
 from eval_harness.templates import PromptTemplate
 from eval_harness.types import FINGERPRINT_PARTS, ModelInfo
 
@@ -39,9 +40,8 @@ class _Now:
     model: ModelInfo
     fingerprint_parts: dict[str, Any]
     prompt_inputs_sha256: str
-    model_defaults: dict[str, Any] = field(default_factory=dict)
-    judge_defaults: dict[str, Any] = field(default_factory=dict)
-    model_transport_only: frozenset[str] = frozenset()
+    model_options: type[ProviderOptions] = ProviderOptions
+    judge_options: type[ProviderOptions] | None = None
 
 
 def test_a_changed_part_that_no_line_of_its_own_names_is_named_by_its_recorded_and_current_values(

@@ -583,8 +583,8 @@ def test_a_changed_rubric_is_named_beside_a_changed_model_argument(
     with pytest.raises(ResumeMismatchError) as refused:
         plan_resume(run_dir, model_args={"skill": "0.3"})
     assert (
-        "changed since the run started: model args of mock/m: skill 0.8 → 0.3; a judge rubric or the judge model."
-        in str(refused.value)
+        "changed since the run started: model args of mock/m: skill 0.8 → 0.3; a judge rubric (or another file a "
+        "scorer reads)." in str(refused.value)
     )
 
 

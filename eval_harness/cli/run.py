@@ -185,7 +185,9 @@ async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) ->
         # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping
         loop.call_soon_threadsafe(stop, again)
 
-    interrupts.resume_hint = resume_command(plan.run_dir, plan.session_model_args, plan.retry_errors)
+    interrupts.resume_hint = resume_command(
+        plan.run_dir, plan.session_model_args, plan.retry_errors, plan.session_judge_args
+    )
     interrupts.stop = stop_soon
     if interrupts.count:  # it came while the run was being set up: stop now
         stop(interrupts.signal_name)
@@ -384,7 +386,7 @@ _FIXED_BY_THE_RUN = {
     "skip_invalid": "--skip-invalid", "run_id": "--run-id", "output_dir": "--output-dir", "epochs": "--epochs",
     "limit": "--limit", "limit_per_axis": "--limit-per-axis", "seed": "--seed", "temperature": "--temperature",
     "max_tokens": "--max-tokens",
-    "dry_run_": "--dry-run", "judge_model": "--judge-model", "judge_arg": "--judge-arg",
+    "dry_run_": "--dry-run", "judge_model": "--judge-model",
 }  # fmt: skip
 """The options (parameter name: flag) a resumed run keeps from its manifest."""
 
@@ -499,8 +501,8 @@ def run_command(
             tpm=tpm,
             cache=cache,
         )
-        given_gates = _gates_given(gates, _given(ctx, "gate_on"))
-        _resume(resume, overrides, model_arg, retry_errors, force, _Gates(given_gates, not no_gates), quiet)
+        resumed_gates = _Gates(_gates_given(gates, _given(ctx, "gate_on")), not no_gates)
+        _resume(resume, overrides, model_arg, retry_errors, force, resumed_gates, quiet, judge_arg)
         return
     from pydantic import ValidationError
 
@@ -630,6 +632,16 @@ def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
     return notes
 
 
+_ARGS_CHANGES = ("model args of ", "judge args of ")
+"""How a resume names a change of the model's or the judge's arguments (``planning.Called.args_change``)."""
+
+
+def _args_changed(forced: list[str]) -> str:
+    """Whose arguments a forced resume changed: ``model``, ``judge``, ``model and judge``, or ""."""
+    roles = [prefix.split()[0] for prefix in _ARGS_CHANGES if any(change.startswith(prefix) for change in forced)]
+    return " and ".join(roles)
+
+
 def _resume(
     run_dir: Path,
     overrides: SessionOverrides,
@@ -638,6 +650,7 @@ def _resume(
     force: bool,
     gates: _Gates,
     quiet: bool,
+    judge_arg: list[str] | None = None,
 ) -> None:
     from eval_harness.config import parse_key_values
     from eval_harness.planning import plan_resume, replaced_settings
@@ -646,6 +659,7 @@ def _resume(
     plan = plan_resume(
         run_dir, overrides, retry_errors=retry_errors, force=force,
         model_args=parse_key_values(model_arg or [], "--model-arg"), gates=gates.given, keep_gates=gates.keep,
+        judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )  # fmt: skip
     print_notes(plan)
     for name, (recorded, now) in replaced_settings(plan).items():
@@ -658,18 +672,19 @@ def _resume(
         print(note, file=sys.stderr)
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
-    if any(not change.startswith("model args of ") for change in plan.forced):
+    args_changed = _args_changed(plan.forced)
+    if any(not change.startswith(_ARGS_CHANGES) for change in plan.forced):
         # the manifest records what the run started with: the next resume finds the same change again
         print(
-            "resume: the manifest keeps what the run started with (of a forced change, only the model's new "
-            "arguments are recorded): a later resume needs --force again",
+            "resume: the manifest keeps what the run started with (of a forced change, only the new arguments of "
+            "the model and the judge are recorded): a later resume needs --force again",
             file=sys.stderr,
         )
     if plan.model_update is not None:
-        print("resume: the model's new arguments are recorded: later resumes keep them", file=sys.stderr)
-    elif any(change.startswith("model args of ") for change in plan.forced):
+        print(f"resume: the {args_changed}'s new arguments are recorded: later resumes keep them", file=sys.stderr)
+    elif args_changed:
         print(
-            "resume: the model's new arguments hold for this session only (a scorer's file or the judge changed as "
+            f"resume: the {args_changed}'s new arguments hold for this session only (a scorer's file changed as "
             "well, so the run's fingerprint cannot be remade with them): give them again to a later resume",
             file=sys.stderr,
         )
@@ -701,6 +716,15 @@ def resume_command(
             "need no --force and hold for this session only.",
         ),
     ] = None,
+    judge_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge-arg",
+            metavar="KEY=VALUE",
+            help="Judge option KEY=VALUE replacing the recorded one (repeatable), as --model-arg does for the model: "
+            "e.g. the judge's api_key, or a new base_url (with --force).",
+        ),
+    ] = None,
     fail_below: FailBelow = None,
     fail_below_axis: FailBelowAxis = None,
     gate_on: GateOn = "mean",
@@ -718,7 +742,7 @@ def resume_command(
         concurrency=concurrency, timeout_s=timeout, max_retries=max_retries, rpm=rpm, tpm=tpm, cache=cache
     )
     given = _Gates(_gates_given(gates, _given(ctx, "gate_on")), not no_gates)
-    _resume(run_dir, overrides, model_arg, retry_errors, force, given, quiet)
+    _resume(run_dir, overrides, model_arg, retry_errors, force, given, quiet, judge_arg)
 
 
 def register(app: typer.Typer) -> None:

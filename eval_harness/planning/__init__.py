@@ -73,8 +73,7 @@ from eval_harness.planning._fingerprint import (
     _fingerprint_parts,
     _model_update,
     _prompt_inputs_sha256,
-    _session_only,
-    _transport_notes,
+    called,
     dataset_reading_change,
     files_changed,
 )
@@ -85,7 +84,7 @@ from eval_harness.planning._session import (
     resumed_gates,
     session_settings,
 )
-from eval_harness.providers.base import Provider, ProviderContext, create_provider, estimate_tokens
+from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, create_provider, estimate_tokens
 from eval_harness.providers.gateway import Gateway
 from eval_harness.providers.replay import ReplayProvider
 from eval_harness.scorers.base import ScoringPipeline
@@ -154,6 +153,8 @@ class RunPlan:
     session_model_args: dict[str, str] = field(default_factory=dict)
     """Options of how answers travel given to this resume, unlike the run's (``--model-arg`` text by name): the
     manifest keeps the run's, so the resume command printed at an interruption gives them again."""
+    session_judge_args: dict[str, str] = field(default_factory=dict)
+    """The same of the judge (``--judge-arg``)."""
 
     @property
     def expected_records(self) -> int:
@@ -366,24 +367,14 @@ class _Parts:
         return _fingerprint(self.fingerprint_parts)
 
     @property
-    def model_defaults(self) -> dict[str, Any]:
-        """Each of the provider's options at its default, as the manifest would record it."""
-        return _option_defaults(self.provider)
+    def model_options(self) -> type[ProviderOptions]:
+        """The options of the model's provider (their defaults, and which change how answers travel)."""
+        return type(self.provider.options)
 
     @property
-    def judge_defaults(self) -> dict[str, Any]:
-        """The same of the judge's provider (none without a judge)."""
-        return _option_defaults(self.judge.provider) if self.judge is not None else {}
-
-    @property
-    def model_transport_only(self) -> frozenset[str]:
-        """The provider's options that change how answers travel, not what they are."""
-        return type(self.provider.options).transport_only
-
-
-def _option_defaults(provider: Provider) -> dict[str, Any]:
-    fields = type(provider.options).model_fields.items()
-    return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
+    def judge_options(self) -> type[ProviderOptions] | None:
+        """The same of the judge's provider (None without a judge)."""
+        return type(self.judge.provider.options) if self.judge is not None else None
 
 
 def _parts(
@@ -693,13 +684,15 @@ def plan_resume(
     model_args: dict[str, Any] | None = None,
     gates: dict[str, Any] | None = None,
     keep_gates: bool = True,
+    judge_args: dict[str, Any] | None = None,
 ) -> RunPlan:
     """Check that an existing run can continue: the fingerprint's parts must still match.
 
     ``model_args`` (``--model-arg`` given now) replace the recorded ones; the model's arguments are part of the
     fingerprint, so a changed one is refused unless ``force``, and a forced change is recorded for later resumes
-    (see ``ModelUpdate``). ``gates`` (``GateSettings`` fields given now) replace the recorded gates one by one,
-    after every recorded gate was dropped when not ``keep_gates`` (``--no-gates``)."""
+    (see ``ModelUpdate``); ``judge_args`` (``--judge-arg``) the same of the judge's. ``gates`` (``GateSettings``
+    fields given now) replace the recorded gates one by one, after every recorded gate was dropped when not
+    ``keep_gates`` (``--no-gates``)."""
     settings = settings or Settings.load()
     manifest = read_manifest(run_dir)
     if not FINGERPRINT.fullmatch(manifest.fingerprint):
@@ -715,11 +708,15 @@ def plan_resume(
             f"cannot resume {run_dir} with --model-arg: it rescores {manifest.source_run}, whose recorded answers "
             "it reads, so it calls no model"
         )
+    if manifest.judge is None and judge_args:
+        raise ConfigError(f"cannot resume {run_dir} with --judge-arg: the run has no judge model")
     task_ref = (
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
     task = find_task(task_ref)
-    config = _resume_config(manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {})
+    config = _resume_config(
+        manifest, run_dir, task_ref, overrides or SessionOverrides(), model_args or {}, judge_args or {}
+    )
     check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
     dataset_path = Path(manifest.dataset.path)
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
@@ -747,13 +744,17 @@ def plan_resume(
     plan.gates = resumed_gates(manifest.gates, gates, keep=keep_gates)
     _check_new_gate_axes(plan, [axis for axis, _ in (gates or {}).get("fail_below_axis", [])])
     plan.model_update = _model_update(manifest, parts)
-    plan.session_model_args = _session_only(manifest, parts, model_args or {})
+    model, judge = called(manifest, parts)
+    plan.session_model_args = model.session_only(model_args or {})
+    plan.session_judge_args = judge.session_only(judge_args or {}) if judge is not None else {}
     # forced (refused above otherwise): the session runs the samples the dataset gives now
     read_anew = report.sha256 != manifest.dataset.sha256 or reading is not None
     if read_anew:
         expected = _expected_after_change(plan)
         plan.expected_update = expected if expected != manifest.expected_records else None
-    plan.notes += _generation_kept(task, manifest) + _transport_notes(manifest, parts, plan.session_model_args)
+    plan.notes += _generation_kept(task, manifest) + model.transport_notes(plan.session_model_args)
+    if judge is not None:
+        plan.notes += judge.transport_notes(plan.session_judge_args)
     if compared and not read_anew:
         # the same bytes passed this build's checks: recorded, so the next resume checks the hash alone again
         checked: dict[str, Any] = {"checks": DATASET_CHECKS, "axes": sorted(report.axis_counts)}

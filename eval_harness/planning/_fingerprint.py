@@ -19,7 +19,7 @@ import orjson
 from eval_harness.config import shown_without_credentials
 from eval_harness.datasets import DatasetReport
 from eval_harness.errors import as_written
-from eval_harness.providers.base import Provider
+from eval_harness.providers.base import ProviderOptions
 from eval_harness.scorers.base import ScoringPipeline
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate
@@ -33,23 +33,109 @@ from eval_harness.types import (
     dataset_reading_filled,
 )
 
-# The judge model is recorded (``manifest.judge``), but a resume takes it from there: it can only differ as its
-# provider reports its arguments now, and a resume names that with what only the fingerprint holds ("a judge
-# rubric or the judge model"), from the judge as it is now. (compare, which reads two manifests, names a judge
-# change on its own line.)
-_CHECKED_AS_UNRECORDED: Final = frozenset({"judge"})
 # The recorded parts that ``_changes`` names on a line of its own; any other that changed (the seed, which a resume
 # takes from the manifest, or a part added to FINGERPRINT_PARTS) is named by its generic line, never passed over.
-_NAMED: Final = frozenset({"dataset_sha256", "template_sha256", "scorers", "system_prompt", "pass_threshold", "model"})
+_NAMED: Final = frozenset(
+    {"dataset_sha256", "template_sha256", "scorers", "system_prompt", "pass_threshold", "model", "judge"}
+)
 
 
 @dataclass(frozen=True)
 class ModelUpdate:
-    """What a manifest records of the model once a forced resume changed its arguments."""
+    """What a manifest records of the model and the judge once a forced resume changed their arguments."""
 
     model: ModelInfo
+    judge: ModelInfo | None
     fingerprint: str
     """The fingerprint the run would have recorded had it started with these arguments."""
+
+
+@dataclass(frozen=True)
+class Called:
+    """A model the run calls (the model under test, or the judge) as the manifest records it and as a resume
+    would call it now."""
+
+    role: str
+    """``model`` or ``judge``: how changes and notes name it, and its flag (``--model-arg``, ``--judge-arg``)."""
+    recorded: ModelInfo
+    now: ModelInfo
+    options: type[ProviderOptions]
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.role}-arg"
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Each of its provider's options at its default, as the manifest would record it."""
+        fields = self.options.model_fields.items()
+        return {name: info.get_default(call_default_factory=True) for name, info in fields if not info.is_required()}
+
+    @property
+    def as_compared(self) -> ModelInfo:
+        """As it is now, less the options the manifest does not record that are at their default: options added to
+        the provider since the run started (it ran with their default, so nothing changed); and with its transport
+        options as recorded (given now, they hold for this session: no change to its answers)."""
+        args = _known_or_set(self.now.args, self.recorded.args, self.defaults)
+        return self.now.model_copy(update={"args": self._transport_as_recorded(args)})
+
+    @property
+    def changed(self) -> bool:
+        return self.as_compared != self.recorded
+
+    @property
+    def to_record(self) -> ModelInfo:
+        """What a forced resume records of it: its arguments as given now, less the transport options (given now,
+        they hold for this session only: the manifest keeps the run's)."""
+        return self.now.model_copy(update={"args": self._transport_as_recorded(self.now.args)})
+
+    @property
+    def args_change(self) -> str:
+        """The arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key given as
+        an argument is dropped from both, see ``ProviderOptions.public``)."""
+        return f"{self.role} args of {self.now.id}: {_settings_changed(self.recorded.args, self.as_compared.args)}"
+
+    def session_only(self, given: Collection[str] = ()) -> dict[str, str]:
+        """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it
+        holds for this session only, forced or not (see ``as_compared``). One the run set that another ``given`` in
+        its place unsets (``ProviderOptions.replaces``) is not among them: that one is, and unsets it again. One
+        ``given`` empty to unset it is, as the empty text that unsets it again (the key sent as a Bearer after
+        ``api_key_query``)."""
+        recorded, now, defaults = self.recorded.args, self.now.args, self.defaults
+        return {
+            name: "" if now[name] is None else _arg_text(now[name])
+            for name in sorted(self.options.transport_only)
+            if name in now
+            and (now[name] is not None or name in given)
+            and now[name] != recorded.get(name, defaults.get(name))
+        }
+
+    def transport_notes(self, session_only: Mapping[str, str]) -> list[str]:
+        """A line for each of the ``session_only`` options: the manifest keeps the run's."""
+        recorded, now, defaults = self.recorded.args, self.now.args, self.defaults
+        notes = []
+        for name, text in session_only.items():
+            unset = [
+                f"{other}={_arg_text(recorded[other])}"
+                for other in sorted(self.options.replaces.get(name, ()))
+                if recorded.get(other) is not None and now.get(other) is None
+            ]
+            run_has = (
+                f", in place of the run's {', '.join(unset)}"
+                if unset
+                else f" (the run records {_arg_text(recorded.get(name, defaults.get(name)))})"
+            )
+            notes.append(
+                f"resume: {self.flag} {name}={text} holds for this session only{run_has}: give it again to a later "
+                "resume"
+            )
+        return notes
+
+    def _transport_as_recorded(self, now: Mapping[str, Any]) -> dict[str, Any]:
+        """``now`` with each transport option as recorded (or left out where the run recorded none)."""
+        transport = self.options.transport_only
+        kept = {k: v for k, v in now.items() if k not in transport}
+        return {**kept, **{k: v for k, v in self.recorded.args.items() if k in transport}}
 
 
 @dataclass(frozen=True)
@@ -130,13 +216,23 @@ class _Fingerprinted(Protocol):
     def prompt_inputs_sha256(self) -> str: ...
 
     @property
-    def model_defaults(self) -> Mapping[str, Any]: ...
+    def model_options(self) -> type[ProviderOptions]:
+        """The options of the model's provider (their defaults, and which change how answers travel)."""
+        ...
 
     @property
-    def judge_defaults(self) -> Mapping[str, Any]: ...
+    def judge_options(self) -> type[ProviderOptions] | None:
+        """The same of the judge's provider (None without a judge)."""
+        ...
 
-    @property
-    def model_transport_only(self) -> frozenset[str]: ...
+
+def called(manifest: RunManifest, parts: _Fingerprinted) -> tuple[Called, Called | None]:
+    """The model, and the judge when the run has one, as recorded and as a resume would call them now."""
+    model = Called("model", manifest.model, parts.model, parts.model_options)
+    judge_now, judge_options = parts.fingerprint_parts.get("judge"), parts.judge_options
+    if manifest.judge is None or judge_now is None or judge_options is None:
+        return model, None  # a resume calls the judge the run recorded, or none: a judge cannot come or go
+    return model, Called("judge", manifest.judge, ModelInfo.model_validate(judge_now), judge_options)
 
 
 def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, parts: _Fingerprinted) -> list[str]:
@@ -162,34 +258,34 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
     if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
         changed.append(f"system prompt or pass threshold of task {task.spec.name}")
-    model_now = _as_compared(parts, manifest)
-    if model_now.id != manifest.model.id:
-        changed.append(f"model ({manifest.model.id} → {model_now.id})")
-    elif model_now != manifest.model:
-        changed.append(_model_args_change(manifest.model, model_now))
+    model, judge = called(manifest, parts)
+    if model.now.id != manifest.model.id:
+        changed.append(f"model ({manifest.model.id} → {model.now.id})")
+    elif model.changed:
+        changed.append(model.args_change)
+    if judge is not None and judge.changed:
+        changed.append(judge.args_change)
     recorded, now = _recorded_parts(manifest), parts.fingerprint_parts
     changed += [
         f"{name} ({_arg_text(recorded[name])} → {_arg_text(now[name])})"
         for name in recorded
-        if name not in _NAMED | _CHECKED_AS_UNRECORDED and recorded[name] != now[name]
+        if name not in _NAMED and recorded[name] != now[name]
     ]
-    if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads, the judge model
+    if not _unrecorded_parts_kept(manifest, parts):  # the files a scorer reads
         changed.append(_unrecorded_change(manifest, parts))
     return changed
 
 
 def _unrecorded_change(manifest: RunManifest, parts: _Fingerprinted) -> str:
-    """What changed of what only the fingerprint holds, or of the judge. A run without a judge whose scorers
-    read no file has nothing of the kind: with the recorded parts as recorded, the fingerprint can only differ
-    because the manifest does not hold the values it was made from (one edited by hand, the seed, or the
-    fingerprint itself)."""
-    now = parts.fingerprint_parts
-    if manifest.judge is None and now["judge"] is None and not now["scorer_fingerprints"]:
+    """What changed of what only the fingerprint holds. A run whose scorers read no file has nothing of the kind:
+    with the recorded parts as recorded, the fingerprint can only differ because the manifest does not hold the
+    values it was made from (one edited by hand, the seed, or the fingerprint itself)."""
+    if not parts.fingerprint_parts["scorer_fingerprints"]:
         return (
             f"the manifest's fingerprint ({manifest.fingerprint[:12]}) is not that of the values it records, and the "
-            "run has no judge or scorer file it could stand for (a value of the manifest edited by hand?)"
+            "run has no scorer file it could stand for (a value of the manifest edited by hand?)"
         )
-    return "a judge rubric or the judge model"
+    return "a judge rubric (or another file a scorer reads)"
 
 
 def files_changed(recorded: DatasetInfo, report: DatasetReport) -> str:
@@ -221,16 +317,9 @@ def _recorded_parts(manifest: RunManifest) -> dict[str, Any]:
 
 
 def _as_recorded(manifest: RunManifest, parts: _Fingerprinted) -> dict[str, Any]:
-    """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model
-    ...) as recorded: what is left as it is now is what only the fingerprint holds, and the judge (see
-    ``_CHECKED_AS_UNRECORDED``)."""
-    kept = {name: value for name, value in _recorded_parts(manifest).items() if name not in _CHECKED_AS_UNRECORDED}
-    now = {**parts.fingerprint_parts, **kept}
-    judge = now.get("judge")
-    if isinstance(judge, dict) and manifest.judge is not None and judge.get("id") == manifest.judge.id:
-        # the judge's options added since the run started, at their default, are no change (as the model's)
-        now["judge"] = {**judge, "args": _known_or_set(judge["args"], manifest.judge.args, parts.judge_defaults)}
-    return now
+    """The fingerprint's parts with every one the manifest records on its own (dataset, template, scorers, model,
+    judge ...) as recorded: what is left as it is now is what only the fingerprint holds."""
+    return {**parts.fingerprint_parts, **_recorded_parts(manifest)}
 
 
 def _unrecorded_parts_kept(manifest: RunManifest, parts: _Fingerprinted) -> bool:
@@ -240,93 +329,28 @@ def _unrecorded_parts_kept(manifest: RunManifest, parts: _Fingerprinted) -> bool
 
 
 def _model_update(manifest: RunManifest, parts: _Fingerprinted) -> ModelUpdate | None:
-    """What a forced resume records when the model's arguments changed: the new arguments, and the fingerprint
-    the run would have had with them, so that the next resume calls the model as this session does. None when
-    they did not change, or when what only the fingerprint holds changed too (its old value is not known, so
-    the fingerprint could not be made again: the arguments then hold for this session only)."""
-    if _as_compared(parts, manifest) == manifest.model or not _unrecorded_parts_kept(manifest, parts):
+    """What a forced resume records when the arguments of the model or the judge changed: the new arguments, and
+    the fingerprint the run would have had with them, so that the next resume calls them as this session does.
+    None when they did not change, or when what only the fingerprint holds changed too (its old value is not
+    known, so the fingerprint could not be made again: the arguments then hold for this session only)."""
+    model, judge = called(manifest, parts)
+    if not (model.changed or (judge is not None and judge.changed)) or not _unrecorded_parts_kept(manifest, parts):
         return None
-    recorded = _as_recorded(manifest, parts)
-    # the transport options given now hold for this session, forced or not: the manifest keeps the run's
-    args = _transport_as_recorded(parts.model.args, manifest.model.args, parts.model_transport_only)
-    model = parts.model.model_copy(update={"args": args})
-    return ModelUpdate(model, _fingerprint({**recorded, "model": model.model_dump(mode="json")}))
+    model_now = model.to_record if model.changed else manifest.model
+    judge_now = judge.to_record if judge is not None and judge.changed else manifest.judge
+    new = {
+        "model": model_now.model_dump(mode="json"),
+        "judge": judge_now.model_dump(mode="json") if judge_now is not None else None,
+    }
+    return ModelUpdate(model_now, judge_now, _fingerprint({**_as_recorded(manifest, parts), **new}))
 
 
 _UNSET = object()
 
 
-def _as_compared(parts: _Fingerprinted, manifest: RunManifest) -> ModelInfo:
-    """The model as it is now, less the options the manifest does not record that are at their default: options
-    added to the provider since the run started (it ran with their default, so nothing changed); and with its
-    transport options as recorded (given now, they hold for this session: no change to its answers)."""
-    args = _known_or_set(parts.model.args, manifest.model.args, parts.model_defaults)
-    args = _transport_as_recorded(args, manifest.model.args, parts.model_transport_only)
-    return parts.model.model_copy(update={"args": args})
-
-
-def _session_only(manifest: RunManifest, parts: _Fingerprinted, given: Collection[str] = ()) -> dict[str, str]:
-    """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it holds
-    for this session only, forced or not (see ``_as_compared``). One the run set that another ``given`` in its
-    place unsets (``ProviderOptions.replaces``) is not among them: that one is, and unsets it again. One ``given``
-    empty to unset it is, as the empty text that unsets it again (the key sent as a Bearer after
-    ``api_key_query``)."""
-    recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
-    return {
-        name: "" if now[name] is None else _arg_text(now[name])
-        for name in sorted(parts.model_transport_only)
-        if name in now
-        and (now[name] is not None or name in given)
-        and now[name] != recorded.get(name, defaults.get(name))
-    }
-
-
-class _Resumed(_Fingerprinted, Protocol):
-    """The parts of a resumed session, with the provider built for it."""
-
-    @property
-    def provider(self) -> Provider: ...
-
-
-def _transport_notes(manifest: RunManifest, parts: _Resumed, session_only: Mapping[str, str]) -> list[str]:
-    """A line for each of the ``session_only`` options: the manifest keeps the run's."""
-    recorded, now, defaults = manifest.model.args, parts.model.args, parts.model_defaults
-    replaces = type(parts.provider.options).replaces
-    notes = []
-    for name, text in session_only.items():
-        unset = [
-            f"{other}={_arg_text(recorded[other])}"
-            for other in sorted(replaces.get(name, ()))
-            if recorded.get(other) is not None and now.get(other) is None
-        ]
-        run_has = (
-            f", in place of the run's {', '.join(unset)}"
-            if unset
-            else f" (the run records {_arg_text(recorded.get(name, defaults.get(name)))})"
-        )
-        notes.append(
-            f"resume: --model-arg {name}={text} holds for this session only{run_has}: give it again to a later resume"
-        )
-    return notes
-
-
-def _transport_as_recorded(
-    now: Mapping[str, Any], recorded: Mapping[str, Any], transport: frozenset[str]
-) -> dict[str, Any]:
-    """``now`` with each of the ``transport`` options as ``recorded`` has it (or left out where it has none)."""
-    kept = {k: v for k, v in now.items() if k not in transport}
-    return {**kept, **{k: v for k, v in recorded.items() if k in transport}}
-
-
 def _known_or_set(now: Mapping[str, Any], recorded: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """``now`` less each option ``recorded`` lacks that is at its default."""
     return {k: v for k, v in now.items() if k in recorded or v != defaults.get(k, _UNSET)}
-
-
-def _model_args_change(recorded: ModelInfo, now: ModelInfo) -> str:
-    """The model arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key
-    given as an argument is dropped from both, see ``ProviderOptions.public``)."""
-    return f"model args of {now.id}: {_settings_changed(recorded.args, now.args)}"
 
 
 def dataset_reading_change(task: LoadedTask, recorded: dict[str, Any] | None) -> str | None:
@@ -374,4 +398,4 @@ def _arg_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-__all__ = ["ModelUpdate", "ScoringSetup", "dataset_reading_change", "files_changed"]
+__all__ = ["Called", "ModelUpdate", "ScoringSetup", "called", "dataset_reading_change", "files_changed"]

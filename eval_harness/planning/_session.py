@@ -53,9 +53,10 @@ def _resume_config(
     task_ref: str,
     overrides: SessionOverrides,
     model_args: dict[str, Any],
+    judge_args: dict[str, Any],
 ) -> RunConfig:
-    """The configuration the run started with, from its manifest, with the operational overrides and the model
-    arguments given now (each replacing the recorded one)."""
+    """The configuration the run started with, from its manifest, with the operational overrides and the
+    arguments of the model and the judge given now (each replacing the recorded one)."""
     explicit_scorers = manifest.task.scorers_source is None
     try:
         return RunConfig(
@@ -64,7 +65,7 @@ def _resume_config(
             scorers=list(manifest.task.scorers) if explicit_scorers else None,
             source_run=Path(manifest.source_run) if manifest.source_run else None,
             judge_model=manifest.judge.id if manifest.judge else None,
-            judge_args=dict(manifest.judge.args) if manifest.judge else {},
+            judge_args=resumed_args(manifest.judge.id, manifest.judge.args, judge_args) if manifest.judge else {},
             model=manifest.model.id,
             model_args=resumed_args(manifest.model.id, manifest.model.args, model_args),
             dataset=Path(manifest.dataset.path),
