@@ -25,7 +25,15 @@ from pydantic import BaseModel, Field
 from eval_harness.errors import ConfigError, GateFailedError
 from eval_harness.types import AxisStats, GateBasis, GateSettings, RunSummary
 
-__all__ = ["GateBasis", "GateResult", "evaluate_gates", "gate_failure", "gate_flags", "gates_from_flags"]
+__all__ = [
+    "GateBasis",
+    "GateResult",
+    "check_basis_used",
+    "evaluate_gates",
+    "gate_failure",
+    "gate_flags",
+    "gates_from_flags",
+]
 
 
 def _fraction(text: str, flag: str) -> float:
@@ -66,6 +74,16 @@ def gates_from_flags(
     )
 
 
+def check_basis_used(gates: GateSettings | None) -> None:
+    """Refuse ``--gate-on ci-low`` where no score gate is set: it changes what ``--fail-below`` and
+    ``--fail-below-axis`` compare, and alone (or beside ``--max-error-rate``) it would gate nothing, silently."""
+    if gates is not None and gates.gate_on == "ci-low" and gates.fail_below is None and not gates.fail_below_axis:
+        raise ConfigError(
+            "--gate-on ci-low: it applies to --fail-below and --fail-below-axis, and neither is set, so it would "
+            "gate nothing; give one (e.g. --fail-below 0.8)"
+        )
+
+
 class GateResult(BaseModel):
     """One gate's outcome."""
 
@@ -91,11 +109,29 @@ class GateResult(BaseModel):
             return f"run incomplete: {self.reason}"
         if self.value is None and self.reason is not None:
             return f"{self.target} {self.measure}: {self.reason}"
-        shown = "–" if self.value is None else f"{100 * self.value:.1f}%"
+        shown = "–" if self.value is None else _percent_beside(self.value, self.threshold, self.passed, self.measure)
         if self.measure == "error-rate":
             return f"error rate {shown} {'is within' if self.passed else 'is above'} {100 * self.threshold:g}%"
         verdict = "meets" if self.passed else "is below"
         return f"{self.target} {self.measure} {shown} {verdict} {100 * self.threshold:g}%"
+
+
+def _percent_beside(value: float, threshold: float, passed: bool, measure: str) -> str:
+    """``value`` as a percentage with one decimal, or as many more as it takes to read on the side of the
+    threshold (shown whole) that the gate found it on: 52/60 against 0.867 is '86.67% is below 86.7%', never
+    '86.7% is below 86.7%'."""
+    bound = 100 * threshold
+
+    def on_its_side(shown: float) -> bool:
+        # a score gate passes at the bound or above it, an error-rate gate at the bound or below it
+        if measure == "error-rate":
+            return shown <= bound if passed else shown > bound
+        return shown >= bound if passed else shown < bound
+
+    for decimals in range(1, 7):
+        if on_its_side(shown := round(100 * value, decimals)):
+            return f"{shown:.{decimals}f}%"
+    return f"{100 * value!r}%"
 
 
 def _score(stats: AxisStats, basis: GateBasis) -> tuple[float | None, str | None]:

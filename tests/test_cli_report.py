@@ -311,7 +311,7 @@ def test_compare_table_and_markdown(cli: Cli, runs: tuple[Path, Path]) -> None:
 
 def test_compare_fail_on_regression(cli: Cli, runs: tuple[Path, Path]) -> None:
     worse = cli("compare", "--run-a", runs[0], "--run-b", runs[1], "--fail-on-regression")
-    assert worse.code == 1 and "regression: B is significantly worse on alpha (−100.0 points" in worse.err
+    assert worse.code == 1 and "regression gate failed: B is significantly worse on alpha (−100.0 points" in worse.err
     better = cli("compare", "--run-a", runs[1], "--run-b", runs[0], "--fail-on-regression")
     assert better.code == 0, better.err
 
@@ -720,5 +720,5 @@ def test_compare_fail_on_regression_fails_when_only_the_overall_row_is_significa
         assert made.code == 0, made.err
     result = cli("compare", "--run-a", tmp_path / "hi", "--run-b", tmp_path / "lo", "--fail-on-regression")
     assert result.code == 1
-    assert result.err.startswith("error: regression: B is significantly worse on overall (−")
+    assert result.err.startswith("error: regression gate failed: B is significantly worse on overall (−")
     assert "no axis differs detectably" in result.out

@@ -489,3 +489,24 @@ def test_the_smallest_p_counts_only_the_pairs_that_differ(cli: Cli, task_root: T
         "found there: 'no detectable difference' means the comparison cannot tell"
     ) in comparison.notes
     assert not any(note.startswith("beta") for note in comparison.notes)  # none differ: nothing to tell
+
+
+def test_a_passing_regression_gate_that_cannot_tell_says_so_on_stderr(cli: Cli, task_root: TaskRoot) -> None:
+    # gates-s31: 5 of 5 right in A and 0 of 5 in B passed the gate (p 0.0625) with nothing on stderr; the note went
+    # to stdout, which a CI job sends to a file with --format json
+    base = make_run(cli, task_root, "a", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "5")
+    worse = make_run(cli, task_root, "b", "--model", "mock/y", "--model-arg", "skill=0", "--limit", "5")
+    untold = cli("compare", "--run-a", base, "--run-b", worse, "--fail-on-regression", "--format", "json")
+    assert untold.code == 0 and json.loads(untold.out)["overall"]["p_attainable"] == P_MIN_5_PAIRS
+    assert untold.err == (
+        "regression gate passed, but it cannot tell on alpha, beta, overall: too few pairs differ there for any "
+        "difference to reach p < 0.05 (see the notes)\n"
+    )
+    # over both axes the overall row's 10 pairs reach 5%: the gate fails there, its failures under one prefix
+    more = make_run(cli, task_root, "c", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "10")
+    most = make_run(cli, task_root, "d", "--model", "mock/y", "--model-arg", "skill=0", "--limit", "10")
+    failed = cli("compare", "--run-a", more, "--run-b", most, "--fail-on-regression", "--format", "json")
+    assert failed.code == 1
+    assert failed.err == (
+        "error: regression gate failed: B is significantly worse on overall (−100.0 points, p 0.00195)\n"
+    )

@@ -3,11 +3,21 @@ failures as data."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+from conftest import CliResult, TaskRoot
 
 from eval_harness.errors import ConfigError, GateFailedError
-from eval_harness.gates import evaluate_gates, gate_failure, gate_flags, gates_from_flags
+from eval_harness.gates import GateResult, evaluate_gates, gate_failure, gate_flags, gates_from_flags
 from eval_harness.types import AxisStats, GateSettings, RunSummary
+
+Cli = Callable[..., CliResult]
+
+
+def adder(task_root: TaskRoot) -> Path:
+    return task_root.root / "tasks" / "adder.toml"
 
 
 def stats(axis: str, mean: float, ci: tuple[float, float], error_rate: float = 0.0) -> AxisStats:
@@ -198,3 +208,48 @@ def test_gates_recorded_in_a_manifest_come_back_as_they_were_given() -> None:
 
 def test_gate_on_alone_sets_no_gate() -> None:
     assert not gates_from_flags(gate_on="ci-low").active and gates_from_flags(gate_on="ci-low").gate_on == "ci-low"
+
+
+@pytest.mark.parametrize(
+    ("measure", "value", "threshold", "passed", "text"),
+    [
+        # gates-s31: 52/60 against 0.867 read "86.7% is below 86.7%"
+        ("mean", 52 / 60, 0.867, False, "alpha mean 86.67% is below 86.7%"),
+        ("mean", 0.8625, 0.8625, True, "alpha mean 86.25% meets 86.25%"),
+        ("mean", 0.862, 0.8625, False, "alpha mean 86.2% is below 86.25%"),
+        ("mean", 0.85, 0.85, True, "alpha mean 85.0% meets 85%"),
+        ("ci-low", 0.613, 0.8, False, "alpha ci-low 61.3% is below 80%"),
+        ("error-rate", 0.0542, 0.0541, False, "error rate 5.42% is above 5.41%"),
+        ("error-rate", 0.054, 0.0541, True, "error rate 5.4% is within 5.41%"),
+    ],
+)
+def test_a_gates_value_is_shown_on_the_side_of_the_threshold_it_was_found_on(
+    measure: str, value: float, threshold: float, passed: bool, text: str
+) -> None:
+    result = GateResult.model_validate(
+        {"target": "alpha", "measure": measure, "threshold": threshold, "value": value, "passed": passed}
+    )
+    assert result.text == text
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_gate_on_ci_low_with_no_score_gate_is_refused(cli: Cli, task_root: TaskRoot, command: str) -> None:
+    # gates-s31: `--gate-on ci-low --max-error-rate 0.05` read as gated on the interval, and gated no score
+    run_dir = task_root.root / "results" / "g"
+    assert cli("run", "--task", adder(task_root), "--output-dir", run_dir.parent, "--run-id", "g", "-q").code == 0
+    where = ["--task", adder(task_root), "--output-dir", run_dir.parent] if command == "run" else ["--run", run_dir]
+    refused = cli(command, *where, "--gate-on", "ci-low", "--max-error-rate", "0.05")
+    assert refused.code == 2
+    assert refused.err == (
+        "error: --gate-on ci-low: it applies to --fail-below and --fail-below-axis, and neither is set, so it would "
+        "gate nothing; give one (e.g. --fail-below 0.8)\n"
+    )
+    assert sorted(path.name for path in run_dir.parent.iterdir()) == ["g"]  # no run was started
+
+
+def test_gate_on_ci_low_given_to_a_resume_needs_a_score_gate_it_applies_to(cli: Cli, task_root: TaskRoot) -> None:
+    out = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out, "--run-id", "g", "--limit", "4", "-q").code == 0
+    refused = cli("resume", out / "g", "--gate-on", "ci-low", "-q")
+    assert refused.code == 2 and "error: --gate-on ci-low: it applies to --fail-below" in refused.err
+    assert cli("resume", out / "g", "--gate-on", "ci-low", "--fail-below", "0.1", "-q").code in (0, 1)

@@ -92,7 +92,7 @@ def test_fail_on_regression_names_the_axes_b_lost(demo: tuple[Path, Path], capsy
     capsys.readouterr()
     assert cli("compare", "--run-a", demo[0], "--run-b", demo[1], "--fail-on-regression") == 1
     err = capsys.readouterr().err
-    assert "regression: B is significantly worse on arithmetic" in err and "string_ops" in err
+    assert "regression gate failed: B is significantly worse on arithmetic" in err and "string_ops" in err
 
 
 def test_the_readmes_demo_comparison_is_what_compare_prints(demo: tuple[Path, Path]) -> None:

@@ -342,6 +342,8 @@ def test_a_verdict_made_of_one_runs_errors_is_flagged(cli: Cli, task_root: TaskR
         (0.03125, "0.0312"),
         (0.125, "0.125"),
         (3.368292398368796e-07, "3.4e-07"),
+        (0.0002, "0.00020"),  # gates-s31: "0.0002", one significant figure where two are promised
+        (0.00016, "0.00016"),
         (1.0, "1"),
     ],
 )

@@ -42,12 +42,13 @@ def report_command(
     from eval_harness.cli.render import emit
     from eval_harness.cli.render.profile import print_report, report_json, report_markdown
     from eval_harness.cli.stream_guard import verdict_follows
-    from eval_harness.gates import gate_failure, gates_from_flags
+    from eval_harness.gates import check_basis_used, gate_failure, gates_from_flags
     from eval_harness.report import build_report
 
     if output is not None:  # before the run is read: building the report writes its columns cache into it
         check_output_file("--output", output, [run], "report")
     gates = gates_from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)
+    check_basis_used(gates)
     report = build_report(run, ci=ci, gates=gates, workers=default_workers(RunPaths(run).samples))
     if report.gates:
         verdict_follows()

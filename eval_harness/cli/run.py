@@ -470,10 +470,11 @@ def run_command(
     quiet: Quiet = False,
 ) -> None:
     """Run a task against a model and write results/<run_id>/ (manifest, samples.jsonl, summary)."""
-    from eval_harness.gates import gates_from_flags
+    from eval_harness.gates import check_basis_used, gates_from_flags
 
     gates = gates_from_flags(fail_below, fail_below_axis, gate_on, max_error_rate)  # bad flags fail first
     if resume is None:
+        check_basis_used(gates)
         for on, refusal in (
             (no_gates, "--no-gates drops the gates a run recorded, for --resume; a new run has none to drop"),
             (retry_errors, "--retry-errors runs a run's error records again, for --resume; a new run has none"),
@@ -653,6 +654,7 @@ def _resume(
     judge_arg: list[str] | None = None,
 ) -> None:
     from eval_harness.config import parse_key_values
+    from eval_harness.gates import check_basis_used
     from eval_harness.planning import plan_resume, replaced_settings
     from eval_harness.types import GateSettings
 
@@ -661,6 +663,8 @@ def _resume(
         model_args=parse_key_values(model_arg or [], "--model-arg"), gates=gates.given, keep_gates=gates.keep,
         judge_args=parse_key_values(judge_arg or [], "--judge-arg"),
     )  # fmt: skip
+    if gates.given.get("gate_on") == "ci-low":  # it re-bases the recorded gates: there must be one it applies to
+        check_basis_used(plan.gates or GateSettings(gate_on="ci-low"))
     print_notes(plan)
     for name, (recorded, now) in replaced_settings(plan).items():
         print(

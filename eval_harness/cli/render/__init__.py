@@ -115,7 +115,7 @@ def p_value(value: float | None) -> str:
     if value >= 0.9995:
         return "1"
     if value < 0.001:
-        return f"{value:.2g}"
+        return f"{value:#.2g}"  # '#': two significant figures, the second 0 too (0.00020, not 0.0002)
     if value < 0.1:  # three significant figures, cut (not rounded) below ALPHA so the text stays below it
         shown = _significant(value, 3, ROUND_DOWN if value < ALPHA else ROUND_HALF_EVEN)
         if float(shown) < 0.1:
