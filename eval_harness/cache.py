@@ -78,14 +78,25 @@ class CacheInfo:
 
 
 class Origin(NamedTuple):
-    """The run (its directory) and session that paid for a cached answer."""
+    """The run (its directory, and when it was created), session and record that paid for a cached answer."""
 
     run: str
     session: int
+    created_at: str | None = None
+    """The run's ``created_at``: a run deleted and started again under the same directory is another run."""
+    record: str | None = None
+    """The record the answer was paid for (``sample_id``, epoch): another sample of the same prompt is not it."""
 
     def earlier_session_of(self, other: Origin) -> bool:
-        """Whether this is another session of ``other``'s run: one that paid for an answer it did not record."""
-        return self.run == other.run and self.session != other.session
+        """Whether this is another session of ``other``'s run that paid for ``other``'s record without recording
+        it (a kill between the two). An entry written before the run's creation and the record were kept
+        (``None``) is judged by the directory alone, as it was then."""
+        return (
+            self.run == other.run
+            and self.session != other.session
+            and self.created_at in (None, other.created_at)
+            and self.record in (None, other.record)
+        )
 
 
 class CacheEntry(BaseModel):
@@ -96,8 +107,10 @@ class CacheEntry(BaseModel):
     schema_version: Literal[1] = Field(description="CACHE_SCHEMA_VERSION: an entry of another version is a miss.")
     key: str = Field(description="The request's key, which also names the file: a file renamed by hand is a miss.")
     completion: Completion = Field(description="The answer as the provider gave it (``cached`` left out).")
-    origin: tuple[StrictStr, StrictInt] | None = Field(
-        default=None, description="(run directory, session) that paid for it; None when not recorded."
+    origin: tuple[StrictStr, StrictInt, StrictStr, StrictStr] | tuple[StrictStr, StrictInt] | None = Field(
+        default=None,
+        description="(run directory, session, the run's created_at, the record) that paid for it; (run directory, "
+        "session) from a build before the other two were kept; None when not recorded.",
     )
 
 
@@ -147,7 +160,7 @@ class ResponseCache:
                 "schema_version": CACHE_SCHEMA_VERSION,
                 "key": key,
                 "completion": completion.model_dump(mode="json", exclude={"cached"}),
-                "origin": None if origin is None else [origin.run, origin.session],
+                "origin": None if origin is None else list(origin),
             }
         )  # CacheEntry's fields, dumped from a dict: the completion's dump is the one pass that matters
         # Entries are cheap to recompute: no directory fsync per entry (a lost rename is a cache miss).

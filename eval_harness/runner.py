@@ -320,7 +320,7 @@ class Runner:
                 with contextlib.suppress(OSError):
                     paths.resume_point.unlink()
             write_model(paths.manifest, manifest)
-            origin = Origin(str(plan.run_dir.resolve()), manifest.sessions)
+            origin = Origin(str(plan.run_dir.resolve()), manifest.sessions, manifest.created_at)
             for gateway in (self.gateway, plan.judge):
                 if gateway is not None:
                     gateway.origin = origin

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from eval_harness.cache import CACHE_SCHEMA_VERSION, ResponseCache, cache_key
+from eval_harness.cache import CACHE_SCHEMA_VERSION, Origin, ResponseCache, cache_key
 from eval_harness.types import Completion, Usage
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -58,6 +58,31 @@ def test_an_entry_of_another_schema_version_is_a_miss(tmp_path: Path) -> None:
     raw = orjson.loads(path.read_bytes())
     path.write_bytes(orjson.dumps({**raw, "schema_version": CACHE_SCHEMA_VERSION + 1}))
     assert cache.get(key) is None
+
+
+def test_an_entry_keeps_the_run_session_and_record_that_paid_for_it(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    paid = Origin("/r/r1", 1, "2026-12-02T03:00:00Z", "q1#0")
+    cache.put(key, completion(), paid)
+    stored = cache.entry(key)
+    assert stored is not None and stored[1] == paid
+    assert paid.earlier_session_of(paid._replace(session=2))  # a kill between paying and recording
+    assert not paid.earlier_session_of(paid._replace(session=2, record="q2#0"))  # another sample of that prompt
+    assert not paid.earlier_session_of(paid._replace(session=2, created_at="2026-12-02T04:00:00Z"))  # a new run
+    assert not paid.earlier_session_of(paid)  # the same session: a hit of its own answer is free
+
+
+def test_an_entry_of_an_earlier_build_names_the_run_and_session_alone(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion())
+    path = next(tmp_path.rglob(f"{key}.json"))
+    path.write_bytes(orjson.dumps({**orjson.loads(path.read_bytes()), "origin": ["/r/r1", 1]}))
+    stored = cache.entry(key)
+    assert stored is not None and stored[1] == Origin("/r/r1", 1)
+    # judged as it was then: by the directory and the session
+    assert stored[1].earlier_session_of(Origin("/r/r1", 2, "2026-12-02T03:00:00Z", "q1#0"))
 
 
 def test_the_cached_flag_is_not_stored(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -563,6 +564,48 @@ def test_answers_cached_by_a_killed_session_keep_their_cost_when_its_run_resumes
     other[other.index("r1")] = "r2"
     assert cli(tmp_path, *other).returncode == 0
     assert all(r["cached"] and r["cost_usd"] == 0 for r in records(tmp_path, "r2"))
+
+
+def test_a_resumed_run_counts_as_its_own_only_the_answers_it_paid_for_record_by_record(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # cache-s31 F1: an entry was this run's when its directory matched and its session did not: a run deleted and
+    # started again under the same --run-id, once resumed, recorded the deleted run's answers as paid
+    priced = ("--cache", "--model-arg", "price_in=1", "--model-arg", "price_out=2", "-q")
+    assert cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "6", *priced)).returncode == 0
+    shutil.rmtree(tmp_path / "results" / "r1")
+    assert cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "12", *priced)).returncode == 0
+    assert [r["cached"] for r in records(tmp_path)] == [True] * 6 + [False] * 6
+    samples = tmp_path / "results" / "r1" / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:3]))  # as a kill leaves it
+    (tmp_path / "results" / "r1" / "summary.json").unlink()
+    resumed = cli(tmp_path, "resume", "results/r1", "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    # the deleted run's answers stay free hits; those this run paid for in its first session stay paid
+    assert [(r["cached"], r["cost_usd"] > 0) for r in records(tmp_path)] == [(True, False)] * 6 + [(False, True)] * 6
+
+
+def test_two_samples_of_one_prompt_are_paid_once_across_a_kill(server: FakeLLMServer, tmp_path: Path) -> None:
+    # cache-s31 F1: the second sample of a prompt is a cache hit in an uninterrupted run; resumed after a kill
+    # between the two, it was recorded as paid too, and the run's cost exceeded the uninterrupted run's
+    lines = DATASET.read_text().splitlines()[:4]
+    copy = {**json.loads(lines[0]), "id": "copy-of-the-first"}
+    dataset = tmp_path / "twice.jsonl"
+    dataset.write_text("\n".join([*lines, json.dumps(copy)]) + "\n")
+    args = [*run_args(server, "openai-compatible/fake", "--dataset", str(dataset), "--cache", "--concurrency", "1",
+                      "--model-arg", "price_in=1", "--model-arg", "price_out=2", "-q")]  # fmt: skip
+    assert cli(tmp_path, *args).returncode == 0
+    whole = summary(tmp_path)["overall"]["cost_total_usd"]
+    assert [r["cached"] for r in records(tmp_path)] == [False] * 4 + [True]
+    shutil.rmtree(tmp_path / "results" / "r1")
+    (tmp_path / "cache").rename(tmp_path / "cache-of-the-first-run")
+    assert cli(tmp_path, *args).returncode == 0
+    samples = tmp_path / "results" / "r1" / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:1]))  # killed after the first
+    (tmp_path / "results" / "r1" / "summary.json").unlink()
+    assert cli(tmp_path, "resume", "results/r1", "-q").returncode == 0
+    assert [r["cached"] for r in records(tmp_path)] == [False] * 4 + [True]
+    assert summary(tmp_path)["overall"]["cost_total_usd"] == pytest.approx(whole)
 
 
 def test_cache_info_says_when_there_is_no_cache_or_the_path_is_a_file(tmp_path: Path) -> None:

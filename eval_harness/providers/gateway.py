@@ -174,10 +174,11 @@ class Gateway:
             if body is not None:
                 stop = self.provider.stop_applied_after(request)
                 key = cache_key(self._cache_scope, self.provider.model, body, request.epoch, stop, SCORED_EPOCH.get())
+                origin = self._origin_of(request)
                 entry = self.cache.entry(key)
                 if entry is not None:
                     hit, paid_by = entry
-                    if paid_by is not None and self.origin is not None and paid_by.earlier_session_of(self.origin):
+                    if paid_by is not None and origin is not None and paid_by.earlier_session_of(origin):
                         # paid by an earlier session of this run that was killed before recording it: the answer
                         # and its cost are this run's, not a free cache hit
                         return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
@@ -195,7 +196,7 @@ class Gateway:
             completion = retried
         completion = self._without_secrets(completion)
         if key is not None and self.cache is not None:
-            await self._store(key, completion)
+            await self._store(key, completion, self._origin_of(request))
         return self._outcome(completion, None, tally)
 
     def _without_secrets(self, completion: Completion) -> Completion:
@@ -446,10 +447,19 @@ class Gateway:
         except ProviderError as exc:
             return None, exc
 
-    async def _store(self, key: str, completion: Completion) -> None:
+    def _origin_of(self, request: GenerateRequest) -> Origin | None:
+        """Who pays for this request's answer: the run's session and the record asking (a judge's call is the
+        scored record's, whose epoch ``SCORED_EPOCH`` holds)."""
+        if self.origin is None:
+            return None
+        scored = SCORED_EPOCH.get()
+        epoch = request.epoch if scored is None else scored
+        return self.origin._replace(record=f"{request.sample.id}#{epoch}")
+
+    async def _store(self, key: str, completion: Completion, origin: Origin | None) -> None:
         assert self.cache is not None
         try:
-            await asyncio.to_thread(self.cache.put, key, completion, self.origin)
+            await asyncio.to_thread(self.cache.put, key, completion, origin)
         except OSError as exc:  # a full or read-only disk loses a cache entry, not the sample: counted, said at the end
             self.cache_failures += 1
             if self.cache_failure is None:
