@@ -127,6 +127,7 @@ class InspectedSample(BaseModel):
     answers: dict[str, str]
     latency_ms: float | None
     cost_usd: float | None
+    cached: bool = Field(default=False, description="The answer came from the response cache: its cost 0 is no price.")
     error: SampleError | None = Field(default=None, description="The record's error; None when it was scored.")
     finish_reason: str | None = Field(default=None, description="Why generation stopped, as the provider reported.")
     cut_off: bool = Field(
@@ -579,6 +580,7 @@ def _sample(record: dict[str, Any], value: float, gates: Sequence[str] = ()) -> 
         answers=record.get("answers") or {},
         latency_ms=record.get("latency_ms"),
         cost_usd=record.get("cost_usd"),
+        cached=record.get("cached") is True,
         error=_record_error(record),
         finish_reason=finish,
         cut_off=finish in LENGTH_STOPS,

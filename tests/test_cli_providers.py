@@ -608,6 +608,28 @@ def test_two_samples_of_one_prompt_are_paid_once_across_a_kill(server: FakeLLMSe
     assert summary(tmp_path)["overall"]["cost_total_usd"] == pytest.approx(whole)
 
 
+def test_cache_hits_are_named_where_their_cost_and_latency_are_shown(server: FakeLLMServer, tmp_path: Path) -> None:
+    # cache-s31 F2: compare of two runs of the same model showed B six times cheaper with every latency delta 0,
+    # without a word that B's answers came from the cache; inspect printed "$0" for a cached answer
+    priced = ("--limit", "8", "--cache", "--model-arg", "price_in=1", "--model-arg", "price_out=2", "-q")
+    assert cli(tmp_path, *run_args(server, "openai-compatible/fake", *priced)).returncode == 0
+    again = [*run_args(server, "openai-compatible/fake", *priced)]
+    again[again.index("r1")] = "r2"
+    assert cli(tmp_path, *again).returncode == 0
+    compared = cli(tmp_path, "compare", "--run-a", "results/r1", "--run-b", "results/r2")
+    assert compared.returncode == 0, compared.stderr
+    assert (
+        "note: B: 8 of its 8 records were served from the response cache: they cost $0 and keep the latency "
+        "of the call that produced them, so B's cost and latency there are not the model's own"
+    ) in " ".join(compared.stdout.split())
+    assert "note: A: " not in compared.stdout  # A paid for its answers
+    inspected = cli(tmp_path, "inspect", "--run", "results/r2", "--n", "1")
+    assert inspected.returncode == 0, inspected.stderr
+    assert " ms · cached" in inspected.stdout and " ms · $0" not in inspected.stdout
+    reported = cli(tmp_path, "report", "--run", "results/r2")
+    assert "8 records were served from the response cache: they cost $0 here" in " ".join(reported.stdout.split())
+
+
 def test_cache_info_says_when_there_is_no_cache_or_the_path_is_a_file(tmp_path: Path) -> None:
     # before: "/nonexistent: 0 cached answers, 0 B" for both, exit 0
     missing = cli(tmp_path, "cache", "info", "--cache-dir", str(tmp_path / "nowhere"))

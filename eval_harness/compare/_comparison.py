@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_harness.aggregate import default_workers, load_run_columns
-from eval_harness.artifacts import RunPaths, observed_status, read_manifest
+from eval_harness.artifacts import RunPaths, observed_status, read_manifest, read_summary
 from eval_harness.compare._notes import (
     _both_error_notes,
     _coverage_notes,
@@ -32,7 +32,7 @@ from eval_harness.compare._settings import (
     differing_settings,
     incomparable,
 )
-from eval_harness.errors import ConfigError
+from eval_harness.errors import ArtifactError, ConfigError
 from eval_harness.types import RunManifest, check_expected_records_bounds
 
 
@@ -63,6 +63,7 @@ def compare_runs(
     comparison = _compare(loaded_a, loaded_b, manifest_a, manifest_b, run_a=run_a, run_b=run_b, forced=problems)
     if rescore is not None:
         comparison.notes.insert(0, rescore)
+    comparison.notes += _cache_notes(run_a, run_b)
     return comparison
 
 
@@ -127,6 +128,25 @@ def _notes(pairs: _Pairs, rows: _Rows, manifest_a: RunManifest, manifest_b: RunM
     notes += _error_notes(judged, pairs.a, pairs.b)
     notes += _both_error_notes(judged, pairs.a, pairs.b, pairs.sample)
     notes += _forced_notes(manifest_a, manifest_b)
+    return notes
+
+
+def _cache_notes(run_a: Path, run_b: Path) -> list[str]:
+    """A run whose answers came from the response cache: its cost is 0 and its latency replayed there, which a
+    comparison of cost and latency would read as the model's. From each run's summary (the comparison's light
+    read of the records leaves the flag out); a run without one says nothing."""
+    notes = []
+    for name, run in (("A", run_a), ("B", run_b)):
+        try:
+            summary = read_summary(run)
+        except (ArtifactError, OSError):
+            continue
+        if summary.cached_records:
+            notes.append(
+                f"{name}: {summary.cached_records:,} of its {summary.records:,} records were served from the response "
+                f"cache: they cost $0 and keep the latency of the call that produced them, so {name}'s cost and "
+                "latency there are not the model's own"
+            )
     return notes
 
 

@@ -89,6 +89,8 @@ def _print_sample(
         verdict = "" if s.passed is None else (" · passed" if s.passed else " · failed")
     # a call that failed was not billed (as the report counts it): no price to be unknown
     cost = "not billed" if s.cost_usd is None and s.output is None and s.error is not None else money(s.cost_usd)
+    if s.cached:  # its $0 is not the model's price, and its latency is the call's that produced it
+        cost = "cached"
     spent = f"{millis(s.latency_ms)} ms · {cost}"
     if s.epochs is None:
         title = (
