@@ -240,6 +240,10 @@ class _Before:
                 write_atomic(paths.resume_point, self.resume_point)
 
 
+_YIELD_EVERY = 32
+"""Records a worker writes before it gives the event loop a turn of its own (see ``Runner._worker``)."""
+
+
 class Runner:
     """Executes a plan; ``request_stop`` (first Ctrl-C) drains in-flight samples and marks the run interrupted."""
 
@@ -659,6 +663,7 @@ class Runner:
     async def _worker(self, work: Iterator[_Work], started: float) -> None:
         task = asyncio.current_task()
         assert task is not None
+        since_yield = 0
         try:
             for sample, epoch, position, previous in work:
                 if self._stop.is_set():
@@ -670,6 +675,12 @@ class Runner:
                 except Exception as exc:  # a template that fails on this sample's fields, a bug
                     raise _SampleFailedError(sample.id, epoch, self._line_of(position), exc) from exc
                 self._append(record, started)
+                since_yield += 1
+                if since_yield == _YIELD_EVERY:
+                    # a sample that never waits (a rescore's scorers, the mock at latency 0) gives the event loop no
+                    # turn: Ctrl-C's stop, which the loop runs, would wait for the whole session
+                    since_yield = 0
+                    await asyncio.sleep(0)
         except Exception as exc:  # a refused key, an unwritable artifact, an unreadable dataset: stop them all
             if self._fatal is None:
                 self._fatal = exc

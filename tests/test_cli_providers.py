@@ -294,7 +294,9 @@ def test_a_run_stopped_after_recording_errors_says_a_plain_resume_keeps_them(
     result = cli(tmp_path, *args)
     assert result.returncode == 2, result.stderr
     note, error = result.stderr.strip().splitlines()
-    assert note.startswith("note: 1 sample was recorded as errors in this session before it stopped (the first: ")
+    assert note.startswith(
+        "note: of the records this session wrote before it stopped, 1 record is an error (the first: "
+    )
     assert note.endswith("a plain resume keeps them: eval-harness resume results/r1 --retry-errors runs them again")
     assert error.startswith("error: run failed: ") and "authentication failed: HTTP 401" in error
 

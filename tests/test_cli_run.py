@@ -1220,13 +1220,13 @@ def test_a_session_whose_every_sample_failed_says_so_with_the_first_error(cli: C
     some = cli(*args, "--model-arg", "error_rate=0.5", "--run-id", "h")
     # llama-s30 4: a complete run with error records gave no word of how to retry them
     assert some.code == 0 and some.err == (
-        "note: 3 samples were recorded as errors, which count as wrong (the first: q0000: ProviderError: "
+        "note: 3 records are errors, which count as wrong (the first: q0000: ProviderError: "
         "mock/default: simulated provider error (error_rate=0.5)); eval-harness resume "
         f"{out_dir / 'h'} --retry-errors runs them again\n"
     )
     one = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "2", "-q",
               "--model-arg", "error_rate=0.5", "--run-id", "one")  # fmt: skip
-    assert one.err.startswith("note: 1 sample was recorded as an error, which counts as wrong (the first: "), one.err
+    assert one.err.startswith("note: 1 record is an error, which counts as wrong (the first: "), one.err
 
 
 def test_a_session_whose_errors_are_all_scoring_errors_points_at_them_rather_than_a_retry(
@@ -1247,7 +1247,7 @@ def test_a_session_whose_errors_are_all_scoring_errors_points_at_them_rather_tha
     result = cli("run", "--task", spec, "--output-dir", out_dir, "--run-id", "s", "-q")
     assert result.code == 0, result.err
     note = " ".join(result.err.split())
-    assert note.startswith("note: 2 samples were recorded as errors, which count as wrong (the first: "), note
+    assert note.startswith("note: 2 records are errors, which count as wrong (the first: "), note
     assert note.endswith(
         f"see them with eval-harness inspect --run {out_dir / 's'} --errors (eval-harness resume {out_dir / 's'} "
         "--retry-errors scores them again, which helps only where the failure passes, a judge's call)"
@@ -1964,3 +1964,36 @@ def test_an_interrupt_that_came_while_the_run_was_set_up_stops_it_at_once(task_r
     result = asyncio.run(_execute(plan_run(config), _QuietDisplay(), interrupts))
     assert (result.status, result.new_records) == ("interrupted", 0)
     assert interrupts.stop is None  # the loop is gone: nothing is sent to it any more
+
+
+def test_the_error_note_counts_the_runs_error_records_after_resumes(cli: Cli, task_root: TaskRoot) -> None:
+    # epochs-s31 F4: it counted the last session's alone, said "samples" of records, and a last session without
+    # errors said nothing of the run's
+    out_dir = task_root.root / "results"
+    args = ("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "8", "--concurrency", "1", "-q",
+            "--model-arg", "error_rate=0.5", "--run-id", "e")  # fmt: skip
+    assert cli(*args).code == 0
+    samples = out_dir / "e" / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    errors = sum(1 for line in lines if json.loads(line)["error"] is not None)
+    assert 0 < errors < len(lines)
+    samples.write_text("".join(line for line in lines if json.loads(line)["error"] is not None))  # answers lost
+    resumed = cli("resume", out_dir / "e", "-q")
+    assert resumed.code == 0
+    assert resumed.err == (
+        f"note: {errors} records are errors, which count as wrong, all written by earlier sessions; eval-harness "
+        f"resume {out_dir / 'e'} --retry-errors runs them again\n"
+    )
+
+
+def test_a_rescores_generation_errors_point_at_a_retry_of_its_source(cli: Cli, task_root: TaskRoot) -> None:
+    # epochs-s31 F3: "eval-harness resume RESCORE --retry-errors runs them again", which appends the same errors
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--limit", "8", "-q",
+               "--model-arg", "error_rate=0.5", "--run-id", "src").code == 0  # fmt: skip
+    rescored = cli("rescore", "--run", out_dir / "src", "--scorer", "exact_match", "--run-id", "re", "-q")
+    assert rescored.code == 0, rescored.err
+    assert rescored.err.startswith("note: ") and rescored.err.endswith(
+        "those without an answer are its source's generation errors, which a rescore cannot run again: eval-harness "
+        f"resume {out_dir / 'src'} --retry-errors, then rescore it anew\n"
+    ), rescored.err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +276,27 @@ def test_a_retry_errors_session_drops_the_resume_point_it_does_not_trust(task_ro
     keys = [(r["sample_id"], r["epoch"]) for r in read_records(first.run_dir)]
     assert len(set(keys)) == 40
     assert read_resume_point(first.run_dir) is not None  # the finished session could write one again
+
+
+def test_a_stop_from_another_thread_ends_a_session_whose_samples_never_wait(task_root: TaskRoot) -> None:
+    # epochs-s31 F2: with the mock at latency 0 (or a rescore's scorers) a worker ran through every sample without
+    # giving the event loop a turn, so Ctrl-C's stop (call_soon_threadsafe from the signal handler) ran only once
+    # the session had written everything: 6,595 of 6,595 records after a Ctrl-C at 1,688
+    cfg = config(task_root, model_args={"latency_ms": "0"}, epochs=200, concurrency=4)  # 8,000 records
+
+    async def go() -> RunResult:
+        runner = Runner(plan_run(cfg))
+        loop = asyncio.get_running_loop()
+        samples = task_root.root / "results" / "r" / "samples.jsonl"
+
+        def stop_once_writing() -> None:
+            while not (samples.exists() and samples.stat().st_size > 0):
+                time.sleep(0.001)
+            loop.call_soon_threadsafe(runner.request_stop)
+
+        threading.Thread(target=stop_once_writing, daemon=True).start()
+        return await runner.run()
+
+    result = asyncio.run(go())
+    assert result.status == "interrupted"
+    assert 0 < len(read_records(task_root.root / "results" / "r")) < 4_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,23 +223,9 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
             file=sys.stderr,
         )
-    elif result.session_errors and result.status == "complete" and result.fatal is None:
+    elif result.summary.overall.errors and result.status == "complete" and result.fatal is None:
         # they count as wrong answers; a plain resume of a complete run keeps them, and nothing else says how
-        one = result.session_errors == 1
-        errors = (
-            "1 sample was recorded as an error, which counts"
-            if one
-            else (f"{result.session_errors:,} samples were recorded as errors, which count")
-        )
-        them, retrying = "it" if one else "them", _retrying(result.resume_command)
-        if result.answers == result.new_records:  # every call answered: scoring failed, which a retry repeats
-            again = (
-                f"see {them} with eval-harness inspect --run {result.run_dir} --errors ({retrying} scores {them} "
-                "again, which helps only where the failure passes, a judge's call)"
-            )
-        else:
-            again = f"{retrying} runs {them} again"
-        print(f"note: {errors} as wrong (the first: {result.first_error}); {again}", file=sys.stderr)
+        print(_errors_note(result), file=sys.stderr)
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
@@ -260,9 +247,9 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
         if result.session_errors:
             # a server that held its connections silent until they timed out, then refused: its stop line counts
             # only the samples cut while it refused, and a plain resume keeps every error as the sample's record
-            errors = "1 sample was" if result.session_errors == 1 else f"{result.session_errors:,} samples were"
+            errors = "1 record is an error" if result.session_errors == 1 else f"{result.session_errors:,} are errors"
             print(
-                f"note: {errors} recorded as errors in this session before it stopped (the first: "
+                f"note: of the records this session wrote before it stopped, {errors} (the first: "
                 f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs them "
                 "again",
                 file=sys.stderr,
@@ -294,6 +281,36 @@ def _show_result(result: RunResult, quiet: bool) -> None:
             figures = run_judge_reliability(result.run_dir, result.manifest)
             if figures:
                 stdout.print(reliability_table(figures))
+
+
+def _errors_note(result: RunResult) -> str:
+    """The error records of a complete run (every session's), which count as wrong, and what runs them again:
+    a retry for failed calls; for scoring errors, a look first (a retry scores the same answer alike); for a
+    rescore's records without an answer, a retry of its source (the rescore calls no model)."""
+    errors = result.summary.overall.errors
+    one = errors == 1
+    counted = "1 record is an error, which counts" if one else f"{errors:,} records are errors, which count"
+    if result.first_error is None:  # this session wrote none of them
+        first = ", all written by earlier sessions"
+    elif result.session_errors == errors:
+        first = f" (the first: {result.first_error})"
+    else:
+        first = f" ({result.session_errors:,} written by this session, the first: {result.first_error})"
+    them, retrying = "it" if one else "them", _retrying(result.resume_command)
+    source = result.manifest.source_run
+    if source is not None and result.answers < result.new_records:
+        again = (
+            f"those without an answer are its source's generation errors, which a rescore cannot run again: "
+            f"eval-harness resume {shlex.quote(source)} --retry-errors, then rescore it anew"
+        )
+    elif result.session_errors and result.answers == result.new_records:  # every call answered: scoring failed
+        again = (
+            f"see {them} with eval-harness inspect --run {result.run_dir} --errors ({retrying} scores {them} again, "
+            "which helps only where the failure passes, a judge's call)"
+        )
+    else:
+        again = f"{retrying} runs {them} again"
+    return f"note: {counted} as wrong{first}; {again}"
 
 
 def _retrying(command: str) -> str:
