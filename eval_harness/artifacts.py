@@ -256,6 +256,13 @@ def tail_digest(path: Path, length: int) -> str:
         return hashlib.sha256(handle.read(min(length, _DIGEST_BYTES))).hexdigest()
 
 
+def records_stamp(run_dir: Path) -> tuple[int, str]:
+    """A run's samples.jsonl as it is now: its size and ``tail_digest``, which an append or a rewrite changes."""
+    samples = RunPaths(run_dir).samples
+    size = samples.stat().st_size
+    return size, tail_digest(samples, size)
+
+
 def read_resume_point(run_dir: Path) -> ResumePoint | None:
     """The run's resume point if it still describes its samples.jsonl, else None (read everything)."""
     paths = RunPaths(run_dir)
@@ -776,6 +783,7 @@ __all__ = [
     "record_key",
     "record_line",
     "record_problem",
+    "records_stamp",
     "regular_status",
     "repair_tail",
     "scan_keys",

@@ -392,6 +392,11 @@ class RunManifest(BaseModel):
     )
     expected_records: int = Field(ge=0, description="sample_count after --limit, times epochs.")
     source_run: str | None = Field(default=None, description="For rescore runs: the run whose outputs are reused.")
+    source_records: tuple[int, str] | None = Field(
+        default=None,
+        description="For rescore runs: the source's samples.jsonl as the rescore started, its size in bytes and the "
+        "sha256 of its last 4 KB (a resume refuses a source changed since); None: a run made before it was recorded.",
+    )
     judge: ModelInfo | None = Field(default=None, description="The judge model of judge scorers, if any.")
     forced_changes: list[str] = Field(
         default_factory=list, description="What had changed when a session was resumed with --force."

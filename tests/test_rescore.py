@@ -135,6 +135,30 @@ def test_rescore_run_resumes_like_any_run(source_run: Path) -> None:
     assert resumed.new_records == 33 and resumed.status == "complete"
 
 
+def test_a_rescore_refuses_to_resume_once_its_source_changed(source_run: Path) -> None:
+    # epochs-s31 F1: a rescore killed, its source resumed with --retry-errors, then the rescore resumed: one run
+    # scored half from the source's old error records and half from its new answers, "complete", nothing said
+    plan = plan_rescore(source_run, scorers=["exact_match:mode=lenient"], run_id="cut")
+    asyncio.run(Runner(plan).run())
+    samples = plan.run_dir / "samples.jsonl"
+    samples.write_bytes(b"".join(samples.read_bytes().splitlines(keepends=True)[:7]))
+    size = (source_run / "samples.jsonl").stat().st_size
+    retried = asyncio.run(Runner(plan_resume(source_run, retry_errors=True, force=True, model_args={
+        "error_rate": "0"})).run())  # fmt: skip
+    assert retried.new_records > 0
+    grown = (source_run / "samples.jsonl").stat().st_size
+    with pytest.raises(ResumeMismatchError) as refused:
+        plan_resume(plan.run_dir)
+    assert (
+        f"changed since the run started: the records of its source run {source_run.resolve()} (samples.jsonl "
+        f"{size:,} → {grown:,} bytes). Use --force"
+    ) in str(refused.value)
+    forced = plan_resume(plan.run_dir, force=True)
+    assert forced.forced == [
+        f"the records of its source run {source_run.resolve()} (samples.jsonl {size:,} → {grown:,} bytes)"
+    ]
+
+
 def test_rescore_refuses_when_the_source_dataset_changed(task_root: TaskRoot, source_run: Path) -> None:
     path = task_root.root / "data" / "adder.jsonl"
     path.write_text(path.read_text() + json.dumps({"input": "new", "target": "x"}) + "\n")

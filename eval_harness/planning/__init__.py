@@ -31,7 +31,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from eval_harness import __version__
-from eval_harness.artifacts import RunPaths, new_run_id, read_manifest, record_key, scan_keys, utc_now
+from eval_harness.artifacts import (
+    RunPaths,
+    new_run_id,
+    read_manifest,
+    record_key,
+    records_stamp,
+    scan_keys,
+    utc_now,
+)
 from eval_harness.config import RunConfig, Settings, redact
 from eval_harness.datasets import (
     DatasetReport,
@@ -600,6 +608,7 @@ def _new_manifest(
         * config.epochs,
         sessions=0,
         source_run=str(config.source_run.resolve()) if config.source_run else None,
+        source_records=records_stamp(config.source_run) if config.source_run else None,
         judge=judge_info(parts.judge),
         gates=gates,
     )
@@ -730,6 +739,7 @@ def plan_resume(
     )
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
     changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
+    changed += _source_change(manifest)
     if changed and not force:
         since = "was last resumed with --force" if manifest.forced_changes else "started"
         raise ResumeMismatchError(
@@ -762,6 +772,22 @@ def plan_resume(
             checked["files_sha256"] = report.members_sha256
         plan.dataset_update = manifest.dataset.model_copy(update=checked)
     return plan
+
+
+def _source_change(manifest: RunManifest) -> list[str]:
+    """A rescore's source whose records changed since the rescore started (a ``resume --retry-errors`` of it, a
+    forced resume): its sessions would score two states of the source's answers as one run."""
+    if manifest.source_run is None or manifest.source_records is None:
+        return []  # not a rescore, or one made before the source's records were stamped
+    try:
+        now = records_stamp(Path(manifest.source_run))
+    except OSError:
+        return []  # gone: reading its answers says so, naming it
+    (size_then, tail_then), (size_now, tail_now) = manifest.source_records, now
+    if (size_now, tail_now) == (size_then, tail_then):
+        return []
+    how = f"{size_then:,} → {size_now:,} bytes" if size_now != size_then else f"rewritten, {size_now:,} bytes"
+    return [f"the records of its source run {manifest.source_run} (samples.jsonl {how})"]
 
 
 def _check_recorded_dataset(
