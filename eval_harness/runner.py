@@ -749,7 +749,9 @@ class Runner:
         )
         deadlines = self._deadlines
         # the sample's clock starts when its first request may be sent: queueing for --rpm/--tpm is not its time
-        tally = CallTally(on_first_send=lambda: deadlines.start(task))
+        tally = CallTally(
+            on_first_send=lambda: deadlines.start(task), on_queue=lambda waiting: deadlines.queued(task, waiting)
+        )
         try:
             outcome = await self.gateway.generate(request, tally)
         except asyncio.CancelledError:
@@ -861,15 +863,29 @@ class _Deadlines:
         self.slack = min(1.0, timeout_s / 4)
         self._loop = asyncio.get_running_loop()
         self._due: dict[asyncio.Task[None], float] = {}
+        self._paused: dict[asyncio.Task[None], float] = {}
+        """Tasks whose clock is stopped, with the time they had left."""
         self._expired: set[asyncio.Task[None]] = set()
 
     def start(self, task: asyncio.Task[None]) -> None:
         """``task``'s sample may send its first request, or starts scoring: its timeout runs from now."""
         self._due[task] = self._loop.time() + self.timeout_s
 
+    def queued(self, task: asyncio.Task[None], waiting: bool) -> None:
+        """``task``'s retry starts (True) or ends (False) queueing for admission: its clock stops meanwhile,
+        as a first request's has not started while it queues (``--rpm`` and a halved limit slow a run, never
+        time its samples out)."""
+        if waiting:
+            due = self._due.pop(task, None)
+            if due is not None:
+                self._paused[task] = due - self._loop.time()
+        elif (left := self._paused.pop(task, None)) is not None:
+            self._due[task] = self._loop.time() + left
+
     def stop(self, task: asyncio.Task[None]) -> bool:
         """The wait ended; True when it was the watchdog that ended it."""
         self._due.pop(task, None)  # never started: a cached answer, or cancelled before its first request
+        self._paused.pop(task, None)
         if task in self._expired:
             self._expired.discard(task)
             return True

@@ -277,5 +277,24 @@ async def test_a_named_wait_pauses_every_new_call() -> None:  # (capped: see tes
     await asyncio.sleep(0.1)  # the waiters wake in real time, but only this clock can end the pause
     assert not any(w.done() for w in waiting) and limit.in_flight == 0
     clock.now = 100.05
-    waited = await asyncio.wait_for(asyncio.gather(*waiting), 5)
-    assert waited == [pytest.approx(0.05)] * 2 and limit.in_flight == 2
+    queued = await asyncio.wait_for(asyncio.gather(*waiting), 5)
+    assert queued == [0.0, 0.0] and limit.in_flight == 2  # a pause is backoff, not a queue for a slot
+
+
+async def test_a_retry_goes_ahead_of_the_calls_queued_for_a_slot() -> None:
+    # resil-s31 F1: after a 429 halved the limit, samples not yet started took the freed slots before the retries
+    # whose clocks were running, and those timed out
+    clock = Clock()
+    limit = AdaptiveConcurrency(1, clock=clock)
+    await limit.acquire()
+    fresh = asyncio.ensure_future(limit.acquire())
+    await asyncio.sleep(0)
+    retry = asyncio.ensure_future(limit.acquire(first=True))
+    await asyncio.sleep(0)
+    clock.now += 2.0
+    limit.release()
+    await asyncio.sleep(0)
+    assert retry.done() and not fresh.done()
+    assert retry.result() == pytest.approx(2.0)  # the seconds it queued for the slot
+    limit.release()
+    assert await asyncio.wait_for(fresh, 5) == pytest.approx(2.0)

@@ -179,6 +179,33 @@ def test_waiting_for_an_rpm_slot_does_not_count_against_the_timeout(task_root: T
     assert [r["error"] for r in records] == [None] * 6
 
 
+def test_a_retrys_wait_for_an_rpm_slot_does_not_count_against_the_timeout(
+    task_root: TaskRoot, server: FakeLLMServer
+) -> None:
+    # resil-s31 F1: a first request's queueing was not counted, its retry's was: each sample's first attempt gets a
+    # 500 (retry after 0.01 s); the four retries then queue behind each other for --rpm slots 0.1 s apart, the last
+    # sent 0.7 s after the start, past a 0.3 s timeout: four timeouts, none of the retries ever sent
+    server.rule = lambda r: Reply(kind="error", status=500, headers={"retry-after": "0.01"}) if r.attempt == 1 else None
+    result = run(served_task(task_root, server, rpm=600, concurrency=4, limit=4, timeout_s=0.3))
+    records = read_records(task_root.root / "results" / "r1")
+    assert result.status == "complete" and len(server.generation_requests()) == 8
+    assert [r["error"] for r in records] == [None] * 4 and [r["attempts"] for r in records] == [2] * 4
+    # the queue for the slot is no backoff either: each sample waited out the server's 0.01 s, not its queue
+    assert all(r["backoff_s"] < 0.1 for r in records), [r["backoff_s"] for r in records]
+
+
+async def test_a_timeout_that_cuts_a_retrys_wait_names_the_failure_it_was_retrying(server: FakeLLMServer) -> None:
+    # resil-s31 F3: a 429's wait cut short by --timeout read as a plain timeout, the 429 lost
+    server.script(rate_limited("5"))
+    gw = gateway(server)
+    _, outcome = await cancelled_after(gw, request(1), 0.3)
+    await gw.aclose()
+    assert str(outcome.error) == (
+        "timeout (retrying after: openai-compatible/fake: HTTP 429: requests (rate_limit_exceeded): Rate limit "
+        "reached; slow down.)"
+    )
+
+
 async def test_a_sample_cancelled_while_waiting_for_an_rpm_slot_gives_the_slot_back(server: FakeLLMServer) -> None:
     gw = gateway(server, rpm=300, concurrency=8)  # one request every 0.2 s (and 0.1% to spare)
     first = await gw.generate(request(0))

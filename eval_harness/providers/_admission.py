@@ -157,9 +157,10 @@ class AdaptiveConcurrency:
         """True while the limit is below the maximum or a pause is pending."""
         return self.limit < self.maximum or self._pause_until > self._clock()
 
-    async def acquire(self) -> float:
-        """Wait for a slot; returns the seconds spent waiting (a caller that needs the time of a wait it may be
-        cancelled in measures it itself)."""
+    async def acquire(self, first: bool = False) -> float:
+        """Wait for a slot; returns the seconds queued for one, a pause after a 429 not included (that is backoff,
+        the queue is not). ``first``: a retry, whose sample's clock is running, goes ahead of the callers waiting
+        (samples not yet started would otherwise take the slots of a limit halved by a 429 before it)."""
         if (
             not self._waiters
             and self.in_flight < int(self.limit)
@@ -167,8 +168,8 @@ class AdaptiveConcurrency:
         ):
             self._take()
             return 0.0
-        started = self._clock()
-        woken = False  # a woken caller keeps its place: it goes back to the front, not the end
+        queued = 0.0
+        woken = first  # a woken caller keeps its place: it goes back to the front, not the end
         while True:
             pause = self._pause_until - self._clock()
             if pause > 0:
@@ -176,6 +177,7 @@ class AdaptiveConcurrency:
                 continue
             if self.in_flight < int(self.limit) and (woken or not self._waiters):
                 break
+            started = self._clock()
             waiter = asyncio.get_running_loop().create_future()
             if woken:
                 self._waiters.appendleft(waiter)
@@ -189,9 +191,10 @@ class AdaptiveConcurrency:
                 elif waiter.done() and not waiter.cancelled():
                     self._wake()  # pass on a wake-up this cancelled caller cannot use
                 raise
+            queued += self._clock() - started
             woken = True
         self._take()
-        return self._clock() - started
+        return queued
 
     def _take(self) -> None:
         self.in_flight += 1

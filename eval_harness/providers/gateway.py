@@ -70,11 +70,16 @@ class CallTally:
     """Seconds between attempts (backoff), the wait in progress not included (see ``end_wait``)."""
     on_first_send: Callable[[], None] | None = None
     """Called once, when the first request may be sent (admitted and paced): the per-sample clock starts."""
+    on_queue: Callable[[bool], None] | None = None
+    """Called with True when a retry starts queueing for admission (a slot, ``--rpm``, ``--tpm``) and with False
+    when it is admitted: queueing is not the sample's time, so its clock stops meanwhile."""
     unreachable: ProviderError | None = None
     """The last attempt's error when it found no server (refused, no such host, connect timeout), else None:
     what ``Gateway`` checks, when the sample ends so, for a server gone (and quotes, when it is)."""
     first_refusal: int | None = None
     """The number of this sample's first request that found no server (requests are numbered as sent)."""
+    last_failure: ProviderError | None = None
+    """The last attempt's error, if one failed: what a sample cut short by its timeout was retrying after."""
     _wait_started: float | None = None
 
     def begin_wait(self) -> None:
@@ -82,10 +87,11 @@ class CallTally:
         if self._wait_started is None:
             self._wait_started = time.monotonic()
 
-    def end_wait(self) -> None:
-        """The wait in progress (if any) ends: count the time it lasted."""
+    def end_wait(self, excluding: float = 0.0) -> None:
+        """The wait in progress (if any) ends: count the time it lasted, less ``excluding`` seconds of it (queued
+        for a slot: not backoff)."""
         if self._wait_started is not None:
-            self.waited += time.monotonic() - self._wait_started
+            self.waited += max(0.0, time.monotonic() - self._wait_started - excluding)
             self._wait_started = None
 
     def first_send(self) -> None:
@@ -230,8 +236,11 @@ class Gateway:
         backoff would otherwise hide a dead server behind per-sample timeouts, and without that grace a restart
         the backoff rides out would stop the run whenever a sample's deadline fell inside it."""
         tally.end_wait()
-        if tally.unreachable is not None:  # the record says why it had no answer, not only that time ran out
+        # the record says why it had no answer, not only that time ran out (a 429's wait, a 5xx, a refusal)
+        if tally.unreachable is not None:
             error = error.with_message(f"{error} (retrying a server that refused it: {tally.unreachable})")
+        elif tally.last_failure is not None:
+            error = error.with_message(f"{error} (retrying after: {tally.last_failure})")
         return self._outcome(None, error, tally, cut_short=True)
 
     def _outcome(
@@ -331,15 +340,27 @@ class Gateway:
         """One call: admission, then the provider; feeds the adaptive limit and the token budget.
 
         ``retrying``: the cause of the failure this call retries; the retry counts once it is sent, and the
-        wait since that failure (begun by ``_retry``) lasts until the call is admitted."""
+        wait since that failure (begun by ``_retry``) lasts until the call is admitted, less the time it queued for
+        a slot (a pause after a 429 met in admission is backoff, the queue is not; nor is it the sample's time)."""
         concurrency = self.concurrency
-        await concurrency.acquire()
+        queued = tally.on_queue if retrying is not None else None  # a first attempt's clock has not started
+        if queued is not None:
+            queued(True)
+        try:
+            tally.end_wait(excluding=await concurrency.acquire(first=retrying is not None))
+        except BaseException:
+            if queued is not None:
+                queued(False)
+            raise
         booking = None
         sent = -1  # this request's number, once it is sent
         try:
-            tally.end_wait()
-            if self.rpm is not None or self.tpm is not None:
-                booking = await self._pace(request)
+            try:
+                if self.rpm is not None or self.tpm is not None:
+                    booking = await self._pace(request)
+            finally:
+                if queued is not None:
+                    queued(False)
             tally.first_send()
             sent = self._sent
             self._sent += 1
@@ -358,6 +379,7 @@ class Gateway:
                 raise self._not_a_completion(answer)
             completion = answer
         except ProviderError as exc:
+            tally.last_failure = exc
             tally.unreachable = exc if exc.unreachable else None
             if exc.unreachable:
                 if tally.first_refusal is None:
