@@ -107,6 +107,30 @@ async def test_a_server_asking_every_caller_to_wait_past_ten_minutes_stops_the_r
     assert len(server.requests) == 1
 
 
+def test_a_server_asking_every_caller_to_wait_two_minutes_stops_the_run_after_three_samples(
+    task_root: TaskRoot, server: FakeLLMServer
+) -> None:
+    # resil-s31 F2: a 429 asking for 120 s (past the 60 s a retry may wait, short of the 600 s that stop a run)
+    # failed each sample at once without pausing the run: 240 samples recorded as errors in 0.8 s, "complete"
+    server.rule = lambda r: rate_limited("120")
+    result = run(served_task(task_root, server, concurrency=1, limit=10))
+    records = read_records(task_root.root / "results" / "r1")
+    assert result.status == "failed" and len(records) == 2 and len(server.generation_requests()) == 3
+    assert result.fatal is not None and result.fatal.startswith(
+        "the server asked 3 samples in a row to wait 2 minutes, longer than a retry may wait, so the run stops; "
+        "resume it after that (rate limited: the server asks to wait 120 s"
+    ), result.fatal
+
+
+async def test_an_answer_between_long_waits_keeps_the_run_going(server: FakeLLMServer) -> None:
+    gw = gateway(server)
+    for number in range(6):  # two long waits, an answer, two long waits...
+        server.script(*([rate_limited("120")] if number % 3 != 2 else []))
+        await asyncio.wait_for(gw.generate(request(number)), 10)
+    await gw.aclose()
+    assert len(server.requests) == 6
+
+
 async def test_a_503_asking_for_longer_than_a_retry_may_wait_fails_its_sample_at_once_saying_so(
     server: FakeLLMServer,
 ) -> None:

@@ -37,7 +37,9 @@ from eval_harness.errors import (
     ProviderConnectionError,
     ProviderContractError,
     ProviderError,
+    QuotaExhaustedError,
     ServerUnreachableError,
+    spoken_duration,
 )
 from eval_harness.providers._admission import AdaptiveConcurrency, Booking, RateLimiter
 from eval_harness.providers._retry import Retrier, RetryPolicy
@@ -57,6 +59,10 @@ class GenerationOutcome:
     attempts: int
     retries: dict[str, int] = field(default_factory=dict)
     backoff_s: float = 0.0
+
+
+TOO_LONG_IN_A_ROW = 3
+"""Samples given up in a row on a wait longer than a retry may wait that stop the run (see ``Gateway``)."""
 
 
 @dataclass
@@ -150,6 +156,7 @@ class Gateway:
         self._cut_in_streak = 0  # those of the refusals going on now
         self._streak_refusal: ProviderError | None = None  # the latest refusal such a sample saw
         self._last_answered = -1  # the highest number of a request the server answered
+        self._too_long_in_a_row = 0  # samples given up on a wait longer than a retry may wait, with no answer since
 
     @classmethod
     def from_config(cls, provider: Provider, config: RunConfig) -> Gateway:
@@ -248,10 +255,27 @@ class Gateway:
     ) -> GenerationOutcome:
         if error is not None:
             self._stop_if_server_down(error, tally, cut_short=cut_short)
+            self._stop_if_every_caller_waits(error)
+        else:
+            self._too_long_in_a_row = 0
         if tally.retries:
             self.retries_by_cause.update(tally.retries)
         self.backoff_s += tally.waited
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
+
+    def _stop_if_every_caller_waits(self, error: ProviderError) -> None:
+        """Raise ``QuotaExhaustedError`` when ``TOO_LONG_IN_A_ROW`` samples in a row, with no answer between them,
+        were given up on a stated wait longer than a retry may wait (a 429 asking for 2 minutes): every sample
+        after them would fail the same way at once, a run of errors in a second; resume it after the wait."""
+        if not self.retrier.too_long(error):
+            return
+        self._too_long_in_a_row += 1
+        if self._too_long_in_a_row >= TOO_LONG_IN_A_ROW:
+            wait = spoken_duration(error.retry_after or 0.0)
+            raise QuotaExhaustedError(
+                f"the server asked {TOO_LONG_IN_A_ROW} samples in a row to wait {wait}, longer than a retry may wait, "
+                f"so the run stops; resume it after that ({error})"
+            )
 
     def _stop_if_server_down(self, error: ProviderError, tally: CallTally, *, cut_short: bool = False) -> None:
         """Raise ``ServerUnreachableError`` when a sample whose last attempt found no server shows the server is
