@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -131,8 +132,10 @@ class ResponseCache:
             with tempfile.TemporaryFile(dir=self.directory):
                 pass
         except OSError as exc:
+            # mkdir's "File exists" of a file in its place says the wrong thing
+            why = "it is not a directory" if self.directory.exists() and not self.directory.is_dir() else None
             raise ConfigError(
-                f"--cache: cannot write the cache directory {self.directory}: {exc.strerror or exc} "
+                f"--cache: cannot write the cache directory {self.directory}: {why or exc.strerror or exc} "
                 "(set EVAL_HARNESS_CACHE_DIR to another)"
             ) from None
 
@@ -168,6 +171,7 @@ class ResponseCache:
             handle.write(data)
 
     def _files(self) -> list[Path]:
+        """The files named as the cache names its entries and temporaries (whatever they are: see ``info``)."""
         if not self.directory.is_dir():
             return []
         found: list[Path] = []
@@ -177,26 +181,35 @@ class ResponseCache:
         return found
 
     def info(self) -> CacheInfo:
-        """Entry count and size on disk."""
+        """Entry count and size on disk: of regular files alone (a link or a directory under an entry's name is
+        no entry of ours, and a link's size is its target's)."""
         entries = size = temps = 0
         for path in self._files():
             try:
-                size += path.stat().st_size
+                status = path.lstat()
             except FileNotFoundError:
                 continue
+            if not stat.S_ISREG(status.st_mode):
+                continue
+            size += status.st_size
             if path.name.endswith(TEMP_SUFFIX):
                 temps += 1
             else:
                 entries += 1
         return CacheInfo(self.directory, entries, size, temps)
 
-    def clear(self) -> int:
-        """Delete every entry (and leftover temp file); returns how many entries were deleted."""
+    def clear(self) -> tuple[int, list[Path]]:
+        """Delete every entry (and leftover temp file); returns how many entries were deleted, and what could not
+        be (a directory under an entry's name, a file the OS refuses to remove): the rest is deleted all the same."""
         removed = 0
+        left: list[Path] = []
         for path in self._files():
             try:
                 path.unlink()
             except FileNotFoundError:
+                continue
+            except OSError:  # a directory (IsADirectoryError, or EPERM on some systems), a read-only shard
+                left.append(path)
                 continue
             if path.name.endswith(_ENTRY_SUFFIX):
                 removed += 1
@@ -205,7 +218,7 @@ class ResponseCache:
                 if shard.is_dir() and _SHARD.fullmatch(shard.name):  # only the shards entries go into
                     with contextlib.suppress(OSError):  # it holds something we did not write: leave it
                         shard.rmdir()
-        return removed
+        return removed, left
 
 
 __all__ = [

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from eval_harness.cache import CACHE_SCHEMA_VERSION, Origin, ResponseCache, cache_key
+from eval_harness.errors import ConfigError
 from eval_harness.types import Completion, Usage
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -141,7 +142,7 @@ def test_clear_deletes_entries_and_temp_files_but_nothing_else(tmp_path: Path) -
     (tmp_path / key[:2] / f".{key}.json.1.ab.tmp").write_bytes(b"{")
     keep = tmp_path / "notes.txt"
     keep.write_text("mine")
-    assert cache.clear() == 3
+    assert cache.clear() == (3, [])
     assert cache.info().entries == 0
     assert keep.read_text() == "mine"
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
@@ -152,12 +153,12 @@ def test_clear_leaves_folders_it_could_not_have_written(tmp_path: Path) -> None:
     (tmp_path / "go").mkdir()
     cache = ResponseCache(tmp_path)
     cache.put(cache_key("s", "m", {"n": 1}), completion())
-    assert cache.clear() == 1
+    assert cache.clear() == (1, [])
     assert [p.name for p in tmp_path.iterdir()] == ["go"]
 
 
 def test_clear_of_a_missing_directory_deletes_nothing(tmp_path: Path) -> None:
-    assert ResponseCache(tmp_path / "absent").clear() == 0
+    assert ResponseCache(tmp_path / "absent").clear() == (0, [])
 
 
 def test_cache_with_the_mock_makes_no_cache_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,3 +199,35 @@ def test_cache_info_counts_in_binary_units_and_says_one_unfinished_write(
 
     print_cache_info(CacheInfo(directory=tmp_path, entries=1, bytes=3_081, temp_files=1))
     assert capsys.readouterr().out.strip() == f"{tmp_path}: 1 cached answer, 3.0 KiB, 1 unfinished write"
+
+
+def test_clear_removes_every_entry_it_can_and_names_what_it_could_not(tmp_path: Path) -> None:
+    # cache-s31 F4: a directory under an entry's name stopped `cache clear` half-way ("Is a directory", exit 2)
+    cache = ResponseCache(tmp_path)
+    keys = [cache_key("s", "m", {**BODY, "n": n}) for n in range(4)]
+    for key in keys:
+        cache.put(key, completion())
+    blocker = tmp_path / keys[0][:2] / f"{'0' * 64}.json"
+    blocker.mkdir()
+    removed, left = cache.clear()
+    assert removed == 4 and left == [blocker]
+    assert all(cache.get(key) is None for key in keys)
+
+
+def test_info_counts_regular_files_alone(tmp_path: Path) -> None:
+    # cache-s31 F6: a link under an entry's name counted as an answer, with its target's size
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion())
+    entry = next(tmp_path.rglob(f"{key}.json"))
+    (entry.parent / f"{'a' * 64}.json").symlink_to("/etc/hostname")
+    (entry.parent / f"{'b' * 64}.json").mkdir()
+    info = cache.info()
+    assert (info.entries, info.bytes) == (1, entry.stat().st_size)
+
+
+def test_a_cache_directory_that_is_a_file_is_refused_saying_so(tmp_path: Path) -> None:
+    (tmp_path / "cache").write_text("x")
+    with pytest.raises(ConfigError) as refused:
+        ResponseCache(tmp_path / "cache").check_writable()
+    assert f"cannot write the cache directory {tmp_path / 'cache'}: it is not a directory" in str(refused.value)

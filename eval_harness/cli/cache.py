@@ -49,7 +49,7 @@ def clear_command(cache_dir: _CacheDirOption = None) -> None:
     from eval_harness.cli.render.cache import print_cache_cleared
 
     directory = _directory(cache_dir)
-    print_cache_cleared(directory, ResponseCache(directory).clear())
+    print_cache_cleared(directory, *ResponseCache(directory).clear())
 
 
 def register(app: typer.Typer) -> None:

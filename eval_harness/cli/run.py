@@ -229,10 +229,13 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
+        one = result.cache_failures == 1
+        answers, they, them = (
+            ("1 answer", "it was", "it") if one else (f"{result.cache_failures:,} answers", "they were", "them")
+        )
         print(
-            f"warning: {result.cache_failures:,} answer{'s' if result.cache_failures != 1 else ''} could not be "
-            f"stored in the response cache ({result.cache_failure}); they were recorded, but a later run will "
-            "call the model for them again",
+            f"warning: {answers} could not be stored in the response cache ({result.cache_failure}); {they} "
+            f"recorded, but a later run will call the model for {them} again",
             file=sys.stderr,
         )
     if result.context_window_stops:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_harness.cache import CacheInfo
-from eval_harness.cli.render import counted, stdout
+from eval_harness.cli.render import counted, stderr, stdout
 
 
 def _size(size: int) -> str:
@@ -28,8 +28,17 @@ def print_cache_info(info: CacheInfo) -> None:
     stdout.print(f"{info.directory}: {answers}, {_size(info.bytes)}{leftovers}", markup=False, soft_wrap=True)
 
 
-def print_cache_cleared(directory: Path, removed: int) -> None:
+def print_cache_cleared(directory: Path, removed: int, left: list[Path]) -> None:
     stdout.print(f"{directory}: removed {counted(removed, 'cached answer')}", markup=False, soft_wrap=True)
+    if left:
+        first = left[0]
+        kind = "a directory" if first.is_dir() and not first.is_symlink() else "refused by the system"
+        stderr.print(
+            f"warning: {counted(len(left), 'file')} under an entry's name could not be removed (the first: {first}, "
+            f"{kind}); the rest were",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 __all__ = [
