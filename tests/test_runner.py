@@ -634,3 +634,22 @@ def test_a_dataset_directory_changed_between_plan_and_run_fails_the_run(tmp_path
     result = asyncio.run(Runner(plan).run())
     assert result.status == "failed" and result.fatal is not None and str(folder) in result.fatal
     assert read_manifest(tmp_path / "out" / "r").status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("added", "named"),
+    [
+        ('system_prompt = "Be brief."\n', "system prompt of task adder"),
+        ("pass_threshold = 0.75\n", "pass threshold of task adder (0.5 → 0.75)"),
+    ],
+)
+def test_a_changed_system_prompt_or_pass_threshold_is_named_as_such(
+    task_root: TaskRoot, added: str, named: str
+) -> None:
+    # epochs-s31 6: "system prompt or pass threshold of task ...", without saying which
+    run(config(task_root, limit=4))
+    spec = (task_root.root / "tasks" / "adder.toml").read_text()
+    task_root.task("adder", added + spec)
+    with pytest.raises(ResumeMismatchError) as refused:
+        plan_resume(task_root.root / "results" / "r1")
+    assert f"changed since the run started: {named}. Use --force" in str(refused.value)

@@ -256,8 +256,12 @@ def _changes(manifest: RunManifest, task: LoadedTask, report: DatasetReport, par
     setup = parts.setup
     if [s.model_dump() for s in setup.specs] != [s.model_dump() for s in manifest.task.scorers]:
         changed.append(f"scorer config of task {setup.source.spec.name if setup.source else task.spec.name}")
-    if task.spec.system_prompt != manifest.task.system_prompt or setup.pass_threshold != manifest.task.pass_threshold:
-        changed.append(f"system prompt or pass threshold of task {task.spec.name}")
+    if task.spec.system_prompt != manifest.task.system_prompt:
+        changed.append(f"system prompt of task {task.spec.name}")
+    if setup.pass_threshold != manifest.task.pass_threshold:
+        changed.append(
+            f"pass threshold of task {task.spec.name} ({manifest.task.pass_threshold:g} → {setup.pass_threshold:g})"
+        )
     model, judge = called(manifest, parts)
     if model.now.id != manifest.model.id:
         changed.append(f"model ({manifest.model.id} → {model.now.id})")
