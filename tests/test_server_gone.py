@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import dataclasses
 import socket
 from collections.abc import Iterator
@@ -254,10 +255,12 @@ async def test_a_server_whose_connects_time_out_is_no_server_at_all(wire: str) -
     context = ProviderContext(settings=Settings(), concurrency=1)
     args = {"base_url": f"http://127.0.0.1:{port}/v1", "connect_timeout_s": "0.3", "http_transport": wire}
     provider = create_provider("openai-compatible/local", args, context)
-    gw = Gateway(provider, RetryPolicy(max_retries=1, initial_wait_s=0.01))
+    gw = Gateway(provider, RetryPolicy(max_retries=2, initial_wait_s=0.01))
     try:
-        with pytest.raises(ServerUnreachableError, match="no request of this session reached the server"):
+        with pytest.raises(ServerUnreachableError, match="no request of this session reached the server") as stop:
             await gw.generate(provider_request())
+        # resil-s31 5: "3 attempts over 0 s", the backoff alone, of three connects of 0.3 s each
+        assert re.search(r"\(3 attempts over [1-3] s", str(stop.value)), str(stop.value)
     finally:
         await gw.aclose()
         for sock in held:

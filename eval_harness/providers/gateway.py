@@ -86,6 +86,8 @@ class CallTally:
     """The number of this sample's first request that found no server (requests are numbered as sent)."""
     last_failure: ProviderError | None = None
     """The last attempt's error, if one failed: what a sample cut short by its timeout was retrying after."""
+    first_sent_at: float | None = None
+    """When the first request was sent (monotonic): how long its attempts took, waits and connect timeouts in."""
     _wait_started: float | None = None
 
     def begin_wait(self) -> None:
@@ -101,6 +103,8 @@ class CallTally:
             self._wait_started = None
 
     def first_send(self) -> None:
+        if self.first_sent_at is None:
+            self.first_sent_at = time.monotonic()
         callback, self.on_first_send = self.on_first_send, None
         if callback is not None:
             callback()
@@ -293,7 +297,9 @@ class Gateway:
         if refusal is None or not (cut_short or error.unreachable):
             return
         never_reached = not self._connected and not self._connected_since(-1)
-        tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {tally.waited:.0f} s"
+        # the time since the first request, not the backoff alone: connect timeouts take time of their own
+        took = time.monotonic() - tally.first_sent_at if tally.first_sent_at is not None else tally.waited
+        tries = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''} over {took:.0f} s"
         if cut_short:
             # how long refusals were seen, not the time since the first: a slow server's first answer after a
             # restart comes one model latency after it is back, and that wait is no outage
