@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import dataclasses
+import re
 import socket
 from collections.abc import Iterator
 from typing import ClassVar
