@@ -131,6 +131,18 @@ async def test_an_answer_between_long_waits_keeps_the_run_going(server: FakeLLMS
     assert len(server.requests) == 6
 
 
+async def test_a_wait_for_ever_asks_for_a_resume_when_the_server_allows_it(server: FakeLLMServer) -> None:
+    # resil-s31 6: "the server asks to wait for ever, so the run stops; resume it after that"
+    server.script(rate_limited("1e308"))
+    gw = gateway(server)
+    with pytest.raises(QuotaExhaustedError) as stop:
+        await asyncio.wait_for(gw.generate(request()), 10)
+    await gw.aclose()
+    assert str(stop.value).startswith(
+        "the server asks to wait for ever, so the run stops; resume it when the server allows it ("
+    ), str(stop.value)
+
+
 async def test_a_503_asking_for_longer_than_a_retry_may_wait_fails_its_sample_at_once_saying_so(
     server: FakeLLMServer,
 ) -> None:

@@ -90,9 +90,10 @@ class Retrier:
         wait, cap = error.retry_after, self.policy.max_wait_s
         assert wait is not None  # too_long
         if wait > self.policy.stop_wait_s:
-            raise QuotaExhaustedError(
-                f"the server asks to wait {spoken_duration(wait)}, so the run stops; resume it after that ({error})"
-            )
+            said = spoken_duration(wait)
+            # "for ever" has no after: the server's figure is no time to wait (1e308, a 23-digit count)
+            when = "when the server allows it" if said == "for ever" else "after that"
+            raise QuotaExhaustedError(f"the server asks to wait {said}, so the run stops; resume it {when} ({error})")
         why = "rate limited" if error.retry_cause == "rate_limit" else "not retried"
         return error.with_message(
             f"{why}: the server asks to wait {wait:g} s, longer than the {cap:g} s a retry may wait ({error})"
