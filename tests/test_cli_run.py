@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -225,6 +226,21 @@ def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli,
     assert not (task_root.root / "results").exists()
     one = cli("run", "--task", adder(task_root), "--dry-run", "--limit", "1")
     assert "1 prompt rendered; nothing was called or written" in one.out
+
+
+def test_a_run_paced_by_tpm_over_a_minute_or_more_says_how_long_before_it_starts(cli: Cli, task_root: TaskRoot) -> None:
+    # resil-s31 7: --rpm said so, --tpm (83 s of pacing) said nothing
+    paced = cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "10", "--epochs", "2")
+    assert paced.code == 0, paced.err
+    found = re.search(r"Estimated prompt tokens ([\d,]+), ", paced.out)
+    assert found is not None, paced.out
+    estimated = int(found.group(1).replace(",", ""))
+    minutes = round((estimated - 10) / 10)  # the bucket starts full: one minute's 10 tokens go at once
+    assert paced.err.splitlines() == [
+        f"note: --tpm 10 paces the run's ~{estimated:,} prompt tokens (estimated) over at least {minutes} minutes, "
+        "its answers' tokens aside"
+    ]
+    assert cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "1000000").err == ""  # within a minute
 
 
 def test_a_run_paced_by_rpm_over_a_minute_or_more_says_how_long_before_it_starts(cli: Cli, task_root: TaskRoot) -> None:

@@ -488,6 +488,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     plan.notes += _repeated_content_notes(plan) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
+    plan.notes += _token_pacing_notes(plan)
     return plan
 
 
@@ -520,6 +521,27 @@ def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
     rpm = f"{config.rpm:.10f}".rstrip("0").rstrip(".")  # not :g, which writes 0.00001 as 1e-05
     cached = " (answers found in --cache are not paced)" if config.cache else ""
     return [f"note: --rpm {rpm} paces the run's {requests:,} requests over at least {spoken_duration(seconds)}{cached}"]
+
+
+def _token_pacing_notes(plan: RunPlan) -> list[str]:
+    """How long ``--tpm`` makes the run from its prompts' tokens alone, when that is a minute or more (the answers'
+    tokens only add to it): a low one looks like a hang. Every prompt is rendered for it, with ``--tpm`` only."""
+    tpm = plan.config.tpm
+    if not tpm:
+        return []
+    try:
+        tokens = dry_run(plan, show=0).prompt_tokens
+    except TemplateError:
+        return []  # the run stops at that sample, naming it, as it would without --tpm
+    seconds = 60 * (tokens - tpm) / tpm  # the bucket starts full: one minute's tokens go at once
+    if seconds < 60:
+        return []
+    rate = f"{tpm:.10f}".rstrip("0").rstrip(".")
+    cached = " (answers found in --cache are not paced)" if plan.config.cache else ""
+    return [
+        f"note: --tpm {rate} paces the run's ~{tokens:,} prompt tokens (estimated) over at least "
+        f"{spoken_duration(seconds)}, its answers' tokens aside{cached}"
+    ]
 
 
 def _check_new_run_dir(run_dir: Path) -> None:
