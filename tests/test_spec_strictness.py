@@ -97,6 +97,17 @@ def test_a_composite_part_gate_given_as_text_is_refused(cli: Cli, root: TaskRoot
     assert "scorers[0].gate: Input should be a valid boolean" in err
 
 
+def test_a_misspelt_key_of_a_composite_part_gets_a_suggestion_as_a_tasks_own_scorer_does(
+    cli: Cli, root: TaskRoot
+) -> None:
+    # gates-s31 6: "scorers[0].gates: Extra inputs are not permitted", where the task's own table says which
+    part = '[[scorers]]\nname = "composite"\nargs = { scorers = [{ name = "exact_match", gates = true }] }\n'
+    err = _refused_run(cli, _write(root, f"{_HEAD}{_DATASET}{part}"))
+    assert (
+        "scorers[0].gates: unknown key 'gates'; did you mean 'gate'? (known: alias, args, gate, name, weight)"
+    ) in err, err
+
+
 def test_an_integer_is_still_accepted_where_a_number_is_wanted(root: TaskRoot) -> None:
     tail = "weight = 2\n[generation]\ntemperature = 1\n"
     task = _load(root, f"{_HEAD}pass_threshold = 1\n{_DATASET}{_SCORER}{tail}")

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from eval_harness.errors import UnknownNameError
 from eval_harness.scorers.base import (
     Scorer,
     ScoringPipeline,
@@ -109,6 +110,9 @@ def composite_scorer(
             specs.append(ScorerSpec.model_validate(table))
         except ValidationError as exc:
             location, message = first_problem(exc)
+            problem = exc.errors(include_url=False)[0]
+            if problem["type"] == "extra_forbidden":  # as a task's own [[scorers]] table says it: "did you mean"
+                message = str(UnknownNameError.among("key", str(problem["loc"][-1]), list(ScorerSpec.model_fields)))
             raise ValueError(f"scorers[{index}].{location}: {message}") from None
     return CompositeScorer(ScoringPipeline(specs, judge, where))
 
