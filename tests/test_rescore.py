@@ -346,3 +346,16 @@ def test_one_scorer_given_twice_without_an_alias_is_told_how_to_give_one(cli: Cl
     result = cli("rescore", "--run", source_run, "--scorer", "exact_match", "--scorer", "exact_match:mode=numeric")
     assert result.code == 2
     assert result.err.strip().endswith("is used twice; give one an alias (NAME:...,alias=KEY)"), result.err
+
+
+def test_a_rescore_whose_source_is_gone_says_so_on_resume(source_run: Path) -> None:
+    # epochs-s31 6: "…/samples.jsonl: not found; is … a run directory?", of a directory the user never named
+    plan = plan_rescore(source_run, scorers=["exact_match:mode=lenient"], run_id="cut")
+    asyncio.run(Runner(plan).run())
+    source_run.rename(source_run.with_name("moved"))
+    with pytest.raises(ConfigError) as refused:
+        plan_resume(plan.run_dir)
+    assert str(refused.value) == (
+        f"cannot resume {plan.run_dir}: it rescores {source_run.resolve()}, whose records are gone (moved or "
+        "deleted); put that run back where it was, or rescore it anew where it is now"
+    )

@@ -741,6 +741,12 @@ def plan_resume(
         )
     if manifest.judge is None and judge_args:
         raise ConfigError(f"cannot resume {run_dir} with --judge-arg: the run has no judge model")
+    if manifest.source_run is not None and not RunPaths(Path(manifest.source_run)).samples.exists():
+        # its records are the answers this run scores: named as the source, not as a run the user asked for
+        raise ConfigError(
+            f"cannot resume {run_dir}: it rescores {manifest.source_run}, whose records are gone (moved or "
+            "deleted); put that run back where it was, or rescore it anew where it is now"
+        )
     task_ref = (
         manifest.task.source if manifest.task.source and Path(manifest.task.source).is_file() else manifest.task.name
     )
