@@ -2013,3 +2013,10 @@ def test_a_rescores_generation_errors_point_at_a_retry_of_its_source(cli: Cli, t
         "those without an answer are its source's generation errors, which a rescore cannot run again: eval-harness "
         f"resume {out_dir / 'src'} --retry-errors, then rescore it anew\n"
     ), rescored.err
+    # review-s31 F1: a session that wrote none of them cannot tell which they are: both ways are said
+    again = cli("resume", out_dir / "re", "-q")
+    assert again.code == 0 and again.err.endswith(
+        f"all written by earlier sessions; eval-harness resume {out_dir / 're'} --retry-errors scores a scoring error "
+        "again; those without an answer are its source's generation errors, which a rescore cannot run again: "
+        f"eval-harness resume {out_dir / 'src'} --retry-errors, then rescore it anew\n"
+    ), again.err

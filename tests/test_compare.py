@@ -499,8 +499,8 @@ def test_a_passing_regression_gate_that_cannot_tell_says_so_on_stderr(cli: Cli, 
     untold = cli("compare", "--run-a", base, "--run-b", worse, "--fail-on-regression", "--format", "json")
     assert untold.code == 0 and json.loads(untold.out)["overall"]["p_attainable"] == P_MIN_5_PAIRS
     assert untold.err == (
-        "regression gate passed, but it cannot tell on alpha, beta, overall: too few pairs differ there for any "
-        "difference to reach p < 0.05 (see the notes)\n"
+        "regression gate passed, but B is lower on alpha (−100.0 points, p_adj 0.500), beta (−100.0 points, p_adj "
+        "0.500), overall (−100.0 points, p 0.0625), short of significance at 5% (see the notes)\n"
     )
     # over both axes the overall row's 10 pairs reach 5%: the gate fails there, its failures under one prefix
     more = make_run(cli, task_root, "c", "--model", "mock/x", "--model-arg", "skill=1", "--limit", "10")

@@ -121,3 +121,17 @@ def test_a_judge_argument_for_a_run_without_a_judge_is_refused(cli: Cli, tmp_pat
     refused = cli("resume", tmp_path / "plain", "--judge-arg", "api_key=x")
     assert refused.code == 2
     assert f"error: cannot resume {tmp_path / 'plain'} with --judge-arg: the run has no judge model" in refused.err
+
+
+def test_an_argument_given_to_a_resume_that_is_not_utf8_is_refused_not_a_traceback(
+    cli: Cli, run_dir: Path, judge: FakeLLMServer
+) -> None:
+    # review-s31 F5: with --force, `--judge-arg base_url=...\xff` (bytes from argv) ended in a TypeError traceback
+    bad = f"base_url={judge.base_url}/x" + b"\xff".decode("utf-8", "surrogateescape")
+    for flag in ("--judge-arg", "--model-arg"):
+        refused = cli("resume", run_dir, flag, bad, "--force", "-q")
+        assert refused.code == 2
+        assert (
+            refused.err
+            == f"error: {flag} base_url: its value is not valid UTF-8 (a name from another encoding?); rename it\n"
+        )

@@ -117,7 +117,7 @@ def test_a_server_asking_every_caller_to_wait_two_minutes_stops_the_run_after_th
     records = read_records(task_root.root / "results" / "r1")
     assert result.status == "failed" and len(records) == 2 and len(server.generation_requests()) == 3
     assert result.fatal is not None and result.fatal.startswith(
-        "the server asked 3 samples in a row to wait 2 minutes, longer than a retry may wait, so the run stops; "
+        "the server asked 3 requests in a row to wait 2 minutes, longer than a retry may wait, so the run stops; "
         "resume it after that (rate limited: the server asks to wait 120 s"
     ), result.fatal
 

@@ -301,12 +301,15 @@ def _errors_note(result: RunResult) -> str:
         first = f" ({result.session_errors:,} written by this session, the first: {result.first_error})"
     them, retrying = "it" if one else "them", _retrying(result.resume_command)
     source = result.manifest.source_run
-    if source is not None and result.answers < result.new_records:
+    scoring_only = result.session_errors and result.answers == result.new_records  # every answer there: scoring failed
+    if source is not None and not scoring_only:
+        # this session's records may say which they are; a session that wrote none cannot: say both
+        retry = "" if result.answers < result.new_records else f"{retrying} scores a scoring error again; "
         again = (
-            f"those without an answer are its source's generation errors, which a rescore cannot run again: "
+            f"{retry}those without an answer are its source's generation errors, which a rescore cannot run again: "
             f"eval-harness resume {shlex.quote(source)} --retry-errors, then rescore it anew"
         )
-    elif result.session_errors and result.answers == result.new_records:  # every call answered: scoring failed
+    elif scoring_only:
         again = (
             f"see {them} with eval-harness inspect --run {result.run_dir} --errors ({retrying} scores {them} again, "
             "which helps only where the failure passes, a judge's call)"

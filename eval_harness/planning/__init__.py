@@ -756,6 +756,7 @@ def plan_resume(
     )
     check_expected_records_bounds(manifest, RunPaths(run_dir).manifest)  # once its values are in the CLI's ranges
     dataset_path = Path(manifest.dataset.path)
+    _check_utf8(config, task.path, dataset_path)  # an argument given now, which a forced change would record
     stamp = dataset_stamp(dataset_path, task.spec.dataset)
     reading = dataset_reading_change(task, manifest.task.dataset_reading)
     pool = _checked_pool(task, dataset_path, lambda: _resumed_dataset(task, dataset_path, manifest, reading, None))

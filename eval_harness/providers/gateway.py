@@ -62,7 +62,7 @@ class GenerationOutcome:
 
 
 TOO_LONG_IN_A_ROW = 3
-"""Samples given up in a row on a wait longer than a retry may wait that stop the run (see ``Gateway``)."""
+"""Calls given up in a row on a wait longer than a retry may wait that stop the run (see ``Gateway``)."""
 
 
 @dataclass
@@ -268,16 +268,17 @@ class Gateway:
         return GenerationOutcome(completion, error, tally.attempts, tally.retries, tally.waited)
 
     def _stop_if_every_caller_waits(self, error: ProviderError) -> None:
-        """Raise ``QuotaExhaustedError`` when ``TOO_LONG_IN_A_ROW`` samples in a row, with no answer between them,
-        were given up on a stated wait longer than a retry may wait (a 429 asking for 2 minutes): every sample
-        after them would fail the same way at once, a run of errors in a second; resume it after the wait."""
+        """Raise ``QuotaExhaustedError`` when ``TOO_LONG_IN_A_ROW`` calls in a row (a sample's, or a judge's), with no
+        answer between them, were given up on a stated wait longer than a retry may wait (a 429 asking for 2
+        minutes): every call after them would fail the same way at once, a run of errors in a second; resume it
+        after the wait."""
         if not self.retrier.too_long(error):
             return
         self._too_long_in_a_row += 1
         if self._too_long_in_a_row >= TOO_LONG_IN_A_ROW:
             wait = spoken_duration(error.retry_after or 0.0)
             raise QuotaExhaustedError(
-                f"the server asked {TOO_LONG_IN_A_ROW} samples in a row to wait {wait}, longer than a retry may wait, "
+                f"the server asked {TOO_LONG_IN_A_ROW} requests in a row to wait {wait}, longer than a retry may wait, "
                 f"so the run stops; resume it after that ({error})"
             )
 

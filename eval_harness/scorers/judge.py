@@ -309,9 +309,12 @@ class _Judge(Scorer):
             keep_when_cut_short(cancelled, usage=spend.usage, cost_usd=spend.cost_usd)
             raise
         for result in results:
+            # one that stops the run goes first, whichever call met it: a refused key, a server asking every
+            # caller to wait (an earlier call's scoring error raised first would hide it)
+            if isinstance(result, AuthenticationError):
+                raise result
+        for result in results:
             if isinstance(result, BaseException):
-                if isinstance(result, AuthenticationError):
-                    raise result  # the judge's key is wrong: every later sample would fail too
                 if isinstance(result, SpentScoringError):
                     raise spend.error(str(result))
                 if isinstance(result, EvalHarnessError | ValueError):
