@@ -13,7 +13,7 @@ import pytest
 from conftest import TaskRoot
 from fake_llm_server import FakeLLMServer, answer, unauthorized
 
-from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError
+from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, QuotaExhaustedError
 from eval_harness.providers.base import ProviderContext, create_provider
 from eval_harness.providers.gateway import Gateway, RetryPolicy
 from eval_harness.scorers import ScoringPipeline, build_scorer
@@ -568,3 +568,13 @@ def test_a_judge_model_refused_before_the_run_is_named_as_the_judge(tmp_path: Pa
     with pytest.raises(ConfigError) as raised:
         plan_run(RunConfig(task="math_cot", model="mock/x", judge_model="nosuch/j", output_dir=tmp_path))
     assert str(raised.value).startswith("--judge-model nosuch/j: unknown provider 'nosuch'")
+
+
+async def test_a_run_stopping_error_of_any_judge_call_is_raised_before_another_calls_scoring_error(
+    where: str,
+) -> None:
+    # review-s31 F2: the first call's scoring error was raised, hiding the third call's stop (a server asking
+    # every caller to wait): the run went on
+    judge = ScriptedJudge([ProviderHTTPError("HTTP 500: overloaded"), QuotaExhaustedError("asks to wait 2 minutes")])
+    with pytest.raises(QuotaExhaustedError, match="asks to wait 2 minutes"):
+        await build_scorer(rubric(samples=2), judge, where).score("x", SAMPLE)
