@@ -257,12 +257,24 @@ class Runner:
         self.listener = listener
         self.gateway = Gateway.from_config(plan.provider, plan.config)
         self._stop = asyncio.Event()
+        self._stop_asked = False
+        """Set by ``ask_stop`` where the event loop cannot run (a signal handler): read by every worker."""
         self._fatal: BaseException | None = None
         self._member_stamps: dict[str, tuple[int, int] | None] | None = None  # a dataset directory's, as first read
         self._writer: SampleWriter | None = None
         self._tally: SessionTally | None = None
         self._secrets = self.gateway.secrets
         self._threshold = plan.pass_threshold
+
+    def ask_stop(self) -> None:
+        """``request_stop`` from a signal handler, which runs between two steps of the loop and may not touch it:
+        each worker stops taking samples at its next one (``request_stop``, called soon after by the loop, drains
+        the samples in flight). Without it a worker whose samples never wait would go on until its next yield."""
+        self._stop_asked = True
+
+    @property
+    def _stopping(self) -> bool:
+        return self._stop_asked or self._stop.is_set()
 
     def request_stop(self) -> None:
         """Stop scheduling new samples; in-flight ones get ``grace_s`` to finish."""
@@ -384,14 +396,14 @@ class Runner:
             finally:
                 self._close_writer()
                 self._write_resume_point()
-            if self._fatal is None and not self._stop.is_set():
+            if self._fatal is None and not self._stopping:
                 self._fatal = self.gateway.server_gone_at_end()
             if self._fatal is None and plan.dataset_stamp is not None:
                 self._check_dataset_unchanged()
             status: RunStatus
             if self._fatal is not None:
                 status = "failed"
-            elif self._stop.is_set():
+            elif self._stopping:
                 status = "interrupted"
             else:
                 status = "complete"
@@ -666,7 +678,7 @@ class Runner:
         since_yield = 0
         try:
             for sample, epoch, position, previous in work:
-                if self._stop.is_set():
+                if self._stopping:
                     return
                 try:
                     record = await self._process(sample, epoch, position, previous, task)

@@ -481,6 +481,24 @@ def wait_for_records(path: Path, count: int, timeout: float = 30) -> None:
     raise AssertionError(f"{path} never reached {count} records")
 
 
+def test_ctrl_c_stops_a_run_whose_samples_never_wait_at_its_next_sample(tmp_path: Path) -> None:
+    # epochs-s31 F2, probe-s31 3: with the mock at latency 0 the loop got no turn to run the stop, so the session
+    # wrote on (all 6,595 records; then ~500 more, 16 workers x 32 records, once workers yielded every 32)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--model", "mock/fast",
+         "--epochs", "100", "--output-dir", str(tmp_path), "--run-id", "fast", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    samples = tmp_path / "fast" / "samples.jsonl"
+    wait_for_records(samples, 200)
+    process.send_signal(signal.SIGINT)
+    at_signal = samples.read_bytes().count(b"\n")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    written = samples.read_bytes().count(b"\n")
+    assert written - at_signal <= 40 and written < 24_000, (at_signal, written)  # 240 samples x 100 epochs
+
+
 def test_ctrl_c_stops_cleanly_prints_the_resume_command_and_exits_130(tmp_path: Path) -> None:
     process = start_slow_run(tmp_path, "sig")
     wait_for_records(tmp_path / "sig" / "samples.jsonl", 8)

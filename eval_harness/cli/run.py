@@ -183,7 +183,9 @@ async def _execute(plan: RunPlan, display: _Display, interrupts: _Interrupts) ->
         )
 
     def stop_soon(again: str) -> None:
-        # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping
+        # the handler runs on the main thread between two steps of the loop's own code: the loop does the stopping,
+        # and the workers take no sample more meanwhile
+        runner.ask_stop()
         loop.call_soon_threadsafe(stop, again)
 
     interrupts.resume_hint = resume_command(
