@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
+from decimal import Decimal
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -110,17 +111,24 @@ class GateResult(BaseModel):
         if self.value is None and self.reason is not None:
             return f"{self.target} {self.measure}: {self.reason}"
         shown = "–" if self.value is None else _percent_beside(self.value, self.threshold, self.passed, self.measure)
+        bound = _percent_as_given(self.threshold)
         if self.measure == "error-rate":
-            return f"error rate {shown} {'is within' if self.passed else 'is above'} {100 * self.threshold:g}%"
+            return f"error rate {shown} {'is within' if self.passed else 'is above'} {bound}%"
         verdict = "meets" if self.passed else "is below"
-        return f"{self.target} {self.measure} {shown} {verdict} {100 * self.threshold:g}%"
+        return f"{self.target} {self.measure} {shown} {verdict} {bound}%"
+
+
+def _percent_as_given(fraction: float) -> str:
+    """A threshold as a percentage with every digit it was given with: 0.78750001 is '78.750001', 0.8 '80' (``:g``
+    keeps six digits, and 78.75 beside a value of 78.75 then read as a contradiction)."""
+    return format((Decimal(repr(fraction)) * 100).normalize(), "f")
 
 
 def _percent_beside(value: float, threshold: float, passed: bool, measure: str) -> str:
     """``value`` as a percentage with one decimal, or as many more as it takes to read on the side of the
     threshold (shown whole) that the gate found it on: 52/60 against 0.867 is '86.67% is below 86.7%', never
     '86.7% is below 86.7%'."""
-    bound = 100 * threshold
+    bound = float(_percent_as_given(threshold))  # the threshold as it reads, not 100 × its float
 
     def on_its_side(shown: float) -> bool:
         # a score gate passes at the bound or above it, an error-rate gate at the bound or below it
@@ -128,7 +136,7 @@ def _percent_beside(value: float, threshold: float, passed: bool, measure: str) 
             return shown <= bound if passed else shown > bound
         return shown >= bound if passed else shown < bound
 
-    for decimals in range(1, 7):
+    for decimals in range(1, 16):
         if on_its_side(shown := round(100 * value, decimals)):
             return f"{shown:.{decimals}f}%"
     return f"{100 * value!r}%"

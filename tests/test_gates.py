@@ -221,6 +221,10 @@ def test_gate_on_alone_sets_no_gate() -> None:
         ("ci-low", 0.613, 0.8, False, "alpha ci-low 61.3% is below 80%"),
         ("error-rate", 0.0542, 0.0541, False, "error rate 5.42% is above 5.41%"),
         ("error-rate", 0.054, 0.0541, True, "error rate 5.4% is within 5.41%"),
+        # probe-s31 2: the threshold was shown with six digits, "78.75% is below 78.75%"
+        ("mean", 0.7875, 0.78750001, False, "alpha mean 78.75% is below 78.750001%"),
+        ("mean", 0.88333333, 0.8833334, False, "alpha mean 88.3% is below 88.33334%"),
+        ("error-rate", 0.12916666, 0.1291666, False, "error rate 12.92% is above 12.91666%"),
     ],
 )
 def test_a_gates_value_is_shown_on_the_side_of_the_threshold_it_was_found_on(
