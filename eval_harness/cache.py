@@ -205,13 +205,14 @@ class ResponseCache:
         left: list[Path] = []
         for path in self._files():
             try:
+                answer = stat.S_ISREG(path.lstat().st_mode)  # a link under an entry's name is removed, not counted
                 path.unlink()
             except FileNotFoundError:
                 continue
             except OSError:  # a directory (IsADirectoryError, or EPERM on some systems), a read-only shard
                 left.append(path)
                 continue
-            if path.name.endswith(_ENTRY_SUFFIX):
+            if answer and path.name.endswith(_ENTRY_SUFFIX):
                 removed += 1
         if self.directory.is_dir():
             for shard in self.directory.iterdir():

@@ -619,9 +619,10 @@ def _notes(
             "would read as the model's price"
         )
     if summary.cached_records:
+        records = "1 record was" if summary.cached_records == 1 else f"{summary.cached_records:,} records were"
         notes.append(
-            f"{summary.cached_records:,} records were served from the response cache: they cost $0 here and keep the "
-            "latency of the call that produced them, so where they are the cost figures are below the model's price"
+            f"{records} served from the response cache: they cost $0 here and keep the latency of the call that "
+            "produced them, so where they are the cost figures are below the model's price"
         )
     return notes
 

@@ -142,8 +142,9 @@ def _cache_notes(run_a: Path, run_b: Path) -> list[str]:
         except (ArtifactError, OSError):
             continue
         if summary.cached_records:
+            were = "was" if summary.cached_records == 1 else "were"
             notes.append(
-                f"{name}: {summary.cached_records:,} of its {summary.records:,} records were served from the response "
+                f"{name}: {summary.cached_records:,} of its {summary.records:,} records {were} served from the response "
                 f"cache: they cost $0 and keep the latency of the call that produced them, so {name}'s cost and "
                 "latency there are not the model's own"
             )
