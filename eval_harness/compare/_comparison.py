@@ -144,9 +144,9 @@ def _cache_notes(run_a: Path, run_b: Path) -> list[str]:
         if summary.cached_records:
             were = "was" if summary.cached_records == 1 else "were"
             notes.append(
-                f"{name}: {summary.cached_records:,} of its {summary.records:,} records {were} served from the response "
-                f"cache: they cost $0 and keep the latency of the call that produced them, so {name}'s cost and "
-                "latency there are not the model's own"
+                f"{name}: {summary.cached_records:,} of its {summary.records:,} records {were} served from the "
+                "response cache: they cost $0 and keep the latency of the call that produced them, so "
+                f"{name}'s cost and latency there are not the model's own"
             )
     return notes
 
