@@ -479,6 +479,23 @@ def _failed_judge_notes(
     ]
 
 
+def _cached_judge_notes(manifest: RunManifest, totals: Totals) -> list[str]:
+    """A judge whose tokens cost nothing in a run with ``--cache``: its verdicts came from the cache (a judge's
+    cache hit costs 0 and, unlike a model's answer, is not marked on the record), so the $0 is no price."""
+    called = totals.judge_prompt_tokens + totals.judge_completion_tokens > 0
+    if manifest.judge is None or not manifest.cache or not called or totals.judge_cost_usd is None:
+        return []
+    if totals.judge_cost_usd == 0:
+        return [
+            "the judge's calls cost $0: with --cache its verdicts were served from the response cache (a judge's "
+            "hits are not marked on the records), so the $0 is not the judge's price"
+        ]
+    return [
+        "with --cache, the judge's verdicts served from the response cache cost $0 here (a judge's hits are not "
+        "marked on the records): the judge cost is what this run paid, below the judge's price where they were"
+    ]
+
+
 def _length_stop_notes(totals: Totals, manifest: RunManifest, run_dir: Path | None) -> list[str]:
     """How many answers stopped at the output-token limit, and how many filled the model's context window: a
     score of 0 from a wrong answer and from one cut off before its last line look alike. The answers are the
@@ -749,6 +766,7 @@ def _report_from_columns(
     notes += _surplus_notes(run, manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
     notes += _failed_judge_notes(manifest, scorers, totals, run_dir)
+    notes += _cached_judge_notes(manifest, totals)
     notes += _length_stop_notes(totals, manifest, run_dir)
     return ProfileReport(
         run=run,

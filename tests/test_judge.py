@@ -578,3 +578,33 @@ async def test_a_run_stopping_error_of_any_judge_call_is_raised_before_another_c
     judge = ScriptedJudge([ProviderHTTPError("HTTP 500: overloaded"), QuotaExhaustedError("asks to wait 2 minutes")])
     with pytest.raises(QuotaExhaustedError, match="asks to wait 2 minutes"):
         await build_scorer(rubric(samples=2), judge, where).score("x", SAMPLE)
+
+
+def test_a_judge_served_from_the_cache_is_noted_where_its_cost_reads_0(
+    server: FakeLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # probe-s31 F1: a second run's judge verdicts all came from --cache: "judge cost $0 (apart)", no word
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    from eval_harness.cli.app import main
+
+    def cli(*args: str) -> str:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_code:
+            main([*args])
+        assert exit_code.value.code in (0, None), capsys.readouterr().err
+        return " ".join(capsys.readouterr().out.split())
+
+    judged = ("--task", "summarization", "--model", "mock/x", "--limit", "2", "--cache", "--judge-model",
+              "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}", "--judge-arg", "price_in=1",
+              "--judge-arg", "price_out=2", "--output-dir", str(tmp_path), "-q")  # fmt: skip
+    cli("run", *judged, "--run-id", "first")
+    first = cli("report", "--run", str(tmp_path / "first"))  # paid: hits, if any, are said to cost $0
+    assert "the judge cost is what this run paid, below the judge's price where they were" in first
+    calls = len(server.generation_requests())
+    cli("run", *judged, "--run-id", "again")
+    assert len(server.generation_requests()) == calls  # every verdict from the cache
+    assert (
+        "the judge's calls cost $0: with --cache its verdicts were served from the response cache (a judge's hits "
+        "are not marked on the records), so the $0 is not the judge's price"
+    ) in cli("report", "--run", str(tmp_path / "again"))
