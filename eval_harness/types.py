@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Annotated, Any, Final, Literal, NamedTuple, Protocol
@@ -429,6 +429,31 @@ class RunManifest(BaseModel):
 
 FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 """What a run's fingerprint is: a sha256 in hexadecimal (``RunManifest.fingerprint``)."""
+
+CALLED_ROLES: Final = ("model", "judge")
+"""The models a run calls: a forced resume records anew the arguments of either ("model args of ...", "judge args of
+...": ``args_change_of``), and keeps every other forced change as the run started."""
+
+
+def args_change_of(role: str) -> str:
+    """How a resume's change of ``role``'s arguments begins (``planning.Called.args_change``)."""
+    return f"{role} args of "
+
+
+def roles_with_args_changed(changes: Iterable[str]) -> list[str]:
+    """The roles (in ``CALLED_ROLES`` order) whose arguments ``changes`` name: a plan's ``forced``, or a manifest's
+    ``forced_changes``, whose entries begin 'session N: '."""
+    named = [_SESSION_PREFIX.sub("", change, count=1) for change in changes]
+    return [role for role in CALLED_ROLES if any(change.startswith(args_change_of(role)) for change in named)]
+
+
+def is_args_change(change: str) -> bool:
+    """Whether ``change`` (as ``roles_with_args_changed`` reads it) is of a called model's arguments."""
+    return bool(roles_with_args_changed([change]))
+
+
+_SESSION_PREFIX = re.compile(r"^session \d+: ")
+
 
 FINGERPRINT_PARTS: Final[Mapping[str, str | None]] = {
     "dataset_sha256": "dataset.sha256",
@@ -939,6 +964,7 @@ def beyond_epochs(epoch: int, epochs: int) -> str:
 
 
 __all__ = [
+    "CALLED_ROLES",
     "CHOICES_PATTERN_FLAGS",
     "DATASET_CHECKS",
     "FINGERPRINT",
@@ -977,12 +1003,15 @@ __all__ = [
     "TaskInfo",
     "TaskSpec",
     "Usage",
+    "args_change_of",
     "beyond_epochs",
     "check_expected_records_bounds",
     "dataset_reading_filled",
     "error_places",
     "first_problem",
+    "is_args_change",
     "problem_message",
+    "roles_with_args_changed",
     "split_rewrite",
     "stays_inside",
 ]

@@ -13,7 +13,9 @@ import pytest
 from conftest import CliResult
 from fake_llm_server import FakeLLMServer, answer
 
+from eval_harness.compare import compare_runs
 from eval_harness.runner import resume_command
+from eval_harness.types import is_args_change, roles_with_args_changed
 
 Cli = Callable[..., CliResult]
 KEY = "sk-judge-canary-0123456789"
@@ -94,6 +96,17 @@ def test_a_judge_server_on_a_new_port_is_a_named_change_that_force_records_for_l
         again = cli("resume", run_dir, "--judge-arg", f"api_key={KEY}", "-q")
         assert again.code == 0, again.err
         assert len(moved.generation_requests()) == 3 and len(judged_keys(run_dir)) == 4
+        # review-s31 F4: compare said its manifest held the first session's settings, though it holds the judge's new
+        (note,) = [n for n in compare_runs(run_dir, run_dir).notes if n.startswith("A was resumed with --force")]
+        assert note.endswith("holds the first session's (its judge arguments: the last forced session's)"), note
+
+
+def test_the_roles_whose_arguments_a_forced_resume_changed_are_read_from_either_form() -> None:
+    forced = ["judge args of openai-compatible/j: base_url a → b", "template plain.jinja2 (sha256 1 → 2)"]
+    assert roles_with_args_changed(forced) == ["judge"]
+    recorded = ["session 2: model args of mock/m: skill 0.5 → 1", "session 3: judge args of mock/j: skill 1 → 0"]
+    assert roles_with_args_changed(recorded) == ["model", "judge"]
+    assert not is_args_change("session 2: template plain.jinja2 (sha256 1 → 2)")
 
 
 def test_a_judges_transport_option_holds_for_its_session_only(cli: Cli, run_dir: Path) -> None:

@@ -658,16 +658,6 @@ def _gate_notes(plan: RunPlan, gates: _Gates) -> list[str]:
     return notes
 
 
-_ARGS_CHANGES = ("model args of ", "judge args of ")
-"""How a resume names a change of the model's or the judge's arguments (``planning.Called.args_change``)."""
-
-
-def _args_changed(forced: list[str]) -> str:
-    """Whose arguments a forced resume changed: ``model``, ``judge``, ``model and judge``, or ""."""
-    roles = [prefix.split()[0] for prefix in _ARGS_CHANGES if any(change.startswith(prefix) for change in forced)]
-    return " and ".join(roles)
-
-
 def _resume(
     run_dir: Path,
     overrides: SessionOverrides,
@@ -681,7 +671,7 @@ def _resume(
     from eval_harness.config import parse_key_values
     from eval_harness.gates import check_basis_used
     from eval_harness.planning import plan_resume, replaced_settings
-    from eval_harness.types import GateSettings
+    from eval_harness.types import GateSettings, is_args_change, roles_with_args_changed
 
     plan = plan_resume(
         run_dir, overrides, retry_errors=retry_errors, force=force,
@@ -701,8 +691,8 @@ def _resume(
         print(note, file=sys.stderr)
     if plan.forced:
         print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
-    args_changed = _args_changed(plan.forced)
-    if any(not change.startswith(_ARGS_CHANGES) for change in plan.forced):
+    args_changed = " and ".join(roles_with_args_changed(plan.forced))  # model, judge, model and judge, or ""
+    if any(not is_args_change(change) for change in plan.forced):
         # the manifest records what the run started with: the next resume finds the same change again
         print(
             "resume: the manifest keeps what the run started with (of a forced change, only the new arguments of "

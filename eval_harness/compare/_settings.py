@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from eval_harness.compare._schema import SettingChange
-from eval_harness.types import FINGERPRINT_PARTS, RunManifest, ScorerSpec, dataset_reading_filled
+from eval_harness.types import (
+    FINGERPRINT_PARTS,
+    RunManifest,
+    ScorerSpec,
+    dataset_reading_filled,
+    roles_with_args_changed,
+)
 
 
 def _scorers_text(scorers: Sequence[ScorerSpec]) -> str:
@@ -158,14 +164,14 @@ def _digest(value: Any) -> str:
 
 def _forced_notes(a: RunManifest, b: RunManifest) -> list[str]:
     """A run resumed with --force across a change holds records made under two settings, while its manifest
-    (which ``differs`` reads) keeps the first session's; but for the model's arguments, which it records as a
-    forced session changed them (later resumes call the model so)."""
+    (which ``differs`` reads) keeps the first session's; but for the arguments of the model and the judge, which it
+    records as a forced session changed them (later resumes call them so)."""
     notes = []
     for side, m in (("A", a), ("B", b)):
         if not m.forced_changes:
             continue
-        moved = any(": model args of " in change for change in m.forced_changes)
-        held = " (its model arguments: the last forced session's)" if moved else ""
+        moved = roles_with_args_changed(m.forced_changes)
+        held = f" (its {' and '.join(moved)} arguments: the last forced session's)" if moved else ""
         notes.append(
             f"{side} was resumed with --force across changes ({'; '.join(m.forced_changes)}): its records may mix "
             f"the settings before and after them, while its manifest, which differs compares, holds the first "

@@ -30,6 +30,7 @@ from eval_harness.types import (
     RunManifest,
     Sample,
     ScorerSpec,
+    args_change_of,
     dataset_reading_filled,
 )
 
@@ -93,7 +94,9 @@ class Called:
     def args_change(self) -> str:
         """The arguments that differ, each as 'name recorded → now' (the manifest records no secret: a key given as
         an argument is dropped from both, see ``ProviderOptions.public``)."""
-        return f"{self.role} args of {self.now.id}: {_settings_changed(self.recorded.args, self.as_compared.args)}"
+        return (
+            f"{args_change_of(self.role)}{self.now.id}: {_settings_changed(self.recorded.args, self.as_compared.args)}"
+        )
 
     def session_only(self, given: Collection[str] = ()) -> dict[str, str]:
         """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it
