@@ -52,7 +52,7 @@ from eval_harness.errors import (
 )
 from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
-from eval_harness.providers.gateway import CallTally, Gateway
+from eval_harness.providers.gateway import SCORING_QUEUE, CallTally, Gateway
 from eval_harness.scorers.base import ScoringResult
 from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short
 from eval_harness.types import (
@@ -795,6 +795,7 @@ class Runner:
         deadlines.start(task)  # scoring's own budget (see _Deadlines): how long the model took is not its time
         partial = ScoringResult()
         scored = SCORED_EPOCH.set(epoch)  # a judge's cached answer belongs to this record's epoch
+        queue = SCORING_QUEUE.set(lambda waiting: deadlines.queued(task, waiting))
         try:
             result = await self.plan.scoring.score(completion.text, sample, completion, into=partial)
         except asyncio.CancelledError:
@@ -807,6 +808,7 @@ class Runner:
         else:
             deadlines.finished(task)  # a scorer that swallowed the watchdog's cancellation and finished: it stands
         finally:
+            SCORING_QUEUE.reset(queue)
             SCORED_EPOCH.reset(scored)
         error = result.error
         if error is not None:
@@ -877,6 +879,8 @@ class _Deadlines:
         self._due: dict[asyncio.Task[None], float] = {}
         self._paused: dict[asyncio.Task[None], float] = {}
         """Tasks whose clock is stopped, with the time they had left."""
+        self._queueing: dict[asyncio.Task[None], int] = {}
+        """Calls of each task queueing now (a judge's self-consistency calls queue together)."""
         self._expired: set[asyncio.Task[None]] = set()
 
     def start(self, task: asyncio.Task[None]) -> None:
@@ -887,17 +891,23 @@ class _Deadlines:
         """``task``'s retry starts (True) or ends (False) queueing for admission: its clock stops meanwhile,
         as a first request's has not started while it queues (``--rpm`` and a halved limit slow a run, never
         time its samples out)."""
-        if waiting:
+        count = self._queueing.get(task, 0) + (1 if waiting else -1)
+        if count > 0:
+            self._queueing[task] = count
+        else:
+            self._queueing.pop(task, None)
+        if waiting and count == 1:
             due = self._due.pop(task, None)
             if due is not None:
                 self._paused[task] = due - self._loop.time()
-        elif (left := self._paused.pop(task, None)) is not None:
+        elif not waiting and count <= 0 and (left := self._paused.pop(task, None)) is not None:
             self._due[task] = self._loop.time() + left
 
     def stop(self, task: asyncio.Task[None]) -> bool:
         """The wait ended; True when it was the watchdog that ended it."""
         self._due.pop(task, None)  # never started: a cached answer, or cancelled before its first request
         self._paused.pop(task, None)
+        self._queueing.pop(task, None)
         if task in self._expired:
             self._expired.discard(task)
             return True

@@ -25,8 +25,8 @@ from eval_harness.gates import gates_from_flags
 from eval_harness.planning import SessionOverrides, plan_resume, plan_run
 from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
 from eval_harness.providers.base import ProviderContext, create_provider
-from eval_harness.providers.gateway import CallTally, Gateway, RetryPolicy
-from eval_harness.runner import Runner
+from eval_harness.providers.gateway import SCORING_QUEUE, CallTally, Gateway, RetryPolicy
+from eval_harness.runner import Runner, _Deadlines
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
 
@@ -449,3 +449,31 @@ def test_the_least_backoff_is_every_retry_s_wait_without_jitter_each_capped() ->
     assert RetryPolicy(max_retries=0).least_backoff_s() == 0
     # doubling 2,000 times overflowed a float (OverflowError in the run) where every wait is capped at 60 s
     assert RetryPolicy(max_retries=2000).least_backoff_s() == 0.5 + 1 + 2 + 4 + 8 + 16 + 32 + 60 * 1993
+
+
+async def test_a_judges_retry_queueing_stops_the_scoring_clock(server: FakeLLMServer) -> None:
+    # review-s31 F6: a judge's calls (Gateway.complete, no tally of the runner's) queued with the clock running
+    server.script(Reply(kind="error", status=500, headers={"retry-after": "0.01"}))
+    gw = gateway(server)
+    seen: list[bool] = []
+    token = SCORING_QUEUE.set(seen.append)
+    try:
+        completion = await asyncio.wait_for(gw.complete(request(1)), 10)
+    finally:
+        SCORING_QUEUE.reset(token)
+    await gw.aclose()
+    assert completion.text and seen == [True, False]  # the retry queued (not the first call: its clock had not run)
+
+
+async def test_a_tasks_clock_stays_stopped_while_any_of_its_calls_queues() -> None:
+    deadlines = _Deadlines(10.0)
+    task = asyncio.current_task()
+    assert task is not None
+    deadlines.start(task)
+    deadlines.queued(task, True)
+    deadlines.queued(task, True)  # a second self-consistency call
+    deadlines.queued(task, False)
+    assert task not in deadlines._due  # one call still queues
+    deadlines.queued(task, False)
+    assert task in deadlines._due
+    deadlines.stop(task)

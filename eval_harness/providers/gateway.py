@@ -28,6 +28,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from eval_harness.cache import SCORED_EPOCH, Origin, ResponseCache, cache_key, default_cache_dir
@@ -60,6 +61,10 @@ class GenerationOutcome:
     retries: dict[str, int] = field(default_factory=dict)
     backoff_s: float = 0.0
 
+
+SCORING_QUEUE: ContextVar[Callable[[bool], None] | None] = ContextVar("eval_harness_scoring_queue", default=None)
+"""``CallTally.on_queue`` of the calls a sample's scorers make (a judge's), set by the runner while it scores: a
+judge's retry queueing for a slot stops the sample's scoring clock as a generation's retry stops its own."""
 
 TOO_LONG_IN_A_ROW = 3
 """Calls given up in a row on a wait longer than a retry may wait that stop the run (see ``Gateway``)."""
@@ -201,7 +206,7 @@ class Gateway:
                         return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
                     # an answer served from disk costs nothing, whoever asked (the model or a judge)
                     return GenerationOutcome(hit.model_copy(update={"cached": True, "cost_usd": 0.0}), None, 0)
-        tally = tally if tally is not None else CallTally()
+        tally = tally if tally is not None else CallTally(on_queue=SCORING_QUEUE.get())
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
