@@ -100,6 +100,10 @@ class Origin(NamedTuple):
         )
 
 
+_Paid = tuple[StrictStr, StrictInt, StrictStr | None, StrictStr | None]
+"""An ``Origin`` as an entry stores it."""
+
+
 class CacheEntry(BaseModel):
     """One cache file: the answer to one request, and the run session that paid for it (the format on disk)."""
 
@@ -108,7 +112,7 @@ class CacheEntry(BaseModel):
     schema_version: Literal[1] = Field(description="CACHE_SCHEMA_VERSION: an entry of another version is a miss.")
     key: str = Field(description="The request's key, which also names the file: a file renamed by hand is a miss.")
     completion: Completion = Field(description="The answer as the provider gave it (``cached`` left out).")
-    origin: tuple[StrictStr, StrictInt, StrictStr, StrictStr] | tuple[StrictStr, StrictInt] | None = Field(
+    origin: _Paid | tuple[StrictStr, StrictInt] | None = Field(
         default=None,
         description="(run directory, session, the run's created_at, the record) that paid for it; (run directory, "
         "session) from a build before the other two were kept; None when not recorded.",

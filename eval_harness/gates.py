@@ -81,7 +81,7 @@ def check_basis_used(gates: GateSettings | None) -> None:
     if gates is not None and gates.gate_on == "ci-low" and gates.fail_below is None and not gates.fail_below_axis:
         raise ConfigError(
             "--gate-on ci-low: it applies to --fail-below and --fail-below-axis, and neither is set, so it would "
-            "gate nothing; give one (e.g. --fail-below 0.8)"
+            "change no gate; give one (e.g. --fail-below 0.8)"
         )
 
 

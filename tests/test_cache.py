@@ -74,6 +74,14 @@ def test_an_entry_keeps_the_run_session_and_record_that_paid_for_it(tmp_path: Pa
     assert not paid.earlier_session_of(paid)  # the same session: a hit of its own answer is free
 
 
+def test_an_entry_whose_origin_lacks_the_run_start_or_the_record_is_still_read(tmp_path: Path) -> None:
+    # review-s31 F7: [run, session, null, null] was written, and refused by the entry's own type: a permanent miss
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    cache.put(key, completion(), Origin("/r/r1", 1))
+    assert cache.get(key) == completion()
+
+
 def test_an_entry_of_an_earlier_build_names_the_run_and_session_alone(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     key = cache_key("s", "m", BODY)

@@ -246,7 +246,7 @@ def test_gate_on_ci_low_with_no_score_gate_is_refused(cli: Cli, task_root: TaskR
     assert refused.code == 2
     assert refused.err == (
         "error: --gate-on ci-low: it applies to --fail-below and --fail-below-axis, and neither is set, so it would "
-        "gate nothing; give one (e.g. --fail-below 0.8)\n"
+        "change no gate; give one (e.g. --fail-below 0.8)\n"
     )
     assert sorted(path.name for path in run_dir.parent.iterdir()) == ["g"]  # no run was started
 

@@ -767,7 +767,8 @@ def plan_resume(
         task, dataset_path, few_shot.excluded, config.limit_per_axis, report.axis_counts or manifest.dataset.axes
     )
     # a plugin's option that holds a key in plain text would be shown and recorded: never one of ours
-    changed = [redact(change, parts.provider.secrets()) for change in _changes(manifest, task, report, parts)]
+    secrets = parts.provider.secrets() + (parts.judge.secrets if parts.judge is not None else [])
+    changed = [redact(change, secrets) for change in _changes(manifest, task, report, parts)]
     changed += _source_change(manifest)
     if changed and not force:
         since = "was last resumed with --force" if manifest.forced_changes else "started"

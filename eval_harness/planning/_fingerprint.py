@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from operator import getitem
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import orjson
 
@@ -56,7 +56,7 @@ class Called:
     """A model the run calls (the model under test, or the judge) as the manifest records it and as a resume
     would call it now."""
 
-    role: str
+    role: Literal["model", "judge"]
     """``model`` or ``judge``: how changes and notes name it, and its flag (``--model-arg``, ``--judge-arg``)."""
     recorded: ModelInfo
     now: ModelInfo
@@ -99,7 +99,7 @@ class Called:
         )
 
     def session_only(self, given: Collection[str] = ()) -> dict[str, str]:
-        """Each option given now that changes how answers travel, unlike the run's, as ``--model-arg`` text: it
+        """Each option given now that changes how answers travel, unlike the run's, as its flag's text: it
         holds for this session only, forced or not (see ``as_compared``). One the run set that another ``given`` in
         its place unsets (``ProviderOptions.replaces``) is not among them: that one is, and unsets it again. One
         ``given`` empty to unset it is, as the empty text that unsets it again (the key sent as a Bearer after

@@ -34,8 +34,8 @@ def print_cache_cleared(directory: Path, removed: int, left: list[Path]) -> None
         first = left[0]
         kind = "a directory" if first.is_dir() and not first.is_symlink() else "refused by the system"
         stderr.print(
-            f"warning: {counted(len(left), 'file')} under an entry's name could not be removed (the first: {first}, "
-            f"{kind}); the rest were",
+            f"warning: {counted(len(left), 'path')} under an entry's name could not be removed (the first: {first}, "
+            f"{kind})",
             markup=False,
             soft_wrap=True,
         )
