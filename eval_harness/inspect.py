@@ -29,9 +29,10 @@ from eval_harness.aggregate import (
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.tally import LENGTH_STOPS
-from eval_harness.types import check_expected_records_bounds
+from eval_harness.types import WEIGHT_0_FAILED, check_expected_records_bounds
 
 __all__ = [
+    "INSPECT_SCHEMA_VERSION",
     "EpochOutcome",
     "ErrorGroup",
     "InspectedSample",
@@ -187,9 +188,14 @@ class ErrorGroup(BaseModel):
     keys: list[RecordKey] = Field(description="The group's records by sample id then epoch (the first 1,000).")
 
 
+INSPECT_SCHEMA_VERSION = 1
+"""The version of ``inspect --format json`` (``Inspection``): raised when a field changes meaning or goes."""
+
+
 class Inspection(BaseModel):
     """``eval-harness inspect --format json``."""
 
+    schema_version: int = INSPECT_SCHEMA_VERSION
     run_id: str
     run_dir: str = Field(default="", description="The run directory inspected, as given.")
     dataset_path: str = Field(
@@ -217,10 +223,23 @@ class Inspection(BaseModel):
     error_records: int = Field(
         description="Error records in scope (the axis; with a scorer, those without its value): counted as wrong."
     )
+    candidate_errors: int = Field(
+        default=0,
+        description="Error records among the candidates (with failures_only: those ranked, a scorer's value or 0).",
+    )
     without_value: int = Field(
         default=0,
         description="With a scorer: scored records in scope (with failures_only, failed ones) that have no value of "
-        "it (a staged scorer skipped there), left out of the listing.",
+        "it (a staged scorer skipped there, or a weight-0 scorer failed: see failed_without_value), left out of the "
+        "listing.",
+    )
+    failed_without_value: int = Field(
+        default=0,
+        description="Of without_value, the records where the scorer failed (weight 0, so not counted; its "
+        "explanation says why).",
+    )
+    first_failed: str | None = Field(
+        default=None, description="The first of those in the file, as 'sample_id (epoch N): its explanation'."
     )
     torn_bytes: int = Field(description="Bytes of a torn last line that was ignored (0 when none).")
     max_tokens: int | None = Field(default=None, description="The run's max_tokens; None when it set none.")
@@ -229,16 +248,19 @@ class Inspection(BaseModel):
 
 
 def shorten(text: str, limit: int = INPUT_CHARS, *, head: int | None = None) -> str:
-    """``text`` with its middle replaced by ' … N characters … ' when longer than ``limit`` characters.
+    """``text`` with its middle replaced by ' … N characters … ' when longer than ``limit`` characters and the
+    marker is shorter than what it stands for.
 
     Keeps ``head`` characters of the start (a quarter of ``limit`` unless given) and the rest of ``limit``
     from the end.
     """
-    if len(text) <= limit:
+    cut = len(text) - limit
+    marker = f" … {cut:,} character{'' if cut == 1 else 's'} … "
+    if cut <= len(marker):  # shortening would lengthen it (or save nothing)
         return text
     first = limit // 4 if head is None else min(head, limit)
     last = limit - first
-    return f"{text[:first]} … {len(text) - limit:,} characters … {text[len(text) - last :]}"
+    return f"{text[:first]}{marker}{text[len(text) - last :]}"
 
 
 def normalise_message(message: str, sample_id: str = "") -> str:
@@ -436,6 +458,9 @@ def inspect_run(
         records = read_records_at(path, columns.offset[rows].tolist())
         worst = [_sample(record, float(values[row]), gates) for record, row in zip(records, rows, strict=True)]
     errors = _errors(path, columns.offset[scoped_errors].tolist()) if show_errors else None
+    failed, first_failed = (
+        _failed_unvalued(path, columns.offset[unvalued].tolist(), scorer) if scorer is not None else (0, None)
+    )
     return Inspection(
         run_id=manifest.run_id,
         run_dir=str(run_dir),
@@ -453,7 +478,10 @@ def inspect_run(
         by_sample=by_sample,
         candidates=candidates,
         error_records=int(np.count_nonzero(scoped_errors)),
+        candidate_errors=int(np.count_nonzero(eligible & has_error)),
         without_value=0 if scorer is None else int(np.count_nonzero(unvalued)),
+        failed_without_value=failed,
+        first_failed=first_failed,
         torn_bytes=columns.torn_bytes,
         max_tokens=manifest.task.generation.max_tokens,
         worst=worst,
@@ -622,6 +650,19 @@ def _line_number(value: Any) -> int | None:
     """A record's ``dataset_line`` when it is one: no reader checks this field, and a hand-edited value only
     loses the location shown, never the listing."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _failed_unvalued(path: Path, offsets: Sequence[int], scorer: str) -> tuple[int, str | None]:
+    """Of the records without ``scorer``'s value, how many it failed on with weight 0 (not counted), and the first
+    in the file as 'sample_id (epoch N): its explanation': "skipped there" would hide why (a judge's outage)."""
+    count, first = 0, None
+    for record in iter_records_at(path, offsets):
+        explanation = (record.get("explanations") or {}).get(scorer)
+        if isinstance(explanation, str) and explanation.startswith(WEIGHT_0_FAILED):
+            count += 1
+            if first is None:
+                first = f"{record.get('sample_id')} (epoch {record.get('epoch')}): {explanation}"
+    return count, first
 
 
 def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:

@@ -430,6 +430,10 @@ class RunManifest(BaseModel):
 FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 """What a run's fingerprint is: a sha256 in hexadecimal (``RunManifest.fingerprint``)."""
 
+WEIGHT_0_FAILED: Final = "failed, not counted (weight 0): "
+"""How a weight-0 scorer's failure opens its explanation (the record's score leaves it out; readers tell it from a
+scorer skipped by staging by it)."""
+
 CALLED_ROLES: Final = ("model", "judge")
 """The models a run calls: a forced resume records anew the arguments of either ("model args of ...", "judge args of
 ...": ``args_change_of``), and keeps every other forced change as the run started."""
@@ -976,6 +980,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TARGET_PATTERN_FLAGS",
     "TEMPLATE_SAMPLE_VARIABLES",
+    "WEIGHT_0_FAILED",
     "AxisStats",
     "ChatMessage",
     "Completion",

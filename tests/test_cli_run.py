@@ -2038,3 +2038,12 @@ def test_a_rescores_generation_errors_point_at_a_retry_of_its_source(cli: Cli, t
         "again; those without an answer are its source's generation errors, which a rescore cannot run again: "
         f"eval-harness resume {out_dir / 'src'} --retry-errors, then rescore it anew\n"
     ), again.err
+
+
+def test_the_end_notes_show_an_escape_sequence_of_a_sample_id_not_send_it(cli: Cli, task_root: TaskRoot) -> None:
+    # inspect-s31 F6: "the first: e-\x1b[2Jid: ProviderError ..." reached the terminal raw (inspect escaped it)
+    task_root.data("adder.jsonl", [{"id": "e\x1b[2Jid", "input": "What is 1 + 1?", "target": "2"}])
+    out_dir = task_root.root / "results"
+    ran = cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "esc", "-q", "--model-arg",
+              "error_rate=1")  # fmt: skip
+    assert ran.code == 0 and "\x1b" not in ran.err and "the first: e\\x1b[2Jid: ProviderError" in ran.err, ran.err

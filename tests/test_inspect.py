@@ -589,3 +589,69 @@ def test_a_failed_call_shows_it_was_not_billed_not_an_unknown_price(cli: Cli, ta
     shown = cli("inspect", "--run", run, "--n", "40", "--show-failures").out
     failed = [line for line in shown.splitlines() if "· ERROR " in line]
     assert failed and all("not billed" in line and "unknown" not in line for line in failed)
+
+
+# inspect-s31 -------------------------------------------------------------------------------------------------------
+def test_shortening_never_lengthens_and_counts_one_character_as_one() -> None:
+    assert shorten("x" * 801, limit=800) == "x" * 801  # " … 1 characters … " was longer than the 1 it replaced
+    cut = shorten("a" * 200 + "b" * 650, limit=800, head=200)
+    assert cut == "a" * 200 + " … 50 characters … " + "b" * 600
+
+
+def test_a_weight_0_scorers_failures_are_told_from_its_skips(cli: Cli, task_root: TaskRoot) -> None:
+    # F1: `--scorer J`, where the report sends the user to see why a judge has no value, said "skipped there" of
+    # records whose judge failed (weight 0, so no error record), and showed nothing of the failures
+    out = task_root.root / "results"
+    ran = cli("run", "--task", "math_cot", "--model", "mock/tutor", "--model-arg", "skill=0.6", "--model-arg",
+              "format_ok=0.5", "--limit", "12", "--judge-model", "mock/j", "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
+    assert ran.code == 0, ran.err
+    records = read_records(out / "j")
+    explanations = [r["explanations"].get("reasoning_judge", "") for r in records]
+    failed = [e for e in explanations if e.startswith("failed, not counted (weight 0): ")]
+    assert 0 < len(failed) < len(records)
+    shown = cli("inspect", "--run", out / "j", "--scorer", "reasoning_judge")
+    assert (
+        f"{len(records)} scored records without a reasoning_judge value, not ranked: it failed on {len(failed)} "
+        f"(weight 0, not counted) and was skipped on {len(records) - len(failed)}"
+    ) in shown.out
+    first = next(r for r in records if r["explanations"].get("reasoning_judge", "").startswith("failed"))
+    assert f"  the first it failed on: {first['sample_id']} (epoch 0): failed, not counted (weight 0): " in shown.out
+    document = json.loads(cli("inspect", "--run", out / "j", "--scorer", "reasoning_judge", "--format", "json").out)
+    assert (document["schema_version"], document["failed_without_value"]) == (1, len(failed))
+
+
+def test_the_footer_counts_the_error_records_among_those_listed(cli: Cli, task_root: TaskRoot) -> None:
+    # F2: under --scorer X --show-failures, error records with X's value (a judge's failure beside rougeL's) are
+    # listed (ERROR) but the footer counted only those without it ("3 error records among the 20")
+    out = task_root.root / "results"
+    ran = cli("run", "--task", "summarization", "--model", "mock/sum", "--judge-model", "mock/j", "--judge-arg",
+              "error_rate=0.5", "--output-dir", out, "--run-id", "s", "-q")  # fmt: skip
+    assert ran.code == 0, ran.err
+    listed = cli("inspect", "--run", out / "s", "--scorer", "rougeL", "--show-failures", "--n", "100")
+    marked = listed.out.count(" · ERROR ")
+    assert marked > 0 and f"{marked} error records among the " in listed.out, listed.out[-300:]
+
+
+def test_a_long_or_multi_line_target_is_indented_and_shortened_as_an_output_is(cli: Cli, task_root: TaskRoot) -> None:
+    # F3: a reference solution's later lines sat at column 0 (a line "2. fake (epoch 0)" read as the next entry),
+    # and a 5,000-character target printed whole
+    task_root.data("adder.jsonl", [
+        {"id": "ml", "input": "What is 1 + 1?", "target": "2\n2. fake-id (epoch 0)"},
+        {"id": "long", "input": "What is 2 + 2?", "target": "4" * 5000},
+    ])  # fmt: skip
+    run = make_run(cli, task_root, "--model-arg", "skill=0")
+    shown = cli("inspect", "--run", run, "--n", "2")
+    assert "\n2. fake-id" not in shown.out and "\n        2. fake-id (epoch 0)" in shown.out
+    long_line = next(line for line in shown.out.splitlines() if line.startswith("target: 4"))
+    assert len(long_line) < 1000 and " characters … " in long_line
+
+
+def test_bidirectional_overrides_are_shown_escaped_in_tables_and_json(cli: Cli, task_root: TaskRoot) -> None:
+    # F4, F5: U+202E reversed how the rest of the line read; JSON carried U+009B (a control sequence's start) raw
+    task_root.data("adder.jsonl", [{"id": "q", "input": "What is 1 + 1?\u202e esrever\u009b2J\x7f", "target": "2"}])
+    run = make_run(cli, task_root)
+    shown = cli("inspect", "--run", run, "--n", "1")
+    assert "\u202e" not in shown.out and "\\u202e esrever\\x9b2J\\x7f" in shown.out
+    as_json = cli("inspect", "--run", run, "--n", "1", "--format", "json")
+    assert not any(ch in as_json.out for ch in "\u202e\u009b\x7f")
+    assert json.loads(as_json.out)["worst"][0]["input"] == "What is 1 + 1?\u202e esrever\u009b2J\x7f"

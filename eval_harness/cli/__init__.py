@@ -15,7 +15,9 @@ gate or a dataset with problems."""
 # Control characters other than line breaks and tabs, shown as escapes: a dataset value or a model's output
 # holding ESC[2J (clear the screen), an OSC title sequence or a bare carriage return must not act on the
 # terminal of the user who reads it, in a table or in an error message.
-_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+# The bidirectional overrides and isolates too: one reverses how the rest of its line reads on a terminal that
+# honours it (what is read is not what the model wrote); the marks and joiners that emoji and scripts need stay.
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def visible(text: str) -> str:

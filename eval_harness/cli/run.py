@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
-from eval_harness.cli import EXIT_INTERRUPTED
+from eval_harness.cli import EXIT_INTERRUPTED, visible
 from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate
 from eval_harness.errors import ConfigError
 
@@ -220,14 +220,17 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
         print(_interrupted_complete(result, f" {when}"), file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.new_records and result.session_errors == result.new_records and result.fatal is None:
+        # a sample id or a server's message may hold an escape sequence: shown, never sent to the terminal
         print(
-            f"warning: every sample of this session failed ({result.new_records:,}); the first: "
-            f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors",
+            visible(
+                f"warning: every sample of this session failed ({result.new_records:,}); the first: "
+                f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors"
+            ),
             file=sys.stderr,
         )
     elif result.summary.overall.errors and result.status == "complete" and result.fatal is None:
         # they count as wrong answers; a plain resume of a complete run keeps them, and nothing else says how
-        print(_errors_note(result), file=sys.stderr)
+        print(visible(_errors_note(result)), file=sys.stderr)
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
@@ -254,9 +257,11 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             # only the samples cut while it refused, and a plain resume keeps every error as the sample's record
             errors = "1 record is an error" if result.session_errors == 1 else f"{result.session_errors:,} are errors"
             print(
-                f"note: of the records this session wrote before it stopped, {errors} (the first: "
-                f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs them "
-                "again",
+                visible(
+                    f"note: of the records this session wrote before it stopped, {errors} (the first: "
+                    f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs "
+                    "them again"
+                ),
                 file=sys.stderr,
             )
         raise ConfigError(f"run failed: {result.fatal}")
@@ -354,7 +359,7 @@ def _length_warning(result: RunResult) -> str:
 def print_notes(plan: RunPlan) -> None:
     """What planning found worth saying before the run starts (few-shot, resumed settings...): on stderr."""
     for note in plan.notes:
-        print(note, file=sys.stderr)
+        print(visible(note), file=sys.stderr)  # a note may quote a dataset's line or a file's name
 
 
 def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:

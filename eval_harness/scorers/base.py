@@ -56,6 +56,7 @@ from eval_harness.errors import (
 )
 from eval_harness.registry import Registry
 from eval_harness.types import (
+    WEIGHT_0_FAILED,
     Completion,
     CompletionClient,
     ErrorInfo,
@@ -578,10 +579,6 @@ def _failure(step: _Step, exc: Exception) -> _Failure:
     return _Failure(type(exc).__name__, str(exc))
 
 
-_WEIGHT_0_FAILED = "failed, not counted (weight 0): "
-"""How a weight-0 scorer's failure opens its explanation (a record's error names such failures from it)."""
-
-
 class ScoringPipeline:
     """The task's scorers in stages: cheap ones, then model-based ones, then staged ones.
 
@@ -649,8 +646,8 @@ class ScoringPipeline:
         result = await self.run(output, sample, completion, into=into)
         if result.error is None and result.final is None:
             why = result.explanations
-            failed = [f"{key} (weight 0) failed: {why[key].removeprefix(_WEIGHT_0_FAILED)}" for key in result.skipped
-                      if why[key].startswith(_WEIGHT_0_FAILED)]  # fmt: skip
+            failed = [f"{key} (weight 0) failed: {why[key].removeprefix(WEIGHT_0_FAILED)}" for key in result.skipped
+                      if why[key].startswith(WEIGHT_0_FAILED)]  # fmt: skip
             message = f"no scorer counted: {'; '.join(failed)}" if failed else "every scorer was skipped"
             result.error = ErrorInfo(type="ScoringError", message=message, stage="score")
         return result
@@ -701,7 +698,7 @@ class ScoringPipeline:
                     # a weight-0 scorer is recorded beside the score, not part of it: its failure (a judge
                     # outage) must not turn a scored answer into an error counted as wrong
                     result.skipped.append(step.key)
-                    result.explanations[step.key] = f"{_WEIGHT_0_FAILED}{failure.kind}: {failure.message}"
+                    result.explanations[step.key] = f"{WEIGHT_0_FAILED}{failure.kind}: {failure.message}"
                     continue
                 message = failure.message if failure.named else f"{step.key}: {failure.message}"
                 result.error = ErrorInfo(type=failure.kind, message=message, stage="score")

@@ -173,6 +173,16 @@ def ascii_json(text: str) -> str:
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
+def terminal_safe_json(text: str) -> str:
+    """JSON text with DEL, the C1 controls and the bidirectional overrides written as ``\\uXXXX`` (JSON may hold them
+    raw, which a terminal the document is printed on acts on: U+009B is a control sequence's start). The same
+    document: outside its strings JSON holds none of them."""
+    return _UNSAFE_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+_UNSAFE_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def _stdout_is_utf8() -> bool:
     return codecs.lookup(sys.stdout.encoding or "ascii").name == "utf-8"
 
@@ -180,6 +190,8 @@ def _stdout_is_utf8() -> bool:
 def emit_text(text: str, output: Path | None, *, is_json: bool = False) -> None:
     """Write ``text`` (JSON, Markdown) to ``output``, or to standard output when None (JSON as escaped ASCII when
     standard output is not UTF-8: a script's parser then reads the same document)."""
+    if is_json:
+        text = terminal_safe_json(text)
     if output is None:
         _write_stdout(ascii_json(text) if is_json and not _stdout_is_utf8() else text)
     else:
@@ -260,4 +272,5 @@ __all__ = [
     "sparkline",
     "stderr",
     "stdout",
+    "terminal_safe_json",
 ]

@@ -118,7 +118,7 @@ def _print_sample(
     out.print(f"input:  {_indented(cut(s.input))}", markup=False, soft_wrap=True)
     for option in s.choices or []:
         out.print(f"        {option}", markup=False, soft_wrap=True)
-    out.print(f"target: {_target(s.target)}", markup=False, soft_wrap=True)
+    out.print(f"target: {_indented(cut(_target(s.target)))}", markup=False, soft_wrap=True)
     out.print(f"output: {_indented(cut(s.output)) if s.output is not None else '–'}", markup=False, soft_wrap=True)
     finish = finish_note(s, max_tokens)
     if finish is not None:
@@ -195,17 +195,23 @@ def print_inspection(
             out.print("  none", markup=False)
         if ins.without_value:
             what = counted(ins.without_value, "failed record" if ins.failures_only else "scored record")
-            out.print(
-                f"{what}{scope} without a {ins.ranked_by} value (skipped there): not ranked",
-                markup=False,
-                soft_wrap=True,
-            )
+            skipped = ins.without_value - ins.failed_without_value
+            without = f"{what}{scope} without a {ins.ranked_by} value"
+            if not ins.failed_without_value:
+                without += " (skipped there): not ranked"
+            else:  # a weight-0 scorer's failure leaves no error record: said here, or never
+                on = "all of them" if not skipped else f"{ins.failed_without_value:,}"
+                also = f" and was skipped on {skipped:,}" if skipped else ""
+                without += f", not ranked: it failed on {on} (weight 0, not counted){also}"
+            out.print(without, markup=False, soft_wrap=True)
+            if ins.first_failed is not None:
+                out.print(f"  the first it failed on: {ins.first_failed}", markup=False, soft_wrap=True)
         shown = _Shown(full, prompt)
         for rank, sample in enumerate(ins.worst, 1):
             _print_sample(out, rank, sample, ins.ranked_by, shown, ins.max_tokens, _shown_path(ins.dataset_path))
-        if ins.failures_only and ins.errors is None and ins.error_records:
+        if ins.failures_only and ins.errors is None and ins.candidate_errors:
             out.print(
-                f"{counted(ins.error_records, 'error record')}{scope} among the {ins.candidates:,}: "
+                f"{counted(ins.candidate_errors, 'error record')}{scope} among the {ins.candidates:,}: "
                 "--errors groups them by cause",
                 markup=False,
                 soft_wrap=True,
