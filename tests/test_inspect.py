@@ -603,7 +603,8 @@ def test_a_weight_0_scorers_failures_are_told_from_its_skips(cli: Cli, task_root
     # records whose judge failed (weight 0, so no error record), and showed nothing of the failures
     out = task_root.root / "results"
     ran = cli("run", "--task", "math_cot", "--model", "mock/tutor", "--model-arg", "skill=0.6", "--model-arg",
-              "format_ok=0.5", "--limit", "12", "--judge-model", "mock/j", "--output-dir", out, "--run-id", "j", "-q")  # fmt: skip
+              "format_ok=0.5", "--limit", "12", "--judge-model", "mock/j", "--output-dir", out, "--run-id", "j",
+              "-q")  # fmt: skip
     assert ran.code == 0, ran.err
     records = read_records(out / "j")
     explanations = [r["explanations"].get("reasoning_judge", "") for r in records]
