@@ -24,10 +24,18 @@ GateOn = Annotated[
         "small or noisy sample fails)."
     ),
 ]
+ResumedGateOn = Annotated[
+    Literal["mean", "ci-low"],
+    typer.Option(
+        "--gate-on",
+        show_default=False,
+        help="What the gates compare: the mean, or the 95% interval's low end (default: as the run recorded it).",
+    ),
+]
 MaxErrorRate = Annotated[
     float | None,
     typer.Option(help="Exit 1 when the error rate is above X (0-1), or when the run has records missing."),
 ]
 
 
-__all__ = ["FailBelow", "FailBelowAxis", "GateOn", "MaxErrorRate"]
+__all__ = ["FailBelow", "FailBelowAxis", "GateOn", "MaxErrorRate", "ResumedGateOn"]

@@ -28,7 +28,7 @@ def rescore_command(
     ] = 120.0,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[
-        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE.")
+        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE (repeatable).")
     ] = None,
     quiet: Annotated[
         bool,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import typer
 
 from eval_harness.cli import EXIT_INTERRUPTED, visible
-from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate
+from eval_harness.cli.gate_options import FailBelow, FailBelowAxis, GateOn, MaxErrorRate, ResumedGateOn
 from eval_harness.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -495,7 +495,7 @@ def run_command(
     cache: Cache = None,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[
-        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE.")
+        list[str] | None, typer.Option("--judge-arg", metavar="KEY=VALUE", help="Judge option KEY=VALUE (repeatable).")
     ] = None,
     quiet: Quiet = False,
 ) -> None:
@@ -736,8 +736,8 @@ def resume_command(
             "--model-arg",
             metavar="KEY=VALUE",
             help="Provider option KEY=VALUE replacing the recorded one (repeatable), e.g. a new base_url; a changed "
-            "one needs --force, and holds for later resumes; stream, timeouts, max_response_bytes and http_transport "
-            "need no --force and hold for this session only.",
+            "one needs --force, and holds for later resumes; stream, timeouts, max_response_bytes, http_transport, "
+            "api_key_env, api_key_header and api_key_query need no --force and hold for this session only.",
         ),
     ] = None,
     judge_arg: Annotated[
@@ -751,7 +751,7 @@ def resume_command(
     ] = None,
     fail_below: FailBelow = None,
     fail_below_axis: FailBelowAxis = None,
-    gate_on: GateOn = "mean",
+    gate_on: ResumedGateOn = "mean",
     max_error_rate: MaxErrorRate = None,
     no_gates: NoGates = False,
     quiet: Quiet = False,
