@@ -242,6 +242,9 @@ class Inspection(BaseModel):
         default=None, description="The first of those in the file, as 'sample_id (epoch N): its explanation'."
     )
     torn_bytes: int = Field(description="Bytes of a torn last line that was ignored (0 when none).")
+    samples_missing: bool = Field(
+        default=False, description="The run's samples.jsonl does not exist (removed, or never written)."
+    )
     max_tokens: int | None = Field(default=None, description="The run's max_tokens; None when it set none.")
     worst: list[InspectedSample] | None = Field(description="Lowest first, ties broken by sample id and epoch.")
     errors: list[ErrorGroup] | None = Field(description="Most frequent first.")
@@ -483,6 +486,7 @@ def inspect_run(
         failed_without_value=failed,
         first_failed=first_failed,
         torn_bytes=columns.torn_bytes,
+        samples_missing=not path.exists(),
         max_tokens=manifest.task.generation.max_tokens,
         worst=worst,
         errors=errors,

@@ -656,3 +656,13 @@ def test_bidirectional_overrides_are_shown_escaped_in_tables_and_json(cli: Cli, 
     as_json = cli("inspect", "--run", run, "--n", "1", "--format", "json")
     assert not any(ch in as_json.out for ch in "\u202e\u009b\x7f")
     assert json.loads(as_json.out)["worst"][0]["input"] == "What is 1 + 1?\u202e esrever\u009b2J\x7f"
+
+
+def test_a_run_whose_samples_file_is_gone_says_so(cli: Cli, task_root: TaskRoot) -> None:
+    # F9: "INCOMPLETE: 40 of 40 records missing", exit 0, read as a run that never started
+    run = make_run(cli, task_root)
+    (run / "samples.jsonl").unlink()
+    shown = cli("inspect", "--run", run)
+    assert shown.code == 0
+    assert shown.out.splitlines()[1] == "note: its samples.jsonl does not exist, though the manifest says complete"
+    assert json.loads(cli("inspect", "--run", run, "--format", "json").out)["samples_missing"] is True

@@ -168,6 +168,12 @@ def print_inspection(
         markup=False,
         soft_wrap=True,
     )
+    if ins.samples_missing and ins.expected_records:  # damage, not a run that has not started
+        out.print(
+            f"note: its samples.jsonl does not exist, though the manifest says {ins.status}",
+            markup=False,
+            soft_wrap=True,
+        )
     if ins.status in ("interrupted", "failed") and ins.run_dir:
         out.print(f"continue it with: eval-harness resume {ins.run_dir}", markup=False, soft_wrap=True)
     if ins.torn_bytes:
