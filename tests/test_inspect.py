@@ -666,3 +666,11 @@ def test_a_run_whose_samples_file_is_gone_says_so(cli: Cli, task_root: TaskRoot)
     assert shown.code == 0
     assert shown.out.splitlines()[1] == "note: its samples.jsonl does not exist, though the manifest says complete"
     assert json.loads(cli("inspect", "--run", run, "--format", "json").out)["samples_missing"] is True
+
+
+def test_ranked_by_one_scorer_the_verdict_says_it_is_the_final_scores(cli: Cli, task_root: TaskRoot) -> None:
+    # F11: "num 1.000 · failed" under --scorer num --show-failures read as failed by num
+    run = make_run(cli, task_root, "--model-arg", "skill=0.5")
+    shown = cli("inspect", "--run", run, "--scorer", "exact_match", "--n", "3")
+    assert " · failed (final score) · " in shown.out or " · passed (final score) · " in shown.out
+    assert " · failed · " not in shown.out and " · passed · " not in shown.out

@@ -87,6 +87,8 @@ def _print_sample(
         verdict = f" · ERROR {s.error.type} ({s.error.stage}), counted as wrong"
     else:
         verdict = "" if s.passed is None else (" · passed" if s.passed else " · failed")
+        if verdict and ranked_by != "score":  # ranked by one scorer, the verdict is still the final score's
+            verdict += " (final score)"
     # a call that failed was not billed (as the report counts it): no price to be unknown
     cost = "not billed" if s.cost_usd is None and s.output is None and s.error is not None else money(s.cost_usd)
     if s.cached:  # its $0 is not the model's price, and its latency is the call's that produced it
