@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -127,19 +127,20 @@ def _percent_as_given(fraction: float) -> str:
 def _percent_beside(value: float, threshold: float, passed: bool, measure: str) -> str:
     """``value`` as a percentage with one decimal, or as many more as it takes to read on the side of the
     threshold (shown whole) that the gate found it on: 52/60 against 0.867 is '86.67% is below 86.7%', never
-    '86.7% is below 86.7%'."""
-    bound = float(_percent_as_given(threshold))  # the threshold as it reads, not 100 × its float
+    '86.7% is below 86.7%'. In decimal, from each number's shortest form: 100 × 0.7999999999999999 is 80.0 in
+    floating point, which no rounding of it shows below 80."""
+    exact, bound = Decimal(repr(value)) * 100, Decimal(repr(threshold)) * 100
 
-    def on_its_side(shown: float) -> bool:
+    def on_its_side(shown: Decimal) -> bool:
         # a score gate passes at the bound or above it, an error-rate gate at the bound or below it
         if measure == "error-rate":
             return shown <= bound if passed else shown > bound
         return shown >= bound if passed else shown < bound
 
-    for decimals in range(1, 16):
-        if on_its_side(shown := round(100 * value, decimals)):
-            return f"{shown:.{decimals}f}%"
-    return f"{100 * value!r}%"
+    for decimals in range(1, 20):
+        if on_its_side(shown := exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)):
+            return f"{shown}%"
+    return f"{exact}%"
 
 
 def _score(stats: AxisStats, basis: GateBasis) -> tuple[float | None, str | None]:

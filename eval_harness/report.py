@@ -483,12 +483,16 @@ def _cached_judge_notes(manifest: RunManifest, totals: Totals) -> list[str]:
     """A judge whose tokens cost nothing in a run with ``--cache``: its verdicts came from the cache (a judge's
     cache hit costs 0 and, unlike a model's answer, is not marked on the record), so the $0 is no price."""
     called = totals.judge_prompt_tokens + totals.judge_completion_tokens > 0
-    if manifest.judge is None or not manifest.cache or not called or totals.judge_cost_usd is None:
+    judge = manifest.judge
+    # the mock is never cached (and costs what its arguments say): its $0 is its price
+    if judge is None or judge.id.startswith("mock/") or not manifest.cache or not called:
+        return []
+    if totals.judge_cost_usd is None:
         return []
     if totals.judge_cost_usd == 0:
         return [
-            "the judge's calls cost $0: with --cache its verdicts were served from the response cache (a judge's "
-            "hits are not marked on the records), so the $0 is not the judge's price"
+            "the judge's calls cost $0: with --cache, verdicts served from the response cache cost nothing (a "
+            "judge's hits are not marked on the records), so unless the judge is free the $0 is not its price"
         ]
     return [
         "with --cache, the judge's verdicts served from the response cache cost $0 here (a judge's hits are not "

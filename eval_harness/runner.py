@@ -435,6 +435,11 @@ class Runner:
                         paths.resume_point.unlink()
                 manifest = manifest.model_copy(update={"status": status})
                 summary = summary.model_copy(update={"status": status})
+            elif status == "interrupted" and summary.missing == 0:
+                # a stop that came after the last record: nothing is left to resume (the CLI says it came late)
+                status = "complete"
+                manifest = manifest.model_copy(update={"status": status})
+                summary = summary.model_copy(update={"status": status})
             unsaved = None
             try:
                 write_model(paths.summary, summary)

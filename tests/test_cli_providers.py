@@ -632,6 +632,29 @@ def test_cache_hits_are_named_where_their_cost_and_latency_are_shown(server: Fak
     assert "8 records were served from the response cache: they cost $0 here" in " ".join(reported.stdout.split())
 
 
+def test_one_cached_record_is_said_in_the_singular_and_cache_clear_names_what_it_left(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # review2-s31 F3: untested wording of the notes and of cache clear's warning
+    priced = ("--limit", "1", "--cache", "--model-arg", "price_in=1", "--model-arg", "price_out=2", "-q")
+    assert cli(tmp_path, *run_args(server, "openai-compatible/fake", *priced)).returncode == 0
+    again = [*run_args(server, "openai-compatible/fake", *priced)]
+    again[again.index("r1")] = "r2"
+    assert cli(tmp_path, *again).returncode == 0
+    reported = " ".join(cli(tmp_path, "report", "--run", "results/r2").stdout.split())
+    assert "1 record was served from the response cache: they cost $0 here" in reported
+    compared = " ".join(cli(tmp_path, "compare", "--run-a", "results/r1", "--run-b", "results/r2").stdout.split())
+    assert "B: 1 of its 1 records was served from the response cache" in compared
+    entry = next((tmp_path / "cache").rglob("*.json"))
+    blocker = entry.parent / f"{'0' * 64}.json"
+    blocker.mkdir()
+    cleared = cli(tmp_path, "cache", "clear")
+    assert cleared.returncode == 0 and cleared.stdout.endswith(": removed 1 cached answer\n")
+    assert cleared.stderr == (
+        f"warning: 1 path under an entry's name could not be removed (the first: {blocker}, a directory)\n"
+    )
+
+
 def test_cache_info_says_when_there_is_no_cache_or_the_path_is_a_file(tmp_path: Path) -> None:
     # before: "/nonexistent: 0 cached answers, 0 B" for both, exit 0
     missing = cli(tmp_path, "cache", "info", "--cache-dir", str(tmp_path / "nowhere"))

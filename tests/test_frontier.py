@@ -300,3 +300,13 @@ def test_a_stop_from_another_thread_ends_a_session_whose_samples_never_wait(task
     result = asyncio.run(go())
     assert result.status == "interrupted"
     assert 0 < len(read_records(task_root.root / "results" / "r")) < 4_000
+
+
+def test_a_stop_that_comes_once_every_record_is_written_leaves_the_run_complete(task_root: TaskRoot) -> None:
+    # review2-s31 F6: a Ctrl-C after the last record, before the status was set, marked a complete run interrupted
+    cfg = config(task_root, limit=4)
+    asyncio.run(Runner(plan_run(cfg)).run())
+    runner = Runner(plan_resume(task_root.root / "results" / "r"))
+    runner.request_stop()
+    result = asyncio.run(runner.run())
+    assert result.status == "complete" and read_manifest(task_root.root / "results" / "r").status == "complete"

@@ -225,6 +225,8 @@ def test_gate_on_alone_sets_no_gate() -> None:
         ("mean", 0.7875, 0.78750001, False, "alpha mean 78.75% is below 78.750001%"),
         ("mean", 0.88333333, 0.8833334, False, "alpha mean 88.3% is below 88.33334%"),
         ("error-rate", 0.12916666, 0.1291666, False, "error rate 12.92% is above 12.91666%"),
+        # review2-s31 F4: 100 × 0.7999999999999999 is 80.0 in floating point: "80.0% is below 80%"
+        ("mean", (0.4 + 1.0 + 1.0) / 3, 0.8, False, "alpha mean 79.99999999999999% is below 80%"),
     ],
 )
 def test_a_gates_value_is_shown_on_the_side_of_the_threshold_it_was_found_on(

@@ -603,8 +603,29 @@ def test_a_judge_served_from_the_cache_is_noted_where_its_cost_reads_0(
     assert "the judge cost is what this run paid, below the judge's price where they were" in first
     calls = len(server.generation_requests())
     cli("run", *judged, "--run-id", "again")
+    # review2-s31 F1: the mock judge is never cached, and its $0 is its price: no note
+    cli("run", "--task", "summarization", "--model", "mock/x", "--limit", "2", "--cache", "--judge-model", "mock/j",
+        "--output-dir", str(tmp_path), "--run-id", "free", "-q")  # fmt: skip
+    assert "the judge's" not in cli("report", "--run", str(tmp_path / "free"))
     assert len(server.generation_requests()) == calls  # every verdict from the cache
     assert (
-        "the judge's calls cost $0: with --cache its verdicts were served from the response cache (a judge's hits "
-        "are not marked on the records), so the $0 is not the judge's price"
+        "the judge's calls cost $0: with --cache, verdicts served from the response cache cost nothing (a judge's "
+        "hits are not marked on the records), so unless the judge is free the $0 is not its price"
     ) in cli("report", "--run", str(tmp_path / "again"))
+
+
+def test_a_judges_calls_queueing_for_the_rpm_budget_do_not_time_out_the_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # review2-s31 F2, F3: the judge's calls, paced by the run's --rpm, queued with the scoring clock running: at
+    # --rpm 60 and --timeout 0.5 every record was "TimeoutError ... while scoring (judge (rubric_judge))"
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "summarization", "--model", "mock/sum", "--judge-model", "mock/j", "--rpm", "60",
+              "--timeout", "0.5", "--limit", "3", "--concurrency", "3", "--output-dir", str(tmp_path), "--run-id",
+              "paced", "-q"])  # fmt: skip
+    assert exit_code.value.code in (0, None), capsys.readouterr().err
+    records = [json.loads(line) for line in (tmp_path / "paced" / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    assert not [r["error"] for r in records if r["error"] and r["error"]["type"] == "TimeoutError"], records

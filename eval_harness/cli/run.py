@@ -693,9 +693,9 @@ def _resume(
             file=sys.stderr,
         )
     for note in _gate_notes(plan, gates):
-        print(note, file=sys.stderr)
+        print(visible(note), file=sys.stderr)  # an axis is named as the data spells it
     if plan.forced:
-        print(f"--force: resuming although {'; '.join(plan.forced)}", file=sys.stderr)
+        print(visible(f"--force: resuming although {'; '.join(plan.forced)}"), file=sys.stderr)
     args_changed = " and ".join(roles_with_args_changed(plan.forced))  # model, judge, model and judge, or ""
     if any(not is_args_change(change) for change in plan.forced):
         # the manifest records what the run started with: the next resume finds the same change again

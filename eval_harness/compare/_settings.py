@@ -171,7 +171,10 @@ def _forced_notes(a: RunManifest, b: RunManifest) -> list[str]:
         if not m.forced_changes:
             continue
         moved = roles_with_args_changed(m.forced_changes)
-        held = f" (its {' and '.join(moved)} arguments: the last forced session's)" if moved else ""
+        # unless a scorer's file changed in the same session: then they held for that session alone
+        held = (
+            f" (its {' and '.join(moved)} arguments: a forced session's, where it could record them)" if moved else ""
+        )
         notes.append(
             f"{side} was resumed with --force across changes ({'; '.join(m.forced_changes)}): its records may mix "
             f"the settings before and after them, while its manifest, which differs compares, holds the first "

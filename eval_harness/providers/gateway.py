@@ -84,6 +84,9 @@ class CallTally:
     on_queue: Callable[[bool], None] | None = None
     """Called with True when a retry starts queueing for admission (a slot, ``--rpm``, ``--tpm``) and with False
     when it is admitted: queueing is not the sample's time, so its clock stops meanwhile."""
+    clock_running: bool = False
+    """The caller's clock runs before the first request (a sample being scored, whose judge calls): the first
+    attempt's queueing stops it too (a generation's clock starts only once its first request may be sent)."""
     unreachable: ProviderError | None = None
     """The last attempt's error when it found no server (refused, no such host, connect timeout), else None:
     what ``Gateway`` checks, when the sample ends so, for a server gone (and quotes, when it is)."""
@@ -206,7 +209,9 @@ class Gateway:
                         return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
                     # an answer served from disk costs nothing, whoever asked (the model or a judge)
                     return GenerationOutcome(hit.model_copy(update={"cached": True, "cost_usd": 0.0}), None, 0)
-        tally = tally if tally is not None else CallTally(on_queue=SCORING_QUEUE.get())
+        if tally is None:
+            queued = SCORING_QUEUE.get()
+            tally = CallTally(on_queue=queued, clock_running=queued is not None)
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
@@ -379,7 +384,7 @@ class Gateway:
         wait since that failure (begun by ``_retry``) lasts until the call is admitted, less the time it queued for
         a slot (a pause after a 429 met in admission is backoff, the queue is not; nor is it the sample's time)."""
         concurrency = self.concurrency
-        queued = tally.on_queue if retrying is not None else None  # a first attempt's clock has not started
+        queued = tally.on_queue if retrying is not None or tally.clock_running else None
         if queued is not None:
             queued(True)
         try:

@@ -170,7 +170,7 @@ def print_inspection(
         markup=False,
         soft_wrap=True,
     )
-    if ins.samples_missing and ins.expected_records:  # damage, not a run that has not started
+    if ins.samples_missing and ins.expected_records and ins.status != "running":  # damage, not a run starting
         out.print(
             f"note: its samples.jsonl does not exist, though the manifest says {ins.status}",
             markup=False,
