@@ -462,7 +462,8 @@ async def test_a_judges_retry_queueing_stops_the_scoring_clock(server: FakeLLMSe
     finally:
         SCORING_QUEUE.reset(token)
     await gw.aclose()
-    assert completion.text and seen == [True, False]  # the retry queued (not the first call: its clock had not run)
+    # the first call and its retry each queued with the scoring clock stopped (review2-s31 F2: the first too)
+    assert completion.text and seen == [True, False, True, False]
 
 
 async def test_a_tasks_clock_stays_stopped_while_any_of_its_calls_queues() -> None:
