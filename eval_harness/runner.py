@@ -695,7 +695,8 @@ class Runner:
                 since_yield += 1
                 if since_yield == _YIELD_EVERY:
                     # a sample that never waits (a rescore's scorers, the mock at latency 0) gives the event loop no
-                    # turn: Ctrl-C's stop, which the loop runs, would wait for the whole session
+                    # turn: what it runs (the progress display, the timeout watchdog, Ctrl-C's drain) would wait for
+                    # the whole session
                     since_yield = 0
                     await asyncio.sleep(0)
         except Exception as exc:  # a refused key, an unwritable artifact, an unreadable dataset: stop them all
