@@ -366,3 +366,36 @@ async def test_a_key_echoed_inside_a_streamed_answer_never_reaches_the_completio
         await gateway.aclose()
     assert outcome.completion is not None and ANTHROPIC_KEY not in outcome.completion.text
     assert outcome.completion.text == "your key is [REDACTED] indeed"
+
+
+def _openai_chunk(**fields: Any) -> dict[str, Any]:
+    return {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}],
+            **fields}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        ({"message": "boom", "type": "server_error", "code": None}, "server_error"),
+        ({"message": "slow down", "type": "requests", "code": 429}, "rate_limit"),
+        ({"message": "Overloaded", "type": "overloaded_error", "code": None}, "overloaded"),
+        ({"message": "context too long", "type": "invalid_request_error", "code": "context_length_exceeded"}, None),
+    ],
+)
+async def test_an_openai_error_event_inside_the_stream_is_retried_as_the_same_error_unstreamed_would_be(
+    server: FakeLLMServer, error: dict[str, Any], cause: str | None
+) -> None:
+    # stream-s31 1: every error event was a retried "server_error" (context_length_exceeded was sent six times)
+    server.script(Reply(events=[_openai_chunk(), {"error": error}]), answer("4"))
+    context = ProviderContext(settings=Settings())
+    provider = create_provider("openai-compatible/m", {"base_url": server.base_url, "stream": "true"}, context)
+    gateway = Gateway(provider, RetryPolicy(max_retries=2, initial_wait_s=0.0))
+    try:
+        outcome = await gateway.generate(request())
+    finally:
+        await gateway.aclose()
+    if cause is None:
+        assert outcome.completion is None and outcome.attempts == 1 and outcome.error is not None
+        assert "context_length_exceeded" in str(outcome.error) and "context too long" in str(outcome.error)
+    else:
+        assert outcome.completion is not None and outcome.retries == {cause: 1}

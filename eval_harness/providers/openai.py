@@ -37,11 +37,14 @@ from eval_harness.errors import (
 )
 from eval_harness.providers._http import (
     REFUSAL,
+    TRANSIENT_4XX,
     HTTPOptions,
     HTTPProvider,
     Reply,
     cut_at_stop,
     error_code,
+    error_detail,
+    retry_cause_of_status,
     sampling,
     sse_payloads,
 )
@@ -68,8 +71,17 @@ _REASONING_MODEL = re.compile(r"^(?:o\d|gpt-(?:[5-9]|[1-9]\d+))")
 _NO_EFFORT_NONE = re.compile(r"^gpt-6\.2(?!\d)")
 """GPT-6.2 models think always: "The API rejects requests that set reasoning effort to none" (gpt-6.2-sol's page)."""
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
-_FAILED_CAUSES: dict[str, RetryCause] = {"server_error": "server_error", "rate_limit_exceeded": "rate_limit"}
-"""The codes of a Responses ``status: failed`` that another attempt may clear, and the cause they count under."""
+_ERROR_CAUSES: dict[str, RetryCause] = {
+    "server_error": "server_error",
+    "api_error": "server_error",
+    "internal_server_error": "server_error",
+    "overloaded_error": "overloaded",
+    "rate_limit_exceeded": "rate_limit",
+    "rate_limit_error": "rate_limit",
+}
+"""The error codes and types that another attempt may clear, and the cause they count under: of a Responses
+``status: failed``, and of an error event inside a stream (any other, ``context_length_exceeded`` or
+``invalid_request_error``, fails the sample, as the same error at HTTP 200 does: ``raise_for_error_body``)."""
 REASONING_ROOM = 25_000
 """Tokens added to the answer's max_tokens for a reasoning model, whose limit bounds its reasoning and its answer
 together ("reserve at least 25,000 tokens for reasoning and outputs", OpenAI's reasoning guide): sent as is, a
@@ -326,7 +338,7 @@ class OpenAIWire(HTTPProvider):
             error = object_or_none(data, "error") or {}
             code = name_or_none(error, "code")
             message = name_or_none(error, "message")
-            cause: RetryCause | None = _FAILED_CAUSES.get(code) if code is not None else "server_error"
+            cause: RetryCause | None = _ERROR_CAUSES.get(code) if code is not None else "server_error"
             raise ProviderResponseError(f"the response failed: {code}: {message}", retry_cause=cause)
         texts: list[str] = []
         refusals: list[str] = []
@@ -435,6 +447,20 @@ def _content_text(message: dict[str, Any], at: str) -> str | None:
     return "".join(string_at(part, "text", f"{at}.content[{i}]") or "" for i, part in enumerate(parts))
 
 
+def _stream_error_cause(error: Any) -> RetryCause | None:
+    """Why a stream's error event is worth another attempt, or None: a numeric ``code`` read as the HTTP status it
+    names (a gateway's 502, a 429), else its type or code by name."""
+    if not isinstance(error, dict):
+        return "server_error"  # {"error": "text"}: a server's own failure, as an event of other data is
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return retry_cause_of_status(code, {}, TRANSIENT_4XX.get(code))
+    for name in (error.get("code"), error.get("type")):
+        if isinstance(name, str) and name in _ERROR_CAUSES:
+            return _ERROR_CAUSES[name]
+    return None
+
+
 class _Stream:
     """What the events of one streamed answer have said so far (choice 0 only)."""
 
@@ -455,8 +481,10 @@ class _Stream:
         # a chunk carrying "error": null is no error
         error = event.get("error") or (event if event.get("object") == "error" else None)
         if error:
-            detail = orjson.dumps(error).decode()
-            raise ProviderHTTPError(f"error inside the event stream: {detail}", retry_cause="server_error")
+            body = orjson.dumps(event)
+            raise ProviderHTTPError(
+                f"error inside the event stream: {error_detail(body)}", retry_cause=_stream_error_cause(error)
+            )
         meta = self.meta
         meta.setdefault("id", name_or_none(event, "id"))
         model = name_or_none(event, "model")
