@@ -399,3 +399,15 @@ async def test_an_openai_error_event_inside_the_stream_is_retried_as_the_same_er
         assert "context_length_exceeded" in str(outcome.error) and "context too long" in str(outcome.error)
     else:
         assert outcome.completion is not None and outcome.retries == {cause: 1}
+
+
+async def test_an_openai_stream_cut_after_its_finish_chunk_is_no_answer(server: FakeLLMServer) -> None:
+    # stream-s31 2: no usage chunk and no [DONE] (cut after the answer) was recorded with 0/0 tokens, cost unknown
+    finished = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": "stop"}]}
+    raw = f"data: {json.dumps(finished)}\n\n".encode()
+    server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
+    context = ProviderContext(settings=Settings())
+    provider = create_provider("openai-compatible/m", {"base_url": server.base_url, "stream": "true"}, context)
+    error = await failure(provider)
+    assert isinstance(error, ProviderResponseError) and "ended before its usage and [DONE]" in str(error)
+    assert error.retry_cause == "connection"

@@ -398,6 +398,10 @@ class OpenAIWire(HTTPProvider):
             # its text so far is not the answer (a [DONE] after an error the server sent as text proves nothing)
             ended = "without a finish_reason" if done else "before [DONE]"
             raise ProviderResponseError(f"the event stream ended {ended}", retry_cause="connection")
+        if not done and "usage" not in stream.meta:
+            # the usage chunk (asked for: include_usage) comes after the finish chunk, then [DONE]: a stream that
+            # ends with neither was cut after the answer, and its tokens and cost would read as none
+            raise ProviderResponseError("the event stream ended before its usage and [DONE]", retry_cause="connection")
         answer = "".join(stream.text)
         if not answer and "".join(stream.refusal):
             answer, finish = "".join(stream.refusal), REFUSAL  # as the same refusal reads unstreamed
