@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 from numpy.typing import NDArray
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from eval_harness.aggregate import (
     RunColumns,
@@ -29,7 +29,7 @@ from eval_harness.aggregate import (
 from eval_harness.artifacts import RunPaths, observed_status, read_manifest
 from eval_harness.errors import ConfigError
 from eval_harness.tally import LENGTH_STOPS
-from eval_harness.types import WEIGHT_0_FAILED, check_expected_records_bounds
+from eval_harness.types import WEIGHT_0_FAILED, ScorerSpec, check_expected_records_bounds
 
 __all__ = [
     "INSPECT_SCHEMA_VERSION",
@@ -424,9 +424,12 @@ def inspect_run(
             raise ConfigError(f"--tag: the run has no tag {tag!r} ({_known_tags(columns.tag_names)})")
         in_scope &= columns.with_tag(tag)
     if scorer is not None:
-        if scorer not in columns.scorers:
+        if scorer in columns.scorers:
+            values = columns.scorers[scorer]
+        elif scorer in _composite_parts(manifest.task.scorers):  # declared, with no value on any record yet
+            values = np.full(columns.n, np.nan)
+        else:
             raise ConfigError(f"--scorer: the run has no scorer {scorer!r} (its scorers: {', '.join(columns.scorers)})")
-        values = columns.scorers[scorer]
     else:
         values = columns.score
     has_value = ~np.isnan(values)
@@ -654,6 +657,24 @@ def _line_number(value: Any) -> int | None:
     """A record's ``dataset_line`` when it is one: no reader checks this field, and a hand-edited value only
     loses the location shown, never the listing."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _composite_parts(specs: Sequence[ScorerSpec], prefix: str = "") -> list[str]:
+    """The keys a task's composite scorers record their parts under (``quality.rl``), nested ones too: a part that
+    failed on every record has no column, but the user may still ask why."""
+    keys = []
+    for spec in specs:
+        parts = spec.args.get("scorers") if spec.name == "composite" else None
+        if not isinstance(parts, list):
+            continue
+        for table in parts:
+            try:
+                part = ScorerSpec.model_validate(table)
+            except ValidationError:
+                continue  # refused when the run was planned: none of its records has it
+            key = f"{prefix}{spec.key}.{part.key}"
+            keys += [key, *_composite_parts([part], f"{prefix}{spec.key}.")]
+    return keys
 
 
 def _failed_unvalued(path: Path, offsets: Sequence[int], scorer: str) -> tuple[int, str | None]:

@@ -674,3 +674,24 @@ def test_ranked_by_one_scorer_the_verdict_says_it_is_the_final_scores(cli: Cli, 
     shown = cli("inspect", "--run", run, "--scorer", "exact_match", "--n", "3")
     assert " · failed (final score) · " in shown.out or " · passed (final score) · " in shown.out
     assert " · failed · " not in shown.out and " · passed · " not in shown.out
+
+
+def test_a_composite_part_without_a_value_anywhere_is_inspected_not_refused(cli: Cli, task_root: TaskRoot) -> None:
+    # inspect-s31 F10: "the run has no scorer 'quality.rj'" of a part the task declares, whose judge failed on every
+    # record, where a top-level scorer without a value anywhere is inspected
+    task_root.template("rubric.jinja2", "Grade: {{ output }}\n")
+    spec = task_root.task(
+        "comp",
+        'name = "comp"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsonl"\n'
+        '[[scorers]]\nname = "composite"\nalias = "quality"\nargs = { scorers = [{ name = "exact_match", alias = '
+        '"em" }, { name = "rubric_judge", alias = "rj", weight = 0, args = { rubric = "rubric.jinja2", criteria = '
+        '["right"] } }] }\n',
+    )
+    out = task_root.root / "results"
+    ran = cli("run", "--task", spec, "--model", "mock/m", "--limit", "3", "--judge-model", "mock/j", "--judge-arg",
+              "error_rate=1", "--output-dir", out, "--run-id", "c", "-q")  # fmt: skip
+    assert ran.code == 0, ran.err
+    shown = cli("inspect", "--run", out / "c", "--scorer", "quality.rj")
+    assert shown.code == 0 and "3 scored records without a quality.rj value" in shown.out, shown.err
+    refused = cli("inspect", "--run", out / "c", "--scorer", "quality.nope")
+    assert refused.code == 2 and "the run has no scorer 'quality.nope'" in refused.err
