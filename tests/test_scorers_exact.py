@@ -113,6 +113,12 @@ def test_numeric_mode_rejects_other_or_missing_numbers(prediction: str, referenc
         # review-s21 4: beside other numbers an opening "One" is the number again
         ("She had 5 apples and gave away 4. One will remain.", 1.0),
         ("One day, Tom went out. One must rest.", None),  # openers alone: no number
+        # e2e-s31: an opening quote or bracket before it read a story's "One day" as 1
+        ('"One day, a little girl named Lily came', None),
+        ("“One day,” she said.", None),
+        ("(One day, a dog ran.)", None),
+        ('He said. "One time, there were 3 cats."', 3.0),
+        ('"One."', 1.0),
         ("COVID-19 caused 30 closures", 30.0),  # a hyphen inside a word is not a minus sign
         ("x2 and y3", None),  # digits glued after letters are not numbers
     ],

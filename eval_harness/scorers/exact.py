@@ -70,7 +70,9 @@ _PRONOUN_ONE = re.compile(r"\b(?:the|this|that|no|any|each|every|which|another|s
 _OPENING_ONE_IDIOM = re.compile(
     r"\s+(?:day|night|morning|afternoon|evening|time|must|could|should|would|may|might|will)\b", re.IGNORECASE
 )
-_SENTENCE_OPENS = re.compile(r"(?:^|[.!?]\s|\n)\s*$")
+# A sentence opens at the text's start, after a line break, or after its end mark (and any closing quote) and a
+# space; an opening quote or bracket may stand before its first word (a story's line of speech: "One day, ...").
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?][\"'”’)\]]*\s|\n)\s*[\"'“‘(\[«„]*$")
 # "one's", "one another": a pronoun wherever it stands.
 _PRONOUN_AFTER_ONE = re.compile(r"(?:['’]s\b|\s+another\b)", re.IGNORECASE)
 
