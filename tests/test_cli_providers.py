@@ -750,3 +750,18 @@ def test_a_key_no_header_can_carry_is_refused_before_the_run_directory_exists(
         "error: openai-compatible/local: the HTTP header 'authorization' holds a line break or another control "
         "character; check the key's value (a line break copied with it?)\n"
     )
+
+
+def test_the_error_note_of_requests_the_server_refused_points_at_them_first(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # e2e-s31 2: "... HTTP 400: exceed_context_size_error ...; resume --retry-errors runs them again", which failed
+    # the same way: a refused request is refused again as it is
+    first_prompt = json.loads(DATASET.read_text().splitlines()[0])["input"]
+    server.rule = lambda request: bad_request("the prompt is too long") if first_prompt in request.prompt else None
+    ran = cli(tmp_path, *run_args(server, "openai-compatible/fake", "--limit", "3", "-q"))
+    assert ran.returncode == 0, ran.stderr
+    assert "HTTP 400" in ran.stderr and ran.stderr.rstrip().endswith(
+        "see it with eval-harness inspect --run results/r1 --errors: a request the server refused (HTTP 4xx, as the "
+        "first) is refused again unless it changes; eval-harness resume results/r1 --retry-errors runs it again"
+    ), ran.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -321,9 +322,19 @@ def _errors_note(result: RunResult) -> str:
             f"see {them} with eval-harness inspect --run {result.run_dir} --errors ({retrying} scores {them} again, "
             "which helps only where the failure passes, a judge's call)"
         )
+    elif result.first_error is not None and _REFUSED.search(result.first_error):
+        # a request the server refused (an over-long prompt's 400) is refused again as it is: a look first
+        again = (
+            f"see {them} with eval-harness inspect --run {result.run_dir} --errors: a request the server refused "
+            f"(HTTP 4xx, as the first) is refused again unless it changes; {retrying} runs {them} again"
+        )
     else:
         again = f"{retrying} runs {them} again"
     return f"note: {counted} as wrong{first}; {again}"
+
+
+_REFUSED = re.compile(r"\bHTTP 4(?:0[0-7]|1[0-8]|2[0-8])\b")
+"""An error message of a request the server refused as it was (a 4xx other than the transient 408, 409, 429)."""
 
 
 def _retrying(command: str) -> str:
