@@ -516,7 +516,7 @@ class Runner:
         if not path.is_dir():
             return lambda _position: file_stamp(path) == plan.dataset_stamp
         try:
-            members = {member.name: file_stamp(member) for member in dataset_members(path, plan.task.spec.dataset)}
+            members = self._member_stamps_now()
         except DatasetError:  # its files went or changed kind since the plan: changed, as the first sample says
             return lambda _position: False
         if dataset_stamp(path, plan.task.spec.dataset) != plan.dataset_stamp:  # changed before this session read
@@ -541,6 +541,11 @@ class Runner:
             "sha256 and names what changed)"
         )
 
+    def _member_stamps_now(self) -> dict[str, tuple[int, int] | None]:
+        """Each file of the dataset directory by name, with its ``file_stamp``; ``DatasetError`` when the directory
+        cannot be listed as the dataset's files."""
+        return {m.name: file_stamp(m) for m in dataset_members(self.plan.dataset_path, self.plan.task.spec.dataset)}
+
     def _changed_members(self) -> str | None:
         """A dataset directory's files that changed since this session listed them, named ('q.jsonl changed, r.jsonl
         added'); None for a dataset of one file, or when the directory cannot be listed again."""
@@ -548,7 +553,7 @@ class Runner:
         if before is None:
             return None
         try:
-            now = {m.name: file_stamp(m) for m in dataset_members(self.plan.dataset_path, self.plan.task.spec.dataset)}
+            now = self._member_stamps_now()
         except DatasetError:
             return None
         changes = [f"{name} changed" for name in before if name in now and now[name] != before[name]]

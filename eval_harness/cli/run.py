@@ -221,17 +221,13 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
         print(_interrupted_complete(result, f" {when}"), file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.new_records and result.session_errors == result.new_records and result.fatal is None:
-        # a sample id or a server's message may hold an escape sequence: shown, never sent to the terminal
-        print(
-            visible(
-                f"warning: every sample of this session failed ({result.new_records:,}); the first: "
-                f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors"
-            ),
-            file=sys.stderr,
+        _tell(
+            f"warning: every sample of this session failed ({result.new_records:,}); the first: "
+            f"{result.first_error}; see eval-harness inspect --run {result.run_dir} --errors"
         )
     elif result.summary.overall.errors and result.status == "complete" and result.fatal is None:
         # they count as wrong answers; a plain resume of a complete run keeps them, and nothing else says how
-        print(visible(_errors_note(result)), file=sys.stderr)
+        _tell(_errors_note(result))
     if result.length_stops:
         print(_length_warning(result), file=sys.stderr)
     if result.cache_failures:
@@ -257,13 +253,10 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
             # a server that held its connections silent until they timed out, then refused: its stop line counts
             # only the samples cut while it refused, and a plain resume keeps every error as the sample's record
             errors = "1 record is an error" if result.session_errors == 1 else f"{result.session_errors:,} are errors"
-            print(
-                visible(
-                    f"note: of the records this session wrote before it stopped, {errors} (the first: "
-                    f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs "
-                    "them again"
-                ),
-                file=sys.stderr,
+            _tell(
+                f"note: of the records this session wrote before it stopped, {errors} (the first: "
+                f"{result.first_error}); a plain resume keeps them: {_retrying(result.resume_command)} runs them "
+                "again"
             )
         raise ConfigError(f"run failed: {result.fatal}")
     if result.status == "interrupted":
@@ -292,6 +285,12 @@ def _show_result(result: RunResult, quiet: bool) -> None:
             figures = run_judge_reliability(result.run_dir, result.manifest)
             if figures:
                 stdout.print(reliability_table(figures))
+
+
+def _tell(text: str) -> None:
+    """``text`` on stderr with its control characters shown, not sent: a sample id, a dataset's line, an axis or a
+    server's message quoted in a note may hold an escape sequence."""
+    print(visible(text), file=sys.stderr)
 
 
 def _errors_note(result: RunResult) -> str:
@@ -370,7 +369,7 @@ def _length_warning(result: RunResult) -> str:
 def print_notes(plan: RunPlan) -> None:
     """What planning found worth saying before the run starts (few-shot, resumed settings...): on stderr."""
     for note in plan.notes:
-        print(visible(note), file=sys.stderr)  # a note may quote a dataset's line or a file's name
+        _tell(note)
 
 
 def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:
@@ -704,9 +703,9 @@ def _resume(
             file=sys.stderr,
         )
     for note in _gate_notes(plan, gates):
-        print(visible(note), file=sys.stderr)  # an axis is named as the data spells it
+        _tell(note)
     if plan.forced:
-        print(visible(f"--force: resuming although {'; '.join(plan.forced)}"), file=sys.stderr)
+        _tell(f"--force: resuming although {'; '.join(plan.forced)}")
     args_changed = " and ".join(roles_with_args_changed(plan.forced))  # model, judge, model and judge, or ""
     if any(not is_args_change(change) for change in plan.forced):
         # the manifest records what the run started with: the next resume finds the same change again

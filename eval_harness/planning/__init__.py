@@ -518,9 +518,18 @@ def _pacing_notes(config: RunConfig, requests: int) -> list[str]:
     seconds = 60 * (requests - 1) / config.rpm
     if seconds < 60:
         return []
-    rpm = f"{config.rpm:.10f}".rstrip("0").rstrip(".")  # not :g, which writes 0.00001 as 1e-05
-    cached = " (answers found in --cache are not paced)" if config.cache else ""
-    return [f"note: --rpm {rpm} paces the run's {requests:,} requests over at least {spoken_duration(seconds)}{cached}"]
+    over = f"over at least {spoken_duration(seconds)}{_unpaced_cache(config)}"
+    return [f"note: --rpm {_rate_text(config.rpm)} paces the run's {requests:,} requests {over}"]
+
+
+def _rate_text(rate: float) -> str:
+    """A budget as its flag was given: not :g, which writes 0.00001 as 1e-05."""
+    return f"{rate:.10f}".rstrip("0").rstrip(".")
+
+
+def _unpaced_cache(config: RunConfig) -> str:
+    """What a pacing note adds under --cache."""
+    return " (answers found in --cache are not paced)" if config.cache else ""
 
 
 def _token_pacing_notes(plan: RunPlan) -> list[str]:
@@ -536,11 +545,9 @@ def _token_pacing_notes(plan: RunPlan) -> list[str]:
     seconds = 60 * (tokens - tpm) / tpm  # the bucket starts full: one minute's tokens go at once
     if seconds < 60:
         return []
-    rate = f"{tpm:.10f}".rstrip("0").rstrip(".")
-    cached = " (answers found in --cache are not paced)" if plan.config.cache else ""
     return [
-        f"note: --tpm {rate} paces the run's ~{tokens:,} prompt tokens (estimated) over at least "
-        f"{spoken_duration(seconds)}, its answers' tokens aside{cached}"
+        f"note: --tpm {_rate_text(tpm)} paces the run's ~{tokens:,} prompt tokens (estimated) over at least "
+        f"{spoken_duration(seconds)}, its answers' tokens aside{_unpaced_cache(plan.config)}"
     ]
 
 
@@ -813,9 +820,9 @@ def _source_change(manifest: RunManifest) -> list[str]:
         now = records_stamp(Path(manifest.source_run))
     except OSError:
         return []  # gone: reading its answers says so, naming it
-    (size_then, tail_then), (size_now, tail_now) = manifest.source_records, now
-    if (size_now, tail_now) == (size_then, tail_then):
+    if now == tuple(manifest.source_records):
         return []
+    size_then, size_now = manifest.source_records[0], now[0]
     how = f"{size_then:,} → {size_now:,} bytes" if size_now != size_then else f"rewritten, {size_now:,} bytes"
     return [f"the records of its source run {manifest.source_run} (samples.jsonl {how})"]
 

@@ -335,6 +335,13 @@ TRANSIENT_4XX: dict[int, RetryCause] = {408: "timeout", 409: "conflict", 429: "r
 """The 4xx statuses worth trying again by default."""
 
 
+def status_named(error: object) -> int | None:
+    """An error object's numeric ``code`` as the HTTP status it names (a gateway's 502 sent at 200, a 429 inside a
+    stream), or None when it names none."""
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600 else None
+
+
 def retry_cause_of_status(
     status: int, headers: Mapping[str, str], transient_4xx: RetryCause | None
 ) -> RetryCause | None:
@@ -772,8 +779,7 @@ class HTTPProvider(Provider):
         if answer_field in data or not data.get("error"):
             return
         body = orjson.dumps(data)
-        code = data["error"].get("code") if isinstance(data["error"], dict) else None
-        status = code if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600 else None
+        status = status_named(data["error"])
         cause = self.retry_cause_of(status or 200, reply.headers, body)
         raise ProviderHTTPError(
             f"HTTP 200 with an error in the body: {error_detail(body)}",
@@ -884,4 +890,5 @@ __all__ = [
     "sampling",
     "sse_events",
     "sse_payloads",
+    "status_named",
 ]

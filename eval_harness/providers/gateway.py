@@ -193,7 +193,7 @@ class Gateway:
         ``tally`` (new and empty) receives the attempts, retries and waits as they happen: a caller that
         cancels the generation (a per-sample timeout) still knows what it cost (see ``cancelled``); its
         ``on_first_send`` is called when the first request may be sent."""
-        key = None
+        key, origin = None, None
         if self.cache is not None:
             body = self.provider.request_body(request)
             if body is not None:
@@ -223,7 +223,7 @@ class Gateway:
             completion = retried
         completion = self._without_secrets(completion)
         if key is not None and self.cache is not None:
-            await self._store(key, completion, self._origin_of(request))
+            await self._store(key, completion, origin)
         return self._outcome(completion, None, tally)
 
     def _without_secrets(self, completion: Completion) -> Completion:

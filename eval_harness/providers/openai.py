@@ -47,6 +47,7 @@ from eval_harness.providers._http import (
     retry_cause_of_status,
     sampling,
     sse_payloads,
+    status_named,
 )
 from eval_harness.providers._shapes import (
     count_or_none,
@@ -456,9 +457,9 @@ def _stream_error_cause(error: Any) -> RetryCause | None:
     names (a gateway's 502, a 429), else its type or code by name."""
     if not isinstance(error, dict):
         return "server_error"  # {"error": "text"}: a server's own failure, as an event of other data is
-    code = error.get("code")
-    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
-        return retry_cause_of_status(code, {}, TRANSIENT_4XX.get(code))
+    status = status_named(error)
+    if status is not None:
+        return retry_cause_of_status(status, {}, TRANSIENT_4XX.get(status))
     for name in (error.get("code"), error.get("type")):
         if isinstance(name, str) and name in _ERROR_CAUSES:
             return _ERROR_CAUSES[name]
