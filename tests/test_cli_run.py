@@ -818,6 +818,20 @@ def test_run_resume_refuses_a_run_option_given_even_at_its_default(cli: Cli, tas
     assert cli("run", "--resume", out_dir / "r", "--concurrency", "3", "-q").code == 0  # a session option
 
 
+def test_resume_names_an_option_the_run_fixed_instead_of_no_such_option(cli: Cli, task_root: TaskRoot) -> None:
+    # click said "No such option: --limit" (run --resume named it as fixed by the run)
+    out_dir = task_root.root / "results"
+    assert cli("run", "--task", adder(task_root), "--output-dir", out_dir, "--run-id", "r", "-q").code == 0
+    for given in (["--limit", "5"], ["--epochs=3"], ["-m", "mock/strong"], ["--dry-run"]):
+        result = cli("resume", out_dir / "r", *given, "-q")
+        flag = given[0].partition("=")[0]
+        assert (result.code, result.err.strip()) == (
+            2,
+            f"error: resume continues the run as it started, so {flag} cannot change it; drop it, or start a new run",
+        )
+    assert "No such option: --bogus" in cli("resume", out_dir / "r", "--bogus").err  # others as click says
+
+
 def test_an_env_line_dotenv_cannot_parse_is_named_by_file_and_line(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

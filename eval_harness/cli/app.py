@@ -122,6 +122,7 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
         option = options.get(name)
         index += 1
         if option is None:
+            _refuse_an_option_fixed_by_the_run(path, name)
             # "--model-arg a=1 b=2": click says only "unexpected extra argument", which does not say what to do
             if repeatable is not None and not positional and _KEY_VALUE.match(token):
                 flag, value = repeatable
@@ -144,6 +145,19 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             pair = next(o for o in options.values() if o.name == option_name).is_flag
             what = "it is one on/off setting (give one of them once)" if pair else "it takes one value (give it once)"
             raise ConfigError(f"{spelt} given {len(names)} times; {what}")
+
+
+def _refuse_an_option_fixed_by_the_run(path: list[str], name: str) -> None:
+    """``resume RUN --limit 5``: click's "No such option" does not say why; ``run --resume`` names such options
+    as fixed by the run, and so does ``resume``."""
+    if path != ["eval-harness", "resume"]:
+        return
+    from eval_harness.cli.run import FIXED_BY_THE_RUN
+
+    if name in FIXED_BY_THE_RUN:
+        raise ConfigError(
+            f"resume continues the run as it started, so {name} cannot change it; drop it, or start a new run"
+        )
 
 
 class _UsageMistake(Exception):

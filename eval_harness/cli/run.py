@@ -430,6 +430,9 @@ _FIXED_BY_THE_RUN = {
 }  # fmt: skip
 """The options (parameter name: flag) a resumed run keeps from its manifest."""
 
+FIXED_BY_THE_RUN = frozenset({*_FIXED_BY_THE_RUN.values(), "-t", "-m"})
+"""The flags of a new run that a resume cannot take, short spellings included."""
+
 
 def _given(ctx: typer.Context, name: str) -> bool:
     source = ctx.get_parameter_source(name)
@@ -785,6 +788,7 @@ def register(app: typer.Typer) -> None:
 
 
 __all__ = [
+    "FIXED_BY_THE_RUN",
     "finish_run",
     "print_notes",
     "register",
