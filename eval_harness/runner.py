@@ -52,7 +52,7 @@ from eval_harness.errors import (
 )
 from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
-from eval_harness.providers.gateway import SCORING_QUEUE, CallTally, Gateway
+from eval_harness.providers.gateway import SCORING_CALLS, CallTally, Gateway, ScoringCalls
 from eval_harness.scorers.base import ScoringResult
 from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short
 from eval_harness.types import (
@@ -806,7 +806,8 @@ class Runner:
         deadlines.start(task)  # scoring's own budget (see _Deadlines): how long the model took is not its time
         partial = ScoringResult()
         scored = SCORED_EPOCH.set(epoch)  # a judge's cached answer belongs to this record's epoch
-        queue = SCORING_QUEUE.set(lambda waiting: deadlines.queued(task, waiting))
+        calls = ScoringCalls(on_queue=lambda waiting: deadlines.queued(task, waiting))
+        calling = SCORING_CALLS.set(calls)
         try:
             result = await self.plan.scoring.score(completion.text, sample, completion, into=partial)
         except asyncio.CancelledError:
@@ -819,8 +820,9 @@ class Runner:
         else:
             deadlines.finished(task)  # a scorer that swallowed the watchdog's cancellation and finished: it stands
         finally:
-            SCORING_QUEUE.reset(queue)
+            SCORING_CALLS.reset(calling)
             SCORED_EPOCH.reset(scored)
+        spent = _with_judge_calls(spent, calls)
         error = result.error
         if error is not None:
             error = error.model_copy(update={"message": redact(error.message, self._secrets)})
@@ -960,6 +962,19 @@ class _SampleFailedError(EvalHarnessError):
 
     def __init__(self, sample_id: str, epoch: int, where: str, cause: Exception) -> None:
         super().__init__(f"sample {sample_id!r} (epoch {epoch}, {where}): {_fatal_text(cause)}")
+
+
+def _with_judge_calls(spent: _Spent, calls: ScoringCalls) -> _Spent:
+    """A record's spend with its judge's calls counted in: their retries (as ``judge_<cause>``) and backoff."""
+    if not calls.tallies:
+        return spent
+    retries, waited = calls.spent()
+    if not retries and not waited:
+        return spent
+    attempts, model_retries, backoff = spent
+    for cause, count in model_retries.items():
+        retries[cause] = retries.get(cause, 0) + count
+    return attempts, dict(sorted(retries.items())), round(backoff + waited, 3)
 
 
 def _fatal_text(error: BaseException) -> str:

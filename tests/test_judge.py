@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import TaskRoot
-from fake_llm_server import FakeLLMServer, answer, unauthorized
+from fake_llm_server import FakeLLMServer, Reply, answer, unauthorized
 
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, QuotaExhaustedError
 from eval_harness.providers.base import ProviderContext, create_provider
@@ -612,6 +612,31 @@ def test_a_judge_served_from_the_cache_is_noted_where_its_cost_reads_0(
         "the judge's calls cost $0: with --cache, verdicts served from the response cache cost nothing (a judge's "
         "hits are not marked on the records), so unless the judge is free the $0 is not its price"
     ) in cli("report", "--run", str(tmp_path / "again"))
+
+
+def test_a_judges_retries_and_backoff_are_counted_in_the_record_and_the_totals(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    # a judge's 500s and 429s were retried but counted nowhere: the record and summary said "retries 0"
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    server.script(
+        Reply(kind="error", status=500, headers={"retry-after": "0.05"}),
+        Reply(kind="error", status=429, headers={"retry-after": "0.05"}),
+    )
+    from eval_harness.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["run", "--task", "summarization", "--model", "mock/x", "--limit", "1",
+              "--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}",
+              "--output-dir", str(tmp_path), "--run-id", "j", "--quiet"])  # fmt: skip
+    assert exit_code.value.code in (0, None)
+    (record,) = [json.loads(line) for line in (tmp_path / "j" / "samples.jsonl").read_text().splitlines()]
+    assert record["error"] is None and record["scores"]["judge"] == 0.75
+    # the mock model's own attempt is the record's one attempt; the judge's retries are named as the judge's
+    assert record["attempts"] == 1 and record["retries"] == {"judge_rate_limit": 1, "judge_server_error": 1}
+    assert 0.09 < record["backoff_s"] < 5  # both waits of at least 0.05 s
+    summary = json.loads((tmp_path / "j" / "summary.json").read_text())
+    assert summary["retries_by_cause"] == record["retries"] and summary["backoff_s"] == record["backoff_s"]
 
 
 def test_a_judges_calls_queueing_for_the_rpm_budget_do_not_time_out_the_scoring(

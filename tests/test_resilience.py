@@ -25,7 +25,7 @@ from eval_harness.gates import gates_from_flags
 from eval_harness.planning import SessionOverrides, plan_resume, plan_run
 from eval_harness.providers._admission import WINDOW_S, AdaptiveConcurrency, RateLimiter
 from eval_harness.providers.base import ProviderContext, create_provider
-from eval_harness.providers.gateway import SCORING_QUEUE, CallTally, Gateway, RetryPolicy
+from eval_harness.providers.gateway import SCORING_CALLS, CallTally, Gateway, RetryPolicy, ScoringCalls
 from eval_harness.runner import Runner, _Deadlines
 from eval_harness.types import ChatMessage, GenerateConfig, GenerateRequest, RunManifest, Sample
 
@@ -456,14 +456,17 @@ async def test_a_judges_retry_queueing_stops_the_scoring_clock(server: FakeLLMSe
     server.script(Reply(kind="error", status=500, headers={"retry-after": "0.01"}))
     gw = gateway(server)
     seen: list[bool] = []
-    token = SCORING_QUEUE.set(seen.append)
+    calls = ScoringCalls(seen.append)
+    token = SCORING_CALLS.set(calls)
     try:
         completion = await asyncio.wait_for(gw.complete(request(1)), 10)
     finally:
-        SCORING_QUEUE.reset(token)
+        SCORING_CALLS.reset(token)
     await gw.aclose()
     # the first call and its retry each queued with the scoring clock stopped (review2-s31 F2: the first too)
     assert completion.text and seen == [True, False, True, False]
+    retries, waited = calls.spent()  # and the retry is the record's to count
+    assert retries == {"judge_server_error": 1} and 0.005 < waited < 5
 
 
 async def test_a_tasks_clock_stays_stopped_while_any_of_its_calls_queues() -> None:

@@ -62,9 +62,32 @@ class GenerationOutcome:
     backoff_s: float = 0.0
 
 
-SCORING_QUEUE: ContextVar[Callable[[bool], None] | None] = ContextVar("eval_harness_scoring_queue", default=None)
-"""``CallTally.on_queue`` of the calls a sample's scorers make (a judge's), set by the runner while it scores: a
-judge's retry queueing for a slot stops the sample's scoring clock as a generation's retry stops its own."""
+@dataclass
+class ScoringCalls:
+    """The calls one sample's scorers make (a judge's), set in ``SCORING_CALLS`` by the runner while it scores.
+
+    Each call's tally is kept here as it is made, so the record counts the judge's retries and backoff beside the
+    model's, a call cut off by the scoring timeout included; and a judge's retry queueing for a slot stops the
+    sample's scoring clock (``on_queue``) as a generation's retry stops its own."""
+
+    on_queue: Callable[[bool], None]
+    tallies: list[CallTally] = field(default_factory=list)
+
+    def spent(self) -> tuple[dict[str, int], float]:
+        """The retries by cause (each cause named ``judge_<cause>``) and the seconds of backoff of the calls,
+        a wait cut off by a cancellation counted for the time it lasted."""
+        retries: dict[str, int] = {}
+        waited = 0.0
+        for tally in self.tallies:
+            tally.end_wait()
+            waited += tally.waited
+            for cause, count in tally.retries.items():
+                retries[f"judge_{cause}"] = retries.get(f"judge_{cause}", 0) + count
+        return retries, waited
+
+
+SCORING_CALLS: ContextVar[ScoringCalls | None] = ContextVar("eval_harness_scoring_calls", default=None)
+"""The calls of the sample being scored (see ``ScoringCalls``); None outside scoring."""
 
 TOO_LONG_IN_A_ROW = 3
 """Calls given up in a row on a wait longer than a retry may wait that stop the run (see ``Gateway``)."""
@@ -210,8 +233,12 @@ class Gateway:
                     # an answer served from disk costs nothing, whoever asked (the model or a judge)
                     return GenerationOutcome(hit.model_copy(update={"cached": True, "cost_usd": 0.0}), None, 0)
         if tally is None:
-            queued = SCORING_QUEUE.get()
-            tally = CallTally(on_queue=queued, clock_running=queued is not None)
+            scoring = SCORING_CALLS.get()
+            if scoring is None:
+                tally = CallTally()
+            else:
+                tally = CallTally(on_queue=scoring.on_queue, clock_running=True)
+                scoring.tallies.append(tally)
         try:
             completion = await self._attempt(request, tally)
         except ProviderError as exc:
