@@ -575,4 +575,5 @@ __all__ = [
     "GenerationOutcome",
     "RateLimiter",
     "RetryPolicy",
+    "ScoringCalls",
 ]
