@@ -33,11 +33,12 @@ def parse_scorer(text: str) -> ScorerSpec:
     (two modes of one scorer side by side: ``exact_match:mode=strict`` and ``exact_match:mode=numeric,alias=num``).
 
     Values stay text, and the manifest records them as given; ``build_scorer`` converts each to the type of
-    the factory's parameter (``use_stemmer=false`` is False, ``tolerance=0.5`` is 0.5) or refuses it.
+    the factory's parameter (``use_stemmer=false`` is False, ``tolerance=0.5`` is 0.5) or refuses it. A list or
+    table is given as JSON, whose commas do not separate arguments (``criteria=["faithfulness","coverage"]``).
     """
     name, _, raw_args = text.partition(":")
     args: dict[str, str] = {}
-    for pair in filter(None, raw_args.split(",")):
+    for pair in filter(None, _top_level_parts(raw_args)):
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--scorer {text!r}: arguments must look like key=value")
@@ -50,6 +51,27 @@ def parse_scorer(text: str) -> ScorerSpec:
     if alias == "":
         raise ConfigError(f"--scorer {text!r}: alias= needs a name")
     return ScorerSpec(name=name.strip(), args=args, alias=alias)
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at its commas outside JSON brackets and strings: ``a=1,b=[1,2]`` is ``a=1`` and ``b=[1,2]``
+    (a bracket left open keeps the rest whole, for the JSON reader to name the problem)."""
+    parts: list[str] = []
+    depth, quoted, escaped, start = 0, False, False, 0
+    for index, char in enumerate(text):
+        if quoted:
+            escaped, quoted = (not escaped and char == "\\"), quoted and (escaped or char != '"')
+        elif char == '"' and depth:
+            quoted = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}" and depth:
+            depth -= 1
+        elif char == "," and not depth:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
 
 
 def plan_rescore(

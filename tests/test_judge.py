@@ -5,12 +5,12 @@ exercises the real parsing, repair, self-consistency and spend accounting."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TaskRoot
+from conftest import CliResult, TaskRoot
 from fake_llm_server import FakeLLMServer, Reply, answer, unauthorized
 
 from eval_harness.errors import AuthenticationError, ConfigError, ProviderHTTPError, QuotaExhaustedError
@@ -612,6 +612,28 @@ def test_a_judge_served_from_the_cache_is_noted_where_its_cost_reads_0(
         "the judge's calls cost $0: with --cache, verdicts served from the response cache cost nothing (a judge's "
         "hits are not marked on the records), so unless the judge is free the $0 is not its price"
     ) in cli("report", "--run", str(tmp_path / "again"))
+
+
+def test_a_rescore_asks_a_judge_on_criteria_given_on_the_command_line(
+    server: FakeLLMServer, tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    # rescore --scorer rubric_judge could not take criteria (a table): every such rescore needed a task spec
+    server.rule = lambda request: answer(verdict(faithfulness=9, coverage=4))
+    out = tmp_path / "results"
+    assert cli("run", "--task", "summarization", "--model", "mock/s", "--limit", "2", "--output-dir", out,
+               "--run-id", "src", "-q").code == 0  # fmt: skip
+    judge = ["--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}"]
+    scorer = 'rubric_judge:rubric=judge_summary.jinja2,criteria=["faithfulness","coverage"],scale=[1,10],alias=j'
+    result = cli("rescore", "--run", out / "src", "--scorer", scorer, *judge, "--run-id", "r", "-q")
+    assert result.code == 0, result.err
+    records = [json.loads(line) for line in (out / "r" / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["error"] is None for r in records)
+    # on the 1-10 scale given: (9 - 1) / 9 and (4 - 1) / 9, equally weighted
+    for record in records:
+        assert record["scores"] == pytest.approx({"j": 11 / 18, "j.faithfulness": 8 / 9, "j.coverage": 3 / 9})
+    scorer = "rubric_judge:rubric=judge_summary.jinja2,criteria=[1"
+    bad = cli("rescore", "--run", out / "src", "--scorer", scorer, *judge, "--run-id", "bad", "-q")
+    assert bad.code == 2 and "criteria" in bad.err and "Traceback" not in bad.err, bad.err
 
 
 def test_a_judges_retries_and_backoff_are_counted_in_the_record_and_the_totals(

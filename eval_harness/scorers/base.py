@@ -254,12 +254,14 @@ def _argument_types(factory: ScorerFactory) -> dict[str, TypeAdapter[Any]]:
 
 def _coerce(adapter: TypeAdapter[Any], value: Any, text_args: bool) -> Any:
     """``value`` as the parameter's type: strictly, unless it is text given as text (``text_args``), which is
-    converted (``"false"`` for a bool, ``"0.5"`` for a number)."""
+    converted (``"false"`` for a bool, ``"0.5"`` for a number, JSON for a list or a table: ``["a","b"]``)."""
     try:
         return adapter.validate_python(value, strict=True)
     except ValidationError:
         if not (text_args and isinstance(value, str)):
             raise
+    if value.lstrip().startswith(("[", "{")):
+        return adapter.validate_json(value)
     return adapter.validate_python(value)
 
 
