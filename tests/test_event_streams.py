@@ -411,3 +411,37 @@ async def test_an_openai_stream_cut_after_its_finish_chunk_is_no_answer(server: 
     error = await failure(provider)
     assert isinstance(error, ProviderResponseError) and "ended before its usage and [DONE]" in str(error)
     assert error.retry_cause == "connection"
+
+
+@pytest.mark.parametrize("tail", ["", "\n"], ids=["mid-line", "at-a-line-end"])
+async def test_a_stream_whose_body_ends_inside_an_event_is_a_cut_retried_as_one(
+    server: FakeLLMServer, tail: str
+) -> None:
+    # wire-s32 1: a body closed cleanly inside an event (a proxy whose upstream stopped) failed the sample at once,
+    # "an event of the stream is not JSON: '{...\"thinking_d'", never retried as the cut stream it is
+    whole = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in [start(), *text_block(0, "The answ")])
+    cut = json.dumps(event("content_block_delta", index=0, delta={"type": "text_delta", "text": "er is"}))[:40]
+    server.script(Reply(body=f"{whole}event: content_block_delta\ndata: {cut}{tail}".encode(),
+                        headers={"content-type": "text/event-stream"}))  # fmt: skip
+    error = await failure(make(server, stream="true"))
+    assert isinstance(error, ProviderResponseError) and error.retry_cause == "connection"
+    assert "the event stream ended in the middle of an event" in str(error)
+
+
+async def test_an_openai_stream_whose_body_ends_inside_an_event_is_a_cut_retried_as_one(server: FakeLLMServer) -> None:
+    chunk = {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}]}
+    raw = f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(chunk)[:30]}".encode()
+    server.script(Reply(body=raw, headers={"content-type": "text/event-stream"}))
+    context = ProviderContext(settings=Settings())
+    provider = create_provider("openai-compatible/m", {"base_url": server.base_url, "stream": "true"}, context)
+    error = await failure(provider)
+    assert isinstance(error, ProviderResponseError) and error.retry_cause == "connection"
+    assert "the event stream ended in the middle of an event" in str(error)
+
+
+async def test_a_last_event_sent_whole_without_its_blank_line_is_read(server: FakeLLMServer) -> None:
+    events = [start(), *text_block(0, "4"), *ending()]
+    raw = "\n\n".join(f"event: {e['type']}\ndata: {json.dumps(e)}" for e in events)  # no blank line at the end
+    server.script(Reply(body=raw.encode(), headers={"content-type": "text/event-stream"}))
+    completion = await call(make(server, stream="true"))
+    assert (completion.text, completion.finish_reason) == ("4", "end_turn")

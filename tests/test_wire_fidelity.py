@@ -233,6 +233,18 @@ async def test_anthropics_credit_balance_400_is_a_quota_error(server: FakeLLMSer
     assert isinstance(error, QuotaExhaustedError) and "Your credit balance is too low" in str(error)
 
 
+async def test_anthropics_usage_limits_400_is_a_quota_error(server: FakeLLMServer) -> None:
+    # wire-s32 2: the organisation's own usage limit (quoted in anthropics/claude-code#2127 and #38035) failed
+    # every sample in turn, exit 0
+    body = json.loads(json.dumps(ANTHROPIC_NO_CREDIT))
+    body["error"]["message"] = (
+        "You have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00 UTC."
+    )
+    server.script(Reply(status=400, body=body))
+    error = await failure(make("anthropic/claude-sonnet-4-5", server))
+    assert isinstance(error, QuotaExhaustedError) and "You will regain access on 2026-04-01" in str(error)
+
+
 async def test_another_anthropic_400_stays_a_per_sample_error(server: FakeLLMServer) -> None:
     body = json.loads(json.dumps(ANTHROPIC_NO_CREDIT))
     body["error"]["message"] = "prompt is too long: 210000 tokens > 200000 maximum"

@@ -455,17 +455,23 @@ class SSEvent:
 
     name: str
     data: str
+    ended: bool = True
+    """False for the last event of a body that ends without the blank line ending it: perhaps cut mid-event."""
 
 
 def sse_events(text: str) -> Iterator[SSEvent]:
     """The events of a server-sent event stream, decoded as the WHATWG rules say (written here because no library
     of the design card decodes them): a leading BOM dropped, lines ending at CR LF, CR or LF, one space after the
-    colon dropped, the ``data`` lines of an event joined with LF, an event dispatched at a blank line (the last one
-    at the end too), comment lines (``:``) and other fields passed over."""
+    colon dropped, the ``data`` lines of an event joined with LF, an event dispatched at a blank line, comment lines
+    (``:``) and other fields passed over. The rules drop an event the body ends inside; it is given here, marked not
+    ``ended``, so that a last event a server sent whole but without its blank line is read (``event_json``)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     name, data = "", list[str]()
-    for line in _SSE_LINE_END.split(text):
+    lines = _SSE_LINE_END.split(text)
+    if not lines[-1]:
+        lines.pop()  # what follows the last line end: no line (a blank line takes two line ends)
+    for line in lines:
         if not line:
             if data:
                 yield SSEvent(name or "message", "\n".join(data))
@@ -479,14 +485,21 @@ def sse_events(text: str) -> Iterator[SSEvent]:
         elif field == "event":
             name = value
     if data:
-        yield SSEvent(name or "message", "\n".join(data))
+        yield SSEvent(name or "message", "\n".join(data), ended=False)
 
 
-def event_json(data: str) -> Any:
-    """An event's data as JSON (as leniently as a whole body: a usage number orjson refuses is no failure)."""
+def event_json(data: str, *, ended: bool = True) -> Any:
+    """An event's data as JSON (as leniently as a whole body: a usage number orjson refuses is no failure).
+
+    Data that is not JSON in an event the body ended inside (not ``ended``) is a stream cut mid-event — a proxy
+    ending the response cleanly when its upstream stopped — and is retried as a dropped connection is."""
     try:
         return lenient_json(data)
     except ValueError:
+        if not ended:
+            raise ProviderResponseError(
+                "the event stream ended in the middle of an event", retry_cause="connection"
+            ) from None
         # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
         raise ProviderResponseError(f"an event of the stream is not JSON: {data[:4000]!r}") from None
 
@@ -500,7 +513,7 @@ def sse_payloads(text: str) -> Iterator[Any]:
             yield None
             return
         if data:
-            payload = event_json(data)
+            payload = event_json(data, ended=event.ended)
             if payload is not None:
                 yield payload
 

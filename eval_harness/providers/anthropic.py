@@ -74,7 +74,9 @@ from eval_harness.providers.base import ProviderContext, ProviderOptions, regist
 from eval_harness.types import Completion, GenerateConfig, GenerateRequest, Usage
 
 API_VERSION = "2023-06-01"
-_CREDIT_TOO_LOW = "Your credit balance is too low"
+_QUOTA_400S = ("Your credit balance is too low", "You have reached your specified API usage limits")
+"""The messages of the 400s that say the account can spend no more (prepaid credits used up; the organisation's
+own usage limit reached, until the date the message gives): they have no error type or code of their own."""
 DEFAULT_MAX_TOKENS = 1024
 MIN_THINKING_BUDGET = 1024
 ADAPTIVE_THINKING_ROOM = 16_000
@@ -449,11 +451,11 @@ class AnthropicProvider(HTTPProvider):
 
     def quota_exhausted(self, status: int, body: bytes) -> bool:
         # the monthly spend cap lifts when the month (or the cap) changes, and prepaid credits when someone buys
-        # more, not by waiting; the credit case has no code of its own, only its 400's message
+        # more, not by waiting; the credit and usage-limit cases have no code of their own, only their 400's message
         if status == 429:
             return error_details_code(body) == "enforced_spend_limit_reached"
         # 402 billing_error: "an issue with your billing or payment information" (the API's errors page)
-        return status == 402 or (status == 400 and _CREDIT_TOO_LOW in error_detail(body))
+        return status == 402 or (status == 400 and any(said in error_detail(body) for said in _QUOTA_400S))
 
     def _completion(self, reply: Reply, data: dict[str, Any]) -> Completion:
         """The Completion of a Message: the body of an unstreamed reply, or the one a stream put together."""
@@ -634,7 +636,7 @@ def message_from_stream(text: str) -> dict[str, Any]:
             if event.name == "error" and not data.startswith("{"):
                 # a proxy's own words ("upstream connect error ..."): an error all the same, perhaps passing
                 raise ProviderHTTPError(f"error inside the event stream: {data[:4000]!r}", retry_cause="server_error")
-            payload = event_json(data) if data else None
+            payload = event_json(data, ended=event.ended) if data else None
             if payload is not None:  # a blank or null event carries nothing
                 message.read(event.name, payload)
         except ProviderError as exc:
