@@ -657,7 +657,7 @@ class FakeLLMServer:
             )
         if reply.kind == "cut":
             response = web.StreamResponse(
-                status=200, headers={"Content-Type": "application/json", "Content-Length": "4096"}
+                status=200, headers={"Content-Type": "application/json", "Content-Length": "4096", **reply.headers}
             )
             await response.prepare(request)
             await response.write(b'{"id": "chatcmpl-cut", "choices": [')

@@ -359,6 +359,16 @@ async def test_connection_cut_mid_body_is_a_transient_connection_error(server: F
     assert isinstance(error, ProviderConnectionError) and error.retry_cause == "connection"
 
 
+@pytest.mark.parametrize("wire", ["pooled", "httpx", "httpx-pooled"])
+async def test_a_body_cut_off_after_its_head_keeps_the_request_id_the_head_gave(
+    server: FakeLLMServer, wire: str
+) -> None:
+    # wire-s32 5: the record of a dropped stream had no request id, though the 200's head had carried it
+    server.script(Reply(kind="cut", headers={"x-request-id": "req_cut_1"}))
+    error = await failure(make("openai/gpt-4o", server, http_transport=wire))
+    assert isinstance(error, ProviderConnectionError) and error.request_id == "req_cut_1"
+
+
 async def test_a_hanging_server_hits_the_read_timeout(server: FakeLLMServer) -> None:
     server.script(hang())
     error = await failure(make("openai/gpt-4o", server, read_timeout_s="0.3"))

@@ -710,7 +710,7 @@ class HTTPProvider(Provider):
             size = max(self.context.concurrency, 1)
             self._wire_state = open_wire(
                 self.wire_kind, self.sent_base_url(), self._static_headers(), size, self._timeout,
-                self.http_options.max_response_bytes,
+                self.http_options.max_response_bytes, self.request_id_headers,
             )  # fmt: skip
         return self._wire_state
 

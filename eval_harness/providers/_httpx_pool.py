@@ -56,14 +56,14 @@ class PooledTransport(httpx.AsyncBaseTransport):
             raw = await self.pool.exchange(origin, data + body)
         except ConnectTimedOut as exc:
             raise httpx.ConnectTimeout(str(exc), request=request) from None
-        except ReadTimedOut as exc:
-            raise httpx.ReadTimeout(str(exc), request=request) from None
+        except ReadTimedOut as exc:  # chained: the wire finds a response head the failure came after
+            raise httpx.ReadTimeout(str(exc), request=request) from exc
         except ConnectFailed as exc:
             raise httpx.ConnectError(str(exc), request=request) from None
         except TLSRefused as exc:  # chained: the wire tells it from a refused connection by its cause
             raise httpx.ConnectError(str(exc), request=request) from exc
         except ConnectionDropped as exc:
-            raise httpx.ReadError(str(exc), request=request) from None
+            raise httpx.ReadError(str(exc), request=request) from exc
         except MalformedResponse as exc:
             raise httpx.RemoteProtocolError(str(exc), request=request) from None
         # stream=, not content=: httpx decodes a content= body at once, with no bound (a gzip bomb inflated whole)

@@ -49,6 +49,9 @@ Origin = tuple[str, str, int]
 class TransportError(Exception):
     """A request failed below HTTP: the connection, the framing or a timeout."""
 
+    head: ResponseHead | None = None
+    """The response's head when the failure came after it (a body cut off): its request id is still the server's."""
+
 
 class ConnectFailed(TransportError):
     """The TCP/TLS connection could not be made."""
@@ -297,6 +300,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._fail(ReadTimedOut(f"no data for {read_timeout:g}s"))
 
     def _fail(self, exc: Exception) -> None:
+        if self._headers is not None and isinstance(exc, TransportError):
+            exc.head = self._headers
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_exception(exc)
         self.close()

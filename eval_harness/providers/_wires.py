@@ -72,9 +72,11 @@ def open_wire(
     size: int,
     timeout: dict[str, float | None],
     max_body: int | None = None,
+    request_id_headers: tuple[str, ...] = (),
 ) -> Wire:
     """The wire of one provider: a pool of at most ``size`` connections, with connect/read timeouts, reading
-    response bodies of at most ``max_body`` bytes once decoded (None: ``MAX_RESPONSE_BYTES``)."""
+    response bodies of at most ``max_body`` bytes once decoded (None: ``MAX_RESPONSE_BYTES``). A response cut off
+    after its head fails with the request id of the first of ``request_id_headers`` the head holds."""
     # Checked here, for every kind, before a client exists: httpx sent a line break as is (httpx-pooled) or
     # refused it per request with the value's repr in the message, where redaction does not find the key.
     raw_headers = checked_headers(headers)
@@ -82,8 +84,18 @@ def open_wire(
         check_ca_bundle()
     limit = MAX_RESPONSE_BYTES if max_body is None else max_body
     if kind == "pooled":
-        return PooledWire(base_url, raw_headers, size, timeout, limit)
-    return HttpxWire(base_url, raw_headers, size, timeout, limit, lean_pool=kind == "httpx-pooled")
+        return PooledWire(base_url, raw_headers, size, timeout, limit, request_id_headers)
+    lean_pool = kind == "httpx-pooled"
+    return HttpxWire(base_url, raw_headers, size, timeout, limit, request_id_headers, lean_pool=lean_pool)
+
+
+def _request_id(head: Mapping[str, str] | None, names: tuple[str, ...]) -> str | None:
+    """The request id of a response head, under the first of ``names`` it holds; None without a head."""
+    if head is not None:
+        for name in names:
+            if value := head.get(name):
+                return value
+    return None
 
 
 def join_url(base_url: str, path: str) -> str:
@@ -172,7 +184,9 @@ class PooledWire:
         size: int,
         timeout: dict[str, float | None],
         max_body: int = MAX_RESPONSE_BYTES,
+        request_id_headers: tuple[str, ...] = (),
     ) -> None:
+        self._request_id_headers = request_id_headers
         parts = urlsplit(base_url)
         port = parts.port
         assert parts.hostname is not None
@@ -199,15 +213,21 @@ class PooledWire:
             status, headers, body = await self.pool.exchange(self._origin, data)
         except (ConnectTimedOut, ReadTimedOut) as exc:
             raise ProviderTimeoutError(
-                f"{type(exc).__name__}: {exc}", retry_cause="timeout", unreachable=isinstance(exc, ConnectTimedOut)
+                f"{type(exc).__name__}: {exc}",
+                retry_cause="timeout",
+                unreachable=isinstance(exc, ConnectTimedOut),
+                request_id=_request_id(exc.head, self._request_id_headers),
             ) from None
         except TLSRefused as exc:
             raise ServerUntrustedError(str(exc)) from None
         except ResponseTooLarge as exc:  # not retried: the server would send it again
-            raise ProviderResponseError(str(exc)) from None
+            raise ProviderResponseError(str(exc), request_id=_request_id(exc.head, self._request_id_headers)) from None
         except TransportError as exc:
             raise ProviderConnectionError(
-                f"{type(exc).__name__}: {exc}", retry_cause="connection", unreachable=isinstance(exc, ConnectFailed)
+                f"{type(exc).__name__}: {exc}",
+                retry_cause="connection",
+                unreachable=isinstance(exc, ConnectFailed),
+                request_id=_request_id(exc.head, self._request_id_headers),
             ) from None
         return status, headers, decoded_body(body, headers.get("content-encoding"), status, self.max_body)
 
@@ -238,11 +258,13 @@ class HttpxWire:
         size: int,
         timeout: dict[str, float | None],
         max_body: int = MAX_RESPONSE_BYTES,
+        request_id_headers: tuple[str, ...] = (),
         *,
         lean_pool: bool,
     ) -> None:
         import httpx
 
+        self._request_id_headers = request_id_headers
         self.base_url = base_url
         self.max_body = max_body
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
@@ -265,33 +287,54 @@ class HttpxWire:
         if url is None:
             url = self._urls[path] = httpx.URL(join_url(self.base_url, path))
         client = self.client
+        head: Mapping[str, str] | None = None  # once the response's head is in: a body cut off keeps its request id
         try:
             # streamed, so that the body is read within max_body: response.content would read it whole
             response = await client.send(client.build_request("POST", url, content=payload), stream=True)
+            head = response.headers
             try:
                 body = await raw_body(response, self.max_body)
             finally:
                 await response.aclose()  # a body left unread closes its connection: it is never reused
         except ResponseTooLarge as exc:  # not retried: the server would send it again
-            raise ProviderResponseError(str(exc)) from None
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeoutError(
-                f"{type(exc).__name__}: {exc}", retry_cause="timeout", unreachable=isinstance(exc, httpx.ConnectTimeout)
-            ) from None
-        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            refusal = _tls_refusal(exc, url) if isinstance(exc, httpx.ConnectError) else None
-            if refusal is not None:
-                raise ServerUntrustedError(refusal) from None
-            raise ProviderConnectionError(
-                f"{type(exc).__name__}: {exc}",
-                retry_cause="connection",
-                unreachable=isinstance(exc, httpx.ConnectError),
-            ) from None
+            raise ProviderResponseError(str(exc), request_id=_request_id(head, self._request_id_headers)) from None
+        except httpx.TransportError as exc:
+            cause = exc.__cause__  # the lean pool's failure after a response head, under httpx's (httpx-pooled)
+            if head is None and isinstance(cause, TransportError) and cause.head is not None:
+                head = cause.head
+            raise self._failure(exc, url, head) from None
         except httpx.HTTPError as exc:
-            raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from None
+            raise ProviderConnectionError(
+                f"{type(exc).__name__}: {exc}", request_id=_request_id(head, self._request_id_headers)
+            ) from None
         headers = dict(response.headers.items())
         status = response.status_code
         return status, headers, decoded_body(body, headers.get("content-encoding"), status, self.max_body)
+
+    def _failure(self, exc: httpx.TransportError, url: httpx.URL, head: Mapping[str, str] | None) -> Exception:
+        """The ``ProviderError`` (or, for a handshake no retry mends, ``ServerUntrustedError``) of a transport
+        failure, with the request id of the response head it came after, if it came after one."""
+        import httpx
+
+        request_id = _request_id(head, self._request_id_headers)
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderTimeoutError(
+                f"{type(exc).__name__}: {exc}",
+                retry_cause="timeout",
+                unreachable=isinstance(exc, httpx.ConnectTimeout),
+                request_id=request_id,
+            )
+        if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
+            refusal = _tls_refusal(exc, url) if isinstance(exc, httpx.ConnectError) else None
+            if refusal is not None:
+                return ServerUntrustedError(refusal)
+            return ProviderConnectionError(
+                f"{type(exc).__name__}: {exc}",
+                retry_cause="connection",
+                unreachable=isinstance(exc, httpx.ConnectError),
+                request_id=request_id,
+            )
+        return ProviderConnectionError(f"{type(exc).__name__}: {exc}", request_id=request_id)
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
