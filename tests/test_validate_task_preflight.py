@@ -286,6 +286,18 @@ def test_a_hold_out_that_leaves_no_sample_to_evaluate_is_a_problem(cli: Cli, roo
     ]
 
 
+def test_a_hold_out_from_a_dataset_the_task_cannot_read_shows_the_lines_problems(cli: Cli, root: TaskRoot) -> None:
+    # adopt-s32 1: a misspelt field mapping under holdout_fraction said only "holdout_fraction 0.25 of the
+    # dataset's 0 samples holds out none ... raise it" (exit 2), never why no line was read
+    _task(root, few_shot="k = 2\nholdout_fraction = 0.25\n")
+    spec = root.root / "tasks" / "adder.toml"
+    spec.write_text(spec.read_text().replace("[dataset]\n", '[dataset]\nfields = { input = "question" }\n'))
+    result = _validate(cli)
+    assert result.code == 1, result.err
+    assert "data/adder.jsonl: 40 lines, 0 valid" in result.out and "question: missing (mapped to input)" in result.out
+    assert "holds out none" not in result.out + result.err
+
+
 def test_a_template_that_does_not_load_exits_2_before_the_dataset_is_read(cli: Cli, root: TaskRoot) -> None:
     _task(root, "Q: {{ input }\n")
     template = (root.root / "templates" / "t.jinja2").resolve()
