@@ -214,3 +214,49 @@ def test_the_notes_on_how_the_records_were_paired_come_first_in_a_fixed_order(cl
         "g2: B's paired records on this axis are counted under A's axes; its other 10 have no pair in A and are left "
         "out",
     ]
+
+
+# --------------------------------------------------------------------------------------------------
+# a row where one run answered nothing
+# --------------------------------------------------------------------------------------------------
+
+
+def _mock_run(cli: Cli, root: TaskRoot, run_id: str, model_arg: str) -> Path:
+    out = root.root / "results"
+    made = cli("run", "--task", root.root / "tasks" / "tri.toml", "--model", "mock/m", "--model-arg", model_arg,
+               "--output-dir", out, "--run-id", run_id, "--quiet")  # fmt: skip
+    assert made.code == 0, made.err
+    return out / run_id
+
+
+def test_a_row_where_every_record_of_b_is_an_error_is_named_and_its_cost_is_no_price(cli: Cli, tri: TaskRoot) -> None:
+    # adopt-s32 2: two subjects of B over the server's context, every record an error, compared 0.0 with A's 0.0:
+    # "no detectable difference", cost/sample B "$0", and --fail-on-regression passed without a word
+    a, b = _mock_run(cli, tri, "a", "skill=0"), _mock_run(cli, tri, "b", "error_rate=1")
+    document = compare_json(cli, a, b)
+    assert [row["verdict"] for row in document["axes"]] == ["no_difference"] * 3
+    assert [row["cost_mean_b"] for row in document["axes"]] == [None] * 3 and document["axes"][0]["cost_mean_a"] == 0
+    assert (
+        "alpha: every one of B's records is an error (counted as wrong), so no detectable difference says little of "
+        "B's quality there: check B's errors (inspect --errors)"
+    ) in document["notes"]
+    table = cli("compare", "--run-a", a, "--run-b", b)
+    assert [line.split("│")[9].strip() for line in table.out.splitlines() if line.startswith("│ alpha ")][-1] == "–"
+    gated = cli("compare", "--run-a", a, "--run-b", b, "--fail-on-regression")
+    assert (
+        gated.code == 0
+        and (
+            "regression gate passed, but B's records are mostly errors on alpha (100% errors), beta (100% errors), "
+            "gamma (100% errors), overall (100% errors) (see the notes)"
+        )
+        in gated.err
+    )
+
+
+def test_compare_writes_its_output_to_a_file(cli: Cli, tri: TaskRoot) -> None:
+    a, b = run(cli, tri, "a"), run(cli, tri, "b")
+    target = tri.root / "comparison.md"
+    result = cli("compare", "--run-a", a, "--run-b", b, "--format", "markdown", "--output", target)
+    assert (result.code, result.out) == (0, "") and target.read_text().startswith("## ")
+    inside = cli("compare", "--run-a", a, "--run-b", b, "--output", a / "c.md")
+    assert inside.code == 2 and "--output" in inside.err

@@ -17,6 +17,7 @@ def compare_command(
     run_a: Annotated[Path, typer.Option("--run-a", help="Run directory of A (the baseline).")],
     run_b: Annotated[Path, typer.Option("--run-b", help="Run directory of B (the candidate).")],
     format_: Annotated[Literal["table", "markdown", "json"], typer.Option("--format", help="Output format.")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the comparison to FILE.")] = None,
     fail_on_regression: Annotated[
         bool,
         typer.Option(
@@ -29,24 +30,28 @@ def compare_command(
     """Join two runs on (sample_id, epoch) and test each axis: McNemar with Newcombe's interval for 0/1 scores,
     otherwise the paired t-test with a t interval (sign-flip test below 30 pairs), Holm across axes; with
     latency, cost and error-rate deltas, the headline gap, and the settings that differ between the runs."""
+    from eval_harness.cli.output import check_output_file, writing_output
     from eval_harness.cli.render import emit, stderr
     from eval_harness.cli.render.compare import comparison_json, comparison_markdown, print_comparison
     from eval_harness.cli.stream_guard import verdict_follows
     from eval_harness.compare import compare_runs, judged_rows
     from eval_harness.errors import GateFailedError
 
+    if output is not None:  # before the runs are read: reading them writes their columns caches
+        check_output_file("--output", output, [run_a, run_b], "compare")
     comparison = compare_runs(run_a, run_b, force=force)
     if fail_on_regression:
         verdict_follows()
     for item in comparison.forced:
         stderr.print(f"--force: comparing although the runs have {item}", markup=False)
-    emit(
-        format_,
-        None,
-        json_text=lambda: comparison_json(comparison),
-        markdown_text=lambda: comparison_markdown(comparison),
-        draw=lambda console: print_comparison(comparison, console),
-    )
+    with writing_output("--output", output):
+        emit(
+            format_,
+            output,
+            json_text=lambda: comparison_json(comparison),
+            markdown_text=lambda: comparison_markdown(comparison),
+            draw=lambda console: print_comparison(comparison, console),
+        )
     if not fail_on_regression:
         return
     # paired on part of the data, the verdicts could pass anything: an axis of A that B has no pair for (B run with
@@ -58,17 +63,24 @@ def compare_command(
         failed.append(f"B is significantly worse on {_rows_said(comparison, comparison.regressions)}")
     if failed:
         raise GateFailedError("regression gate failed: " + "; ".join(failed))
-    lower = [
-        row
-        for row in judged_rows(comparison.axes, comparison.overall)
-        if row.verdict == "no_difference" and row.diff is not None and row.diff < 0
-    ]
+    undecided = [row for row in judged_rows(comparison.axes, comparison.overall) if row.verdict == "no_difference"]
+    lower = [row for row in undecided if row.diff is not None and row.diff < 0]
     if lower:  # the notes say why on stdout, which a CI job often sends to a file: its log shows this line
         stderr.print(
             f"regression gate passed, but B is lower on {_rows_said(comparison, lower)}, short of significance at "
             "5% (see the notes)",
             markup=False,
         )
+    erred = [row for row in undecided if _mostly_errors(row.error_rate_b, row.error_rate_a)]
+    if erred:  # B answered too little there for "no detectable difference" to vouch for it
+        said = ", ".join(f"{row.axis} ({100 * (row.error_rate_b or 0):.0f}% errors)" for row in erred)
+        stderr.print(f"regression gate passed, but B's records are mostly errors on {said} (see the notes)",
+                     markup=False)  # fmt: skip
+
+
+def _mostly_errors(rate: float | None, other: float | None) -> bool:
+    """At least half of a row's records errors, more than the other run's (as the compare notes say)."""
+    return rate is not None and rate >= 0.5 and rate > (other or 0.0)
 
 
 def _rows_said(comparison: Comparison, rows: Sequence[CompareAxis]) -> str:

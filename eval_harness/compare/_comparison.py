@@ -16,6 +16,7 @@ from eval_harness.compare._notes import (
     _coverage_notes,
     _epoch_notes,
     _error_notes,
+    _error_share_notes,
     _interval_notes,
     _left_out_notes,
     _moved_notes,
@@ -126,6 +127,7 @@ def _notes(pairs: _Pairs, rows: _Rows, manifest_a: RunManifest, manifest_b: RunM
     notes += _interval_notes(axes, overall)
     judged = list(zip(judged_rows(axes, overall), judged_rows(rows.pairs_of, np.arange(pairs.n)), strict=True))
     notes += _error_notes(judged, pairs.a, pairs.b)
+    notes += _error_share_notes(judged, pairs.a, pairs.b)
     notes += _both_error_notes(judged, pairs.a, pairs.b, pairs.sample)
     notes += _forced_notes(manifest_a, manifest_b)
     return notes

@@ -95,10 +95,14 @@ class _Side:
         return float(p50), float(p95)
 
     def cost_mean(self) -> float | None:
-        """Mean cost per record; None when a completed record has no price (unknown, not zero)."""
+        """Mean cost per record; None when a completed record has no price (unknown, not zero), or when every
+        record is an error that billed nothing: its $0 would read as the model's price (the report shows – too)."""
         if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & ~self.error):
             return None
-        return math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist()) / self.final.size
+        total = math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
+        if total == 0 and bool(self.error.all()):
+            return None
+        return total / self.final.size
 
 
 @dataclass(frozen=True)

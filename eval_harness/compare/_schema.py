@@ -94,7 +94,10 @@ class CompareAxis(BaseModel):
     latency_p95_ms_a: float | None
     latency_p95_ms_b: float | None
     latency_p95_diff_ms: float | None
-    cost_mean_a: float | None = Field(description="USD per record; None when a price is unknown.")
+    cost_mean_a: float | None = Field(
+        description="USD per record; None when a price is unknown, or when every record is an error that billed "
+        "nothing."
+    )
     cost_mean_b: float | None
     cost_mean_diff: float | None
     only_a: int = Field(
