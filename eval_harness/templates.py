@@ -11,6 +11,7 @@ for any other template, or when a plain one meets a name it cannot fill (for Jin
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import re
 import string
@@ -106,7 +107,8 @@ class PromptTemplate:
             try:
                 template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
             except Exception as exc:  # any error inside a template is the template's error, never a traceback
-                message = _located(exc, self.path) + self._example_text(culprit)
+                hint = _undefined_hint(exc, [*_SAMPLE_VARIABLES, *self.variables], context["metadata"], culprit)
+                message = _located(exc, self.path) + hint + self._example_text(culprit)
                 raise TemplateError(message, sample_named=culprit is not None) from None
             raise
 
@@ -384,6 +386,31 @@ def _references(ast: Any) -> Iterator[tuple[list[str] | None, bool]]:
             yield [item.value for item in template.items], True  # type: ignore[attr-defined]
         else:
             yield None, False
+
+
+_SAMPLE_VARIABLES = ("input", "sample", "target", "choices", "letters", "examples", "metadata")
+"""The variables every prompt gets from its sample (beside the task's template_vars)."""
+_UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined")
+_MISSING_KEY = re.compile(r"'dict object' has no attribute '([^']+)'")
+
+
+def _undefined_hint(exc: Exception, variables: Sequence[str], metadata: object, example: Sample | None) -> str:
+    """What an ``UndefinedError`` adds to help: for a misspelt variable, the near name and every variable; for a
+    key a dict lacks, what the metadata of the sample (or the few-shot ``example`` at fault) holds, since that is
+    the dict a dataset's own fields are read from (a mapped field is not kept there: ``target_raw`` is)."""
+    if type(exc).__name__ != "UndefinedError":
+        return ""
+    if match := _UNDEFINED_NAME.fullmatch(str(exc)):
+        close = difflib.get_close_matches(match[1], variables, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        return f" ({guess}the variables: {', '.join(dict.fromkeys(variables))})"
+    if match := _MISSING_KEY.fullmatch(str(exc)):
+        held = example.metadata if example is not None else metadata
+        if isinstance(held, dict) and match[1] not in held:
+            whose = "the example's" if example is not None else "the sample's"
+            keys = f"holds {', '.join(sorted(map(str, held)))}" if held else "is empty"
+            return f" (if that is metadata: {whose} metadata {keys})"
+    return ""
 
 
 def _located(exc: Exception, path: Path) -> str:

@@ -658,6 +658,10 @@ def _hinted_task(task_root: TaskRoot) -> Path:
     )
 
 
+SAMPLE_METADATA_EMPTY = " (if that is metadata: the sample's metadata is empty)"
+"""What the template error adds for a key the sample's metadata lacks (hinted.jsonl's q0020 has none)."""
+
+
 def test_a_dry_run_names_the_sample_that_breaks_the_template(cli: Cli, task_root: TaskRoot) -> None:
     # walk1-s27: it named the template's line alone, not which of 40 samples lacks the field
     task = _hinted_task(task_root)
@@ -666,6 +670,7 @@ def test_a_dry_run_names_the_sample_that_breaks_the_template(cli: Cli, task_root
     assert result.err.strip() == (
         f"error: {task_root.root / 'data' / 'hinted.jsonl'}:21: sample 'q0020': "
         f"{task_root.root / 'templates' / 'hinted.jinja2'}:1: UndefinedError: 'dict object' has no attribute 'hint'"
+        f"{SAMPLE_METADATA_EMPTY}"
     )
 
 
@@ -681,7 +686,7 @@ def test_a_first_sample_that_breaks_the_template_is_named_before_the_run(cli: Cl
     assert result.code == 2 and not (task_root.root / "results").exists()
     assert result.err.strip() == (
         f"error: {dataset}:1: sample 'q0020': {task_root.root / 'templates' / 'hinted.jinja2'}:1: UndefinedError: "
-        "'dict object' has no attribute 'hint'"
+        f"'dict object' has no attribute 'hint'{SAMPLE_METADATA_EMPTY}"
     )
 
 

@@ -212,8 +212,8 @@ def test_an_example_lacking_a_field_the_template_uses_is_named_with_its_file_and
     result = _run(cli, "r")
     assert (result.code, result.err) == (
         2,
-        f"error: {template}:1: UndefinedError: 'dict object' has no attribute 'reasoning' "
-        f"(in few-shot example 's2', {pool}:3)\n",
+        f"error: {template}:1: UndefinedError: 'dict object' has no attribute 'reasoning' (if that is metadata: the "
+        f"example's metadata is empty) (in few-shot example 's2', {pool}:3)\n",
     )
 
 

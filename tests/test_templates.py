@@ -47,6 +47,30 @@ def test_undefined_variable_names_template_file_and_line(tmp_path: Path) -> None
     assert str(raised.value).startswith(f"{path}:3: UndefinedError: 'missing_variable' is undefined")
 
 
+def test_a_misspelt_variable_gets_the_near_name_and_every_variable(tmp_path: Path) -> None:
+    # adopt-s32 10: "'inputs' is undefined" and nothing more, where a misspelt scorer or key gets "did you mean"
+    path = write(tmp_path, "t.jinja2", "Q: {{ inputs }}\n")
+    with pytest.raises(TemplateError) as raised:
+        load_template(tmp_path, "t.jinja2", variables={"cot": True}).render(Sample(id="1", input="a", target="b"))
+    assert str(raised.value) == (
+        f"{path}:1: UndefinedError: 'inputs' is undefined (did you mean 'input'? the variables: input, sample, target, "
+        "choices, letters, examples, metadata, cot)"
+    )
+
+
+def test_a_key_the_metadata_lacks_is_told_with_what_it_holds(tmp_path: Path) -> None:
+    # adopt-s32 3: GSM8K's answer, mapped to target, is not in metadata (target_raw is): the error said only
+    # "'dict object' has no attribute 'answer'"
+    path = write(tmp_path, "t.jinja2", "{% for e in examples %}{{ e.metadata.answer }}\n{% endfor %}{{ input }}\n")
+    example = Sample(id="e1", input="x", target="18", metadata={"target_raw": "so 18 #### 18", "level": 2})
+    with pytest.raises(TemplateError) as raised:
+        load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="a", target="b"), [example])
+    assert str(raised.value) == (
+        f"{path}:1: UndefinedError: 'dict object' has no attribute 'answer' (if that is metadata: the example's "
+        "metadata holds level, target_raw) (in few-shot example 'e1')"
+    )
+
+
 def test_syntax_error_names_template_file_and_line(tmp_path: Path) -> None:
     path = write(tmp_path, "t.jinja2", "ok\n{% for x in %}\n{% endfor %}\n")
     with pytest.raises(TemplateError, match=rf"^{path}:2: "):

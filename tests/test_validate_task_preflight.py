@@ -209,7 +209,7 @@ def test_a_sample_missing_a_field_the_template_uses_is_a_template_problem_on_its
     assert _after_dataset(result) == [
         "template: templates/t.jinja2 with 0 few-shot examples: 3 samples, 2 rendered, 1 problem",
         f"data/units.jsonl:2: template: {(root.root / 'templates' / 't.jinja2').resolve()}:1: UndefinedError: "
-        "'dict object' has no attribute 'unit'",
+        "'dict object' has no attribute 'unit' (if that is metadata: the sample's metadata is empty)",
     ]
     assert result.out.splitlines()[:3] == _dataset_lines(path, 3, "default 3")
 
@@ -259,7 +259,7 @@ def test_an_example_that_breaks_the_template_is_named_in_each_samples_problem_as
     assert lines[1] == "template: templates/t.jinja2 with 2 few-shot examples: 40 samples, 0 rendered, 40 problems"
     assert lines[2] == (
         f"data/adder.jsonl:1: template: {template}:1: UndefinedError: 'dict object' has no attribute 'reasoning' "
-        f"(in few-shot example 's2', {pool}:2)"
+        f"(if that is metadata: the example's metadata is empty) (in few-shot example 's2', {pool}:2)"
     )
 
 
