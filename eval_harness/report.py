@@ -550,6 +550,19 @@ def _axes_without_records(report_axes: list[ReportAxis], run: RunInfo, manifest:
     return sorted(axis for axis in manifest.dataset.axes if axis not in seen)
 
 
+def _held_out_notes(manifest: RunManifest) -> list[str]:
+    """The samples a few-shot hold-out took out of the dataset: a reader of n should not have to guess where they
+    went (a run of the whole dataset only: under --limit the count is the limit's)."""
+    few_shot = manifest.task.few_shot or {}
+    if not few_shot.get("holdout_fraction") or not few_shot.get("k") or manifest.limit or manifest.limit_per_axis:
+        return []
+    total = manifest.dataset.sample_count
+    held = total - manifest.expected_records // manifest.epochs
+    if held <= 0:
+        return []
+    return [f"few-shot: {held:,} of the dataset's {total:,} samples were held out as examples, not evaluated"]
+
+
 def _notes(
     report_axes: list[ReportAxis],
     overall: ReportAxis,
@@ -768,6 +781,7 @@ def _report_from_columns(
             f"{', '.join(without)}{limited}; the macro mean is over the {len(report_axes)} with records"
         )
     notes += _surplus_notes(run, manifest)
+    notes += _held_out_notes(manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)
     notes += _failed_judge_notes(manifest, scorers, totals, run_dir)
     notes += _cached_judge_notes(manifest, totals)

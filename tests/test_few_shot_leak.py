@@ -419,7 +419,14 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
     )
     result = _run_task(cli, "ten", "h")
     assert result.code == 0, result.err
-    assert result.err == "few-shot: the hold-out holds 3 examples, fewer than k = 30: each prompt shows 3\n"
+    assert result.err == (
+        "few-shot: the hold-out holds 3 examples, fewer than k = 30: each prompt shows 3\n"
+        # adopt-s32 6: a reader of "n 7" was left to guess where 3 of the 10 samples went
+        "few-shot: 3 of the dataset's 10 samples held out as examples (holdout_fraction), not evaluated\n"
+    )
+    report = cli("report", "--run", root.root / "results" / "h", "--format", "json")
+    note = "few-shot: 3 of the dataset's 10 samples were held out as examples, not evaluated"
+    assert report.code == 0 and note in json.loads(report.out)["notes"]
 
 
 def test_a_resumed_run_whose_hold_out_holds_nothing_keeps_running_as_it_started(root: TaskRoot) -> None:

@@ -485,6 +485,12 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
     plan.notes += [report.passed_over] if report.passed_over else []
+    held_out = len(parts.few_shot.excluded)
+    if held_out:  # a reader of "gsm8k 1,293" should not have to guess where 26 of the 1,319 went
+        plan.notes.append(
+            f"few-shot: {held_out:,} of the dataset's {report.valid:,} samples held out as examples (holdout_fraction),"
+            " not evaluated"
+        )
     plan.notes += _repeated_content_notes(plan) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
