@@ -94,10 +94,17 @@ def test_mapped_field_problem_names_the_source_field(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mapped", "expected"),
     [
-        ({"choices": "option"}, "option: missing (mapped to choices)"),
-        ({"axis": "subject"}, "subject: missing (mapped to axis)"),
-        ({"id": "qid"}, "qid: missing (mapped to id)"),
-        ({"input": "questions"}, "questions: missing (mapped to input)"),
+        # adopt-s32 9: the line's own fields, and the near one, tell a misspelt mapping from a broken line
+        (
+            {"choices": "option"},
+            "option: missing (mapped to choices; the line has question, answer, options: did you mean 'options'?)",
+        ),
+        ({"axis": "subject"}, "subject: missing (mapped to axis; the line has question, answer, options)"),
+        ({"id": "qid"}, "qid: missing (mapped to id; the line has question, answer, options)"),
+        (
+            {"input": "questions"},
+            "questions: missing (mapped to input; the line has question, answer, options: did you mean 'question'?)",
+        ),
     ],
 )
 def test_a_column_the_task_maps_must_be_on_every_line(tmp_path: Path, mapped: dict[str, str], expected: str) -> None:
