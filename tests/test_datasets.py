@@ -649,7 +649,7 @@ def test_a_run_validated_by_older_checks_whose_lines_a_new_check_refuses_is_refu
     err = capsys.readouterr().err
     assert resumed.value.code == 2
     assert "find 6 valid samples in it where the run, started by an earlier version (0.0.9), counted 9" in err
-    assert "data/mapped.jsonl:1: subject: missing (mapped to axis)" in err
+    assert "data/mapped.jsonl:1: subject: missing (mapped to axis; the line has q, a)" in err
     assert len((run / "samples.jsonl").read_text().splitlines()) == 4
 
 
