@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -153,6 +153,23 @@ class Headline(BaseModel):
     ci_methods: list[str] = Field(description="The interval methods used, described.")
 
 
+class RunSettings(BaseModel):
+    """The settings a reader of a report needs beside its figures (what lm-evaluation-harness prints with every
+    table): never a key, since the manifest records none."""
+
+    harness_version: str
+    model_args: dict[str, Any] = Field(description="The model's recorded arguments (no credentials).")
+    generation: dict[str, Any] = Field(description="The generation settings sent (those set: temperature, ...).")
+    template: str
+    template_sha256: str
+    system_prompt: bool = Field(description="Whether a system prompt was sent.")
+    few_shot: dict[str, Any] | None = Field(description="The task's [few_shot] table (k and its source), if any.")
+    limit: int | None
+    limit_per_axis: int | None
+    judge: str | None = Field(description="The judge model of judge scorers, if any.")
+    scorers: list[str] = Field(description="The scorers, by the key each is recorded under.")
+
+
 class RunInfo(BaseModel):
     """Which run this is and how complete it is."""
 
@@ -170,6 +187,9 @@ class RunInfo(BaseModel):
     expected_records: int
     missing: int
     torn_bytes: int = Field(description="Bytes of a torn last line that were ignored.")
+    settings: RunSettings | None = Field(
+        default=None, description="How the run was made, from its manifest: what a review of the figures needs."
+    )
 
 
 class EpochReport(BaseModel):
@@ -550,6 +570,23 @@ def _axes_without_records(report_axes: list[ReportAxis], run: RunInfo, manifest:
     return sorted(axis for axis in manifest.dataset.axes if axis not in seen)
 
 
+def _settings(manifest: RunManifest) -> RunSettings:
+    task = manifest.task
+    return RunSettings(
+        harness_version=manifest.harness_version,
+        model_args=manifest.model.args,
+        generation=task.generation.model_dump(exclude_none=True),
+        template=task.template,
+        template_sha256=task.template_sha256,
+        system_prompt=task.system_prompt is not None,
+        few_shot=task.few_shot,
+        limit=manifest.limit,
+        limit_per_axis=manifest.limit_per_axis,
+        judge=manifest.judge.id if manifest.judge is not None else None,
+        scorers=[scorer.key for scorer in task.scorers],
+    )
+
+
 def _held_out_notes(manifest: RunManifest) -> list[str]:
     """The samples a few-shot hold-out took out of the dataset: a reader of n should not have to guess where they
     went (a run of the whole dataset only: under --limit the count is the limit's)."""
@@ -729,6 +766,7 @@ def _report_from_columns(
         expected_records=summary.expected_records,
         missing=summary.missing,
         torn_bytes=columns.torn_bytes,
+        settings=_settings(manifest),
     )
     methods = sorted({a.ci_method for a in [*report_axes, overall] if a.ci_method != "none"})
     labels = {m: _CI_LABELS.get(m.removesuffix(BY_SAMPLE), m) for m in methods}
@@ -819,6 +857,7 @@ __all__ = [
     "ProfileReport",
     "ReportAxis",
     "RunInfo",
+    "RunSettings",
     "Totals",
     "build_report",
     "run_judge_reliability",

@@ -429,6 +429,29 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
     assert report.code == 0 and note in json.loads(report.out)["notes"]
 
 
+def test_the_reports_configuration_says_how_the_run_was_made(cli: Cli, root: TaskRoot) -> None:
+    # adopt-s32 5: a report pasted in a pull request had no few-shot k, generation settings, template or version
+    root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
+    root.task(
+        "ten",
+        'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
+        '[few_shot]\nk = 2\nholdout_fraction = 0.3\n[generation]\nmax_tokens = 20\nstop = ["Q:"]\n'
+        '[[scorers]]\nname = "exact_match"\n',
+    )
+    assert _run_task(cli, "ten", "h").code == 0
+    run = root.root / "results" / "h"
+    settings = json.loads(cli("report", "--run", run, "--format", "json").out)["run"]["settings"]
+    assert settings["generation"] == {"max_tokens": 20, "stop": ["Q:"]} and settings["few_shot"]["k"] == 2
+    markdown = cli("report", "--run", run, "--format", "markdown").out
+    configuration = markdown.split("### Configuration\n\n")[1].split("\n\n")[0].splitlines()
+    sha = settings["template_sha256"][:12]
+    assert configuration[1:3] == [
+        '- generation: max_tokens 20 · stop ["Q:"]',
+        f"- template shots.jinja2 (sha256 {sha}) · few-shot: k 2 (holdout_fraction 0.3, seed 0)",
+    ]
+    assert configuration[-1].startswith("- eval-harness ") and configuration[0].startswith("- model mock/m · args ")
+
+
 def test_a_resumed_run_whose_hold_out_holds_nothing_keeps_running_as_it_started(root: TaskRoot) -> None:
     # review-s30: the refusal of a hold-out holding nothing is for new runs; one started before it resumes
     from eval_harness.errors import ConfigError

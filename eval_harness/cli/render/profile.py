@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -37,7 +38,7 @@ from eval_harness.tally import nothing_billed
 from eval_harness.types import AxisStats, RunSummary
 
 if TYPE_CHECKING:  # the run command draws summaries only; it should not import the report module
-    from eval_harness.report import EpochReport, Headline, ProfileReport, ReportAxis
+    from eval_harness.report import EpochReport, Headline, ProfileReport, ReportAxis, RunInfo
     from eval_harness.scorers.reliability import JudgeReliability
 
 
@@ -509,6 +510,8 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     if report.precision:
         lines += ["", "### Precision", ""] + [f"- {markdown_line(line)}" for line in _precision_lines(report)]
     lines += ["", "### Totals", "", f"- {markdown_line(_totals_line(report))}"]
+    if report.run.settings is not None:
+        lines += ["", "### Configuration", ""] + [f"- {markdown_line(line)}" for line in _settings_lines(report.run)]
     if report.gates:
         gate_lines = [f"- {markdown_line(line)}" for line in _gate_lines(report)]
         lines += ["", f"### Gates (on {markdown_text(report.gate_on)})", "", *gate_lines]
@@ -516,6 +519,41 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     if notes:
         lines += ["", "### Notes", ""] + [f"- {markdown_line(note)}" for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def _settings_lines(run: RunInfo) -> list[str]:
+    """How the run was made, one line a topic: what a pull request showing the figures needs beside them."""
+    settings = run.settings
+    assert settings is not None
+    args = " ".join(f"{key}={_setting(value)}" for key, value in settings.model_args.items() if value not in ({}, []))
+    generation = " · ".join(f"{key} {_setting(value)}" for key, value in settings.generation.items()) or "defaults"
+    few_shot = settings.few_shot
+    if few_shot and few_shot.get("k"):
+        source = next((f"{key} {_setting(few_shot[key])}" for key in _FEW_SHOT_SOURCES if few_shot.get(key)), "")
+        shots = f"k {few_shot['k']} ({source}, seed {few_shot.get('seed', 0)})"
+    else:
+        shots = "none"
+    limits = [f"--limit {settings.limit}"] if settings.limit is not None else []
+    limits += [f"--limit-per-axis {settings.limit_per_axis}"] if settings.limit_per_axis is not None else []
+    judge = f" · judge {settings.judge}" if settings.judge else ""
+    return [
+        f"model {run.model}" + (f" · args {args}" if args else ""),
+        f"generation: {generation}",
+        f"template {settings.template} (sha256 {settings.template_sha256[:12]})"
+        f"{' · with a system prompt' if settings.system_prompt else ''} · few-shot: {shots}",
+        f"dataset {run.dataset} (sha256 {run.dataset_sha256[:12]}) · epochs {run.epochs} · seed {run.seed}"
+        + "".join(f" · {limit}" for limit in limits),
+        f"scorers {', '.join(settings.scorers)}{judge}",
+        f"eval-harness {settings.harness_version} · run {run.run_id}, started {run.created_at}",
+    ]
+
+
+_FEW_SHOT_SOURCES = ("path", "path_from_dataset", "holdout_fraction")
+
+
+def _setting(value: object) -> str:
+    """A setting's value as written in a spec: text as is, a list or table as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def report_json(report: ProfileReport) -> str:
