@@ -88,11 +88,13 @@ class TemplateError(EvalHarnessError):
 
     ``sample_named`` is True when the message already names what caused it (the sample whose prompt rendered
     empty, or the few-shot example shown with every sample): a caller adding the sample it met would add nothing,
-    or mislead."""
+    or mislead. ``not_found`` is True when the template file itself is not there (a misspelt name in a spec,
+    whose line a caller may add)."""
 
-    def __init__(self, message: str, *, sample_named: bool = False) -> None:
+    def __init__(self, message: str, *, sample_named: bool = False, not_found: bool = False) -> None:
         super().__init__(message)
         self.sample_named = sample_named
+        self.not_found = not_found
 
 
 class ArtifactError(EvalHarnessError):

@@ -8,6 +8,7 @@ bundled with the package, so a user's own task of the same name wins over a buil
 from __future__ import annotations
 
 import codecs
+import difflib
 import os
 import tomllib
 import typing
@@ -83,7 +84,13 @@ class LoadedTask:
             return override
         if self.spec.dataset.path is None:
             raise ConfigError(f"{self.path}: the task names no dataset; pass --dataset")
-        return self.resolve(self.spec.dataset.path)
+        path = self.resolve(self.spec.dataset.path)
+        if not path.exists() and not path.is_symlink() and path.parent.is_dir():
+            # the spec's line names what to fix (the dataset's path alone read as a file gone missing)
+            close = difflib.get_close_matches(path.name, [p.name for p in path.parent.iterdir()], n=1)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{self.place('dataset', 'path')}: {path}: no such file{guess} (or pass --dataset)")
+        return path
 
 
 def search_roots() -> list[Path]:

@@ -290,8 +290,10 @@ def _read(directory: Path, name: str, *, elsewhere: Path | None = None, included
             ) from None
         known = sorted(p.name for p in directory.glob("*.jinja2"))
         listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "") or "none"
-        hint = f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
-        raise TemplateError(f"{path}: template not found (templates here: {listed}){hint}") from None
+        close = difflib.get_close_matches(Path(name).name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint += f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
+        raise TemplateError(f"{path}: template not found (templates here: {listed}){hint}", not_found=True) from None
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop
         raise TemplateError(f"{path}: cannot read the template: {exc}") from None
     if not resolved.is_relative_to(inside):

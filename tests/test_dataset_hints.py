@@ -108,3 +108,23 @@ def test_a_jsonl_file_of_another_schema_gets_the_task_that_maps_its_fields(cli: 
     plain = tmp_path / "plain.jsonl"
     plain.write_text(json.dumps({"input": "Q?"}) + "\n")  # its own problem (no target) needs no task
     assert "hint:" not in cli("validate-dataset", "--path", plain).out
+
+
+def test_a_misspelt_dataset_or_template_in_a_spec_is_named_by_the_spec_s_line(cli: Cli, task_root: TaskRoot) -> None:
+    # adopt-s32 11: "data/tset.jsonl: cannot read the dataset: no such file" named no spec, no line, no near name
+    spec = task_root.task(
+        "typo",
+        'name = "typo"\ntemplate = "plain.jinja2"\n[dataset]\npath = "data/adder.jsnl"\n'
+        '[[scorers]]\nname = "exact_match"\n',
+    )
+    dataset = task_root.root / "data" / "adder.jsnl"
+    assert refusal(cli("run", "--task", spec, "--dry-run")) == (
+        2,
+        f"error: {spec.resolve()}:4: dataset.path: {dataset.resolve()}: no such file; did you mean 'adder.jsonl'? "
+        "(or pass --dataset)",
+    )
+    spec.write_text(spec.read_text().replace("adder.jsnl", "adder.jsonl").replace("plain.jinja2", "plian.jinja2"))
+    result = cli("run", "--task", spec, "--dry-run")
+    assert result.code == 2 and result.err.startswith(f"error: {spec.resolve()}:2: template: ")
+    said = "template not found (templates here: plain.jinja2); did you mean 'plain.jinja2'?"
+    assert result.err.rstrip().endswith(said)

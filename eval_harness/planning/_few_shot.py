@@ -25,7 +25,7 @@ from eval_harness.datasets import (
     why_missing,
 )
 from eval_harness.datasets import sample as sample_subset
-from eval_harness.errors import ConfigError, DatasetError, DatasetUnreadableError, as_written
+from eval_harness.errors import ConfigError, DatasetError, DatasetUnreadableError, TemplateError, as_written
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
@@ -484,14 +484,20 @@ def prompt_template(task: LoadedTask, few_shot: FewShot) -> PromptTemplate:
     """The task's template, loaded knowing where each of ``few_shot``'s examples is (for an error one of them
     causes)."""
     spec = task.spec
-    return load_template(
-        task.templates_dir,
-        spec.template,
-        spec.system_prompt,
-        spec.template_vars,
-        example_sources=few_shot.sources,
-        elsewhere=task.elsewhere(f"templates/{spec.template}"),
-    )
+    try:
+        return load_template(
+            task.templates_dir,
+            spec.template,
+            spec.system_prompt,
+            spec.template_vars,
+            example_sources=few_shot.sources,
+            elsewhere=task.elsewhere(f"templates/{spec.template}"),
+        )
+    except TemplateError as exc:
+        if not exc.not_found:
+            raise
+        # the spec's line names what to fix: the template's own path alone read as a file gone missing
+        raise TemplateError(f"{task.place('template')}: {exc}", not_found=True) from None
 
 
 def holdout_refusal(
