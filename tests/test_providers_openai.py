@@ -508,7 +508,7 @@ async def test_a_server_that_stops_answering_mid_run_stops_the_run_once_a_sample
         server.stop()
         with pytest.raises(
             ServerUnreachableError,
-            match=r"3 attempts .*; no request sent since this sample's first refusal was answered: it stopped",
+            match=r"3 attempts .*; the server stopped answering: no request sent since this sample was first refused",
         ):
             await gateway.generate(request())
     finally:

@@ -116,7 +116,7 @@ async def test_a_sample_in_flight_when_the_server_died_stops_the_run_not_records
     quick = asyncio.ensure_future(gw.generate(sample("b")))
     assert (await quick).completion is not None
     switched.UP.clear()  # the server dies: a's request is dropped, every later one refused
-    with pytest.raises(ServerUnreachableError, match="no request sent since this sample's first refusal was answered"):
+    with pytest.raises(ServerUnreachableError, match="no request sent since this sample was first refused got an answer"):
         await first  # its 2 retries refused; its first request, dropped, found a server
     await gw.aclose()
 
@@ -152,7 +152,7 @@ async def test_samples_cut_short_by_their_timeout_while_retrying_refusals_stop_t
         await cut_short(gw, "s2", 0.25)  # refused for 0.45 s
     message = str(stopped.value)
     assert message.startswith("cannot connect: refused (cut short by the per-sample timeout before its next try:")
-    assert "no request sent since this sample's first refusal was answered" in message
+    assert "the server stopped answering: no request sent since this sample was first refused got an answer" in message
     # a plain resume would keep the timeout recorded in the grace: the one line says what to do
     assert message.endswith(
         "1 sample cut short by its timeout while the server refused was recorded as a timeout: resume with "
@@ -277,7 +277,7 @@ async def test_a_connect_timeout_after_answers_starts_a_streak_like_a_refusal() 
         assert (await gw.generate(provider_request())).completion is not None
     held = blackhole(server.port)  # the server's port, now a host gone
     try:
-        with pytest.raises(ServerUnreachableError, match="no request sent since this sample's first refusal"):
+        with pytest.raises(ServerUnreachableError, match="no request sent since this sample was first refused"):
             await gw.generate(provider_request())
     finally:
         await gw.aclose()
@@ -349,7 +349,8 @@ async def test_a_server_gone_near_the_end_of_a_run_stops_it_when_no_sample_is_le
     switched.UP.clear()
     assert isinstance((await cut_short(gw, "s1", 0.3)).error, ProviderTimeoutError)  # within the grace
     stopped = gw.server_gone_at_end()
-    assert stopped is not None and str(stopped).startswith("cannot connect: refused (refused for 0 s until the run's ")
+    said = "cannot connect: refused (the server stopped answering: refused for 0 s until the run's "
+    assert stopped is not None and str(stopped).startswith(said)
     assert str(stopped).endswith("1 sample cut short by its timeout while the server refused was recorded as a "
                                  "timeout: resume with --retry-errors once the server answers)")  # fmt: skip
     switched.UP.set()

@@ -363,13 +363,13 @@ class Gateway:
             # (refusals in a row across samples, a few ms apart, also happen behind a half-dead balancer)
             if self._last_answered < first and not self._connected_since(first):
                 raise ServerUnreachableError(
-                    f"{error} ({tries}; no request sent since this sample's first refusal was answered: it stopped "
-                    f"answering. The run stops with what it recorded; {then})"
+                    f"{error} ({tries}; the server stopped answering: no request sent since this sample was first "
+                    f"refused got an answer. The run stops with what it recorded; {then})"
                 )
         elif self._refusals >= 2 and not self._connected_since(self._first_refusal):
             raise ServerUnreachableError(
-                f"{error} ({tries}; {self._refusals} requests in a row found no server, and none sent since the "
-                f"first of them was answered: it stopped answering. The run stops with what it recorded; {then})"
+                f"{error} ({tries}; the server stopped answering: {self._refusals} requests in a row found no server, "
+                f"and none sent since the first of them got an answer. The run stops with what it recorded; {then})"
             )
 
     def server_gone_at_end(self) -> ServerUnreachableError | None:
@@ -382,8 +382,8 @@ class Gateway:
             return None
         outage_s = self._last_refused_at - self._streak_since
         return ServerUnreachableError(
-            f"{refusal} (refused for {outage_s:.0f} s until the run's last sample, with no request sent since the "
-            "first refusal answered: it stopped answering. The run stops with what it recorded; "
+            f"{refusal} (the server stopped answering: refused for {outage_s:.0f} s until the run's last sample, "
+            "and no request sent since the first refusal got an answer. The run stops with what it recorded; "
             f"{self._what_to_do()})"
         )
 
