@@ -265,6 +265,8 @@ async def test_without_a_final_output_count_the_placeholder_is_not_recorded_as_o
     server.script(Reply(events=[start(), *text_block(0, "4"), no_usage, event("message_stop")]))
     completion = await call(make(server, stream="true"))
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (25, 0)  # not message_start's 1
+    # wire-s32 4: and the cost is unknown, not the input's alone (it read as a known price of a free answer)
+    assert completion.cost_usd is None
 
 
 def named_only(payload: dict[str, Any]) -> str:

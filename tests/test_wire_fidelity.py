@@ -812,6 +812,18 @@ async def test_an_openai_usage_with_no_counts_leaves_the_cost_unknown(server: Fa
     assert (await call(make("openai/gpt-4o", server))).cost_usd is None
 
 
+@pytest.mark.parametrize("given", ["prompt_tokens", "completion_tokens"])
+async def test_an_openai_usage_with_one_count_leaves_the_cost_unknown(server: FakeLLMServer, given: str) -> None:
+    # wire-s32 4: a count not given was priced as 0, the cost of the other alone read as known
+    server.script(Reply(body={**chat_body({"content": "4"}, "stop"), "usage": {given: 10}}))
+    assert (await call(make("openai/gpt-4o", server))).cost_usd is None
+
+
+async def test_an_anthropic_usage_without_the_output_count_leaves_the_cost_unknown(server: FakeLLMServer) -> None:
+    server.script(Reply(body=anthropic_body([{"type": "text", "text": "4"}], {"input_tokens": 10})))
+    assert (await call(make("anthropic/claude-sonnet-4-5", server))).cost_usd is None
+
+
 def responses_body(output: list[dict[str, Any]], status: str = "completed", **extra: Any) -> dict[str, Any]:
     """A Responses API body (openai-python types/responses/response.py)."""
     return {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-5.3-codex", "status": status,

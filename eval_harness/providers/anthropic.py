@@ -480,7 +480,9 @@ class AnthropicProvider(HTTPProvider):
         if raw is not None:
             fresh = count_or_none(raw, "input_tokens")
             output = count_or_none(raw, "output_tokens")
-            counted = fresh is not None or output is not None  # "usage": {} counts nothing: cost unknown, not 0
+            # a count not given is unknown, not 0: "usage": {} or a stream's message_delta without output_tokens
+            # (its message_start's is a placeholder) prices nothing rather than the input alone
+            counted = fresh is not None and output is not None
             cache_read = count_or_none(raw, "cache_read_input_tokens")
             cache_write = count_or_none(raw, "cache_creation_input_tokens") or 0
             hour_cache_write = _hour_cache_writes(raw)

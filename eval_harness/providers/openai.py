@@ -275,8 +275,8 @@ class OpenAIWire(HTTPProvider):
             cached_tokens=_detail(raw, f"{input_key}_details", "cached_tokens"),
             reasoning_tokens=_detail(raw, f"{output_key}_details", "reasoning_tokens"),
         )
-        # "usage": {} counts nothing: cost unknown
-        reported = prompt is not None or completion is not None
+        # a count not given is unknown, not 0: "usage": {} or one without the output's count prices nothing
+        reported = prompt is not None and completion is not None
         return usage, reported, _detail(raw, f"{input_key}_details", "cache_write_tokens") or 0
 
     def _completion(
