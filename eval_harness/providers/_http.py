@@ -679,6 +679,11 @@ class HTTPProvider(Provider):
         run ends, so the run stops (``QuotaExhaustedError``) instead of failing every sample in turn."""
         return False
 
+    def error_type_cause(self, error: object) -> RetryCause | None:
+        """Why an error object of a 200's body without a numeric code is worth trying again, by its type (a
+        provider's names: Anthropic's ``overloaded_error``), or None."""
+        return None
+
     # shared machinery ----------------------------------------------------------------------------------
     @property
     def cache_scope(self) -> str:
@@ -793,7 +798,7 @@ class HTTPProvider(Provider):
             return
         body = orjson.dumps(data)
         status = status_named(data["error"])
-        cause = self.retry_cause_of(status or 200, reply.headers, body)
+        cause = self.retry_cause_of(status or 200, reply.headers, body) or self.error_type_cause(data["error"])
         raise ProviderHTTPError(
             f"HTTP 200 with an error in the body: {error_detail(body)}",
             retry_cause=cause,

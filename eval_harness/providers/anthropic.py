@@ -457,6 +457,11 @@ class AnthropicProvider(HTTPProvider):
         # 402 billing_error: "an issue with your billing or payment information" (the API's errors page)
         return status == 402 or (status == 400 and any(said in error_detail(body) for said in _QUOTA_400S))
 
+    def error_type_cause(self, error: object) -> RetryCause | None:
+        # a gateway's 200 carrying {"type": "error", "error": {"type": "overloaded_error"}} is retried as the same
+        # error inside a stream is
+        return _STREAM_ERROR_CAUSES.get(str(error.get("type"))) if isinstance(error, dict) else None
+
     def _completion(self, reply: Reply, data: dict[str, Any]) -> Completion:
         """The Completion of a Message: the body of an unstreamed reply, or the one a stream put together."""
         if reply.text is None:
