@@ -429,6 +429,22 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
     assert report.code == 0 and note in json.loads(report.out)["notes"]
 
 
+def test_a_hold_out_with_k_0_says_it_holds_nothing_out(cli: Cli, root: TaskRoot) -> None:
+    # adopt-s32 14: k = 0 beside holdout_fraction ran every sample without a word, and a compare with the k-shot run
+    # of the same spec found samples without a pair
+    root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
+    root.task(
+        "ten",
+        'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
+        '[few_shot]\nk = 0\nholdout_fraction = 0.3\n[[scorers]]\nname = "exact_match"\n',
+    )
+    result = _run_task(cli, "ten", "z")
+    assert result.code == 0 and result.err == (
+        "few-shot: k = 0, so holdout_fraction 0.3 holds nothing out: every sample of the dataset is evaluated\n"
+    )
+    assert len(read_records(root.root / "results" / "z")) == 10
+
+
 def test_the_reports_configuration_says_how_the_run_was_made(cli: Cli, root: TaskRoot) -> None:
     # adopt-s32 5: a report pasted in a pull request had no few-shot k, generation settings, template or version
     root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])

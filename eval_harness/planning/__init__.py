@@ -485,6 +485,13 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
     plan = _plan(config, task, dataset_path, report, parts, manifest, run_dir, generation, stamp)
     plan.gates = gates
     plan.notes += [report.passed_over] if report.passed_over else []
+    few_shot = task.spec.few_shot
+    if few_shot is not None and few_shot.k == 0 and few_shot.holdout_fraction:
+        # a 0-shot run beside a k-shot one of the same spec evaluates the samples the other holds out
+        plan.notes.append(
+            f"few-shot: k = 0, so holdout_fraction {few_shot.holdout_fraction:g} holds nothing out: every sample of "
+            "the dataset is evaluated"
+        )
     held_out = len(parts.few_shot.excluded)
     if held_out:  # a reader of "gsm8k 1,293" should not have to guess where 26 of the 1,319 went
         plan.notes.append(
