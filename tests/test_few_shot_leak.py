@@ -410,13 +410,19 @@ def test_a_hold_out_that_holds_out_no_sample_is_refused(cli: Cli, root: TaskRoot
     assert "few-shot: holdout_fraction 0.01 of the dataset's 36 samples holds out none, so no prompt" in result.err
 
 
-def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: TaskRoot) -> None:
+def _ten_task(root: TaskRoot, few_shot: str) -> None:
+    """The `ten` task: 10 samples "What is n + 7?", drawing examples as ``few_shot`` says (the [few_shot] body and
+    any table after it)."""
     root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
     root.task(
         "ten",
         'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
-        '[few_shot]\nk = 30\nholdout_fraction = 0.3\n[[scorers]]\nname = "exact_match"\n',
+        f'[[scorers]]\nname = "exact_match"\n[few_shot]\n{few_shot}',
     )
+
+
+def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: TaskRoot) -> None:
+    _ten_task(root, "k = 30\nholdout_fraction = 0.3\n")
     result = _run_task(cli, "ten", "h")
     assert result.code == 0, result.err
     assert result.err == (
@@ -432,12 +438,7 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
 def test_a_hold_out_with_k_0_says_it_holds_nothing_out(cli: Cli, root: TaskRoot) -> None:
     # adopt-s32 14: k = 0 beside holdout_fraction ran every sample without a word, and a compare with the k-shot run
     # of the same spec found samples without a pair
-    root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
-    root.task(
-        "ten",
-        'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
-        '[few_shot]\nk = 0\nholdout_fraction = 0.3\n[[scorers]]\nname = "exact_match"\n',
-    )
+    _ten_task(root, "k = 0\nholdout_fraction = 0.3\n")
     result = _run_task(cli, "ten", "z")
     assert result.code == 0 and result.err == (
         "few-shot: k = 0, so holdout_fraction 0.3 holds nothing out: every sample of the dataset is evaluated\n"
@@ -447,13 +448,7 @@ def test_a_hold_out_with_k_0_says_it_holds_nothing_out(cli: Cli, root: TaskRoot)
 
 def test_the_reports_configuration_says_how_the_run_was_made(cli: Cli, root: TaskRoot) -> None:
     # adopt-s32 5: a report pasted in a pull request had no few-shot k, generation settings, template or version
-    root.data("ten.jsonl", [{"id": f"t{n}", "input": f"What is {n} + 7?", "target": str(n + 7)} for n in range(10)])
-    root.task(
-        "ten",
-        'name = "ten"\ntemplate = "shots.jinja2"\n[dataset]\npath = "data/ten.jsonl"\n'
-        '[few_shot]\nk = 2\nholdout_fraction = 0.3\n[generation]\nmax_tokens = 20\nstop = ["Q:"]\n'
-        '[[scorers]]\nname = "exact_match"\n',
-    )
+    _ten_task(root, 'k = 2\nholdout_fraction = 0.3\n[generation]\nmax_tokens = 20\nstop = ["Q:"]\n')
     assert _run_task(cli, "ten", "h").code == 0
     run = root.root / "results" / "h"
     settings = json.loads(cli("report", "--run", run, "--format", "json").out)["run"]["settings"]
