@@ -24,6 +24,7 @@ from eval_harness.datasets import (
     Problem,
     foreign_format,
     iter_positioned,
+    listed_problems,
     validate_dataset,
 )
 from eval_harness.errors import ConfigError, DatasetUnreadableError, EvalHarnessError, TemplateError
@@ -138,16 +139,19 @@ class Problems:
 
     shown: list[Problem] = field(default_factory=list)
     count: int = 0
+    alike: bool = True
+    """Every problem says what the first one says, on another line."""
 
     def add(self, problem: Problem) -> None:
         self.count += 1
+        if self.shown and not self.shown[0].says_what(problem):
+            self.alike = False
         if len(self.shown) < PROBLEMS_SHOWN:
             self.shown.append(problem)
 
     def lines(self) -> list[str]:
-        """The shown problems, then a count of the rest."""
-        hidden = self.count - len(self.shown)
-        return [str(p) for p in self.shown] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+        """The shown problems, then a count of the rest (see ``listed_problems``)."""
+        return listed_problems(self.shown, self.count, self.alike)
 
 
 @dataclass

@@ -214,11 +214,22 @@ def test_line_over_10_mb_is_refused_without_parsing_it(tmp_path: Path) -> None:
 
 
 def test_only_the_first_50_problems_are_kept_but_all_are_counted(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", ['{"input": "a", "target": }'] * 120)
+    lines = ['{"input": "a", "target": }', '{"input": 5, "target": "b"}'] * 60  # two problems, taking turns
+    path = write_jsonl(tmp_path / "d.jsonl", lines)
     report = validate_dataset(path)
     assert report.problem_count == 120
     assert len(report.problems) == PROBLEMS_SHOWN
     assert report.problem_lines()[-1] == "... and 70 more problems"
+
+
+def test_problems_that_all_say_the_same_are_listed_once_with_a_count(tmp_path: Path) -> None:
+    # adopt-s32 9: a misspelt mapping listed 50 copies of one line, then "... and 1,269 more problems"
+    path = write_jsonl(tmp_path / "d.jsonl", [{"question": f"q{i}", "target": "b"} for i in range(120)])
+    report = validate_dataset(path, DatasetSpec(fields={"input": "questoin"}))
+    assert report.problem_lines() == [
+        f"{path}:1: questoin: missing (mapped to input; the line has question, target: did you mean 'question'?)",
+        "... and the same on 119 more lines",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -237,8 +237,13 @@ def test_template_problems_show_the_first_50_then_a_count(cli: Cli, root: TaskRo
     assert result.code == 1
     lines = _after_dataset(result)
     assert lines[0] == "template: templates/t.jinja2 with 0 few-shot examples: 40 samples, 0 rendered, 40 problems"
-    assert [line.split(": template: ")[0] for line in lines[1:]] == [f"data/adder.jsonl:{n}" for n in range(1, 41)]
+    # one problem on every sample: said once, then counted
+    assert [line.split(": template: ")[0] for line in lines[1:]] == [
+        "data/adder.jsonl:1",
+        "... and the same on 39 more lines",
+    ]
 
+    _task(root, "Q: {{ input }} {{ metadata[target] }}\n")  # a problem naming each sample's own target
     records = [{"id": f"q{i}", "input": f"What is {i} + 1?", "target": str(i + 1)} for i in range(120)]
     root.data("many.jsonl", records)
     lines = _validate(cli, "data/many.jsonl").out.splitlines()[3:]

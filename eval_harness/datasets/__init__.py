@@ -80,6 +80,20 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
+    def says_what(self, other: Problem) -> bool:
+        """Whether ``other`` is this problem on another line (the same field, the same message)."""
+        return (self.field, self.message) == (other.field, other.message)
+
+
+def listed_problems(shown: Sequence[Problem], count: int, alike: bool) -> list[str]:
+    """The shown problems, then a count of the rest; problems that all say the same (``alike``: a misspelt field
+    mapping says it on every line, 1,319 copies of one line that told nothing more) are the first, then how many
+    more lines say it."""
+    if alike and len(shown) > 2:
+        return [str(shown[0]), f"... and the same on {count - 1:,} more lines"]
+    hidden = count - len(shown)
+    return [str(p) for p in shown] + ([f"... and {hidden} more problems"] if hidden > 0 else [])
+
 
 @dataclass(frozen=True)
 class Repeat:
@@ -127,6 +141,8 @@ class DatasetReport:
     duplicate_ids: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
+    problems_alike: bool = True
+    """Every problem (listed one by one) says what the first one says, on another line."""
     passed_over: str | None = None
     """A note naming the files of a dataset directory that look like dataset files but are not read (see
     ``passed_over``); None when there are none."""
@@ -150,6 +166,8 @@ class DatasetReport:
 
     def add(self, problem: Problem) -> None:
         self.problem_count += 1
+        if self.problems and not self.problems[0].says_what(problem):
+            self.problems_alike = False
         if len(self.problems) < PROBLEMS_SHOWN:
             self.problems.append(problem)
 
@@ -162,7 +180,9 @@ class DatasetReport:
         self.not_json.add(line)
 
     def problem_lines(self) -> list[str]:
-        """The shown problems, then a count of the rest."""
+        """The shown problems, then a count of the rest (see ``listed_problems``)."""
+        if not self.not_json_spans:
+            return listed_problems(self.problems, self.problem_count, self.problems_alike)
         lines = [str(p) for p in self.problems]
         hidden = self.problem_count - len(self.problems)
         for span in self.not_json_spans:
@@ -759,6 +779,7 @@ __all__ = [
     "is_compressed",
     "iter_positioned",
     "iter_samples",
+    "listed_problems",
     "load_samples",
     "named_briefly",
     "passed_over",
