@@ -35,6 +35,7 @@ __all__ = [
     "INSPECT_SCHEMA_VERSION",
     "EpochOutcome",
     "ErrorGroup",
+    "FailureReason",
     "InspectedSample",
     "Inspection",
     "PromptMessage",
@@ -188,6 +189,22 @@ class ErrorGroup(BaseModel):
     keys: list[RecordKey] = Field(description="The group's records by sample id then epoch (the first 1,000).")
 
 
+class FailureReason(BaseModel):
+    """Failed records whose verdicts say the same once normalised, with the first of them."""
+
+    reason: str = Field(
+        description="Each scorer below 1 as 'key: explanation' (an error record: 'error Type: message'), joined by "
+        "' · ', normalised as error messages are: numbers 'N', quoted text '…', ids '<id>'."
+    )
+    count: int
+    example_sample_id: str = Field(description="The first of the records in the file.")
+    example_epoch: int
+
+
+FAILURE_REASONS_READ = 100_000
+"""The failed records whose verdicts are read to group them (the first in the file): enough to see a run's kinds of
+failure, a bounded read of a huge one."""
+
 INSPECT_SCHEMA_VERSION = 1
 """The version of ``inspect --format json`` (``Inspection``): raised when a field changes meaning or goes."""
 
@@ -248,6 +265,14 @@ class Inspection(BaseModel):
     max_tokens: int | None = Field(default=None, description="The run's max_tokens; None when it set none.")
     worst: list[InspectedSample] | None = Field(description="Lowest first, ties broken by sample id and epoch.")
     errors: list[ErrorGroup] | None = Field(description="Most frequent first.")
+    failure_reasons: list[FailureReason] | None = Field(
+        default=None,
+        description="With failures_only: the failed records (and error records) grouped by what their verdicts say, "
+        "most frequent first: what a listing ranked by score alone does not show when most fail at 0.",
+    )
+    failure_reasons_read: int = Field(
+        default=0, description="The failed records read for failure_reasons (the first FAILURE_REASONS_READ)."
+    )
 
 
 def shorten(text: str, limit: int = INPUT_CHARS, *, head: int | None = None) -> str:
@@ -464,6 +489,11 @@ def inspect_run(
         records = read_records_at(path, columns.offset[rows].tolist())
         worst = [_sample(record, float(values[row]), gates) for record, row in zip(records, rows, strict=True)]
     errors = _errors(path, columns.offset[scoped_errors].tolist()) if show_errors else None
+    reasons: list[FailureReason] | None = None
+    reasons_read = 0
+    if failures_only and show_worst:
+        offsets = columns.offset[eligible][:FAILURE_REASONS_READ].tolist()
+        reasons, reasons_read = _failure_reasons(path, sorted(offsets), scorer), len(offsets)
     failed, first_failed = (
         _failed_unvalued(path, columns.offset[unvalued].tolist(), scorer) if scorer is not None else (0, None)
     )
@@ -493,6 +523,8 @@ def inspect_run(
         max_tokens=manifest.task.generation.max_tokens,
         worst=worst,
         errors=errors,
+        failure_reasons=reasons,
+        failure_reasons_read=reasons_read,
     )
 
 
@@ -688,6 +720,31 @@ def _failed_unvalued(path: Path, offsets: Sequence[int], scorer: str) -> tuple[i
             if first is None:
                 first = f"{record.get('sample_id')} (epoch {record.get('epoch')}): {explanation}"
     return count, first
+
+
+def _failure_reasons(path: Path, offsets: Sequence[int], scorer: str | None) -> list[FailureReason]:
+    """The failed records at ``offsets`` (in file order) grouped by what their verdicts say: each scorer below 1
+    (only ``scorer`` when the listing is ranked by it) with its explanation, or the record's error, normalised."""
+    groups: dict[str, list[Any]] = {}  # reason: [count, first sample id, its epoch]
+    for record in iter_records_at(path, offsets):
+        sample_id = str(record.get("sample_id"))
+        error = _error_fields(record)
+        if error is not None and (scorer is None or scorer not in (record.get("scores") or {})):
+            reason = f"error {error[0]}: {normalise_message(error[2], sample_id)}"
+        else:
+            scores, explanations = record.get("scores") or {}, record.get("explanations") or {}
+            keys = [scorer] if scorer is not None else [key for key, value in scores.items() if _below_one(value)]
+            said = [
+                f"{key}: {normalise_message(str(explanations.get(key) or 'no explanation'), sample_id)}" for key in keys
+            ]
+            reason = " · ".join(said) or "below the pass threshold"
+        group = groups.setdefault(reason, [0, sample_id, int(record.get("epoch") or 0)])
+        group[0] += 1
+    ordered = sorted(groups.items(), key=lambda item: (-item[1][0], item[0]))
+    return [
+        FailureReason(reason=reason, count=count, example_sample_id=sample_id, example_epoch=epoch)
+        for reason, (count, sample_id, epoch) in ordered
+    ]
 
 
 def _errors(path: Path, offsets: Sequence[int]) -> list[ErrorGroup]:

@@ -47,6 +47,32 @@ def test_failures_only_and_axis_filter(cli: Cli, task_root: TaskRoot) -> None:
     assert inspection.candidates == len(failed)
 
 
+def test_failures_are_grouped_by_what_their_verdicts_say(cli: Cli, task_root: TaskRoot) -> None:
+    # adopt-s32 16: ranked by score, 0/1 failures all at 0 came in id order, saying nothing of their kinds
+    run = make_run(cli, task_root, "--model-arg", "skill=0.3", "--model-arg", "format_ok=0.5",
+                   "--model-arg", "error_rate=0.1", "--max-retries", "0")  # fmt: skip
+    failed = [r for r in read_records(run) if r["error"] is not None or not r["passed"]]
+    expected: dict[str, list[str]] = {}
+    for record in failed:  # computed here from each record's own words, as a reader would group them
+        if record["error"] is not None:
+            reason = f"error {record['error']['type']}: {normalise_message(record['error']['message'])}"
+        else:
+            reason = f"exact_match: {normalise_message(record['explanations']['exact_match'])}"
+        expected.setdefault(reason, []).append(record["sample_id"])
+    inspection = inspect_run(run, failures_only=True)
+    assert inspection.failure_reasons is not None and inspection.failure_reasons_read == len(failed)
+    got = [(g.reason, g.count, g.example_sample_id) for g in inspection.failure_reasons]
+    assert sorted(got) == sorted((reason, len(ids), ids[0]) for reason, ids in expected.items())
+    counts = sorted((len(ids) for ids in expected.values()), reverse=True)
+    assert [g.count for g in inspection.failure_reasons] == counts
+    assert len(got) >= 3  # wrong numbers, no number, errors
+    text = cli("inspect", "--run", run, "--show-failures", "--n", "1").out
+    most = inspection.failure_reasons[0]
+    assert f"failures by what the verdicts say (the {len(failed)}, {len(got)} kinds):" in text
+    assert f"{most.count:>6,} × {most.reason}  (e.g. {most.example_sample_id})" in text
+    assert inspect_run(run).failure_reasons is None  # only with --show-failures
+
+
 def test_errors_grouped_by_type_with_one_example(cli: Cli, task_root: TaskRoot) -> None:
     run = make_run(cli, task_root, "--model-arg", "error_rate=0.3", "--max-retries", "0")
     errored = [r for r in read_records(run) if r["error"] is not None]

@@ -47,6 +47,26 @@ def finish_note(sample: InspectedSample, max_tokens: int | None) -> str | None:
     return f"{reason} (cut off at max_tokens {max_tokens:,})"
 
 
+REASONS_SHOWN = 5
+"""The most frequent failure reasons printed (JSON has them all)."""
+
+
+def _print_reasons(out: Console, ins: Inspection) -> None:
+    """The failed records grouped by what their verdicts say, most frequent first: ranked by score, records that
+    all fail at 0 come in id order, which says nothing of the kinds of failure among them."""
+    assert ins.failure_reasons is not None  # the console escapes control characters (visible) as it renders
+    read = ins.failure_reasons_read
+    of = f"the first {read:,} of the {ins.candidates:,}" if read < ins.candidates else f"the {read:,}"
+    kinds = counted(len(ins.failure_reasons), "kind")
+    out.print(f"failures by what the verdicts say ({of}, {kinds}):", markup=False, soft_wrap=True)
+    for group in ins.failure_reasons[:REASONS_SHOWN]:
+        example = f"{group.example_sample_id}" + (f" (epoch {group.example_epoch})" if ins.epochs > 1 else "")
+        out.print(f"  {group.count:>6,} × {group.reason}  (e.g. {example})", markup=False, soft_wrap=True)
+    left = len(ins.failure_reasons) - REASONS_SHOWN
+    if left > 0:
+        out.print(f"  ... and {counted(left, 'other kind')} (--format json lists them)", markup=False, soft_wrap=True)
+
+
 def _shown_path(path: str) -> str:
     """The dataset's path (recorded absolute) as the user would type it: relative to the working directory
     when the file is under it."""
@@ -201,6 +221,8 @@ def print_inspection(
         )
         if not ins.worst:
             out.print("  none", markup=False)
+        if ins.failure_reasons:
+            _print_reasons(out, ins)
         if ins.without_value:
             what = counted(ins.without_value, "failed record" if ins.failures_only else "scored record")
             skipped = ins.without_value - ins.failed_without_value
