@@ -52,7 +52,7 @@ from eval_harness.errors import (
 )
 from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
-from eval_harness.providers.gateway import SCORING_CALLS, CallTally, Gateway, ScoringCalls
+from eval_harness.providers.gateway import JUDGE_RETRY, SCORING_CALLS, CallTally, Gateway, ScoringCalls
 from eval_harness.scorers.base import ScoringResult
 from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short
 from eval_harness.types import (
@@ -965,16 +965,17 @@ class _SampleFailedError(EvalHarnessError):
 
 
 def _with_judge_calls(spent: _Spent, calls: ScoringCalls) -> _Spent:
-    """A record's spend with its judge's calls counted in: their retries (as ``judge_<cause>``) and backoff."""
-    if not calls.tallies:
-        return spent
-    retries, waited = calls.spent()
-    if not retries and not waited:
-        return spent
+    """A record's spend with this scoring's judge calls counted in: their retries, as ``judge_<cause>``. The model's
+    spend is the answer's (carried when an answer is scored again); a judge's of an earlier scoring is not: like a
+    retried generation's, the verdict it did not produce is superseded. A judge's waits are not the model's
+    backoff (``backoff_s``), which an answer scored again must keep apart."""
     attempts, model_retries, backoff = spent
-    for cause, count in model_retries.items():
-        retries[cause] = retries.get(cause, 0) + count
-    return attempts, dict(sorted(retries.items())), round(backoff + waited, 3)
+    earlier = [cause for cause in model_retries if cause.startswith(JUDGE_RETRY)]
+    retries = calls.retries()
+    if not retries and not earlier:
+        return spent
+    kept = {cause: count for cause, count in model_retries.items() if not cause.startswith(JUDGE_RETRY)}
+    return attempts, dict(sorted({**kept, **retries}.items())), backoff
 
 
 def _fatal_text(error: BaseException) -> str:

@@ -204,8 +204,11 @@ class SampleRecord(BaseModel):
         description="1-based line of the dataset file the sample was read from (of a CSV row: the line it starts "
         "on; of a gzipped file: of the decompressed text); None in records written before it was recorded.",
     )
-    retries: dict[str, int] = Field(default_factory=dict, description="Retries of this sample by cause.")
-    backoff_s: float = Field(default=0.0, description="Seconds this sample waited in retry backoff.")
+    retries: dict[str, int] = Field(
+        default_factory=dict,
+        description="Retries of this sample by cause; a judge's (of the scoring that wrote it) as judge_<cause>.",
+    )
+    backoff_s: float = Field(default=0.0, description="Seconds the model's calls waited in retry backoff.")
 
     @property
     def key(self) -> tuple[str, int]:

@@ -654,11 +654,34 @@ def test_a_judges_retries_and_backoff_are_counted_in_the_record_and_the_totals(
     assert exit_code.value.code in (0, None)
     (record,) = [json.loads(line) for line in (tmp_path / "j" / "samples.jsonl").read_text().splitlines()]
     assert record["error"] is None and record["scores"]["judge"] == 0.75
-    # the mock model's own attempt is the record's one attempt; the judge's retries are named as the judge's
+    # the mock model's own attempt is the record's one attempt; the judge's retries are named as the judge's, and
+    # its waits are not the model's backoff
     assert record["attempts"] == 1 and record["retries"] == {"judge_rate_limit": 1, "judge_server_error": 1}
-    assert 0.09 < record["backoff_s"] < 5  # both waits of at least 0.05 s
+    assert record["backoff_s"] == 0
     summary = json.loads((tmp_path / "j" / "summary.json").read_text())
-    assert summary["retries_by_cause"] == record["retries"] and summary["backoff_s"] == record["backoff_s"]
+    assert summary["retries_by_cause"] == record["retries"]
+
+
+def test_an_answer_scored_again_counts_the_judges_retries_of_that_scoring_only(
+    server: FakeLLMServer, tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    # review-s32 1: each resume --retry-errors added the earlier scorings' judge retries to the record (2, 4, 6, 8),
+    # where a retried generation's record counts its own session's alone
+    server.rule = lambda request: Reply(kind="error", status=500, headers={"retry-after": "0.01"})
+    judge = ["--judge-model", "openai-compatible/judge-1", "--judge-arg", f"base_url={server.base_url}"]
+    run = tmp_path / "j"
+    made = cli("run", "--task", "summarization", "--model", "mock/x", "--limit", "1", *judge, "--max-retries", "2",
+               "--output-dir", tmp_path, "--run-id", "j", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    for _ in range(2):
+        assert cli("resume", run, "--retry-errors", "--judge-arg", f"base_url={server.base_url}", "-q").code == 0
+    records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert [r["retries"] for r in records] == [{"judge_server_error": 2}] * 3  # each scoring's own two
+    server.rule = lambda request: answer(verdict(faithfulness=5, coverage=4, concision=3))
+    assert cli("resume", run, "--retry-errors", "-q").code == 0
+    last = json.loads((run / "samples.jsonl").read_text().splitlines()[-1])
+    assert last["error"] is None and last["retries"] == {}  # the verdict's scoring retried nothing
+    assert json.loads((run / "summary.json").read_text())["retries_by_cause"] == {}
 
 
 def test_a_judges_calls_queueing_for_the_rpm_budget_do_not_time_out_the_scoring(

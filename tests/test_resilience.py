@@ -465,8 +465,7 @@ async def test_a_judges_retry_queueing_stops_the_scoring_clock(server: FakeLLMSe
     await gw.aclose()
     # the first call and its retry each queued with the scoring clock stopped (review2-s31 F2: the first too)
     assert completion.text and seen == [True, False, True, False]
-    retries, waited = calls.spent()  # and the retry is the record's to count
-    assert retries == {"judge_server_error": 1} and 0.005 < waited < 5
+    assert calls.retries() == {"judge_server_error": 1}  # and the retry is the record's to count
 
 
 async def test_a_tasks_clock_stays_stopped_while_any_of_its_calls_queues() -> None:

@@ -66,24 +66,24 @@ class GenerationOutcome:
 class ScoringCalls:
     """The calls one sample's scorers make (a judge's), set in ``SCORING_CALLS`` by the runner while it scores.
 
-    Each call's tally is kept here as it is made, so the record counts the judge's retries and backoff beside the
-    model's, a call cut off by the scoring timeout included; and a judge's retry queueing for a slot stops the
-    sample's scoring clock (``on_queue``) as a generation's retry stops its own."""
+    Each call's tally is kept here as it is made, so the record counts the judge's retries beside the model's, a
+    call cut off by the scoring timeout included; and a judge's retry queueing for a slot stops the sample's
+    scoring clock (``on_queue``) as a generation's retry stops its own."""
 
     on_queue: Callable[[bool], None]
     tallies: list[CallTally] = field(default_factory=list)
 
-    def spent(self) -> tuple[dict[str, int], float]:
-        """The retries by cause (each cause named ``judge_<cause>``) and the seconds of backoff of the calls,
-        a wait cut off by a cancellation counted for the time it lasted."""
+    def retries(self) -> dict[str, int]:
+        """The retries of the calls by cause, each cause named ``judge_<cause>`` (``JUDGE_RETRY``)."""
         retries: dict[str, int] = {}
-        waited = 0.0
         for tally in self.tallies:
-            tally.end_wait()
-            waited += tally.waited
             for cause, count in tally.retries.items():
-                retries[f"judge_{cause}"] = retries.get(f"judge_{cause}", 0) + count
-        return retries, waited
+                retries[JUDGE_RETRY + cause] = retries.get(JUDGE_RETRY + cause, 0) + count
+        return retries
+
+
+JUDGE_RETRY = "judge_"
+"""How a record's retries name a judge's causes (``judge_rate_limit``), apart from the model's."""
 
 
 SCORING_CALLS: ContextVar[ScoringCalls | None] = ContextVar("eval_harness_scoring_calls", default=None)
@@ -568,6 +568,7 @@ class Gateway:
 
 
 __all__ = [
+    "JUDGE_RETRY",
     "AdaptiveConcurrency",
     "Booking",
     "CallTally",
