@@ -245,7 +245,7 @@ def _checked(loaded: LoadedTask, path: Path) -> Preflight:
     if report.valid == 0 and few_shot is not None and few_shot.k > 0:
         # no line the task can read (a misspelt field mapping, another task's file): what the lines say is the
         # finding; a hold-out of none would only be the echo of it
-        return Preflight(report, None, None)
+        return Preflight(report, None, None, "no line of the dataset is valid, so none is held out as an example")
     chosen = choose_few_shot(loaded, path, None)  # none, or held out of the dataset
     render = _render(path, loaded, chosen)
     if few_shot is None or few_shot.k == 0:

@@ -369,6 +369,15 @@ async def test_a_body_cut_off_after_its_head_keeps_the_request_id_the_head_gave(
     assert isinstance(error, ProviderConnectionError) and error.request_id == "req_cut_1"
 
 
+@pytest.mark.parametrize("wire", ["pooled", "httpx", "httpx-pooled"])
+async def test_a_body_over_the_size_bound_keeps_the_request_id_its_head_gave(server: FakeLLMServer, wire: str) -> None:
+    # review-s32 3: the lean pool under httpx (httpx-pooled) raised its bound before httpx had a response
+    server.script(Reply(body={"padding": "x" * 5000}, headers={"x-request-id": "req_big_1"}))
+    provider = make("openai/gpt-4o", server, http_transport=wire, max_response_bytes="1000")
+    error = await failure(provider)
+    assert isinstance(error, ProviderResponseError) and error.request_id == "req_big_1", error
+
+
 async def test_a_hanging_server_hits_the_read_timeout(server: FakeLLMServer) -> None:
     server.script(hang())
     error = await failure(make("openai/gpt-4o", server, read_timeout_s="0.3"))

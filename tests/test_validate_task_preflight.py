@@ -302,6 +302,9 @@ def test_a_hold_out_from_a_dataset_the_task_cannot_read_shows_the_lines_problems
     assert "data/adder.jsonl: 40 lines, 0 valid" in result.out
     assert "question: missing (mapped to input; the line has" in result.out
     assert "holds out none" not in result.out + result.err
+    assert result.out.splitlines()[-1] == (
+        "template: not rendered: no line of the dataset is valid, so none is held out as an example"
+    )
 
 
 def test_a_template_that_does_not_load_exits_2_before_the_dataset_is_read(cli: Cli, root: TaskRoot) -> None:

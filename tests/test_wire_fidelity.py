@@ -985,14 +985,21 @@ def test_stream_true_with_the_responses_api_says_its_answers_come_whole(server: 
         assert note == f"note: {model}: stream=true streams {streamed} only; the Responses API's answers come whole"
 
 
-@pytest.mark.parametrize(("kind", "cause"), [("overloaded_error", "overloaded"), ("invalid_request_error", None)])
+@pytest.mark.parametrize(
+    ("kind", "headers", "cause"),
+    [
+        ("overloaded_error", {}, "overloaded"),
+        ("invalid_request_error", {}, None),
+        ("overloaded_error", {"x-should-retry": "false"}, None),  # review-s32 4: the server's no decides first
+    ],
+)
 async def test_an_anthropic_error_object_in_a_200_is_retried_by_its_type_as_in_a_stream(
-    server: FakeLLMServer, kind: str, cause: str | None
+    server: FakeLLMServer, kind: str, headers: dict[str, str], cause: str | None
 ) -> None:
     # wire-s32 3: a gateway's 200 holding {"type": "error", "error": {"type": "overloaded_error"}} failed the sample
     # at once, where the same error inside a stream is retried
     body = {"type": "error", "error": {"type": kind, "message": "Overloaded"}, "request_id": "req_200"}
-    server.script(Reply(body=body))
+    server.script(Reply(body=body, headers=headers))
     error = await failure(make("anthropic/claude-sonnet-4-5", server))
     assert isinstance(error, ProviderHTTPError) and error.retry_cause == cause
     assert f"HTTP 200 with an error in the body: {kind}: Overloaded" in str(error)

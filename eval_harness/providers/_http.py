@@ -798,7 +798,9 @@ class HTTPProvider(Provider):
             return
         body = orjson.dumps(data)
         status = status_named(data["error"])
-        cause = self.retry_cause_of(status or 200, reply.headers, body) or self.error_type_cause(data["error"])
+        cause = self.retry_cause_of(status or 200, reply.headers, body)
+        if cause is None and reply.headers.get("x-should-retry") is None:  # the server's "false" decides first
+            cause = self.error_type_cause(data["error"])
         raise ProviderHTTPError(
             f"HTTP 200 with an error in the body: {error_detail(body)}",
             retry_cause=cause,

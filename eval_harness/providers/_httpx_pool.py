@@ -65,7 +65,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         except ConnectionDropped as exc:
             raise httpx.ReadError(str(exc), request=request) from exc
         except MalformedResponse as exc:
-            raise httpx.RemoteProtocolError(str(exc), request=request) from None
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
         # stream=, not content=: httpx decodes a content= body at once, with no bound (a gzip bomb inflated whole)
         stream = httpx.ByteStream(raw.body)
         return httpx.Response(raw.status, headers=raw.headers.pairs(), stream=stream, request=request)

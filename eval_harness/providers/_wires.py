@@ -296,7 +296,8 @@ class HttpxWire:
                 body = await raw_body(response, self.max_body)
             finally:
                 await response.aclose()  # a body left unread closes its connection: it is never reused
-        except ResponseTooLarge as exc:  # not retried: the server would send it again
+        except ResponseTooLarge as exc:  # not retried: the server would send it again (the lean pool's: its head)
+            head = head if head is not None else exc.head
             raise ProviderResponseError(str(exc), request_id=_request_id(head, self._request_id_headers)) from None
         except httpx.TransportError as exc:
             cause = exc.__cause__  # the lean pool's failure after a response head, under httpx's (httpx-pooled)
