@@ -54,24 +54,43 @@ def parse_scorer(text: str) -> ScorerSpec:
 
 
 def _top_level_parts(text: str) -> list[str]:
-    """``text`` split at its commas outside JSON brackets and strings: ``a=1,b=[1,2]`` is ``a=1`` and ``b=[1,2]``
-    (a bracket left open keeps the rest whole, for the JSON reader to name the problem)."""
+    """``text`` split at its commas, but inside a value written as JSON (one that opens with ``[`` or ``{``, as
+    ``_coerce`` reads it): ``a=1,b=[1,2]`` is ``a=1`` and ``b=[1,2]``. A bracket in a plain value is text
+    (``system_prompt=Rate [1-5,alias=j`` keeps its alias apart); a JSON value left open keeps the rest whole,
+    for the JSON reader to name the problem."""
     parts: list[str] = []
-    depth, quoted, escaped, start = 0, False, False, 0
-    for index, char in enumerate(text):
+    start = 0
+    while True:
+        comma = text.find(",", start)
+        equals = text.find("=", start)
+        end = comma
+        if equals != -1 and (comma == -1 or equals < comma) and text[equals + 1 : equals + 2] in ("[", "{"):
+            closed = _json_end(text, equals + 1)
+            end = text.find(",", closed) if closed < len(text) else -1
+        if end == -1:
+            parts.append(text[start:])
+            return parts
+        parts.append(text[start:end])
+        start = end + 1
+
+
+def _json_end(text: str, opening: int) -> int:
+    """The index just past the bracket that closes the one at ``opening`` (strings and escapes passed over), or
+    ``len(text)`` when it is never closed."""
+    depth, quoted, escaped = 0, False, False
+    for index in range(opening, len(text)):
+        char = text[index]
         if quoted:
-            escaped, quoted = (not escaped and char == "\\"), quoted and (escaped or char != '"')
-        elif char == '"' and depth:
+            escaped, quoted = (not escaped and char == "\\"), escaped or char != '"'
+        elif char == '"':
             quoted = True
         elif char in "[{":
             depth += 1
-        elif char in "]}" and depth:
+        elif char in "]}":
             depth -= 1
-        elif char == "," and not depth:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return parts
+            if not depth:
+                return index + 1
+    return len(text)
 
 
 def plan_rescore(

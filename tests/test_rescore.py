@@ -239,6 +239,8 @@ def test_scorer_flag_takes_a_list_or_a_table_as_json_whose_commas_stay_in_the_va
     spec = parse_scorer('rubric_judge:criteria={"faithfulness":"true, and sourced","coverage":""},scale=[1,10]')
     assert spec.args == {"criteria": '{"faithfulness":"true, and sourced","coverage":""}', "scale": "[1,10]"}
     assert parse_scorer("em:x=a,b=[1,2").args == {"x": "a", "b": "[1,2"}  # left open: the JSON reader says so
+    # review-s32 5: a bracket in a plain value is text: it swallowed the alias after it
+    assert parse_scorer("j:system_prompt=Rate [1-5 strictly,alias=k").args == {"system_prompt": "Rate [1-5 strictly"}
 
 
 def test_a_scorer_argument_given_twice_is_refused_not_the_last_kept(cli: Cli, source_run: Path) -> None:
