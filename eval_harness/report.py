@@ -597,7 +597,10 @@ def _held_out_notes(manifest: RunManifest) -> list[str]:
     held = total - manifest.expected_records // manifest.epochs
     if held <= 0:
         return []
-    return [f"few-shot: {held:,} of the dataset's {total:,} samples were held out as examples, not evaluated"]
+    # the words of the run's start (planning), where the reader met them first
+    return [
+        f"few-shot: {held:,} of the dataset's {total:,} samples held out as examples (holdout_fraction), not evaluated"
+    ]
 
 
 def _notes(

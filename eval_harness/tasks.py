@@ -8,7 +8,6 @@ bundled with the package, so a user's own task of the same name wins over a buil
 from __future__ import annotations
 
 import codecs
-import difflib
 import os
 import tomllib
 import typing
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
-from eval_harness.textfiles import NotUtf8Error, utf8_text
+from eval_harness.textfiles import NotUtf8Error, near_name, utf8_text
 from eval_harness.toml_lines import KeyPath, key_lines, line_in, line_of, nesting_line
 from eval_harness.types import TaskSpec, error_places, problem_message
 
@@ -87,8 +86,8 @@ class LoadedTask:
         path = self.resolve(self.spec.dataset.path)
         if not path.exists() and not path.is_symlink() and path.parent.is_dir():
             # the spec's line names what to fix (the dataset's path alone read as a file gone missing)
-            close = difflib.get_close_matches(path.name, [p.name for p in path.parent.iterdir()], n=1)
-            guess = f"; did you mean {close[0]!r}?" if close else ""
+            close = near_name(path.name, [p.name for p in path.parent.iterdir()])
+            guess = f"; did you mean {close!r}?" if close else ""
             raise ConfigError(f"{self.place('dataset', 'path')}: {path}: no such file{guess} (or pass --dataset)")
         return path
 

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from eval_harness.errors import TemplateError
-from eval_harness.textfiles import NotUtf8Error, utf8_text
+from eval_harness.textfiles import NotUtf8Error, near_name, utf8_text
 from eval_harness.types import ChatMessage, Sample, stays_inside
 
 if TYPE_CHECKING:
@@ -290,8 +290,8 @@ def _read(directory: Path, name: str, *, elsewhere: Path | None = None, included
             ) from None
         known = sorted(p.name for p in directory.glob("*.jinja2"))
         listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "") or "none"
-        close = difflib.get_close_matches(Path(name).name, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = near_name(Path(name).name, known)
+        hint = f"; did you mean {close!r}?" if close else ""
         hint += f"; there is {elsewhere}: copy it to {directory}" if elsewhere is not None else ""
         raise TemplateError(f"{path}: template not found (templates here: {listed}){hint}", not_found=True) from None
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop

@@ -3,6 +3,9 @@ not UTF-8 named by its line."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 
 class NotUtf8Error(ValueError):
     """Bytes that are not UTF-8: the 1-based line and byte offset of the first, the byte and the decoder's reason."""
@@ -22,4 +25,20 @@ def utf8_text(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-__all__ = ["NotUtf8Error", "utf8_text"]
+def near_name(name: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` that ``name`` most likely misspells, or None: close as a whole and by stem
+    (``tset.jsonl`` → ``test.jsonl``, ``adder.jsnl`` → ``adder.jsonl``; ``zzz.jsonl`` shares only ``.jsonl`` with
+    ``bad.jsonl``, which a comparison of whole names would offer)."""
+    stem = name.partition(".")[0]
+    for close in difflib.get_close_matches(name, names, n=3):
+        other = close.partition(".")[0]
+        if difflib.SequenceMatcher(None, stem, other).ratio() >= _CLOSE:
+            return close
+    return None
+
+
+_CLOSE = 0.6
+"""difflib's own cutoff for a close match."""
+
+
+__all__ = ["NotUtf8Error", "near_name", "utf8_text"]

@@ -387,7 +387,7 @@ def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_b
         said = (
             "requests in a row found no server, and none sent since the first of them got an answer"
             if limits == ["--max-retries", "0"]  # no sample retried: refusals in a row across samples
-            else "the server stopped answering: no request sent since this sample was first refused got an answer"
+            else "the server stopped answering: no request sent after this sample's first refusal got an answer"
         )
         assert len(lines) == 1 and said in lines[0] and "the server stopped answering" in lines[0], lines
         before = records(tmp_path)

@@ -835,6 +835,12 @@ def test_resume_names_an_option_the_run_fixed_instead_of_no_such_option(cli: Cli
             f"error: resume continues the run as it started, so {flag} cannot change it; drop it, or start a new run",
         )
     assert "No such option: --bogus" in cli("resume", out_dir / "r", "--bogus").err  # others as click says
+    # review-s32 11, 12: every such flag is named, and a short one with its value attached
+    result = cli("resume", out_dir / "r", "--limit", "5", "-mmock/y", "--epochs", "2")
+    assert result.err.strip() == (
+        "error: resume continues the run as it started, so --limit, -m, --epochs cannot change it; drop them, or "
+        "start a new run"
+    )
 
 
 def test_an_env_line_dotenv_cannot_parse_is_named_by_file_and_line(

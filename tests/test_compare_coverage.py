@@ -246,8 +246,8 @@ def test_a_row_where_every_record_of_b_is_an_error_is_named_and_its_cost_is_no_p
     assert (
         gated.code == 0
         and (
-            "regression gate passed, but B's records are mostly errors on alpha (100% errors), beta (100% errors), "
-            "gamma (100% errors), overall (100% errors) (see the notes)"
+            "regression gate passed, but B's records are mostly errors (alpha, 100% errors; beta, 100% errors; "
+            "gamma, 100% errors; overall, 100% errors); see the notes"
         )
         in gated.err
     )

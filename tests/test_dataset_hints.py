@@ -128,3 +128,18 @@ def test_a_misspelt_dataset_or_template_in_a_spec_is_named_by_the_spec_s_line(cl
     assert result.code == 2 and result.err.startswith(f"error: {spec.resolve()}:2: template: ")
     said = "template not found (templates here: plain.jinja2); did you mean 'plain.jinja2'?"
     assert result.err.rstrip().endswith(said)
+
+
+@pytest.mark.parametrize(
+    ("name", "names", "near"),
+    [
+        ("tset.jsonl", ["test.jsonl", "bad.jsonl"], "test.jsonl"),
+        ("adder.jsnl", ["adder.jsonl", "x.jsonl"], "adder.jsonl"),
+        ("plian.jinja2", ["plain.jinja2"], "plain.jinja2"),
+        ("zzz.jsonl", ["bad.jsonl", "meta.jsonl"], None),  # review-s32 7: the suffix alone is no near name
+    ],
+)
+def test_a_near_name_is_close_by_its_stem_not_by_its_suffix(name: str, names: list[str], near: str | None) -> None:
+    from eval_harness.textfiles import near_name
+
+    assert near_name(name, names) == near

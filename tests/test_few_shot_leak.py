@@ -431,7 +431,7 @@ def test_a_hold_out_smaller_than_k_says_each_prompt_shows_fewer(cli: Cli, root: 
         "few-shot: 3 of the dataset's 10 samples held out as examples (holdout_fraction), not evaluated\n"
     )
     report = cli("report", "--run", root.root / "results" / "h", "--format", "json")
-    note = "few-shot: 3 of the dataset's 10 samples were held out as examples, not evaluated"
+    note = "few-shot: 3 of the dataset's 10 samples held out as examples (holdout_fraction), not evaluated"
     assert report.code == 0 and note in json.loads(report.out)["notes"]
 
 

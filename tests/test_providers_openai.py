@@ -517,7 +517,7 @@ async def test_a_server_that_stops_answering_mid_run_stops_the_run_once_a_sample
         server.stop()
         with pytest.raises(
             ServerUnreachableError,
-            match=r"3 attempts .*; the server stopped answering: no request sent since this sample was first refused",
+            match=r"3 attempts .*; the server stopped answering: no request sent after this sample's first refusal",
         ):
             await gateway.generate(request())
     finally:

@@ -116,7 +116,7 @@ async def test_a_sample_in_flight_when_the_server_died_stops_the_run_not_records
     quick = asyncio.ensure_future(gw.generate(sample("b")))
     assert (await quick).completion is not None
     switched.UP.clear()  # the server dies: a's request is dropped, every later one refused
-    with pytest.raises(ServerUnreachableError, match="no request sent since this sample was first refused"):
+    with pytest.raises(ServerUnreachableError, match="no request sent after this sample's first refusal"):
         await first  # its 2 retries refused; its first request, dropped, found a server
     await gw.aclose()
 
@@ -152,7 +152,7 @@ async def test_samples_cut_short_by_their_timeout_while_retrying_refusals_stop_t
         await cut_short(gw, "s2", 0.25)  # refused for 0.45 s
     message = str(stopped.value)
     assert message.startswith("cannot connect: refused (cut short by the per-sample timeout before its next try:")
-    assert "the server stopped answering: no request sent since this sample was first refused got an answer" in message
+    assert "the server stopped answering: no request sent after this sample's first refusal got an answer" in message
     # a plain resume would keep the timeout recorded in the grace: the one line says what to do
     assert message.endswith(
         "1 sample cut short by its timeout while the server refused was recorded as a timeout: resume with "
@@ -277,7 +277,7 @@ async def test_a_connect_timeout_after_answers_starts_a_streak_like_a_refusal() 
         assert (await gw.generate(provider_request())).completion is not None
     held = blackhole(server.port)  # the server's port, now a host gone
     try:
-        with pytest.raises(ServerUnreachableError, match="no request sent since this sample was first refused"):
+        with pytest.raises(ServerUnreachableError, match="no request sent after this sample's first refusal"):
             await gw.generate(provider_request())
     finally:
         await gw.aclose()

@@ -116,13 +116,14 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     # a command with a positional argument (resume RUN_DIR) may take a path that looks like KEY=VALUE
     positional = any(param.param_type_name == "argument" for param in command.params)
     repeatable: tuple[str, str] | None = None  # the repeatable KEY=VALUE option just read, and its value
+    fixed: list[str] = []  # options the command does not take: for resume, maybe a new run's
     while index < len(args) and args[index] != "--":
         token = args[index]
         name, equals, _ = token.partition("=") if token.startswith("--") else (token, "", "")
         option = options.get(name)
         index += 1
         if option is None:
-            _refuse_an_option_fixed_by_the_run(path, name)
+            fixed.append(name)
             # "--model-arg a=1 b=2": click says only "unexpected extra argument", which does not say what to do
             if repeatable is not None and not positional and _KEY_VALUE.match(token):
                 flag, value = repeatable
@@ -139,6 +140,7 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
         # an on/off pair (--cache/--no-cache) is one setting too: "--cache --no-cache" left the last one standing
         if (option.secondary_opts or not option.is_flag) and not (option.multiple or option.count):
             given.setdefault(option.name, []).append(name)
+    _refuse_options_fixed_by_the_run(path, fixed)
     for option_name, names in given.items():
         if len(names) > 1:
             spelt = "/".join(dict.fromkeys(names))  # "-t/--task" when both spellings were used
@@ -147,17 +149,17 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             raise ConfigError(f"{spelt} given {len(names)} times; {what}")
 
 
-def _refuse_an_option_fixed_by_the_run(path: list[str], name: str) -> None:
+def _refuse_options_fixed_by_the_run(path: list[str], unknown: list[str]) -> None:
     """``resume RUN --limit 5``: click's "No such option" does not say why; ``run --resume`` names such options
-    as fixed by the run, and so does ``resume``."""
+    as fixed by the run, and so does ``resume`` (``-mmock/x`` too: a short option with its value attached)."""
     if path != ["eval-harness", "resume"]:
         return
-    from eval_harness.cli.run import FIXED_BY_THE_RUN
+    from eval_harness.cli.run import FIXED_BY_THE_RUN, fixed_by_the_run
 
-    if name in FIXED_BY_THE_RUN:
-        raise ConfigError(
-            f"resume continues the run as it started, so {name} cannot change it; drop it, or start a new run"
-        )
+    given = [name if name in FIXED_BY_THE_RUN else name[:2] for name in unknown]
+    given = [name for name in dict.fromkeys(given) if name in FIXED_BY_THE_RUN]
+    if given:
+        raise fixed_by_the_run("resume continues the run", given)
 
 
 class _UsageMistake(Exception):

@@ -71,16 +71,11 @@ def compare_command(
             "5% (see the notes)",
             markup=False,
         )
-    erred = [row for row in undecided if _mostly_errors(row.error_rate_b, row.error_rate_a)]
+    erred = [row for row in undecided if row.mostly_errors("B")]
     if erred:  # B answered too little there for "no detectable difference" to vouch for it
-        said = ", ".join(f"{row.axis} ({100 * (row.error_rate_b or 0):.0f}% errors)" for row in erred)
-        stderr.print(f"regression gate passed, but B's records are mostly errors on {said} (see the notes)",
+        said = "; ".join(f"{row.axis}, {100 * (row.error_rate_b or 0):.0f}% errors" for row in erred)
+        stderr.print(f"regression gate passed, but B's records are mostly errors ({said}); see the notes",
                      markup=False)  # fmt: skip
-
-
-def _mostly_errors(rate: float | None, other: float | None) -> bool:
-    """At least half of a row's records errors, more than the other run's (as the compare notes say)."""
-    return rate is not None and rate >= 0.5 and rate > (other or 0.0)
 
 
 def _rows_said(comparison: Comparison, rows: Sequence[CompareAxis]) -> str:

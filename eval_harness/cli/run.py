@@ -434,6 +434,15 @@ FIXED_BY_THE_RUN = frozenset({*_FIXED_BY_THE_RUN.values(), "-t", "-m"})
 """The flags of a new run that a resume cannot take, short spellings included."""
 
 
+def fixed_by_the_run(resuming: str, flags: list[str]) -> ConfigError:
+    """The refusal of ``flags`` (a new run's) given to a resume: ``--resume continues results/r as it started, so
+    --limit, --epochs cannot change it; drop them, or start a new run``."""
+    them = "it" if len(flags) == 1 else "them"
+    return ConfigError(
+        f"{resuming} as it started, so {', '.join(flags)} cannot change it; drop {them}, or start a new run"
+    )
+
+
 def _given(ctx: typer.Context, name: str) -> bool:
     source = ctx.get_parameter_source(name)
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
@@ -530,10 +539,7 @@ def run_command(
         # would otherwise be ignored without a word
         given = [flag for name, flag in _FIXED_BY_THE_RUN.items() if _given(ctx, name)]
         if given:
-            raise ConfigError(
-                f"--resume continues {resume} as it started, so {', '.join(given)} cannot change it; drop "
-                f"{'it' if len(given) == 1 else 'them'}, or start a new run"
-            )
+            raise fixed_by_the_run(f"--resume continues {resume}", given)
         # concurrency and timeout have defaults here (a new run's): only values given replace the recorded ones
         from eval_harness.planning import SessionOverrides
 
@@ -790,6 +796,7 @@ def register(app: typer.Typer) -> None:
 __all__ = [
     "FIXED_BY_THE_RUN",
     "finish_run",
+    "fixed_by_the_run",
     "print_notes",
     "register",
     "resume_command",

@@ -245,21 +245,22 @@ def _error_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]], a: _Sid
     return notes
 
 
-def _error_share_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]], a: _Side, b: _Side) -> list[str]:
-    """A row with no detectable difference where one run's records are mostly errors (counted as wrong), more than
-    the other's: the verdict says little of that run's quality there (two subjects of B over the server's
-    context, every record an error, compared 0.0 with A's 0.0 and passed the regression gate unremarked)."""
+def _error_share_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]]) -> list[str]:
+    """A row with no detectable difference where one run's records are mostly errors (``CompareAxis.mostly_errors``):
+    the verdict says little of that run's quality there (two subjects of B over the server's context, every record
+    an error, compared 0.0 with A's 0.0 and passed the regression gate unremarked)."""
     notes = []
-    for axis, rows in judged:
-        if axis.verdict != "no_difference" or not rows.size:
+    for axis, _rows in judged:
+        if axis.verdict != "no_difference":
             continue
-        for name, side, other in (("A", a, b), ("B", b, a)):
-            errors = int(np.count_nonzero(side.error[rows]))
-            if 2 * errors >= rows.size and errors > int(np.count_nonzero(other.error[rows])):
+        for name in ("A", "B"):
+            if axis.mostly_errors(name):
+                rate = axis.error_rate_a if name == "A" else axis.error_rate_b
+                errors = round((rate or 0.0) * axis.n)
                 share = (
                     f"every one of {name}'s records is an error"
-                    if errors == rows.size
-                    else f"{errors:,} of {rows.size:,} of {name}'s records are errors"
+                    if errors == axis.n
+                    else f"{errors:,} of {axis.n:,} of {name}'s records are errors"
                 )
                 notes.append(
                     f"{axis.axis}: {share} (counted as wrong), so no detectable difference says little of {name}'s "

@@ -108,6 +108,12 @@ class CompareAxis(BaseModel):
     )
     only_b: int = Field(default=0, description="B's records on this axis with no pair in A, left out (see only_a).")
 
+    def mostly_errors(self, side: Literal["A", "B"]) -> bool:
+        """Whether at least half of ``side``'s paired records here are errors, more than the other run's: its
+        figure is then mostly errors counted as wrong, and "no detectable difference" says little of its quality."""
+        rate, other = (self.error_rate_a, self.error_rate_b) if side == "A" else (self.error_rate_b, self.error_rate_a)
+        return rate is not None and rate >= 0.5 and rate > (other or 0.0)
+
 
 class UnpairedAxis(BaseModel):
     """An axis with records in one run (or in both, none of them paired): it has no row and no verdict."""

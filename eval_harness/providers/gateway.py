@@ -363,8 +363,8 @@ class Gateway:
             # (refusals in a row across samples, a few ms apart, also happen behind a half-dead balancer)
             if self._last_answered < first and not self._connected_since(first):
                 raise ServerUnreachableError(
-                    f"{error} ({tries}; the server stopped answering: no request sent since this sample was first "
-                    f"refused got an answer. The run stops with what it recorded; {then})"
+                    f"{error} ({tries}; the server stopped answering: no request sent after this sample's first "
+                    f"refusal got an answer. The run stops with what it recorded; {then})"
                 )
         elif self._refusals >= 2 and not self._connected_since(self._first_refusal):
             raise ServerUnreachableError(

@@ -525,7 +525,9 @@ def _settings_lines(run: RunInfo) -> list[str]:
     """How the run was made, one line a topic: what a pull request showing the figures needs beside them."""
     settings = run.settings
     assert settings is not None
-    args = " ".join(f"{key}={_setting(value)}" for key, value in settings.model_args.items() if value not in ({}, []))
+    args = " ".join(
+        f"{key}={_setting(value)}" for key, value in settings.model_args.items() if value not in (None, {}, [])
+    )
     generation = " · ".join(f"{key} {_setting(value)}" for key, value in settings.generation.items()) or "defaults"
     few_shot = settings.few_shot
     if few_shot and few_shot.get("k"):
