@@ -84,11 +84,17 @@ class LoadedTask:
         if self.spec.dataset.path is None:
             raise ConfigError(f"{self.path}: the task names no dataset; pass --dataset")
         path = self.resolve(self.spec.dataset.path)
-        if not path.exists() and not path.is_symlink() and path.parent.is_dir():
+        if not path.exists() and not path.is_symlink():
             # the spec's line names what to fix (the dataset's path alone read as a file gone missing)
-            close = near_name(path.name, [p.name for p in path.parent.iterdir()])
+            missing = path
+            while not missing.parent.is_dir() and missing.parent != missing:
+                missing = missing.parent
+            close = (
+                near_name(missing.name, [p.name for p in missing.parent.iterdir()]) if missing.parent.is_dir() else None
+            )
             guess = f"; did you mean {close!r}?" if close else ""
-            raise ConfigError(f"{self.place('dataset', 'path')}: {path}: no such file{guess} (or pass --dataset)")
+            what = "file" if missing == path else f"directory {missing}"
+            raise ConfigError(f"{self.place('dataset', 'path')}: {path}: no such {what}{guess} (or pass --dataset)")
         return path
 
 

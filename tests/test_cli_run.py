@@ -554,10 +554,10 @@ def test_a_dry_run_without_max_tokens_gives_the_prompts_cost_as_a_floor_not_a_bo
 def test_the_process_entry_point_keeps_exit_codes_and_every_line_of_output(tmp_path: Path) -> None:
     # run_process ends with os._exit (no interpreter teardown): nothing printed may be lost, no code changed.
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("".join(f'{{"id": "x", "input": "q{i}", "target": "t"}}\n' for i in range(80)))
+    bad.write_text("".join(f'{{"id": "{"xy"[i % 2]}", "input": "q{i}", "target": "t"}}\n' for i in range(80)))
     result = run_subprocess("validate-dataset", "--path", bad)
     assert result.code == 1
-    assert result.out.count("duplicate id 'x'") == 50 and result.out.endswith("... and 29 more problems\n")
+    assert result.out.count("duplicate id '") == 50 and result.out.endswith("... and 28 more problems\n")
     assert run_subprocess("validate-dataset", "--path", tmp_path / "missing.jsonl").code == 2
     assert run_subprocess("no-such-command").code == 2
     done = run_subprocess("tasks")

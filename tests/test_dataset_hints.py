@@ -123,7 +123,15 @@ def test_a_misspelt_dataset_or_template_in_a_spec_is_named_by_the_spec_s_line(cl
         f"error: {spec.resolve()}:4: dataset.path: {dataset.resolve()}: no such file; did you mean 'adder.jsonl'? "
         "(or pass --dataset)",
     )
-    spec.write_text(spec.read_text().replace("adder.jsnl", "adder.jsonl").replace("plain.jinja2", "plian.jinja2"))
+    spec.write_text(spec.read_text().replace("data/adder.jsnl", "dta/adder.jsonl"))  # review-s32 8: its directory
+    assert refusal(cli("run", "--task", spec, "--dry-run")) == (
+        2,
+        f"error: {spec.resolve()}:4: dataset.path: {(task_root.root / 'dta' / 'adder.jsonl').resolve()}: no such "
+        f"directory {(task_root.root / 'dta').resolve()}; did you mean 'data'? (or pass --dataset)",
+    )
+    spec.write_text(
+        spec.read_text().replace("dta/adder.jsonl", "data/adder.jsonl").replace("plain.jinja2", "plian.jinja2")
+    )
     result = cli("run", "--task", spec, "--dry-run")
     assert result.code == 2 and result.err.startswith(f"error: {spec.resolve()}:2: template: ")
     said = "template not found (templates here: plain.jinja2); did you mean 'plain.jinja2'?"
