@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import typer
 
 from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
-from eval_harness.cli.launch import resume_collection
+from eval_harness.cli.launch import command_begins
 from eval_harness.cli.stream_guard import begin_command, guard_streams, reader_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
@@ -57,11 +57,12 @@ def _collect_in_commands(group: typer.Typer) -> None:
 
 
 def _collecting(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """The command, ending start-up's pause of the garbage collector as it begins (see ``launch``)."""
+    """The command, which begins with ``launch.command_begins``: interrupts raise from there, and start-up's pause
+    of the garbage collector ends."""
 
     @functools.wraps(callback)  # typer reads the parameters through __wrapped__
     def command(*args: Any, **kwargs: Any) -> Any:
-        resume_collection()
+        command_begins()
         return callback(*args, **kwargs)
 
     return command
@@ -259,15 +260,28 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code == EXIT_INTERRUPTED and isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt):
             print("interrupted", file=sys.stderr)
         raise
-    except RuntimeError as exc:
-        # Python 3.11 wraps an interrupt that lands while a class is built (pydantic's __set_name__) in this
-        if not isinstance(exc.__cause__, KeyboardInterrupt):
+    except Exception as exc:
+        # an interrupt that lands while a class is built comes wrapped: in a RuntimeError (Python 3.11, pydantic's
+        # __set_name__) or a pydantic SchemaError (its schema generation)
+        if not _from_an_interrupt(exc):
             raise
         print("interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _from_an_interrupt(error: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the causes of ``error`` (what wrapped it raised in its place)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def run_process() -> NoReturn:

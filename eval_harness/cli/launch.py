@@ -12,15 +12,24 @@ waiting. So the collector is paused from the first import to the start of the co
 from __future__ import annotations
 
 import gc
+import os
 import signal
-import sys
 
 _paused = False
 _entered_as_process = False
+_int_ignored = False
 
 
 def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _quit_starting(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM while the process imports and parses: nothing is written yet, so it ends here. Raised as
+    KeyboardInterrupt instead, it could land inside a C extension's module setup (orjson's segfaulted), or in a
+    callback that prints and ignores it (the command then ran on to exit 0)."""
+    os.write(2, b"interrupted\n")
+    os._exit(130)
 
 
 def entered_as_process() -> bool:
@@ -31,20 +40,33 @@ def entered_as_process() -> bool:
 
 def run() -> None:  # never returns (run_process exits); typing is not imported before the guard below
     """Parse the command line and run the command, with the collector paused for start-up."""
-    global _paused, _entered_as_process
+    global _paused, _entered_as_process, _int_ignored
     _entered_as_process = True
     # SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
-    # kills the process without a word (143); a run's own handler (cli.run._Interrupts) takes over while it runs
-    signal.signal(signal.SIGTERM, _terminated)
+    # kills the process without a word (143); a run's own handler (cli.run._Interrupts) takes over while it runs.
+    # A SIGINT ignored when the process started (a background job of a script) stays ignored.
+    _int_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if not _int_ignored:
+        signal.signal(signal.SIGINT, _quit_starting)
+    signal.signal(signal.SIGTERM, _quit_starting)
     if gc.isenabled():
         gc.disable()
         _paused = True
-    try:
-        from eval_harness.cli.app import run_process
-    except KeyboardInterrupt:  # Ctrl-C while starting: the same exit as during a command, not a traceback
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    import orjson  # noqa: F401 - every command reads or writes with it: imported under the handlers above
+
+    from eval_harness.cli.app import run_process
+
     run_process()
+
+
+def command_begins() -> None:
+    """The command starts: interrupts raise KeyboardInterrupt from here, so what it writes is cleaned up and it says
+    what it stopped (see ``run``), and the start-up pause of the collector ends (``resume_collection``)."""
+    if _entered_as_process:
+        if not _int_ignored:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _terminated)
+    resume_collection()
 
 
 def resume_collection() -> None:
@@ -59,4 +81,4 @@ def resume_collection() -> None:
         gc.enable()
 
 
-__all__ = ["entered_as_process", "resume_collection", "run"]
+__all__ = ["command_begins", "entered_as_process", "resume_collection", "run"]

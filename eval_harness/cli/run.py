@@ -125,7 +125,10 @@ class _Interrupts:
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._saved[sig] = signal.getsignal(sig)
+                previous = signal.getsignal(sig)
+                if previous is signal.SIG_IGN:  # ignored when the process started (a script's background job)
+                    continue
+                self._saved[sig] = previous
                 signal.signal(sig, self._arrived)
 
     def _arrived(self, signum: int, frame: object) -> None:
@@ -157,7 +160,7 @@ class _Interrupts:
         result = self.result
         if result is not None and result.status == "complete":
             said = _interrupted_complete(result, "")
-        elif result is None and self.resume_hint is not None:
+        elif self.resume_hint is not None:  # the run is stopping, or has stopped short of complete
             said = f"interrupted; resume with: {self.resume_hint}"
         else:
             said = "interrupted"
