@@ -385,7 +385,7 @@ def test_a_server_that_goes_down_mid_run_stops_it_and_resume_completes_it_once_b
         notes = [line for line in stderr.strip().splitlines() if line.startswith("note: ")]
         lines = [line for line in stderr.strip().splitlines() if not line.startswith("note: ")]
         said = (
-            "requests in a row found no server, and none sent since the first of them got an answer"
+            "requests in a row found no server, and none sent after the first of them got an answer"
             if limits == ["--max-retries", "0"]  # no sample retried: refusals in a row across samples
             else "the server stopped answering: no request sent after this sample's first refusal got an answer"
         )
@@ -689,7 +689,7 @@ def test_a_server_gone_near_the_end_under_a_short_timeout_stops_the_run(tmp_path
         *notes, line = stderr.strip().splitlines()
         # the note counts every error record of the session, beside the stop line's count of those it cut
         assert len(notes) == 1 and notes[0].startswith("note: ") and "--retry-errors runs them again" in notes[0]
-        assert "until the run's last sample, and no request sent since the first refusal got an answer" in line
+        assert "until the run's last sample, and no request sent after the first refusal got an answer" in line
         assert "recorded as timeouts: resume with --retry-errors once the server answers" in line or (
             "recorded as a timeout: resume with --retry-errors" in line
         )

@@ -38,7 +38,7 @@ def entered_as_process() -> bool:
     return _entered_as_process
 
 
-def run() -> None:  # never returns (run_process exits); typing is not imported before the guard below
+def run() -> None:  # never returns (run_process exits); typing is not imported before the handlers are set
     """Parse the command line and run the command, with the collector paused for start-up."""
     global _paused, _entered_as_process, _int_ignored
     _entered_as_process = True

@@ -369,7 +369,7 @@ class Gateway:
         elif self._refusals >= 2 and not self._connected_since(self._first_refusal):
             raise ServerUnreachableError(
                 f"{error} ({tries}; the server stopped answering: {self._refusals} requests in a row found no server, "
-                f"and none sent since the first of them got an answer. The run stops with what it recorded; {then})"
+                f"and none sent after the first of them got an answer. The run stops with what it recorded; {then})"
             )
 
     def server_gone_at_end(self) -> ServerUnreachableError | None:
@@ -383,7 +383,7 @@ class Gateway:
         outage_s = self._last_refused_at - self._streak_since
         return ServerUnreachableError(
             f"{refusal} (the server stopped answering: refused for {outage_s:.0f} s until the run's last sample, "
-            "and no request sent since the first refusal got an answer. The run stops with what it recorded; "
+            "and no request sent after the first refusal got an answer. The run stops with what it recorded; "
             f"{self._what_to_do()})"
         )
 
