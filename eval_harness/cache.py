@@ -117,6 +117,28 @@ class CacheEntry(BaseModel):
         description="(run directory, session, the run's created_at, the record) that paid for it; (run directory, "
         "session) from a build before the other two were kept; None when not recorded.",
     )
+    also_paid: list[_Paid] = Field(
+        default_factory=list,
+        description="Earlier payers of the same request (another sample of the same prompt, in flight at once), the "
+        "answer kept being the last one's (``origin``): after a kill, each finds its own payment here.",
+    )
+
+
+class Entry(NamedTuple):
+    """What a lookup finds: the answer, who paid for it last, and who paid for the same request before."""
+
+    completion: Completion
+    origin: Origin | None
+    also_paid: tuple[Origin, ...] = ()
+
+    def paid_by(self, asking: Origin) -> bool:
+        """Whether one of the payers is an earlier session of ``asking``'s run that paid for its record without
+        recording it (``Origin.earlier_session_of``)."""
+        return any(paid.earlier_session_of(asking) for paid in (self.origin, *self.also_paid) if paid is not None)
+
+
+_PAYERS_KEPT = 32
+"""Payers an entry remembers (the latest): a prompt repeated in thousands of samples keeps its file small."""
 
 
 class ResponseCache:
@@ -148,26 +170,33 @@ class ResponseCache:
         entry = self.entry(key)
         return None if entry is None else entry[0]
 
-    def entry(self, key: str) -> tuple[Completion, Origin | None] | None:
-        """The stored completion for ``key`` and the run session that paid for it (None: not recorded)."""
+    def entry(self, key: str) -> Entry | None:
+        """The stored completion for ``key`` and the run sessions that paid for it (None: not recorded)."""
         try:
             stored = CacheEntry.model_validate_json(self._path(key).read_bytes())
         except (OSError, ValidationError):  # absent, torn, of another version, or not ours: a miss
             return None
         if stored.key != key:
             return None
-        return stored.completion, None if stored.origin is None else Origin(*stored.origin)
+        origin = None if stored.origin is None else Origin(*stored.origin)
+        return Entry(stored.completion, origin, tuple(Origin(*paid) for paid in stored.also_paid))
 
     def put(self, key: str, completion: Completion, origin: Origin | None = None) -> None:
         """Store ``completion`` atomically: temp file, fsync, rename (``durable.atomic_file``)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
+        earlier = self.entry(key) if origin is not None and path.exists() else None
+        also_paid: list[list[Any]] = []
+        if earlier is not None:  # another record paid for this request too: both payments stay known
+            payers = [paid for paid in (*earlier.also_paid, earlier.origin) if paid is not None and paid != origin]
+            also_paid = [list(paid) for paid in dict.fromkeys(payers)][-_PAYERS_KEPT:]
         data = orjson.dumps(
             {
                 "schema_version": CACHE_SCHEMA_VERSION,
                 "key": key,
                 "completion": completion.model_dump(mode="json", exclude={"cached"}),
                 "origin": None if origin is None else list(origin),
+                "also_paid": also_paid,
             }
         )  # CacheEntry's fields, dumped from a dict: the completion's dump is the one pass that matters
         # Entries are cheap to recompute: no directory fsync per entry (a lost rename is a cache miss).
@@ -231,6 +260,7 @@ __all__ = [
     "SCORED_EPOCH",
     "CacheEntry",
     "CacheInfo",
+    "Entry",
     "Origin",
     "ResponseCache",
     "cache_key",

@@ -74,6 +74,22 @@ def test_an_entry_keeps_the_run_session_and_record_that_paid_for_it(tmp_path: Pa
     assert not paid.earlier_session_of(paid)  # the same session: a hit of its own answer is free
 
 
+def test_every_record_that_paid_for_one_request_finds_its_payment_after_a_kill(tmp_path: Path) -> None:
+    # crash-s32 3: two samples of one prompt in flight together each paid; the entry kept the last payer alone, so
+    # after a kill before the other's record was written, its resume recorded the answer as a free hit
+    cache = ResponseCache(tmp_path)
+    key = cache_key("s", "m", BODY)
+    first, second = (Origin("/r/r1", 1, "2026-12-02T03:00:00Z", f"{sample}#0") for sample in ("q1", "q2"))
+    cache.put(key, completion(), first)
+    cache.put(key, completion(), second)
+    cache.put(key, completion(), second)  # the same payer again: remembered once
+    stored = cache.entry(key)
+    assert stored is not None and (stored.origin, stored.also_paid) == (second, (first,))
+    for paid in (first, second):  # each record's resume finds its own payment
+        assert stored.paid_by(paid._replace(session=2))
+    assert not stored.paid_by(first._replace(session=2, record="q3#0"))  # a third sample's hit stays free
+
+
 def test_an_entry_whose_origin_lacks_the_run_start_or_the_record_is_still_read(tmp_path: Path) -> None:
     # review-s31 F7: [run, session, null, null] was written, and refused by the entry's own type: a permanent miss
     cache = ResponseCache(tmp_path)

@@ -63,6 +63,14 @@ class GenerationOutcome:
 
 
 @dataclass
+class _KeyStores:
+    """The puts of one cache key under way: their lock, and how many hold or wait for it."""
+
+    lock: asyncio.Lock
+    users: int = 0
+
+
+@dataclass
 class ScoringCalls:
     """The calls one sample's scorers make (a judge's), set in ``SCORING_CALLS`` by the runner while it scores.
 
@@ -169,6 +177,7 @@ class Gateway:
         self.cache_failures = 0
         """Answers that could not be stored in the cache (a full or read-only disk): said at the run's end."""
         self.cache_failure: str | None = None
+        self._storing: dict[str, _KeyStores] = {}
         """The first such failure, as the OS said it."""
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
         self.secrets = list(dict.fromkeys(provider.secrets()))  # a subclass may add a key its options hold too
@@ -225,8 +234,8 @@ class Gateway:
                 origin = self._origin_of(request)
                 entry = self.cache.entry(key)
                 if entry is not None:
-                    hit, paid_by = entry
-                    if paid_by is not None and origin is not None and paid_by.earlier_session_of(origin):
+                    hit = entry.completion
+                    if origin is not None and entry.paid_by(origin):
                         # paid by an earlier session of this run that was killed before recording it: the answer
                         # and its cost are this run's, not a free cache hit
                         return GenerationOutcome(hit.model_copy(update={"cached": False}), None, 0)
@@ -548,12 +557,21 @@ class Gateway:
 
     async def _store(self, key: str, completion: Completion, origin: Origin | None) -> None:
         assert self.cache is not None
+        # one put of a key at a time: each adds its payer to the entry the last one wrote (two samples of one prompt
+        # in flight together), where two threads reading the entry at once would keep one payer
+        storing = self._storing.setdefault(key, _KeyStores(asyncio.Lock()))
+        storing.users += 1
         try:
-            await asyncio.to_thread(self.cache.put, key, completion, origin)
+            async with storing.lock:
+                await asyncio.to_thread(self.cache.put, key, completion, origin)
         except OSError as exc:  # a full or read-only disk loses a cache entry, not the sample: counted, said at the end
             self.cache_failures += 1
             if self.cache_failure is None:
                 self.cache_failure = exc.strerror or str(exc)
+        finally:
+            storing.users -= 1
+            if not storing.users:  # one lock per key being stored, not per key ever stored
+                del self._storing[key]
 
     async def complete(self, request: GenerateRequest) -> Completion:
         """``generate`` for callers that want a completion or an exception (judges)."""
