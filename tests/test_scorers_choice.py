@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from eval_harness.scorers import build_scorer, choice_letter
-from eval_harness.types import Sample, ScorerSpec
+from eval_harness.types import Completion, Sample, ScorerSpec
 
 
 @pytest.mark.parametrize(
@@ -252,3 +252,22 @@ async def test_an_option_s_whole_text_in_quotes_is_that_option(
 ) -> None:
     score = await build_scorer(ScorerSpec(name="choice")).score(response, sample)
     assert score.answer == chosen, score.explanation
+
+
+@pytest.mark.parametrize(
+    ("output", "finish", "read"),
+    [
+        ('"Hell," A', "length", None),  # adopt-s32 15: a story cut at max_tokens, its last word's first letter
+        ('"Hell," A', "stop", "A"),  # whole: a letter standing alone at the end is an answer
+        ("The answer is A", "length", "A"),  # an answer marker before it: the answer, cut after it
+        ("I pick option A", "max_tokens", "A"),
+        ("A", "length", "A"),  # alone in the answer
+    ],
+)
+async def test_a_capital_letter_an_answer_cut_at_the_limit_ends_on_is_no_answer_without_a_marker(
+    output: str, finish: str, read: str | None
+) -> None:
+    sample = Sample(id="1", input="q", target="A", choices=["w", "x", "y", "z"])
+    completion = Completion(text=output, finish_reason=finish)
+    score = await build_scorer(ScorerSpec(name="choice")).score(output, sample, completion)
+    assert score.answer == read

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from eval_harness.scorers.base import FunctionScorer, Scorer, register_scorer, require_text
-from eval_harness.types import Sample, Score
+from eval_harness.scorers.base import Scorer, register_scorer, require_text
+from eval_harness.tally import LENGTH_STOPS
+from eval_harness.types import Completion, Sample, Score
 
 _DECORATION = re.compile(r"[*_`]")
 _SURROUND = " \t\r\n.,;:!?()[]{}<>\"'‘’“”"
@@ -176,8 +178,10 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
     if letters is not None and (not letters.isalpha() or len(set(letters.upper())) != len(letters)):
         raise ValueError(f"letters must be distinct letters, got {letters!r}")
 
-    def score(output: str, sample: Sample) -> Score:
+    def score(output: str, sample: Sample, cut: bool = False) -> Score:
         options = (letters or string.ascii_uppercase[: len(sample.choices or [])] or "ABCD").upper()
+        if cut:
+            output = _without_a_cut_letter(output, options)
         expected = {t for target in sample.targets if (t := _target_letter(target, sample.choices, options))}
         if not expected:
             raise ValueError(f"target {sample.targets!r} is not one of the letters {options}")
@@ -204,7 +208,37 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
         verdict = "correct" if got in expected else f"wrong; expected {want}"
         return Score(value=float(got in expected), answer=got, explanation=f"chose {got} (by {how}): {verdict}")
 
-    return FunctionScorer(score)
+    return _ChoiceScorer(score)
+
+
+class _ChoiceScorer(Scorer):
+    """The choice scorer, told whether the answer was cut at the output-token limit (see ``_without_a_cut_letter``)."""
+
+    def __init__(self, function: Callable[[str, Sample, bool], Score]) -> None:
+        self.function = function
+
+    async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
+        cut = completion is not None and completion.finish_reason in LENGTH_STOPS
+        return self.function(output, sample, cut)
+
+
+def _without_a_cut_letter(output: str, letters: str) -> str:
+    """An answer cut at the token limit, without a capital letter it ends on that no answer marker introduces: the
+    first letter of a word cut off (a story's '"Hell," A' read as option A); a letter after "answer is" or "option",
+    or alone in the answer, stays."""
+    text = output.rstrip()
+    if len(text) < 2 or text[-1] not in letters.upper() or text[-2].isalnum():
+        return output
+    before = text[:-1]
+    patterns = _patterns(letters)
+    marked = (
+        match.end() == len(text)
+        for pattern in (*patterns.final, *patterns.marker, patterns.mention)
+        for match in pattern.finditer(text)
+    )
+    if not before.strip(_SURROUND) or any(marked):
+        return output
+    return before
 
 
 def _quotes(output: str, choice: str) -> bool:
