@@ -56,17 +56,19 @@ def parse_scorer(text: str) -> ScorerSpec:
 def _top_level_parts(text: str) -> list[str]:
     """``text`` split at its commas, but inside a value written as JSON (one that opens with ``[`` or ``{``, as
     ``_coerce`` reads it): ``a=1,b=[1,2]`` is ``a=1`` and ``b=[1,2]``. A bracket in a plain value is text
-    (``system_prompt=Rate [1-5,alias=j`` keeps its alias apart); a JSON value left open keeps the rest whole,
-    for the JSON reader to name the problem."""
+    (``system_prompt=Rate [1-5,alias=j`` keeps its alias apart), and so is one that opens a bracket it never closes
+    (``system_prompt=[Grader: strict,alias=j``): a parameter that takes JSON names the problem of its text."""
     parts: list[str] = []
     start = 0
     while True:
         comma = text.find(",", start)
         equals = text.find("=", start)
         end = comma
-        if equals != -1 and (comma == -1 or equals < comma) and text[equals + 1 : equals + 2] in ("[", "{"):
-            closed = _json_end(text, equals + 1)
-            end = text.find(",", closed) if closed < len(text) else -1
+        value = equals + 1 + len(text[equals + 1 :]) - len(text[equals + 1 :].lstrip())  # after any blanks
+        if equals != -1 and (comma == -1 or equals < comma) and text[value : value + 1] in ("[", "{"):
+            closed = _json_end(text, value)
+            if closed is not None:  # never closed: plain text after all, split at its commas
+                end = text.find(",", closed)
         if end == -1:
             parts.append(text[start:])
             return parts
@@ -74,9 +76,9 @@ def _top_level_parts(text: str) -> list[str]:
         start = end + 1
 
 
-def _json_end(text: str, opening: int) -> int:
+def _json_end(text: str, opening: int) -> int | None:
     """The index just past the bracket that closes the one at ``opening`` (strings and escapes passed over), or
-    ``len(text)`` when it is never closed."""
+    None when it is never closed."""
     depth, quoted, escaped = 0, False, False
     for index in range(opening, len(text)):
         char = text[index]
@@ -90,7 +92,7 @@ def _json_end(text: str, opening: int) -> int:
             depth -= 1
             if not depth:
                 return index + 1
-    return len(text)
+    return None
 
 
 def plan_rescore(

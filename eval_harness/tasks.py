@@ -86,16 +86,24 @@ class LoadedTask:
         path = self.resolve(self.spec.dataset.path)
         if not path.exists() and not path.is_symlink():
             # the spec's line names what to fix (the dataset's path alone read as a file gone missing)
-            missing = path
-            while not missing.parent.is_dir() and missing.parent != missing:
-                missing = missing.parent
-            close = (
-                near_name(missing.name, [p.name for p in missing.parent.iterdir()]) if missing.parent.is_dir() else None
-            )
-            guess = f"; did you mean {close!r}?" if close else ""
-            what = "file" if missing == path else f"directory {missing}"
-            raise ConfigError(f"{self.place('dataset', 'path')}: {path}: no such {what}{guess} (or pass --dataset)")
+            raise ConfigError(f"{self.place('dataset', 'path')}: {path}: {_missing(path)} (or pass --dataset)")
         return path
+
+
+def _missing(path: Path) -> str:
+    """What of ``path`` is not there: the file, or the first directory on the way; with the near name that is."""
+    missing = path
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if not missing.parent.is_dir():  # a file (or a broken link) where a directory should be
+        return f"{missing.parent} is not a directory"
+    try:
+        names = [p.name for p in missing.parent.iterdir()]
+    except OSError:  # a directory that cannot be listed: no near name to offer
+        names = []
+    close = near_name(missing.name, [name for name in names if name != missing.name])
+    guess = f"; did you mean {close!r}?" if close else ""
+    return f"no such {'file' if missing == path else f'directory {missing}'}{guess}"
 
 
 def search_roots() -> list[Path]:

@@ -29,9 +29,9 @@ def near_name(name: str, names: Sequence[str]) -> str | None:
     """The one of ``names`` that ``name`` most likely misspells, or None: close as a whole and by stem
     (``tset.jsonl`` → ``test.jsonl``, ``adder.jsnl`` → ``adder.jsonl``; ``zzz.jsonl`` shares only ``.jsonl`` with
     ``bad.jsonl``, which a comparison of whole names would offer)."""
-    stem = name.partition(".")[0]
+    stem = name.partition(".")[0] or name  # a dotfile is its own stem
     for close in difflib.get_close_matches(name, names, n=3):
-        other = close.partition(".")[0]
+        other = close.partition(".")[0] or close
         if difflib.SequenceMatcher(None, stem, other).ratio() >= _CLOSE:
             return close
     return None

@@ -129,8 +129,11 @@ def test_a_misspelt_dataset_or_template_in_a_spec_is_named_by_the_spec_s_line(cl
         f"error: {spec.resolve()}:4: dataset.path: {(task_root.root / 'dta' / 'adder.jsonl').resolve()}: no such "
         f"directory {(task_root.root / 'dta').resolve()}; did you mean 'data'? (or pass --dataset)",
     )
+    spec.write_text(spec.read_text().replace("dta/adder.jsonl", "data/adder.jsonl/x.jsonl"))  # review2-s32 5
+    said = f"{(task_root.root / 'data' / 'adder.jsonl').resolve()} is not a directory (or pass --dataset)"
+    assert refusal(cli("run", "--task", spec, "--dry-run"))[1].endswith(said)
     spec.write_text(
-        spec.read_text().replace("dta/adder.jsonl", "data/adder.jsonl").replace("plain.jinja2", "plian.jinja2")
+        spec.read_text().replace("adder.jsonl/x.jsonl", "adder.jsonl").replace("plain.jinja2", "plian.jinja2")
     )
     result = cli("run", "--task", spec, "--dry-run")
     assert result.code == 2 and result.err.startswith(f"error: {spec.resolve()}:2: template: ")

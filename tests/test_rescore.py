@@ -238,9 +238,12 @@ def test_scorer_flag_parses_name_and_arguments(text: str, name: str, args: dict[
 def test_scorer_flag_takes_a_list_or_a_table_as_json_whose_commas_stay_in_the_value() -> None:
     spec = parse_scorer('rubric_judge:criteria={"faithfulness":"true, and sourced","coverage":""},scale=[1,10]')
     assert spec.args == {"criteria": '{"faithfulness":"true, and sourced","coverage":""}', "scale": "[1,10]"}
-    assert parse_scorer("em:x=a,b=[1,2").args == {"x": "a", "b": "[1,2"}  # left open: the JSON reader says so
-    # review-s32 5: a bracket in a plain value is text: it swallowed the alias after it
+    # review-s32 5, review2-s32 2: a bracket in a plain value, or one never closed, is text: it swallowed the alias
     assert parse_scorer("j:system_prompt=Rate [1-5 strictly,alias=k").args == {"system_prompt": "Rate [1-5 strictly"}
+    assert parse_scorer("j:system_prompt=[Grader: strict,alias=k").args == {"system_prompt": "[Grader: strict"}
+    assert parse_scorer('j:criteria= ["a","b"],alias=k').args == {"criteria": '["a","b"]'}  # a blank after =
+    with pytest.raises(ConfigError, match="arguments must look like key=value"):
+        parse_scorer("em:x=a,b=[1,2")  # left open: its commas split it, and "2" is no argument
 
 
 def test_a_scorer_argument_given_twice_is_refused_not_the_last_kept(cli: Cli, source_run: Path) -> None:

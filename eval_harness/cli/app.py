@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import typer
 
 from eval_harness.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, visible
-from eval_harness.cli.launch import command_begins
+from eval_harness.cli.launch import resume_collection
 from eval_harness.cli.stream_guard import begin_command, guard_streams, reader_gone
 from eval_harness.errors import ConfigError, DatasetError, EvalHarnessError
 
@@ -57,12 +57,11 @@ def _collect_in_commands(group: typer.Typer) -> None:
 
 
 def _collecting(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """The command, which begins with ``launch.command_begins``: interrupts raise from there, and start-up's pause
-    of the garbage collector ends."""
+    """The command, ending start-up's pause of the garbage collector as it begins (see ``launch``)."""
 
     @functools.wraps(callback)  # typer reads the parameters through __wrapped__
     def command(*args: Any, **kwargs: Any) -> Any:
-        command_begins()
+        resume_collection()
         return callback(*args, **kwargs)
 
     return command

@@ -17,17 +17,14 @@ import signal
 
 _paused = False
 _entered_as_process = False
-_int_ignored = False
 
 
-def _terminated(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _quit_starting(signum: int, frame: object) -> None:
-    """Ctrl-C or SIGTERM while the process imports and parses: nothing is written yet, so it ends here. Raised as
-    KeyboardInterrupt instead, it could land inside a C extension's module setup (orjson's segfaulted), or in a
-    callback that prints and ignores it (the command then ran on to exit 0)."""
+def _quit_now(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM outside a run's own handling (``cli.run._Interrupts``): the process ends here, saying so.
+    Raised as KeyboardInterrupt instead, it landed inside a C extension's module setup (orjson's segfaulted, numpy's
+    failed to import, exit 1), inside pydantic's schema building (a SchemaError traceback), or in a callback that
+    printed and ignored it (the command ran on to exit 0). What a command writes is atomic (temp file, rename): at
+    worst a temporary is left, which ``resume`` and ``cache clear`` remove."""
     os.write(2, b"interrupted\n")
     os._exit(130)
 
@@ -40,33 +37,20 @@ def entered_as_process() -> bool:
 
 def run() -> None:  # never returns (run_process exits); typing is not imported before the handlers are set
     """Parse the command line and run the command, with the collector paused for start-up."""
-    global _paused, _entered_as_process, _int_ignored
+    global _paused, _entered_as_process
     _entered_as_process = True
     # SIGTERM (a CI runner's timeout) ends a command as Ctrl-C does: 'interrupted', exit 130, where its default
     # kills the process without a word (143); a run's own handler (cli.run._Interrupts) takes over while it runs.
-    # A SIGINT ignored when the process started (a background job of a script) stays ignored.
-    _int_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    if not _int_ignored:
-        signal.signal(signal.SIGINT, _quit_starting)
-    signal.signal(signal.SIGTERM, _quit_starting)
+    # A signal ignored when the process started (SIGINT in a background job of a script, nohup) stays ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _quit_now)
     if gc.isenabled():
         gc.disable()
         _paused = True
-    import orjson  # noqa: F401 - every command reads or writes with it: imported under the handlers above
-
     from eval_harness.cli.app import run_process
 
     run_process()
-
-
-def command_begins() -> None:
-    """The command starts: interrupts raise KeyboardInterrupt from here, so what it writes is cleaned up and it says
-    what it stopped (see ``run``), and the start-up pause of the collector ends (``resume_collection``)."""
-    if _entered_as_process:
-        if not _int_ignored:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, _terminated)
-    resume_collection()
 
 
 def resume_collection() -> None:
@@ -81,4 +65,4 @@ def resume_collection() -> None:
         gc.enable()
 
 
-__all__ = ["command_begins", "entered_as_process", "resume_collection", "run"]
+__all__ = ["entered_as_process", "resume_collection", "run"]

@@ -488,10 +488,6 @@ def sse_events(text: str) -> Iterator[SSEvent]:
         yield SSEvent(name or "message", "\n".join(data), ended=False)
 
 
-_CUT_SHOWN = 200
-"""Characters of a cut event's end that its error shows."""
-
-
 def event_json(data: str, *, ended: bool = True) -> Any:
     """An event's data as JSON (as leniently as a whole body: a usage number orjson refuses is no failure).
 
@@ -501,9 +497,9 @@ def event_json(data: str, *, ended: bool = True) -> Any:
         return lenient_json(data)
     except ValueError:
         if not ended:
-            end = data if len(data) <= _CUT_SHOWN else "…" + data[1 - _CUT_SHOWN :]  # where it was cut
+            # whole, as below: the provider's message cleaning redacts, then cuts (a key cut here would escape it)
             raise ProviderResponseError(
-                f"the event stream ended in the middle of an event: {end!r}", retry_cause="connection"
+                f"the event stream ended in the middle of an event: {data[:4000]!r}", retry_cause="connection"
             ) from None
         # cut by the provider's message cleaning, after redaction (a key cut here would escape it)
         raise ProviderResponseError(f"an event of the stream is not JSON: {data[:4000]!r}") from None

@@ -177,8 +177,8 @@ class Gateway:
         self.cache_failures = 0
         """Answers that could not be stored in the cache (a full or read-only disk): said at the run's end."""
         self.cache_failure: str | None = None
-        self._storing: dict[str, _KeyStores] = {}
         """The first such failure, as the OS said it."""
+        self._storing: dict[str, _KeyStores] = {}
         self._cache_scope = str(getattr(provider, "cache_scope", type(provider).provider_name))
         self.secrets = list(dict.fromkeys(provider.secrets()))  # a subclass may add a key its options hold too
         """The provider's secrets, each once: taken out of its answers and of the errors it raises."""
