@@ -35,7 +35,7 @@ the CLI (no traceback) and its ``exit_code`` becomes the process exit code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal, Self
 
 RetryCause = Literal["rate_limit", "overloaded", "server_error", "timeout", "connection", "conflict", "other"]
@@ -236,6 +236,13 @@ def shortened(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def named_briefly(names: Sequence[str], shown: int = 3) -> str:
+    """``a, b, c``, or the first ``shown`` names and how many more: for a one-line message (a name that would act on
+    the terminal or break the line shown escaped)."""
+    listed = ", ".join(repr(name) if not name.isprintable() else name for name in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def json_type_name(value: object) -> str:
     """What a parsed JSON value is, in JSON's words, for error messages: "null", "an integer", "an array"..."""
     names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
@@ -300,6 +307,7 @@ __all__ = [
     "UnknownNameError",
     "as_written",
     "json_type_name",
+    "named_briefly",
     "shortened",
     "spoken_duration",
     "undecodable_shown",

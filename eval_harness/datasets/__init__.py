@@ -45,7 +45,13 @@ from eval_harness.datasets._files import (
     why_missing,
 )
 from eval_harness.datasets._subsets import sample, split
-from eval_harness.errors import DatasetError, DatasetUnreadableError, json_type_name, undecodable_shown
+from eval_harness.errors import (
+    DatasetError,
+    DatasetUnreadableError,
+    json_type_name,
+    named_briefly,
+    undecodable_shown,
+)
 from eval_harness.seen import SeenStrings
 from eval_harness.types import DatasetSpec, Sample
 
@@ -296,9 +302,6 @@ _NEAR_SUFFIXES = {"jsonl": (".json", ".json.gz", ".ndjson", ".ndjson.gz"), "csv"
 directory holding only such files is refused naming them, since they are not read (names are matched as written,
 so that the files read are the ones ``ls *.jsonl`` lists)."""
 
-_NAMES_SHOWN = 3
-"""The entries of a directory a one-line message names before it counts the rest."""
-
 
 def dataset_members(path: Path, spec: DatasetSpec | None = None) -> list[Path]:
     """The files a dataset is read from: ``path``, or, when it is a directory, the files directly in it whose
@@ -420,13 +423,6 @@ def _holds(entries: list[Path], own: str) -> str:
         which = "the directory" if len(folders) == 1 else "the directories"
         return f" (it holds {which} {named_briefly(folders)}: subdirectories are not read)"
     return f" (it holds {named_briefly([entry.name for entry in entries])})" if entries else ""
-
-
-def named_briefly(names: Sequence[str]) -> str:
-    """``a, b, c``, or the first ``_NAMES_SHOWN`` names and how many more: for a one-line message (a name that
-    would act on the terminal or break the line shown escaped)."""
-    shown = ", ".join(repr(name) if not name.isprintable() else name for name in names[:_NAMES_SHOWN])
-    return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
 
 
 def dataset_sha256(path: Path, spec: DatasetSpec | None = None) -> str:
@@ -781,7 +777,6 @@ __all__ = [
     "iter_samples",
     "listed_problems",
     "load_samples",
-    "named_briefly",
     "passed_over",
     "sample",
     "split",

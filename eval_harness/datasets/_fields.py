@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from eval_harness.errors import as_written, json_type_name, shortened
+from eval_harness.errors import as_written, json_type_name, named_briefly, shortened
 from eval_harness.types import (
     CHOICES_PATTERN_FLAGS,
     RESERVED_AXIS,
@@ -77,12 +77,9 @@ def _missing_text(source: str, name: str, obj: dict[str, Any]) -> str:
     """``missing (mapped to input; the line has answer, question: did you mean 'question'?)``: a misspelt mapping
     is told by the fields the line does have (a dataset of 1,319 lines said only "missing", on each)."""
     fields = [str(key) for key in obj]
-    shown = ", ".join(fields[:_FIELDS_SHOWN]) + (
-        f" and {len(fields) - _FIELDS_SHOWN} more" if len(fields) > _FIELDS_SHOWN else ""
-    )
     close = difflib.get_close_matches(source, fields, n=1)
     guess = f": did you mean {close[0]!r}?" if close else ""
-    has = f"; the line has {shown}{guess}" if fields else "; the line has no field"
+    has = f"; the line has {named_briefly(fields, _FIELDS_SHOWN)}{guess}" if fields else "; the line has no field"
     return f"missing (mapped to {name}{has})"
 
 

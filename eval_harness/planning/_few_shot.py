@@ -19,13 +19,19 @@ from eval_harness.datasets import (
     dataset_members,
     iter_positioned,
     iter_samples,
-    named_briefly,
     split,
     validate_dataset,
     why_missing,
 )
 from eval_harness.datasets import sample as sample_subset
-from eval_harness.errors import ConfigError, DatasetError, DatasetUnreadableError, TemplateError, as_written
+from eval_harness.errors import (
+    ConfigError,
+    DatasetError,
+    DatasetUnreadableError,
+    TemplateError,
+    as_written,
+    named_briefly,
+)
 from eval_harness.planning._fingerprint import _prompt_inputs_sha256
 from eval_harness.tasks import LoadedTask
 from eval_harness.templates import PromptTemplate, load_template
