@@ -50,6 +50,7 @@ from eval_harness.providers._wires import (
     check_ca_bundle,
     checked_headers,
     open_wire,
+    request_id_in,
 )
 from eval_harness.providers.base import Provider, ProviderContext, ProviderOptions, option_secrets
 from eval_harness.types import Completion, GenerateConfig, Usage
@@ -825,11 +826,7 @@ class HTTPProvider(Provider):
 
     def header_request_id(self, headers: Mapping[str, str]) -> str | None:
         """The provider's request id from the response headers, when it sent one."""
-        for name in self.request_id_headers:
-            value = headers.get(name)
-            if value:
-                return str(value)
-        return None
+        return request_id_in(headers, self.request_id_headers)
 
     def request_id(self, reply: Reply, body_id: Any = None) -> str | None:
         """The provider's request id from a response header, else the id in the body."""

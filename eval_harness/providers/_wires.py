@@ -89,12 +89,13 @@ def open_wire(
     return HttpxWire(base_url, raw_headers, size, timeout, limit, request_id_headers, lean_pool=lean_pool)
 
 
-def _request_id(head: Mapping[str, str] | None, names: tuple[str, ...]) -> str | None:
-    """The request id of a response head, under the first of ``names`` it holds; None without a head."""
+def request_id_in(head: Mapping[str, str] | None, names: tuple[str, ...]) -> str | None:
+    """The request id of a response head, under the first of ``names`` it holds (a provider's
+    ``request_id_headers``); None without a head."""
     if head is not None:
         for name in names:
             if value := head.get(name):
-                return value
+                return str(value)
     return None
 
 
@@ -216,18 +217,20 @@ class PooledWire:
                 f"{type(exc).__name__}: {exc}",
                 retry_cause="timeout",
                 unreachable=isinstance(exc, ConnectTimedOut),
-                request_id=_request_id(exc.head, self._request_id_headers),
+                request_id=request_id_in(exc.head, self._request_id_headers),
             ) from None
         except TLSRefused as exc:
             raise ServerUntrustedError(str(exc)) from None
         except ResponseTooLarge as exc:  # not retried: the server would send it again
-            raise ProviderResponseError(str(exc), request_id=_request_id(exc.head, self._request_id_headers)) from None
+            raise ProviderResponseError(
+                str(exc), request_id=request_id_in(exc.head, self._request_id_headers)
+            ) from None
         except TransportError as exc:
             raise ProviderConnectionError(
                 f"{type(exc).__name__}: {exc}",
                 retry_cause="connection",
                 unreachable=isinstance(exc, ConnectFailed),
-                request_id=_request_id(exc.head, self._request_id_headers),
+                request_id=request_id_in(exc.head, self._request_id_headers),
             ) from None
         return status, headers, decoded_body(body, headers.get("content-encoding"), status, self.max_body)
 
@@ -298,7 +301,7 @@ class HttpxWire:
                 await response.aclose()  # a body left unread closes its connection: it is never reused
         except ResponseTooLarge as exc:  # not retried: the server would send it again (the lean pool's: its head)
             head = head if head is not None else exc.head
-            raise ProviderResponseError(str(exc), request_id=_request_id(head, self._request_id_headers)) from None
+            raise ProviderResponseError(str(exc), request_id=request_id_in(head, self._request_id_headers)) from None
         except httpx.TransportError as exc:
             cause = exc.__cause__  # the lean pool's failure after a response head, under httpx's (httpx-pooled)
             if head is None and isinstance(cause, TransportError) and cause.head is not None:
@@ -306,7 +309,7 @@ class HttpxWire:
             raise self._failure(exc, url, head) from None
         except httpx.HTTPError as exc:
             raise ProviderConnectionError(
-                f"{type(exc).__name__}: {exc}", request_id=_request_id(head, self._request_id_headers)
+                f"{type(exc).__name__}: {exc}", request_id=request_id_in(head, self._request_id_headers)
             ) from None
         headers = dict(response.headers.items())
         status = response.status_code
@@ -317,7 +320,7 @@ class HttpxWire:
         failure, with the request id of the response head it came after, if it came after one."""
         import httpx
 
-        request_id = _request_id(head, self._request_id_headers)
+        request_id = request_id_in(head, self._request_id_headers)
         if isinstance(exc, httpx.TimeoutException):
             return ProviderTimeoutError(
                 f"{type(exc).__name__}: {exc}",
@@ -371,4 +374,5 @@ __all__ = [
     "join_url",
     "open_wire",
     "raw_body",
+    "request_id_in",
 ]
