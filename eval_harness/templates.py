@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval_harness.errors import TemplateError
 from eval_harness.textfiles import NotUtf8Error, near_name, utf8_text
-from eval_harness.types import ChatMessage, Sample, stays_inside
+from eval_harness.types import TEMPLATE_SAMPLE_VARIABLES, ChatMessage, Sample, stays_inside
 
 if TYPE_CHECKING:
     import jinja2
@@ -107,7 +107,7 @@ class PromptTemplate:
             try:
                 template.environment.handle_exception()  # re-raises with the traceback mapped to template lines
             except Exception as exc:  # any error inside a template is the template's error, never a traceback
-                hint = _undefined_hint(exc, [*_SAMPLE_VARIABLES, *self.variables], context["metadata"], culprit)
+                hint = _undefined_hint(exc, [*TEMPLATE_SAMPLE_VARIABLES, *self.variables], context["metadata"], culprit)
                 message = _located(exc, self.path) + hint + self._example_text(culprit)
                 raise TemplateError(message, sample_named=culprit is not None) from None
             raise
@@ -390,8 +390,6 @@ def _references(ast: Any) -> Iterator[tuple[list[str] | None, bool]]:
             yield None, False
 
 
-_SAMPLE_VARIABLES = ("input", "sample", "target", "choices", "letters", "examples", "metadata")
-"""The variables every prompt gets from its sample (beside the task's template_vars)."""
 _UNDEFINED_NAME = re.compile(r"'([^']+)' is undefined")
 _MISSING_KEY = re.compile(r"'dict object' has no attribute '([^']+)'")
 

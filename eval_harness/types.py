@@ -689,8 +689,9 @@ def stays_inside(name: str) -> bool:
     return bool(parts) and not PurePath(name).is_absolute() and ".." not in parts
 
 
-TEMPLATE_SAMPLE_VARIABLES = frozenset({"input", "sample", "target", "choices", "letters", "examples", "metadata"})
-"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name."""
+TEMPLATE_SAMPLE_VARIABLES: Final = ("input", "sample", "target", "choices", "letters", "examples", "metadata")
+"""What a template gets from each sample (templates.PromptTemplate.render), so no template_vars name; in the order
+a template error lists them."""
 
 
 class FewShotSpec(BaseModel):
@@ -778,7 +779,7 @@ class TaskSpec(BaseModel):
     @field_validator("template_vars")
     @classmethod
     def _not_a_sample_variable(cls, value: dict[str, Any]) -> dict[str, Any]:
-        taken = sorted(set(value) & TEMPLATE_SAMPLE_VARIABLES)
+        taken = sorted(set(value).intersection(TEMPLATE_SAMPLE_VARIABLES))
         if taken:  # the sample's own value would silently win over it
             raise ValueError(f"{', '.join(taken)}: the template gets these from each sample; use another name")
         if "self" in value:  # a plain template read the value, Jinja its own template object

@@ -261,7 +261,7 @@ def test_the_context_names_are_those_template_vars_may_not_take(tmp_path: Path) 
         "examples": ("examples | length", "0"),
         "metadata": ("metadata.k", "v"),
     }
-    assert set(expected) == TEMPLATE_SAMPLE_VARIABLES
+    assert set(expected) == set(TEMPLATE_SAMPLE_VARIABLES) and len(TEMPLATE_SAMPLE_VARIABLES) == len(expected)
     names = sorted(expected)
     write(tmp_path, "all.jinja2", "|".join(f"{{{{ {expected[name][0]} }}}}" for name in names))
     sample = Sample(id="s", input="q", target="a", choices=["x", "y"], metadata={"k": "v"})
