@@ -185,7 +185,7 @@ class ResponseCache:
         """Store ``completion`` atomically: temp file, fsync, rename (``durable.atomic_file``)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        earlier = self.entry(key) if origin is not None and path.exists() else None
+        earlier = self.entry(key) if origin is not None else None  # None too when there is no entry yet
         also_paid: list[list[Any]] = []
         if earlier is not None:  # another record paid for this request too: both payments stay known
             payers = [paid for paid in (*earlier.also_paid, earlier.origin) if paid is not None and paid != origin]

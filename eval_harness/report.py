@@ -65,6 +65,7 @@ from eval_harness.types import (
     RunSummary,
     ScorerSpec,
     check_expected_records_bounds,
+    held_out_said,
 )
 
 REPORT_SCHEMA_VERSION = 3
@@ -597,10 +598,7 @@ def _held_out_notes(manifest: RunManifest) -> list[str]:
     held = total - manifest.expected_records // manifest.epochs
     if held <= 0:
         return []
-    # the words of the run's start (planning), where the reader met them first
-    return [
-        f"few-shot: {held:,} of the dataset's {total:,} samples held out as examples (holdout_fraction), not evaluated"
-    ]
+    return [held_out_said(held, total)]  # the words of the run's start, where the reader met them first
 
 
 def _notes(

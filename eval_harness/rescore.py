@@ -64,10 +64,10 @@ def _top_level_parts(text: str) -> list[str]:
         comma = text.find(",", start)
         equals = text.find("=", start)
         end = comma
-        value = equals + 1 + len(text[equals + 1 :]) - len(text[equals + 1 :].lstrip())  # after any blanks
-        if equals != -1 and (comma == -1 or equals < comma) and text[value : value + 1] in ("[", "{"):
-            closed = _json_end(text, value)
-            if closed is not None:  # never closed: plain text after all, split at its commas
+        if equals != -1 and (comma == -1 or equals < comma):  # this part's value: JSON when it opens so
+            value = len(text) - len(text[equals + 1 :].lstrip())  # its first character past any blanks
+            # a bracket never closed: plain text after all, split at its commas
+            if text[value : value + 1] in ("[", "{") and (closed := _json_end(text, value)) is not None:
                 end = text.find(",", closed)
         if end == -1:
             parts.append(text[start:])

@@ -969,12 +969,11 @@ def _with_judge_calls(spent: _Spent, calls: ScoringCalls) -> _Spent:
     spend is the answer's (carried when an answer is scored again); a judge's of an earlier scoring is not: like a
     retried generation's, the verdict it did not produce is superseded. A judge's waits are not the model's
     backoff (``backoff_s``), which an answer scored again must keep apart."""
-    attempts, model_retries, backoff = spent
-    earlier = [cause for cause in model_retries if cause.startswith(JUDGE_RETRY)]
+    attempts, carried, backoff = spent
+    kept = {cause: count for cause, count in carried.items() if not cause.startswith(JUDGE_RETRY)}
     retries = calls.retries()
-    if not retries and not earlier:
+    if not retries and len(kept) == len(carried):
         return spent
-    kept = {cause: count for cause, count in model_retries.items() if not cause.startswith(JUDGE_RETRY)}
     return attempts, dict(sorted({**kept, **retries}.items())), backoff
 
 

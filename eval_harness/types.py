@@ -694,6 +694,14 @@ TEMPLATE_SAMPLE_VARIABLES: Final = ("input", "sample", "target", "choices", "let
 a template error lists them."""
 
 
+def held_out_said(held: int, total: int) -> str:
+    """The note of a few-shot hold-out, said at the run's start and in its report in the same words: where the
+    samples that n lacks went."""
+    return (
+        f"few-shot: {held:,} of the dataset's {total:,} samples held out as examples (holdout_fraction), not evaluated"
+    )
+
+
 class FewShotSpec(BaseModel):
     """Where few-shot examples come from; never from the samples under evaluation."""
 
@@ -1018,6 +1026,7 @@ __all__ = [
     "dataset_reading_filled",
     "error_places",
     "first_problem",
+    "held_out_said",
     "is_args_change",
     "problem_message",
     "roles_with_args_changed",

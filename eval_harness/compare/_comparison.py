@@ -127,7 +127,7 @@ def _notes(pairs: _Pairs, rows: _Rows, manifest_a: RunManifest, manifest_b: RunM
     notes += _interval_notes(axes, overall)
     judged = list(zip(judged_rows(axes, overall), judged_rows(rows.pairs_of, np.arange(pairs.n)), strict=True))
     notes += _error_notes(judged, pairs.a, pairs.b)
-    notes += _error_share_notes(judged)
+    notes += _error_share_notes(judged_rows(axes, overall))
     notes += _both_error_notes(judged, pairs.a, pairs.b, pairs.sample)
     notes += _forced_notes(manifest_a, manifest_b)
     return notes

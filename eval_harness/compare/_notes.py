@@ -245,12 +245,12 @@ def _error_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]], a: _Sid
     return notes
 
 
-def _error_share_notes(judged: Sequence[tuple[CompareAxis, NDArray[np.intp]]]) -> list[str]:
+def _error_share_notes(rows: Sequence[CompareAxis]) -> list[str]:
     """A row with no detectable difference where one run's records are mostly errors (``CompareAxis.mostly_errors``):
     the verdict says little of that run's quality there (two subjects of B over the server's context, every record
     an error, compared 0.0 with A's 0.0 and passed the regression gate unremarked)."""
     notes = []
-    for axis, _rows in judged:
+    for axis in rows:
         if axis.verdict != "no_difference":
             continue
         for name in ("A", "B"):

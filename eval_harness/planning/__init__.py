@@ -112,6 +112,7 @@ from eval_harness.types import (
     Usage,
     check_expected_records_bounds,
     first_problem,
+    held_out_said,
 )
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -494,10 +495,7 @@ def plan_run(config: RunConfig, settings: Settings | None = None, *, gates: Gate
         )
     held_out = len(parts.few_shot.excluded)
     if held_out:  # a reader of "gsm8k 1,293" should not have to guess where 26 of the 1,319 went
-        plan.notes.append(
-            f"few-shot: {held_out:,} of the dataset's {report.valid:,} samples held out as examples (holdout_fraction),"
-            " not evaluated"
-        )
+        plan.notes.append(held_out_said(held_out, report.valid))
     plan.notes += _repeated_content_notes(plan) + _pacing_notes(config, manifest.expected_records)
     _check_gate_axes(plan)
     _render_first_prompt(plan)
