@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -421,15 +421,25 @@ def _no_interval(axis: ReportAxis) -> str:
     return f"no interval: all {units:,} values equal ({100 * (axis.mean or 0.0):.1f}%), no spread to estimate one from"
 
 
-def _unpriced_note(unpriced: int, overall: ReportAxis) -> str:
-    """How many records have no price (an error has none, and needs none: its call was not billed)."""
-    if unpriced < overall.n - overall.errors:
-        return f"{unpriced:,} of {overall.n:,} records have no price: the cost is unknown, not zero"
-    if overall.errors:
-        return (
-            f"no answer has a price (the {overall.errors:,} error records were not billed): the cost is unknown, "
-            "not zero"
+class Unpriced(NamedTuple):
+    """The records of a run without a price: billed ones, whose cost is unknown, and those of a failed call, which
+    billed nothing and need none (``RunColumns.billed``)."""
+
+    billed: int
+    not_billed: int
+
+
+def _unpriced_note(unpriced: Unpriced, overall: ReportAxis) -> str:
+    """How many billed records have no price (a failed call's record has none, and needs none)."""
+    if unpriced.billed + unpriced.not_billed < overall.n:
+        return f"{unpriced.billed:,} of {overall.n:,} records have no price: the cost is unknown, not zero"
+    if unpriced.not_billed:
+        failed = (
+            "1 error record is a failed call"
+            if unpriced.not_billed == 1
+            else f"{unpriced.not_billed:,} error records are failed calls"
         )
+        return f"no billed call has a price ({failed}, which billed nothing): the cost is unknown, not zero"
     return "no record has a price: the cost is unknown, not zero"
 
 
@@ -608,7 +618,7 @@ def _notes(
     ci: str,
     summary: RunSummary,
     run_dir: Path | None,
-    unpriced: int,
+    unpriced: Unpriced,
 ) -> list[str]:
     notes: list[str] = []
     if not run.complete and run.status == "running":
@@ -683,7 +693,7 @@ def _notes(
     if normal:
         names = ", ".join(normal)
         notes.append(f"normal (CLT) intervals for {names}: {_CI_LABELS['normal']}")
-    if unpriced:
+    if unpriced.billed:
         notes.append(_unpriced_note(unpriced, overall))
     if nothing_billed(overall.n, overall.errors, summary.cached_records, overall.cost_total):
         notes.append(
@@ -810,7 +820,8 @@ def _report_from_columns(
     )
     spec = gates or GateSettings()
     scorers = scorer_distributions(columns)
-    unpriced = int(np.count_nonzero(np.isnan(columns.cost_usd) & ~columns.error))
+    billed = columns.billed()
+    unpriced = Unpriced(int(np.count_nonzero(np.isnan(columns.cost_usd) & billed)), int(np.count_nonzero(~billed)))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
     without = _axes_without_records(report_axes, run, manifest)
     if without:

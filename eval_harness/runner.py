@@ -54,7 +54,7 @@ from eval_harness.frontier import START, FrontierTracker
 from eval_harness.planning import RunPlan, session_settings, work_items
 from eval_harness.providers.gateway import JUDGE_RETRY, SCORING_CALLS, CallTally, Gateway, ScoringCalls
 from eval_harness.scorers.base import ScoringResult
-from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short
+from eval_harness.tally import CONTEXT_WINDOW_STOP, LENGTH_STOPS, SessionTally, stopped_short, was_billed
 from eval_harness.types import (
     ChatMessage,
     Completion,
@@ -752,8 +752,8 @@ class Runner:
             progress.session_cached += 1
         cost = record["cost_usd"]
         if cost is None:
-            # as in the summary: a failed call was not billed, so only an answer without a price makes it unknown
-            progress.cost_known = progress.cost_known and error is not None
+            # as in the summary: a failed call billed nothing, so only a billed one without a price makes it unknown
+            progress.cost_known = progress.cost_known and not was_billed(error is not None, record["usage"])
         else:
             progress.cost_usd += cost
         progress.elapsed_s = time.monotonic() - started

@@ -72,6 +72,13 @@ def stopped_short(completion_tokens: int | None, max_tokens: int | None) -> bool
     return max_tokens is not None and completion_tokens is not None and 0 < completion_tokens < max_tokens
 
 
+def was_billed(failed: bool, usage: Mapping[str, Any]) -> bool:
+    """Whether a record's call was billed: a record without an error, or one whose usage counts tokens (its
+    answer was generated, then its scoring failed). A call that failed has none and billed nothing, so its null
+    cost is no unknown price. ``RunColumns.billed`` says the same of columns."""
+    return not failed or bool(usage["prompt_tokens"] or usage["completion_tokens"])
+
+
 def nothing_billed(records: int, errors: int, cached: int, cost_total: float | None) -> bool:
     """Whether records whose known costs sum to 0 were never priced calls: every one is an error or a cache
     hit, so the 0 says what was spent, not what the model costs. From a summary's counts: a record that is
@@ -146,11 +153,11 @@ class SessionTally:
         if latency is not None:
             axis.latency_ms.append(latency)
         cost = record["cost_usd"]
+        usage = record["usage"]
         if cost is not None:
             axis.cost_usd.append(cost)
-        elif not failed:
+        elif was_billed(failed, usage):
             axis.cost_unknown = True
-        usage = record["usage"]
         axis.prompt_tokens += usage["prompt_tokens"] or 0
         axis.completion_tokens += usage["completion_tokens"] or 0
         judge_cost = record["judge_cost_usd"]
@@ -350,4 +357,5 @@ __all__ = [
     "nothing_billed",
     "run_summary_of",
     "stopped_short",
+    "was_billed",
 ]

@@ -516,6 +516,34 @@ def test_ctrl_c_stops_cleanly_prints_the_resume_command_and_exits_130(tmp_path: 
     assert len(read_records(tmp_path / "sig")) == 240
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_quiet_run_quit_by_a_second_signal_still_writes_its_directory_to_stdout(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    # adopt-s33 1: after two SIGTERMs stdout was empty, so RUN=$(eval-harness run ... -q) lost the run it most needed
+    out_dir, stderr = tmp_path / "out", tmp_path / "stderr"
+    with stderr.open("w") as err_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_harness", "run", "--task", "capability_profile", "--model", "mock/slow",
+             "--model-arg", "latency_ms=4000", "--concurrency", "4", "--output-dir", str(out_dir), "-q"],
+            stdout=subprocess.PIPE, stderr=err_file, text=True, cwd=REPO,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not list(out_dir.glob("*/samples.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
+        process.send_signal(signum)  # the samples in flight have seconds to go: the run is stopping
+        while "stopping:" not in stderr.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signum)
+        out, _ = process.communicate(timeout=30)
+    err = stderr.read_text()
+    assert process.returncode == 130, err
+    (run_dir,) = [path.parent for path in out_dir.glob("*/manifest.json")]
+    assert out == f"{run_dir}\n"
+    assert f"interrupted; resume with: eval-harness resume {run_dir}" in err
+
+
 def test_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
     process = start_slow_run(tmp_path, "busy")
     try:

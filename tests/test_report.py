@@ -359,6 +359,21 @@ def test_the_price_note_counts_the_records_that_have_none(
     assert "3 of 5 records have no price: the cost is unknown, not zero" in build_report(run).notes
 
 
+def test_the_price_note_tells_failed_calls_which_billed_nothing_from_answers_without_a_price(
+    cli: Cli, task_root: TaskRoot
+) -> None:
+    from fake_llm_server import FakeLLMServer, Reply
+
+    with FakeLLMServer() as server:
+        server.script(*[Reply(kind="error", status=400, message="bad request")] * 2)
+        run = served_run(cli, task_root, server.base_url, "r", "--limit", "4", "--concurrency", "1")
+    assert [r["error"] is not None for r in read_records(run)] == [True, True, False, False]
+    assert (
+        "no billed call has a price (2 error records are failed calls, which billed nothing): the cost is unknown, "
+        "not zero"
+    ) in build_report(run).notes
+
+
 def test_a_run_of_errors_only_is_noted_as_having_billed_nothing(cli: Cli, task_root: TaskRoot) -> None:
     run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "error_rate=1", "--limit", "4")
     report = build_report(run)
@@ -367,6 +382,30 @@ def test_a_run_of_errors_only_is_noted_as_having_billed_nothing(cli: Cli, task_r
         "nothing was billed: every record is an error or a cache hit, so the cost shows – rather than $0, which "
         "would read as the model's price"
     ) in report.notes
+
+
+def test_answers_generated_then_failed_in_scoring_were_billed_so_their_missing_price_is_unknown(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # adopt-s33 2: every judge call failed, so every record was an error, and "nothing billed" was said of a run
+    # whose answers an unpriced model had generated (tokens in the records); priced, the same run cost $0.003
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        result = cli(
+            "run", "--task", "summarization", "--model", "openai-compatible/local", "--model-arg",
+            f"base_url={server.base_url}", "--judge-model", "mock/judge", "--judge-arg", "error_rate=1",
+            "--limit", "3", "--output-dir", tmp_path, "--run-id", "r",
+        )  # fmt: skip
+    assert result.code == 0, result.err
+    records = read_records(tmp_path / "r")
+    assert {r["error"]["type"] for r in records} == {"SpentScoringError"}
+    assert all(r["usage"]["completion_tokens"] > 0 and r["cost_usd"] is None for r in records)
+    assert "nothing billed" not in result.out and "cost unknown" in result.out
+    report = build_report(tmp_path / "r")
+    assert report.totals.cost_usd is None
+    assert not [note for note in report.notes if "nothing was billed" in note]
+    assert "no record has a price: the cost is unknown, not zero" in report.notes
 
 
 def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp_path: Path) -> None:

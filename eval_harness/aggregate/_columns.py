@@ -107,6 +107,10 @@ class _Rows:
     line: I64
     """1-based line number of the record."""
 
+    def billed(self) -> Bool:
+        """Which rows were billed calls, as ``tally.was_billed`` says of a record."""
+        return ~self.error | ((self.prompt_tokens + self.completion_tokens) > 0)
+
 
 # The row columns that hold a code into a table of names: the table's attribute in RunColumns and in a chunk being
 # read (whose codes are per chunk until the run's tables are joined).

@@ -74,8 +74,7 @@ class _AxisInputs:
             cost_usd=cost[~np.isnan(cost)],
             errors=int(np.count_nonzero(columns.error)),
             passed=int(np.count_nonzero(columns.passed & ~columns.error)),
-            # An errored record has no completion to price; only a completed record with no price is unknown.
-            cost_known=not bool(np.any(np.isnan(cost) & ~columns.error)),
+            cost_known=not bool(np.any(np.isnan(cost) & columns.billed())),
             prompt_tokens=int(columns.prompt_tokens.sum()),
             completion_tokens=int(columns.completion_tokens.sum()),
         )

@@ -116,6 +116,8 @@ class _Interrupts:
         """The runner's result, once it has returned."""
         self.at_end = False
         """Whether ``release`` raised an interrupt that came as the run ended."""
+        self.quiet_run_dir: Path | None = None
+        """A quiet run's directory until it is on stdout: the one line it owes, however it ends."""
         self._saved: dict[int, Any] = {}
 
     def take(self) -> None:
@@ -156,8 +158,21 @@ class _Interrupts:
             self.at_end = True
             raise KeyboardInterrupt
 
+    def say_run_dir(self) -> None:
+        """A quiet run's one line on stdout, its directory (once)."""
+        if self.quiet_run_dir is not None:
+            print(self.quiet_run_dir, flush=True)
+            self.quiet_run_dir = None
+
     def _quit(self, signum: int, frame: object) -> None:
         result = self.result
+        if self.quiet_run_dir is not None and (result is not None or self.resume_hint is not None):
+            # the run exists (stopping, stopped or complete): a script reading RUN=$(eval-harness run -q) needs it
+            # most when the run was cut short
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+                os.write(1, f"{self.quiet_run_dir}\n".encode())
+            self.quiet_run_dir = None
         if result is not None and result.status == "complete":
             said = _interrupted_complete(result, "")
         elif self.resume_hint is not None:  # the run is stopping, or has stopped short of complete
@@ -214,12 +229,15 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
     verdict_follows()  # stopped, failed, gated: each is said after the result
     try:
         end.release()  # an interrupt that came as a complete run ended is raised here
-        _show_result(result, quiet)
+        # the one line a quiet run writes to stdout, whatever follows (interrupted, failed gate): the directory a
+        # script's next step reads, which a default run id (time and random suffix) leaves it no way to guess
+        end.say_run_dir()
+        if not quiet:
+            _show_result(result)
     except KeyboardInterrupt:
         if result.status != "complete":
             raise
-        if quiet and end.at_end:
-            print(result.run_dir, flush=True)  # the one line a quiet run writes to stdout, whatever follows
+        end.say_run_dir()
         when = "as the run ended" if end.at_end else "while the result was shown"
         print(_interrupted_complete(result, f" {when}"), file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -270,24 +288,19 @@ def finish_run(ended: tuple[RunResult, _Interrupts], gates: GateSettings, quiet:
         raise failure
 
 
-def _show_result(result: RunResult, quiet: bool) -> None:
-    """The run's directory (quiet) or its profile, and the judge's reliability when it had a judge."""
-    if quiet:
-        # the one line a quiet run writes to stdout, whatever follows (interrupted, failed gate): the directory a
-        # script's next step reads, which a default run id (time and random suffix) leaves it no way to guess
-        print(result.run_dir, flush=True)
-    else:
-        from eval_harness.cli.render import run as run_views
+def _show_result(result: RunResult) -> None:
+    """A run's profile (not quiet), and the judge's reliability when it had a judge."""
+    from eval_harness.cli.render import run as run_views
 
-        run_views.print_result(result)
-        if result.manifest.judge is not None:
-            from eval_harness.cli.render import stdout
-            from eval_harness.cli.render.profile import reliability_table
-            from eval_harness.report import run_judge_reliability
+    run_views.print_result(result)
+    if result.manifest.judge is not None:
+        from eval_harness.cli.render import stdout
+        from eval_harness.cli.render.profile import reliability_table
+        from eval_harness.report import run_judge_reliability
 
-            figures = run_judge_reliability(result.run_dir, result.manifest)
-            if figures:
-                stdout.print(reliability_table(figures))
+        figures = run_judge_reliability(result.run_dir, result.manifest)
+        if figures:
+            stdout.print(reliability_table(figures))
 
 
 def _tell(text: str) -> None:
@@ -384,6 +397,7 @@ def start_run(plan: RunPlan, quiet: bool) -> tuple[RunResult, _Interrupts]:
     interrupts.take()
     try:
         if quiet:
+            interrupts.quiet_run_dir = plan.run_dir
             asyncio.run(_execute(plan, _QuietDisplay(), interrupts))
         else:
             from eval_harness.cli.render import run as run_views

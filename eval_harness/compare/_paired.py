@@ -79,13 +79,18 @@ class _Side:
     error: NDArray[np.bool_]
     latency_ms: NDArray[np.float64]
     cost_usd: NDArray[np.float64]
+    billed: NDArray[np.bool_]
+    """Which rows were billed calls (``RunColumns.billed``)."""
 
     @classmethod
     def of(cls, columns: RunColumns, rows: NDArray[np.intp]) -> _Side:
-        return cls(columns.final[rows], columns.error[rows], columns.latency_ms[rows], columns.cost_usd[rows])
+        return cls(
+            columns.final[rows], columns.error[rows], columns.latency_ms[rows], columns.cost_usd[rows],
+            columns.billed()[rows],
+        )  # fmt: skip
 
     def take(self, rows: NDArray[np.intp]) -> _Side:
-        return _Side(self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows])
+        return _Side(self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows], self.billed[rows])
 
     def percentiles(self) -> tuple[float | None, float | None]:
         known = self.latency_ms[~np.isnan(self.latency_ms)]
@@ -95,12 +100,13 @@ class _Side:
         return float(p50), float(p95)
 
     def cost_mean(self) -> float | None:
-        """Mean cost per record; None when a completed record has no price (unknown, not zero), or when every
-        record is an error that billed nothing: its $0 would read as the model's price (the report shows – too)."""
-        if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & ~self.error):
+        """Mean cost per record; None when a billed record has no price (unknown, not zero), or when no record
+        was billed (every one an error without tokens): its $0 would read as the model's price (the report shows –
+        too)."""
+        if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & self.billed):
             return None
         total = math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
-        if total == 0 and bool(self.error.all()):
+        if total == 0 and not bool(self.billed.any()):
             return None
         return total / self.final.size
 
