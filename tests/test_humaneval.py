@@ -152,6 +152,36 @@ async def test_a_syntax_error_is_explained_by_the_last_line_of_stderr(allowed: N
     assert score.explanation == "exit status 1: SyntaxError: '(' was never closed"
 
 
+async def test_output_past_the_file_size_limit_is_explained_by_the_limit(allowed: None) -> None:
+    # adopt-s33 4: a correct answer that printed 17 MiB failed with a bare "OSError: [Errno 27] File too large"
+    body = "    import sys\n    sys.stdout.write('x' * (17 * 2**20))\n    sys.stdout.flush()\n    return x / 2\n"
+    score = await scorer().score(body, sample())
+    assert score.value == 0.0
+    assert score.explanation == (
+        "exit status 1: OSError: [Errno 27] File too large (a file it wrote, its stdout or stderr passed the file "
+        "size limit of 16 MiB)"
+    )
+
+
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_a_run_of_code_execution_as_root_warns_that_the_process_limit_does_not_hold(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allowed: None, euid: int
+) -> None:
+    # adopt-s33 3: as root a program started processes that outlived the run and stopped eval-harness with SIGTERM,
+    # which only the scorer's docstring said could happen
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    result = cli("run", "--task", "humaneval", "--dataset", _humaneval_dataset(tmp_path), "--model", "mock/x",
+                 "--model-arg", "skill=1", "--output-dir", tmp_path / "out", "-q")  # fmt: skip
+    assert result.code == 0, result.err
+    warning = (
+        "warning: code_execution runs model-written code as root here, where its process limit does not hold (root "
+        "ignores RLIMIT_NPROC and may raise its own limits): a program may start processes that outlive the run, or "
+        "signal eval-harness itself; run code evaluations as an unprivileged user, in a container without "
+        "credentials or network"
+    )
+    assert (warning in result.err.splitlines()) is (euid == 0), result.err
+
+
 async def test_an_infinite_loop_times_out_and_its_process_group_is_killed(allowed: None, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     body = (
@@ -213,7 +243,12 @@ async def test_a_main_guard_in_the_answer_does_not_run(allowed: None) -> None:
 
 def test_the_scorer_is_refused_without_the_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ALLOW_VARIABLE, raising=False)
-    with pytest.raises(ConfigError, match=f"executes model-written code.*set {ALLOW_VARIABLE}=1 to allow it"):
+    # adopt-s33 5: "set it to allow it" to a user who had set it, in .env
+    with pytest.raises(
+        ConfigError,
+        match=f"executes model-written code.*set {ALLOW_VARIABLE}=1 in the environment to allow it "
+        r"\(a \.env entry does not count: turning it on is a decision for each shell\)$",
+    ):
         scorer()
 
 
@@ -357,8 +392,9 @@ def test_validate_dataset_without_the_opt_in_checks_the_task_and_notes_that_run_
     note = next(line for line in result.out.splitlines() if line.startswith("note: "))
     assert note.endswith(f"scorer 'code_execution': disabled: this scorer executes model-written code on this "
                          "machine, with resource limits but no network or filesystem isolation; run the evaluation in "
-                         f"a container or VM without credentials and set {ALLOW_VARIABLE}=1 to allow it; run refuses "
-                         "it here")  # fmt: skip
+                         f"a container or VM without credentials and set {ALLOW_VARIABLE}=1 in the environment to "
+                         "allow it (a .env entry does not count: turning it on is a decision for each shell); run "
+                         "refuses it here")  # fmt: skip
     assert "1 rendered" in result.out
 
 

@@ -437,7 +437,8 @@ def _plan(
         dataset_stamp=dataset_stamp,
         prompt_inputs_sha256=parts.prompt_inputs_sha256,
         notes=[note for note in (parts.few_shot.note, parts.few_shot.shortfall) if note]
-        + parts.provider.generation_notes(generation),
+        + parts.provider.generation_notes(generation)
+        + parts.scoring.notes(),
     )
 
 

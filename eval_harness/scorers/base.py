@@ -95,6 +95,10 @@ class Scorer(ABC):
         names a variable no sample has), found here on ``sample`` instead of after every answer was paid for."""
         return None
 
+    def notes(self) -> list[str]:
+        """What a run's start says of this scorer (on stderr): a limit it cannot hold on this machine."""
+        return []
+
 
 class FunctionScorer(Scorer):
     """A scorer from a plain synchronous function (most deterministic scorers)."""
@@ -632,6 +636,10 @@ class ScoringPipeline:
         """Each scorer's ``preflight`` on ``sample``."""
         for _key, scorer in self.scorers:
             scorer.preflight(sample)
+
+    def notes(self) -> list[str]:
+        """Each scorer's ``notes``, once each (two scorers of one kind say the same)."""
+        return list(dict.fromkeys(note for _key, scorer in self.scorers for note in scorer.notes()))
 
     def fingerprints(self) -> dict[str, str]:
         """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import math
 import os
@@ -102,6 +103,10 @@ _FENCE = re.compile(
 )
 _PYTHON_LANGUAGES = frozenset({"python", "py", "python3"})
 _IMPORT = re.compile(r"^(?:import|from)[ \t]+\S.*$", re.MULTILINE)
+
+
+def _as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def allowed() -> bool:
@@ -306,7 +311,10 @@ def explain(execution: Execution, limits: Limits, secrets: Sequence[str] = ()) -
         return f"killed by {number.name}"
     lines = [line.strip() for line in execution.stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "no error message"
-    return f"exit status {code}: {redact_shown(last, secrets, 300)}"
+    said = f"exit status {code}: {redact_shown(last, secrets, 300)}"
+    if f"[Errno {errno.EFBIG}]" in last:  # Python ignores SIGXFSZ: a write past the limit raises instead
+        said += f" (a file it wrote, its stdout or stderr passed the file size limit of {FILE_SIZE_LIMIT // 2**20} MiB)"
+    return said
 
 
 class CodeExecutionScorer(Scorer):
@@ -344,6 +352,16 @@ class CodeExecutionScorer(Scorer):
                 if text.strip():
                     metadata[name] = redact_shown(text, self.secrets, RECORDED_CHARS, keep="tail")
         return Score(value=1.0 if passed else 0.0, answer=code, explanation=explanation, metadata=metadata)
+
+    def notes(self) -> list[str]:
+        if not _as_root():
+            return []
+        return [
+            "warning: code_execution runs model-written code as root here, where its process limit does not hold "
+            "(root ignores RLIMIT_NPROC and may raise its own limits): a program may start processes that outlive "
+            "the run, or signal eval-harness itself; run code evaluations as an unprivileged user, in a container "
+            "without credentials or network"
+        ]
 
     @staticmethod
     def _field(sample: Sample, name: str) -> str:
@@ -397,11 +415,15 @@ def code_execution_scorer(
             raise ValueError(f"{name} is empty")
     if not allowed():  # after the arguments: a check for a machine that may run code checks them here too
         given = os.environ.get(ALLOW_VARIABLE)
-        got = f" (it is {given!r}; only 1 enables it)" if given is not None else ""
+        got = (
+            f" (it is {given!r}; only 1 enables it)"
+            if given is not None
+            else " (a .env entry does not count: turning it on is a decision for each shell)"
+        )
         unavailable_here(
             f"{where}: scorer 'code_execution': disabled: this scorer executes model-written code on this machine, "
             "with resource limits but no network or filesystem isolation; run the evaluation in a container or VM "
-            f"without credentials and set {ALLOW_VARIABLE}=1 to allow it{got}"
+            f"without credentials and set {ALLOW_VARIABLE}=1 in the environment to allow it{got}"
         )
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb, allow_processes=allow_processes)
     parallel = max_parallel or os.cpu_count() or 1

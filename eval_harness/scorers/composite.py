@@ -51,6 +51,9 @@ class CompositeScorer(Scorer):
     def preflight(self, sample: Sample) -> None:
         self.pipeline.preflight(sample)
 
+    def notes(self) -> list[str]:
+        return self.pipeline.notes()
+
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
         result = ScoringResult()
         try:
