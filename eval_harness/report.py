@@ -253,6 +253,11 @@ class PrecisionNote(BaseModel):
         "p at the interval's end nearest 50% (0/1 scores), or the worst case when there is nothing to go on."
     )
     needed_worst_case: int = Field(description="The same at p = 0.5, the most samples it can take.")
+    dataset_samples: int | None = Field(
+        default=None,
+        description="The dataset's valid samples (every axis), when ``needed`` is more: ±3 points is beyond its reach "
+        "(epochs do not help: a sample's epochs are not independent).",
+    )
 
 
 class ProfileReport(BaseModel):
@@ -332,7 +337,7 @@ def _units(rows: RunColumns) -> NDArray[np.float64]:
     return final if units is None else units
 
 
-def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
+def _precision(axis: ReportAxis, rows: RunColumns, dataset_samples: int) -> PrecisionNote | None:
     """How many samples ±3 points would take, for an axis whose interval is wider than 10 points or missing.
 
     0/1 scores: the binomial formula at the interval's end nearest 50%, never at an observed 0% or 100% (5 of
@@ -379,6 +384,7 @@ def _precision(axis: ReportAxis, rows: RunColumns) -> PrecisionNote | None:
         needed=needed,
         needed_basis=basis,
         needed_worst_case=worst,
+        dataset_samples=dataset_samples if needed > dataset_samples else None,
     )
 
 
@@ -404,6 +410,19 @@ def _epochs(columns: RunColumns, epochs: int) -> list[EpochReport]:
     return out
 
 
+def _alike_epochs_notes(epochs: list[EpochReport], manifest: RunManifest) -> list[str]:
+    """Why pass@k says nothing more than pass@1 when every sample's epochs agree at temperature 0 (a deterministic
+    model repeats its answer there): the epochs were bought for nothing a temperature above 0 would have given."""
+    overall = epochs[-1] if epochs else None
+    if overall is None or overall.agreement != 1.0 or manifest.task.generation.temperature != 0:
+        return []
+    return [
+        f"epochs: every sample's {overall.k} epochs passed or failed alike, at temperature 0, where a deterministic "
+        f"model repeats its answer: pass@{overall.k} equals pass@1; for pass@k, sample with --temperature above 0 "
+        "(e.g. 0.8)"
+    ]
+
+
 def _mean(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
@@ -421,7 +440,7 @@ def _no_interval(axis: ReportAxis) -> str:
     return f"no interval: all {units:,} values equal ({100 * (axis.mean or 0.0):.1f}%), no spread to estimate one from"
 
 
-class Unpriced(NamedTuple):
+class _Unpriced(NamedTuple):
     """The records of a run without a price: billed ones, whose cost is unknown, and those of a failed call, which
     billed nothing and need none (``RunColumns.billed``)."""
 
@@ -429,7 +448,7 @@ class Unpriced(NamedTuple):
     not_billed: int
 
 
-def _unpriced_note(unpriced: Unpriced, overall: ReportAxis) -> str:
+def _unpriced_note(unpriced: _Unpriced, overall: ReportAxis) -> str:
     """How many billed records have no price (a failed call's record has none, and needs none)."""
     if unpriced.billed + unpriced.not_billed < overall.n:
         return f"{unpriced.billed:,} of {overall.n:,} records have no price: the cost is unknown, not zero"
@@ -618,7 +637,7 @@ def _notes(
     ci: str,
     summary: RunSummary,
     run_dir: Path | None,
-    unpriced: Unpriced,
+    unpriced: _Unpriced,
 ) -> list[str]:
     notes: list[str] = []
     if not run.complete and run.status == "running":
@@ -821,7 +840,7 @@ def _report_from_columns(
     spec = gates or GateSettings()
     scorers = scorer_distributions(columns)
     billed = columns.billed()
-    unpriced = Unpriced(int(np.count_nonzero(np.isnan(columns.cost_usd) & billed)), int(np.count_nonzero(~billed)))
+    unpriced = _Unpriced(int(np.count_nonzero(np.isnan(columns.cost_usd) & billed)), int(np.count_nonzero(~billed)))
     notes = _notes(report_axes, overall, run, ci, summary, run_dir, unpriced)
     without = _axes_without_records(report_axes, run, manifest)
     if without:
@@ -836,16 +855,22 @@ def _report_from_columns(
     notes += _failed_judge_notes(manifest, scorers, totals, run_dir)
     notes += _cached_judge_notes(manifest, totals)
     notes += _length_stop_notes(totals, manifest, run_dir)
+    epochs = _epochs(columns, manifest.epochs)
+    notes += _alike_epochs_notes(epochs, manifest)
     return ProfileReport(
         run=run,
         headline=headline,
         axes=report_axes,
         axes_without_records=without,
         overall=overall,
-        epochs=_epochs(columns, manifest.epochs),
+        epochs=epochs,
         scorers=scorers,
         totals=totals,
-        precision=[note for a in report_axes if (note := _precision(a, by_axis[a.axis])) is not None],
+        precision=[
+            note
+            for a in report_axes
+            if (note := _precision(a, by_axis[a.axis], manifest.dataset.sample_count)) is not None
+        ],
         # as the run is seen now: a killed run's manifest still says running
         gates=evaluate_gates(summary.model_copy(update={"status": run.status}), spec, manifest.dataset.axes),
         gate_on=spec.gate_on,

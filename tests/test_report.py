@@ -408,6 +408,22 @@ def test_answers_generated_then_failed_in_scoring_were_billed_so_their_missing_p
     assert "no record has a price: the cost is unknown, not zero" in report.notes
 
 
+@pytest.mark.parametrize("temperature", ["0", "0.8"])
+def test_epochs_that_all_agree_at_temperature_0_are_noted_as_saying_nothing_beyond_pass_at_1(
+    cli: Cli, task_root: TaskRoot, temperature: str
+) -> None:
+    # adopt-s33 7: --epochs 3 on a deterministic model at the task's temperature 0 bought pass@3 = pass@1 in silence
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--model-arg", "skill=1", "--epochs", "2", "--limit",
+                   "4", "--temperature", temperature)  # fmt: skip
+    report = build_report(run)
+    assert report.epochs[-1].agreement == 1.0
+    note = (
+        "epochs: every sample's 2 epochs passed or failed alike, at temperature 0, where a deterministic model repeats "
+        "its answer: pass@2 equals pass@1; for pass@k, sample with --temperature above 0 (e.g. 0.8)"
+    )
+    assert (note in report.notes) is (temperature == "0")
+
+
 def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp_path: Path) -> None:
     # before: the scorer table's "judge | 0 | –" row, and no word why
     result = cli("run", "--task", "summarization", "--model", "mock/m", "--limit", "3", "--output-dir", tmp_path,

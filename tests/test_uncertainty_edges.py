@@ -131,6 +131,11 @@ def test_precision_advice_when_all_right_uses_the_interval_end_nearest_half(cli:
     assert note.needed == 1046 and note.width == pytest.approx(1 - 0.5655175352168252)
     shown = cli("report", "--run", run).out
     assert "95% interval 56.6–100.0, 43.4 points wide, from 5 samples; ±3 points needs about 1,046 samples" in shown
+    # adopt-s33 8: HumanEval's 164 problems were told they need 291, without a word that the dataset cannot give them
+    samples = json.loads((run / "manifest.json").read_text())["dataset"]["sample_count"]
+    assert note.dataset_samples == samples < 1046
+    assert f"needs about 1,046 samples (at p = 56.6%, the interval's end nearest 50%; at most 1,064), more than the " \
+           f"dataset's {samples:,}" in shown  # fmt: skip
     assert "±21.7" not in shown and "needs about 1 samples" not in shown
 
 

@@ -347,17 +347,18 @@ def _precision_lines(report: ProfileReport) -> list[str]:
     lines = []
     for p in report.precision:
         samples = counted(p.n, "sample")
+        beyond = "" if p.dataset_samples is None else f", more than the dataset's {p.dataset_samples:,}"
         if p.ci is None or p.width is None:
             lines.append(
                 f"{p.axis}: no interval from {samples}; ±3 points needs at most {p.needed_worst_case:,} samples "
-                "(the worst case: there is no spread to estimate from)"
+                f"(the worst case: there is no spread to estimate from){beyond}"
             )
             continue
         # the width of the interval as printed (72.8–88.0 is 15.2 points, whatever the digits beyond)
         width = round(100 * p.ci[1], 1) - round(100 * p.ci[0], 1)
         lines.append(
             f"{p.axis}: 95% interval {interval(p.ci)}, {width:.1f} points wide, from {samples}; ±3 points "
-            f"needs about {p.needed:,} samples (at {p.needed_basis}; at most {p.needed_worst_case:,})"
+            f"needs about {p.needed:,} samples (at {p.needed_basis}; at most {p.needed_worst_case:,}){beyond}"
         )
     return lines
 
