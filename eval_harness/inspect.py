@@ -67,6 +67,8 @@ _DURATION = re.compile(r"(?<![\w.])(?:\d+h)?(?:\d+m(?!s))?\d+(?:\.\d+)?(?:ms|s)\
 # written, not read as numbers (gpt-No-mini).
 _LABEL = re.compile(r"^(?:embeddings )?[\w.-]+/[^\s:]+: ")
 _SPACE = re.compile(r"\s+")
+# A character named by its code point varies as a number does ("invalid character '“' (U+201C)", then U+201D).
+_CODE_POINT = re.compile(r"\bU\+[0-9A-Fa-f]{4,6}\b")
 MESSAGE_CHARS = 300
 LISTED_KEYS = 1_000
 """At most this many keys (and sample ids) of an error group in JSON; its ``count`` is the whole."""
@@ -330,6 +332,7 @@ def _normalised(text: str) -> str:
     label = _LABEL.match(text)
     head, text = (label.group(), text[label.end() :]) if label else ("", text)
     text = _QUOTED.sub("'…'", text)
+    text = _CODE_POINT.sub("U+…", text)
     text = _TOKEN_ID.sub("<id>", text)
     text = _DURATION.sub("Ns", text)
     text = _NUMBER.sub("N", text)

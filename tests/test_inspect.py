@@ -12,6 +12,8 @@ from conftest import CliResult, TaskRoot, read_records, write_jsonl
 
 from eval_harness.errors import ConfigError
 from eval_harness.inspect import inspect_run, normalise_message, shorten
+from eval_harness.scorers import build_scorer
+from eval_harness.types import Sample, ScorerSpec
 
 Cli = Callable[..., CliResult]
 
@@ -268,6 +270,22 @@ def test_normalised_messages_keep_the_http_status_and_drop_what_varies() -> None
         "HTTP 503 after Ns for '…' (request <id>)"
     )
     assert normalise_message("q0007 has no verdict at line 3", "q0007") == "<sample> has no verdict at line N"
+
+
+async def test_characters_named_by_code_point_and_choice_letters_vary_within_one_kind_of_failure() -> None:
+    # adopt-s33 6: HumanEval's curly quotes made two kinds (U+NC, U+ND), OpenBookQA's expected letters four
+    assert normalise_message("exit status 1: SyntaxError: invalid character '“' (U+201C)") == normalise_message(
+        "exit status 1: SyntaxError: invalid character '”' (U+201D)"
+    ) == "exit status N: SyntaxError: invalid character '…' (U+…)"  # fmt: skip
+    scorer = build_scorer(ScorerSpec(name="choice"))
+
+    def item(target: str) -> Sample:
+        return Sample(id="q", input="?", target=target, choices=["w", "x", "y", "z"])
+
+    wrong = [await scorer.score("The answer is A.", item(target)) for target in "BC"]
+    unread = [await scorer.score("none of them", item(target)) for target in "AD"]
+    for scores in (wrong, unread):
+        assert len({normalise_message(score.explanation or "") for score in scores}) == 1, scores
 
 
 def test_the_provider_and_model_a_message_opens_with_are_kept_whole() -> None:

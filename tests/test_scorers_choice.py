@@ -110,14 +110,14 @@ async def test_scorer_compares_the_extracted_letter_with_the_target() -> None:
     mcq = Sample(id="q", input="Capital of France?", target="B", choices=["Rome", "Paris", "Oslo", "Bern"])
     right, wrong = await scorer.score("Answer: B) Paris", mcq), await scorer.score("(A)", mcq)
     assert (right.value, right.answer) == (1.0, "B")
-    assert (wrong.value, wrong.answer, wrong.explanation) == (0.0, "A", "chose A (by letter): wrong; expected B")
+    assert (wrong.value, wrong.answer, wrong.explanation) == (0.0, "A", "chose 'A' (by letter): wrong; expected 'B'")
 
 
 async def test_scorer_reads_an_answer_that_quotes_exactly_one_choice() -> None:
     scorer = build_scorer(ScorerSpec(name="choice"))
     mcq = Sample(id="q", input="Capital of France?", target="B", choices=["Rome", "Paris", "Oslo", "Bern"])
     score = await scorer.score("It is Paris, of course.", mcq)
-    assert (score.value, score.explanation) == (1.0, "chose B (by choice text): correct")
+    assert (score.value, score.explanation) == (1.0, "chose 'B' (by choice text): correct")
 
 
 async def test_scorer_accepts_a_target_given_as_the_choice_text() -> None:
@@ -131,7 +131,7 @@ async def test_scorer_gives_zero_with_a_reason_for_an_ambiguous_answer() -> None
     mcq = Sample(id="q", input="?", target="A", choices=["w", "x", "y", "z"])
     score = await scorer.score("A or B", mcq)
     assert (score.value, score.answer) == (0.0, None)
-    assert score.explanation == "no single option letter in the output; expected A"
+    assert score.explanation == "no single option letter in the output; expected 'A'"
 
 
 # OpenBookQA has options that begin with the article "A"; an answer that is exactly one option's text is that
@@ -141,14 +141,14 @@ async def test_scorer_reads_an_answer_that_is_a_whole_choice_text_as_that_choice
     scorer = build_scorer(ScorerSpec(name="choice"))
     mcq = Sample(id="q", input="?", target="B", choices=["A Day", "A Season", "A Month", "A Solar Year on earth"])
     score = await scorer.score(output, mcq)
-    assert (score.value, score.answer, score.explanation) == (1.0, "B", "chose B (by choice text): correct")
+    assert (score.value, score.answer, score.explanation) == (1.0, "B", "chose 'B' (by choice text): correct")
 
 
 async def test_scorer_reads_a_bare_letter_as_a_letter_even_when_a_choice_text_is_that_letter() -> None:
     scorer = build_scorer(ScorerSpec(name="choice"))
     mcq = Sample(id="q", input="Which letter is a vowel?", target="B", choices=["B", "A", "C", "D"])
     score = await scorer.score("B", mcq)
-    assert (score.answer, score.explanation) == ("B", "chose B (by letter): correct")
+    assert (score.answer, score.explanation) == ("B", "chose 'B' (by letter): correct")
 
 
 @pytest.mark.parametrize(

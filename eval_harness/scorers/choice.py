@@ -202,11 +202,13 @@ def choice_scorer(letters: str | None = None, match_text: bool = True) -> Scorer
             named = [options[i] for i, c in enumerate(lettered) if c.strip() and _quotes(output, c)]
             if len(named) == 1:
                 got, how = named[0], "choice text"
-        want = "/".join(sorted(expected))
+        # the letters quoted, as exact_match quotes its target: inspect's failure kinds read a quoted value as one
+        # that varies, so "chose 'A': wrong; expected 'B'" and "chose 'C': wrong; expected 'D'" are one kind
+        want = "'" + "/".join(sorted(expected)) + "'"
         if got is None:
             return Score(value=0.0, explanation=f"no single option letter in the output; expected {want}")
         verdict = "correct" if got in expected else f"wrong; expected {want}"
-        return Score(value=float(got in expected), answer=got, explanation=f"chose {got} (by {how}): {verdict}")
+        return Score(value=float(got in expected), answer=got, explanation=f"chose '{got}' (by {how}): {verdict}")
 
     return _ChoiceScorer(score)
 
