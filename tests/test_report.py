@@ -432,6 +432,8 @@ def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp
     notes = build_report(tmp_path / "r").notes
     skipped = [note for note in notes if "skipped on every sample" in note]
     assert skipped == ["judge: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]
+    # adopt-s33 10: the run said nothing of it; its start says it now, in the report's words
+    assert f"note: {skipped[0]}" in result.err.splitlines()
 
 
 def test_the_ci_note_names_one_continuous_axis_in_the_singular(cli: Cli, tmp_path: Path) -> None:

@@ -95,8 +95,9 @@ class Scorer(ABC):
         names a variable no sample has), found here on ``sample`` instead of after every answer was paid for."""
         return None
 
-    def notes(self) -> list[str]:
-        """What a run's start says of this scorer (on stderr): a limit it cannot hold on this machine."""
+    def notes(self, key: str) -> list[str]:
+        """What a run's start says of this scorer, whose key in its task is ``key`` (on stderr): a limit it cannot
+        hold on this machine, a judge it will skip for want of a judge model."""
         return []
 
 
@@ -638,8 +639,8 @@ class ScoringPipeline:
             scorer.preflight(sample)
 
     def notes(self) -> list[str]:
-        """Each scorer's ``notes``, once each (two scorers of one kind say the same)."""
-        return list(dict.fromkeys(note for _key, scorer in self.scorers for note in scorer.notes()))
+        """Each scorer's ``notes``, once each (two scorers of one kind may say the same)."""
+        return list(dict.fromkeys(note for key, scorer in self.scorers for note in scorer.notes(key)))
 
     def fingerprints(self) -> dict[str, str]:
         """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a

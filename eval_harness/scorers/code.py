@@ -353,7 +353,7 @@ class CodeExecutionScorer(Scorer):
                     metadata[name] = redact_shown(text, self.secrets, RECORDED_CHARS, keep="tail")
         return Score(value=1.0 if passed else 0.0, answer=code, explanation=explanation, metadata=metadata)
 
-    def notes(self) -> list[str]:
+    def notes(self, key: str) -> list[str]:
         if not _as_root():
             return []
         return [

@@ -51,7 +51,7 @@ class CompositeScorer(Scorer):
     def preflight(self, sample: Sample) -> None:
         self.pipeline.preflight(sample)
 
-    def notes(self) -> list[str]:
+    def notes(self, key: str) -> list[str]:
         return self.pipeline.notes()
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:

@@ -322,6 +322,12 @@ class _Judge(Scorer):
                 raise result
         return list(results)
 
+    def notes(self, key: str) -> list[str]:
+        if self.settings.judge is not None:
+            return []
+        # the words of the report's note, said before the run too: its table's empty row is the run's only other sign
+        return [f"note: {key}: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]
+
     def _available(self) -> CompletionClient:
         if self.settings.judge is None:
             raise SkipScore("no judge model configured (pass --judge-model to use this scorer)")
