@@ -343,7 +343,7 @@ def _precision(axis: ReportAxis, rows: RunColumns, dataset_samples: int) -> Prec
     0/1 scores: the binomial formula at the interval's end nearest 50%, never at an observed 0% or 100% (5 of
     5 right does not mean a sample of 1 would do). Other scores: their standard deviation (the
     binomial p(1-p) only bounds it), at their 95% upper bound; with no spread to measure, the worst case."""
-    if axis.mean is None:
+    if axis.mean is None or axis.errors == axis.n:  # all errors: nothing was measured to be precise about
         return None
     if axis.ci is not None and axis.ci[1] - axis.ci[0] <= 2 * PRECISION_WARNING:
         return None
@@ -479,6 +479,26 @@ def _takes_a_judge(spec: ScorerSpec) -> bool:
         with contextlib.suppress(ValidationError):
             specs.append(ScorerSpec.model_validate(part))
     return any(_takes_a_judge(part) for part in specs)
+
+
+def _all_error_notes(report_axes: list[ReportAxis], overall: ReportAxis, run_dir: Path | None) -> list[str]:
+    """Rows whose every record is an error: their 0% and its interval come from errors counted as wrong, and would
+    read as a measurement of the model's answers, of which there were none (their precision lines are left out)."""
+    where = f"eval-harness inspect --run {run_dir if run_dir is not None else 'RUN_DIR'} --errors"
+    if overall.n and overall.errors == overall.n:
+        return [
+            "every record is an error (counted as wrong): the means and intervals measure the errors, not the "
+            f"model's answers, of which there were none; see {where}"
+        ]
+    axes = [a.axis for a in report_axes if a.n and a.errors == a.n]
+    if not axes:
+        return []
+    whose = (
+        f"of {axes[0]} is an error (counted as wrong): its mean and interval"
+        if len(axes) == 1
+        else (f"of {', '.join(axes)} is an error (counted as wrong): their means and intervals")
+    )
+    return [f"every record {whose} measure the errors, not the model's answers; see {where}"]
 
 
 def _surplus_notes(run: RunInfo, manifest: RunManifest) -> list[str]:
@@ -849,6 +869,7 @@ def _report_from_columns(
             f"no record yet of {len(without)} of the dataset's {len(manifest.dataset.axes or [])} axes: "
             f"{', '.join(without)}{limited}; the macro mean is over the {len(report_axes)} with records"
         )
+    notes += _all_error_notes(report_axes, overall, run_dir)
     notes += _surplus_notes(run, manifest)
     notes += _held_out_notes(manifest)
     notes += _skipped_judge_notes(manifest, scorers, summary.records)

@@ -683,35 +683,46 @@ def _check_size_arguments(margin: float, p: float, confidence: float) -> None:
 
 
 def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
-    """The fewest items at which a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson interval at
-    most ``2 * margin`` wide.
+    """The fewest items from which on a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson
+    interval at most ``2 * margin`` wide: at that n and at every larger one.
 
     Unlike ``sample_size``'s normal approximation this stays honest near 0 and 1, where the interval is
     asymmetric and the approximation's p(1-p) collapses (p = 0 gave "1 sample", p = 0.99 gave 43 where 42 of
-    43 right is still 87.9–99.6). The width at a fractional score, 2z·sqrt(p(1-p)/n + z²/4n²)/(1 + z²/n), falls
-    as n grows, so bisection finds where it first fits; from there the whole counts are checked upward.
-    Raises ``ValueError`` as ``sample_size`` does.
+    43 right is still 87.9–99.6). Whole counts make the width move in steps: at p = 0.99 the first n that fits
+    is 88 (87 or 88 of 88 right), but 99 of 101 is 93.07–99.46, 6.4 points; from 108 on, every n fits. A
+    planner adds samples, so the size is where fitting stops depending on which n the run ends at. Raises
+    ``ValueError`` as ``sample_size`` does.
     """
     _check_size_arguments(margin, p, confidence)
     z = z_value(confidence)
+
+    def bound(n: int) -> float:
+        # the whole count nearer 50% is within 1/n of p, on 50%'s side (p = 0 and 1 are whole counts at every n),
+        # and the half-width grows toward 50% and falls with n: so this bounds n's and every larger n's
+        toward = p if p in (0.0, 1.0) else (min(p + 1 / n, 0.5) if p < 0.5 else max(p - 1 / n, 0.5))
+        return wilson_half_width(toward, n, z)
+
     low, high = 1, 1
-    while wilson_half_width(p, high, z) > margin:
+    while bound(high) > margin:
         if high > 10**12:
             raise ValueError(f"margin {margin!r} is too small: no practical number of samples gives it")
         low, high = high, high * 2
-    while low < high:  # the fewest n in [low, high] whose half-width is within the margin
+    while low < high:  # the fewest n whose bound is within the margin: that n and every larger one fit
         middle = (low + high) // 2
-        if wilson_half_width(p, middle, z) <= margin:
+        if bound(middle) <= margin:
             high = middle
         else:
             low = middle + 1
-    # A run scores whole items: at n the score is k/n for k = floor(pn) or ceil(pn), and the one nearer 50% has
-    # the wider interval (p = 0.99 at n = 43 is 42 or 43 right, and 42 of 43 is 87.9–99.6, not ±5). From the
-    # fractional answer up, the fewest n at which both whole counts meet the margin.
+    # the bound is loose by up to a count: the whole counts themselves may fit from a few n earlier
     n = high
-    while max(wilson_half_width(k / n, n, z) for k in {math.floor(p * n), math.ceil(p * n)}) > margin:
-        n += 1
+    while n > 1 and max(wilson_half_width(k / (n - 1), n - 1, z) for k in _whole_counts(p, n - 1)) <= margin:
+        n -= 1
     return n
+
+
+def _whole_counts(p: float, n: int) -> set[int]:
+    """What a run of ``n`` items scoring near ``p`` gets right: floor(pn) or ceil(pn)."""
+    return {math.floor(p * n), math.ceil(p * n)}
 
 
 def sample_size(margin: float, p: float = 0.5, confidence: float = 0.95, *, sd: float | None = None) -> int:

@@ -208,6 +208,10 @@ def test_with_epochs_the_n_column_shows_the_samples(cli: Cli, task_root: TaskRoo
     shown = cli("report", "--run", run, "--format", "markdown")
     # statsmodels proportion_confint(4, 5, method="wilson") = 37.55–96.38: over the 5 samples, not the 15 records
     assert "| alpha | 15 (5 samples) | 80.0 | 37.6–96.4 |" in shown.out
+    # stats-s33 2: "cost/sample" was a record's mean cost, a third of what a sample of 3 epochs costs
+    header = shown.out.splitlines()[2]
+    assert "| cost/record |" in header and "cost/sample" not in header
+    assert "| cost/sample |" in cli("report", "--run", task_root.root / "results" / "e", "--format", "markdown").out
 
 
 def test_the_macro_mean_without_errors_names_the_axes_it_is_over_when_one_is_all_errors(
@@ -219,6 +223,24 @@ def test_the_macro_mean_without_errors_names_the_axes_it_is_over_when_one_is_all
     shown = cli("report", "--run", run).out
     assert "macro mean (over 2 axes) 33.3%" in shown  # errors as wrong: alpha 2/3, beta 0
     assert "errors excluded instead: macro mean (over the 1 axis with a record that is no error) 66.7%" in shown
+
+
+@pytest.mark.parametrize("scores", [[None] * 6, [1.0, None, 0.0, None, 1.0, None]])
+def test_rows_of_errors_only_are_noted_as_measuring_no_answer_and_get_no_precision_line(
+    cli: Cli, task_root: TaskRoot, scores: list[float | None]
+) -> None:
+    # stats-s33 1: 55 errors read "0.0% [95% CI 0.0–6.5]" and "±3 points needs about 1,046 samples", unremarked
+    run = scored_run(cli, task_root, "errs", scores, axes=("alpha", "beta"))
+    report = build_report(run)
+    where = f"see eval-harness inspect --run {run} --errors"
+    if None not in scores[::2]:  # beta alone is all errors
+        assert f"every record of beta is an error (counted as wrong): its mean and interval measure the errors, not "\
+               f"the model's answers; {where}" in report.notes  # fmt: skip
+        assert "beta" not in [p.axis for p in report.precision]
+    else:
+        assert f"every record is an error (counted as wrong): the means and intervals measure the errors, not the "\
+               f"model's answers, of which there were none; {where}" in report.notes  # fmt: skip
+        assert report.precision == []
 
 
 def test_a_scorer_of_one_value_shows_no_spread(cli: Cli, task_root: TaskRoot) -> None:
@@ -309,6 +331,8 @@ def test_compare_with_epochs_shows_the_samples_in_the_n_column(cli: Cli, task_ro
     a3, b3 = as_three_identical_epochs(a, results / "a3"), as_three_identical_epochs(b, results / "b3")
     shown = cli("compare", "--run-a", a3, "--run-b", b3, "--format", "markdown")
     assert "| alpha | 24 (8 samples) |" in shown.out
+    assert "| cost/record A | cost/record B |" in shown.out and "cost/sample" not in shown.out
+    assert "| cost/sample A | cost/sample B |" in cli("compare", "--run-a", a, "--run-b", b, "--format", "markdown").out
 
 
 def test_compare_of_runs_with_no_sample_in_common_is_a_one_line_error(cli: Cli, task_root: TaskRoot) -> None:

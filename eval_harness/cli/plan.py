@@ -24,7 +24,8 @@ def plan_command(
     except ValueError as exc:
         raise ConfigError(f"plan: {exc}") from None
     stdout.print(
-        f"{counted(needed, 'sample')} per axis {'gives' if needed == 1 else 'give'} a {100 * confidence:g}% "
+        # "or more": from this size on every size fits, not only this one (whole counts move the width in steps)
+        f"{counted(needed, 'sample')} or more per axis give a {100 * confidence:g}% "
         "interval at most "
         f"{200 * margin:g} points wide (±{100 * margin:g}) when the score is near {100 * p:g}% (Wilson's "
         "interval).",

@@ -3,7 +3,8 @@ verdict, and the latency/cost/error trade-offs; as a terminal table, Markdown or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final
 
 from rich.console import Console
 
@@ -44,7 +45,7 @@ _SCORE_COLUMNS = [
     Column("verdict", "left", lines_to_keep_columns=2),
 ]
 # Of the trade-offs, the deltas stay; the absolute latencies go first, p95 before p50.
-_TRADE_COLUMNS = [
+_TRADE_COLUMNS: Final = [
     Column("axis", "left"),
     Column("p50 ms A", rank=5),
     Column("p50 ms B", rank=5),
@@ -58,6 +59,13 @@ _TRADE_COLUMNS = [
     Column("err % B", rank=4),
     Column("Δ err (points)"),
 ]
+
+
+def _trade_columns(c: Comparison) -> list[Column]:
+    """The trade-offs' columns; with several epochs a sample, the mean cost is a paired record's, not a sample's."""
+    if c.overall.n == c.overall.samples:
+        return _TRADE_COLUMNS
+    return [replace(column, header=column.header.replace("/sample", "/record")) for column in _TRADE_COLUMNS]
 
 
 def _signed_ms(value: float | None) -> str:
@@ -232,7 +240,7 @@ def print_comparison(c: Comparison, console: Console | None = None) -> None:
     scores.add_section()
     scores.add_row(*_score_cells(c.overall, overall=True), style="bold")
     out.print(scores)
-    trade = FittedTable(_TRADE_COLUMNS, title="latency, cost and errors (B − A)", title_justify="left")
+    trade = FittedTable(_trade_columns(c), title="latency, cost and errors (B − A)", title_justify="left")
     for axis in c.axes:
         trade.add_row(*_trade_cells(axis))
     trade.add_section()
@@ -254,7 +262,7 @@ def comparison_markdown(c: Comparison) -> str:
     lines = [f"## {markdown_line(_title(c), heading=True)}", "", _differs_line(c, code=True), ""]
     lines += [f"**{markdown_line(line)}**" for line in _incomplete_lines(c)] + ([""] if c.incomplete else [])
     lines += [*markdown_table(_SCORE_COLUMNS, score_rows), ""]
-    lines += ["### Latency, cost and errors", "", *markdown_table(_TRADE_COLUMNS, trade_rows), ""]
+    lines += ["### Latency, cost and errors", "", *markdown_table(_trade_columns(c), trade_rows), ""]
     lines += [f"- {markdown_line(line)}" for line in _summary_lines(c)]
     lines += [f"- **FORCED**: compared although the runs have {markdown_text(item)}" for item in c.forced]
     lines += [f"- note: {markdown_text(note)}" for note in c.notes]

@@ -114,6 +114,11 @@ class _Row:
         return cells
 
 
+def _per_record(rows: Sequence[_Row]) -> bool:
+    """Whether the rows hold several epochs of a sample (their n counts records, beside the samples)."""
+    return any(row.samples is not None for row in rows)
+
+
 def _with_method(rows: Sequence[_Row]) -> bool:
     """Whether the rows' intervals come from more than one method: then each row names its own."""
     return len({row.ci_method for row in rows if row.n}) > 1
@@ -125,7 +130,11 @@ def _with_method(rows: Sequence[_Row]) -> bool:
 _BAR = Column("", "left", rank=9, drawn=(20, 10), label="bar")
 
 
-def _columns(with_excluding: bool, with_method: bool = False, name: str = "axis") -> list[Column]:
+def _columns(
+    with_excluding: bool, with_method: bool = False, name: str = "axis", per_record: bool = False
+) -> list[Column]:
+    """``per_record``: the rows hold several epochs a sample, so the mean cost is a record's (an answer's), not a
+    sample's (its epochs together)."""
     columns = [Column(name, "left"), Column("n", rank=2), Column("mean %"), Column("95% CI")]
     if with_method:
         columns.append(Column("CI method", "left", rank=3))
@@ -133,7 +142,7 @@ def _columns(with_excluding: bool, with_method: bool = False, name: str = "axis"
         columns.append(Column("mean % (errors excluded)", rank=3))
     columns += [
         Column("pass %", rank=4),
-        Column("cost/sample", rank=5),
+        Column("cost/record" if per_record else "cost/sample", rank=5),
         Column("acc per $", rank=7),
         Column("p50 ms", rank=6),
         Column("p95 ms", rank=8),
@@ -147,7 +156,7 @@ def _table(
 ) -> FittedTable:
     """The rows, then the overall row under a rule (the tags' table has none: its rows overlap)."""
     with_method = _with_method([*rows, *([overall] if overall is not None else [])])
-    columns = [*_columns(with_excluding, with_method, name), _BAR]
+    columns = [*_columns(with_excluding, with_method, name, _per_record([*rows, *filter(None, [overall])])), _BAR]
     table = FittedTable(columns, title=title, title_justify="left", hint=hint)
     for row in rows:
         table.add_row(*row.cells(with_excluding, with_method), partial(bar, row.mean))
@@ -482,7 +491,8 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
     profile_rows = _report_rows(report)
     with_method = _with_method(profile_rows)
     rows = [row.cells(with_excluding, with_method) for row in profile_rows]
-    table = markdown_table(_columns(with_excluding, with_method), rows, strong_last_row=True)
+    columns = _columns(with_excluding, with_method, per_record=_per_record(profile_rows))
+    table = markdown_table(columns, rows, strong_last_row=True)
     lines = [f"## {markdown_line(_title(report), heading=True)}", "", *table, ""]
     lines += [f"- {markdown_line(line)}" for line in _headline_lines(report)]
     if by_tag:
@@ -491,7 +501,8 @@ def report_markdown(report: ProfileReport, *, by_tag: bool = False) -> str:
             tag_rows = _tag_rows(report)
             tag_method = _with_method(tag_rows)
             tag_cells = [row.cells(with_excluding, tag_method) for row in tag_rows]
-            lines += [*markdown_table(_columns(with_excluding, tag_method, "tag"), tag_cells), ""]
+            tag_columns = _columns(with_excluding, tag_method, "tag", _per_record(tag_rows))
+            lines += [*markdown_table(tag_columns, tag_cells), ""]
         lines.append(f"- {markdown_line(_untagged_note(report))}")
     if report.epochs:
         lines += ["", f"### Epochs (k = {report.epochs[0].k})", ""]
