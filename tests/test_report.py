@@ -424,6 +424,16 @@ def test_epochs_that_all_agree_at_temperature_0_are_noted_as_saying_nothing_beyo
     assert (note in report.notes) is (temperature == "0")
 
 
+def test_a_run_without_records_shows_no_error_rate_and_no_cost(cli: Cli, task_root: TaskRoot) -> None:
+    # stats-s33 5: err % "0.0" (0 of 0), cost/sample "unknown" beside the totals' "cost $0"
+    run = make_run(cli, task_root, "r", "--model", "mock/m", "--limit", "2")
+    (run / "samples.jsonl").write_text("")
+    (run / ".columns.npz").unlink(missing_ok=True)
+    shown = cli("report", "--run", run, "--format", "markdown").out
+    assert "| **overall** | **0** | – | – | – | – | – | – | – | – |" in shown
+    assert "cost – ·" in shown and "cost $0" not in shown
+
+
 def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp_path: Path) -> None:
     # before: the scorer table's "judge | 0 | –" row, and no word why
     result = cli("run", "--task", "summarization", "--model", "mock/m", "--limit", "3", "--output-dir", tmp_path,

@@ -105,11 +105,11 @@ class _Row:
             cells.append(excluding)
         cells += [
             pct(self.pass_rate),
-            "–" if self.unbilled else money(self.cost_mean),
+            "–" if self.unbilled or not self.n else money(self.cost_mean),
             per_dollar(self.accuracy_per_dollar),
             millis(self.latency_p50_ms),
             millis(self.latency_p95_ms),
-            pct(self.error_rate),
+            pct(self.error_rate) if self.n else "–",  # no record: 0 of 0 is no rate
         ]
         return cells
 
@@ -220,7 +220,7 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
     stdout.print(profile_table(summary, title))
     stdout.print(headline(summary), markup=False)
     totals = summary.overall
-    cost = UNBILLED_COST if _unbilled(summary) else money(totals.cost_total_usd)
+    cost = "–" if not summary.records else UNBILLED_COST if _unbilled(summary) else money(totals.cost_total_usd)
     extra = f" · judge cost {money(summary.judge_cost_usd)}" if summary.judge_cost_usd is not None else ""
     stdout.print(
         f"tokens {totals.prompt_tokens:,} in / {totals.completion_tokens:,} out · cost {cost}{extra}"
@@ -377,7 +377,8 @@ def _totals_line(report: ProfileReport) -> str:
     parts = [f"tokens {t.prompt_tokens:,} in / {t.completion_tokens:,} out"]
     if t.judge_used:
         parts.append(f"judge tokens {t.judge_prompt_tokens:,} in / {t.judge_completion_tokens:,} out")
-    parts.append(f"cost {UNBILLED_COST if _report_unbilled(report) else money(t.cost_usd)}")
+    unbilled = UNBILLED_COST if _report_unbilled(report) else money(t.cost_usd)
+    parts.append(f"cost {'–' if not report.overall.n else unbilled}")  # no record: no cost to know
     if t.judge_used or t.judge_cost_usd is not None:
         parts.append(f"judge cost {money(t.judge_cost_usd)} (apart)")
     parts.append(f"wall {t.wall_time_s:,.1f}s" if t.wall_time_s is not None else "wall –")
