@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from eval_harness.errors import ConfigError
+from eval_harness.textfiles import home_expanded
 from eval_harness.types import ScorerSpec, first_problem
 
 DEFAULT_CONCURRENCY = 16
@@ -159,7 +160,7 @@ class Settings(BaseModel):
             anthropic_api_key=secret("ANTHROPIC_API_KEY"),
             anthropic_base_url=pick("ANTHROPIC_BASE_URL"),
             # a .env line is not a shell's: "~/x" there made a directory named "~" in the working directory
-            cache_dir=Path(cache_dir).expanduser() if cache_dir else None,
+            cache_dir=home_expanded(cache_dir) if cache_dir else None,
         )
 
     def secrets(self) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from eval_harness.errors import ConfigError, UnknownNameError
-from eval_harness.textfiles import NotUtf8Error, near_name, utf8_text
+from eval_harness.textfiles import NotUtf8Error, home_expanded, near_name, utf8_text
 from eval_harness.toml_lines import KeyPath, key_lines, line_in, line_of, nesting_line
 from eval_harness.types import TaskSpec, error_places, problem_message
 
@@ -66,7 +66,7 @@ class LoadedTask:
 
     def resolve(self, relative: str) -> Path:
         """A path from the spec, made absolute against the task root."""
-        path = Path(relative).expanduser()
+        path = home_expanded(relative)
         return path if path.is_absolute() else self.root / path
 
     def elsewhere(self, relative: str) -> Path | None:
@@ -131,7 +131,7 @@ def root_of(spec: Path) -> Path:
 
 def find_task(name_or_path: str) -> LoadedTask:
     """Load a task by name (search path) or by the path of a .toml spec."""
-    as_path = Path(name_or_path).expanduser()
+    as_path = home_expanded(name_or_path)
     if as_path.suffix == ".toml" or os.sep in name_or_path:
         if not as_path.is_file():
             raise ConfigError(f"{as_path}: no such task spec file")

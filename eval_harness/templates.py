@@ -180,7 +180,7 @@ def _plain_render(parts: list[tuple[bool, str]], context: dict[str, Any]) -> str
     """The text of a plain template; None when a name is missing (Jinja's path then raises its error)."""
     try:
         return "".join([value if is_text else str(context[value]) for is_text, value in parts])
-    except KeyError:
+    except (KeyError, RecursionError):  # RecursionError: a value nested past str()'s reach, which Jinja then locates
         return None
 
 
@@ -365,6 +365,11 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
         template = environment.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
+    except RecursionError:  # Jinja parses and compiles by recursion: 100 nested brackets pass Python's limit
+        raise TemplateError(
+            f"{path}: nested too deeply for Jinja to compile (brackets, blocks or chained filters within one "
+            "another, past Python's recursion limit); flatten it, e.g. set parts with {% set %} first"
+        ) from None
     return template, {included: text for included, (text, _) in sources.items() if included != name}
 
 

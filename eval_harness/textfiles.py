@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from pathlib import Path
 
 
 class NotUtf8Error(ValueError):
@@ -41,4 +42,13 @@ _CLOSE = 0.6
 """difflib's own cutoff for a close match."""
 
 
-__all__ = ["NotUtf8Error", "near_name", "utf8_text"]
+def home_expanded(path: str | Path) -> Path:
+    """A path a user wrote, ``~`` and ``~user`` expanded as a shell expands them: one that names no known user (or a
+    home that cannot be found) stays as written, as the shell leaves it, rather than failing (pathlib raises)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return Path(path)
+
+
+__all__ = ["NotUtf8Error", "home_expanded", "near_name", "utf8_text"]

@@ -214,6 +214,16 @@ def test_a_cache_dir_from_an_env_file_expands_the_home_directory(
     assert Settings.load(env).cache_dir == tmp_path / "home" / "eval-cache"
 
 
+def test_a_cache_dir_of_an_unknown_users_home_stays_as_written_as_a_shell_leaves_it(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hostile-s33 3: "~nosuchuser/x" in the environment or .env was a traceback of run, rescore and cache info/clear
+    monkeypatch.setenv("EVAL_HARNESS_CACHE_DIR", "~nosuchuser-s33/x")
+    monkeypatch.chdir(tmp_path)
+    result = cli("cache", "info")
+    assert (result.code, result.out) == (0, "~nosuchuser-s33/x: no cache yet (the directory does not exist)\n")
+
+
 def test_cache_info_counts_in_binary_units_and_says_one_unfinished_write(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -47,6 +47,28 @@ def test_undefined_variable_names_template_file_and_line(tmp_path: Path) -> None
     assert str(raised.value).startswith(f"{path}:3: UndefinedError: 'missing_variable' is undefined")
 
 
+@pytest.mark.parametrize(
+    "body",
+    ["{{" + "(" * 100 + "1" + ")" * 100 + "}}", "{% if 1 %}" * 300 + "x" + "{% endif %}" * 300,
+     "{{ input" + "|upper" * 3000 + " }}"],
+)  # fmt: skip
+def test_a_template_nested_past_the_parsers_reach_is_a_template_error(tmp_path: Path, body: str) -> None:
+    # hostile-s33 1: Jinja's parser raised RecursionError, a traceback of run, --dry-run and validate-dataset
+    path = write(tmp_path, "t.jinja2", body)
+    with pytest.raises(TemplateError, match=f"^{path}: nested too deeply for Jinja to compile"):
+        load_template(tmp_path, "t.jinja2")
+
+
+def test_a_value_nested_past_strs_reach_is_a_template_error_at_its_line(tmp_path: Path) -> None:
+    # hostile-s33 2: "{{ metadata }}" of metadata 1,000 levels deep (which a dataset may hold) was a traceback
+    path = write(tmp_path, "t.jinja2", "{{ input }}\n{{ metadata }}\n")
+    nested: dict[str, object] = {"a": 1}
+    for _ in range(1000):
+        nested = {"a": nested}
+    with pytest.raises(TemplateError, match=f"^{path}:2: RecursionError"):
+        load_template(tmp_path, "t.jinja2").render(Sample(id="1", input="q", target="t", metadata=nested))
+
+
 def test_a_misspelt_variable_gets_the_near_name_and_every_variable(tmp_path: Path) -> None:
     # adopt-s32 10: "'inputs' is undefined" and nothing more, where a misspelt scorer or key gets "did you mean"
     path = write(tmp_path, "t.jinja2", "Q: {{ inputs }}\n")

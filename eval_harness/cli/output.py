@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval_harness.errors import ArtifactError, ConfigError, EvalHarnessError
+from eval_harness.textfiles import home_expanded
 
 
 def _shown(path: Path, target: Path) -> str:
@@ -119,7 +120,7 @@ def _run_inputs(run: Path) -> _RunInputs:
             inputs.append(("judge rubric", found))
     few_shot = task.few_shot or {}
     if isinstance(few_shot.get("path"), str):
-        examples = Path(few_shot["path"]).expanduser()
+        examples = home_expanded(few_shot["path"])
         inputs.append(("few-shot file", examples if examples.is_absolute() else root / examples))
     elif isinstance(few_shot.get("path_from_dataset"), str):
         pattern, replacement = split_rewrite(few_shot["path_from_dataset"])
