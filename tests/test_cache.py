@@ -6,14 +6,18 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
+from conftest import CliResult
 
 from eval_harness.cache import CACHE_SCHEMA_VERSION, Origin, ResponseCache, cache_key
 from eval_harness.errors import ConfigError
 from eval_harness.types import Completion, Usage
+
+Cli = Callable[..., CliResult]
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
