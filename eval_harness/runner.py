@@ -297,6 +297,8 @@ class Runner:
             before = _Before.of(paths) if plan.resuming else None
             repair_tail(paths.samples)
             remove_stale_temporaries(paths.documents)  # a session killed mid-write left them
+            if plan.resuming:
+                _check_records(paths.samples, plan.manifest)
             # Records written to an empty artifact are the whole artifact: the summary can come from them,
             # unless epochs make each sample one unit of the intervals (the tally keeps no sample identity)
             fresh = not paths.samples.exists() or paths.samples.stat().st_size == 0
@@ -996,6 +998,20 @@ def _message_fields(messages: list[ChatMessage]) -> list[dict[str, str]]:
 
 
 _NO_USAGE = _usage_fields(Usage())
+
+
+def _check_records(samples: Path, manifest: RunManifest) -> None:
+    """Read the run's records as ``report`` reads them, refusing a damaged one (``ArtifactError``, naming its line
+    and field) before the session calls the model: found by the summary at the end, it came after a session's
+    spend. The columns cache, brought up to date here, is what the summary's read of this session's records
+    builds on: a stale one (samples.jsonl edited in place since) is read again now, not trusted after an append."""
+    if not samples.exists():
+        return
+    from eval_harness.aggregate import SMALL_BLOCK_BYTES, load_run_columns, save_columns_cache, scorer_keys
+
+    save_columns_cache(
+        samples, load_run_columns(samples, manifest, block_bytes=SMALL_BLOCK_BYTES), scorer_keys(manifest)
+    )
 
 
 def _record(

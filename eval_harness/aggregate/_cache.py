@@ -40,8 +40,9 @@ _CACHE_VERSION: Final[int] = 4
 # the cache also keeps the file's size and mtime when it was written: a file no longer than it was then but
 # with another mtime was rewritten in place, and is read whole. A longer file had records appended (the
 # next session's incremental read) and its mtime moved with them: only length and digest are checked then,
-# so an in-place edit of the covered bytes followed by an append is not noticed, nor is an edit that keeps
-# size and mtime (touch -r, cp -p, or within the file system's timestamp granularity of the cache's write).
+# so a resume reads the cache before its session appends (runner._check_records), while an edit between
+# sessions still shows in the mtime. Not noticed: an edit that keeps size and mtime (touch -r, cp -p, or within
+# the file system's timestamp granularity of the cache's write), or one made while a session appends.
 # Delete .columns.npz after editing samples.jsonl by hand.
 
 
