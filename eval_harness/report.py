@@ -255,8 +255,9 @@ class PrecisionNote(BaseModel):
     needed_worst_case: int = Field(description="The same at p = 0.5, the most samples it can take.")
     dataset_samples: int | None = Field(
         default=None,
-        description="The dataset's valid samples (every axis), when ``needed`` is more: ±3 points is beyond its reach "
-        "(epochs do not help: a sample's epochs are not independent).",
+        description="The whole dataset's valid samples (every axis), when ``needed`` is more: ±3 points is beyond its "
+        "reach (epochs do not help: a sample's epochs are not independent). An axis's own share is not recorded, so "
+        "an axis that needs more than it holds but less than the whole dataset gets none.",
     )
 
 

@@ -755,7 +755,7 @@ class Runner:
         cost = record["cost_usd"]
         if cost is None:
             # as in the summary: a failed call billed nothing, so only a billed one without a price makes it unknown
-            progress.cost_known = progress.cost_known and not was_billed(error is not None, record["usage"])
+            progress.cost_known = progress.cost_known and not was_billed(error is not None, record["latency_ms"])
         else:
             progress.cost_usd += cost
         progress.elapsed_s = time.monotonic() - started

@@ -683,8 +683,8 @@ def _check_size_arguments(margin: float, p: float, confidence: float) -> None:
 
 
 def wilson_sample_size(margin: float, p: float = 0.5, confidence: float = 0.95) -> int:
-    """The fewest items from which on a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson
-    interval at most ``2 * margin`` wide: at that n and at every larger one.
+    """The fewest items n at which a score near ``p`` — floor(pn) or ceil(pn) of n right — has a Wilson interval
+    at most ``2 * margin`` wide, and keeps it at every larger n.
 
     Unlike ``sample_size``'s normal approximation this stays honest near 0 and 1, where the interval is
     asymmetric and the approximation's p(1-p) collapses (p = 0 gave "1 sample", p = 0.99 gave 43 where 42 of

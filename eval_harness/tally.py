@@ -72,11 +72,12 @@ def stopped_short(completion_tokens: int | None, max_tokens: int | None) -> bool
     return max_tokens is not None and completion_tokens is not None and 0 < completion_tokens < max_tokens
 
 
-def was_billed(failed: bool, usage: Mapping[str, Any]) -> bool:
-    """Whether a record's call was billed: a record without an error, or one whose usage counts tokens (its
-    answer was generated, then its scoring failed). A call that failed has none and billed nothing, so its null
-    cost is no unknown price. ``RunColumns.billed`` says the same of columns."""
-    return not failed or bool(usage["prompt_tokens"] or usage["completion_tokens"])
+def was_billed(failed: bool, latency_ms: float | None) -> bool:
+    """Whether a record's call was billed: a record without an error, or one whose call was answered (its latency
+    is known: the answer came, then its scoring failed), whatever its usage says (a server may send none). A call
+    that failed billed nothing, so its null cost is no unknown price. ``RunColumns.billed`` is the same rule for
+    columns."""
+    return not failed or latency_ms is not None
 
 
 def nothing_billed(records: int, errors: int, cached: int, cost_total: float | None) -> bool:
@@ -104,7 +105,7 @@ class AxisTally:
     passed: int = 0
     """Records that passed and hold no error."""
     cost_unknown: bool = False
-    """A record without an error has no price."""
+    """A billed record (``was_billed``) has no price."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -153,11 +154,11 @@ class SessionTally:
         if latency is not None:
             axis.latency_ms.append(latency)
         cost = record["cost_usd"]
-        usage = record["usage"]
         if cost is not None:
             axis.cost_usd.append(cost)
-        elif was_billed(failed, usage):
+        elif was_billed(failed, latency):
             axis.cost_unknown = True
+        usage = record["usage"]
         axis.prompt_tokens += usage["prompt_tokens"] or 0
         axis.completion_tokens += usage["completion_tokens"] or 0
         judge_cost = record["judge_cost_usd"]

@@ -513,7 +513,10 @@ class AxisStats(BaseModel):
     pass_rate: float | None
     cost_total_usd: float | None
     cost_mean_usd: float | None
-    cost_known: bool = Field(description="False when some record has an unknown (null) cost.")
+    cost_known: bool = Field(
+        description="False when a billed record (no error, or an answer that came before its scoring failed) has "
+        "an unknown (null) cost; a failed call's null is no unknown price."
+    )
     accuracy_per_dollar: float | None
     latency_p50_ms: float | None
     latency_p95_ms: float | None

@@ -336,7 +336,7 @@ def test_summary_counts_errors_as_wrong_and_reports_both_policies(tmp_path: Path
         [
             record("a", score=1.0),
             record("b", score=0.0, passed=False),
-            record("c", score=None, scores={}, passed=None, cost_usd=None, error=error, usage=Usage()),
+            record("c", score=None, scores={}, passed=None, cost_usd=None, error=error, usage=Usage(), latency_ms=None),
             record("d", score=1.0),
         ],
     )
@@ -346,7 +346,7 @@ def test_summary_counts_errors_as_wrong_and_reports_both_policies(tmp_path: Path
     assert axis.mean == 0.5  # (1 + 0 + 0 + 1) / 4
     assert axis.mean_excluding_errors == pytest.approx(2 / 3)
     assert axis.pass_rate == 0.5
-    assert axis.cost_known  # the failed call billed nothing (no tokens): it has no price to know
+    assert axis.cost_known  # the failed call (no answer came: no latency) billed nothing: no price to know
     assert axis.cost_total_usd == pytest.approx(3 * 0.0000205)
     assert summary.missing == 1
     assert summary.errors_by_type == {"ProviderError": 1}

@@ -192,6 +192,20 @@ async def test_an_unknown_judge_price_makes_the_cost_unknown(where: str) -> None
     assert score.usage is not None and score.cost_usd is None
 
 
+def test_a_judge_the_run_will_skip_is_noted_at_its_start_by_its_key_and_a_composites_part_by_its_path(
+    where: str,
+) -> None:
+    # review-s33 W1: a composite's judge part was named by its own key ("rj"), which no table shows
+    part = {"name": "rubric_judge", "alias": "rj", "args": {**rubric(optional=True).args}}
+    specs = [rubric(optional=True), ScorerSpec(name="composite", alias="quality", args={"scorers": [part]})]
+    notes = ScoringPipeline(specs, None, where).notes()
+    assert [note.split(":")[1].strip() for note in notes] == ["judge", "quality.rj"]
+    assert notes[0] == (
+        "note: judge: will be skipped on every sample: no --judge-model was given (pass one to score with this judge)"
+    )
+    assert ScoringPipeline(specs[:1], ScriptedJudge([]), where).notes() == []
+
+
 async def test_an_optional_judge_without_a_judge_model_skips_with_its_reason(where: str) -> None:
     scorer = build_scorer(rubric(optional=True), None, where)
     with pytest.raises(SkipScore, match="no judge model configured"):

@@ -384,28 +384,44 @@ def test_a_run_of_errors_only_is_noted_as_having_billed_nothing(cli: Cli, task_r
     ) in report.notes
 
 
+@pytest.mark.parametrize("usage", [True, False])
 def test_answers_generated_then_failed_in_scoring_were_billed_so_their_missing_price_is_unknown(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, usage: bool
 ) -> None:
     # adopt-s33 2: every judge call failed, so every record was an error, and "nothing billed" was said of a run
-    # whose answers an unpriced model had generated (tokens in the records); priced, the same run cost $0.003
-    from fake_llm_server import FakeLLMServer
+    # whose answers an unpriced model had generated; priced, the same run cost $0.003. review-s33: an answer whose
+    # server sent no usage was billed too, and compare said "–" of the same records
+    from fake_llm_server import FakeLLMServer, Reply
 
     with FakeLLMServer() as server:
+        server.script(*[Reply(text="A short summary.", usage=usage)] * 3)
         result = cli(
             "run", "--task", "summarization", "--model", "openai-compatible/local", "--model-arg",
             f"base_url={server.base_url}", "--judge-model", "mock/judge", "--judge-arg", "error_rate=1",
-            "--limit", "3", "--output-dir", tmp_path, "--run-id", "r",
+            "--limit", "3", "--concurrency", "1", "--output-dir", tmp_path, "--run-id", "r",
         )  # fmt: skip
     assert result.code == 0, result.err
     records = read_records(tmp_path / "r")
     assert {r["error"]["type"] for r in records} == {"SpentScoringError"}
-    assert all(r["usage"]["completion_tokens"] > 0 and r["cost_usd"] is None for r in records)
+    assert all(r["output"] == "A short summary." and r["cost_usd"] is None for r in records)
+    assert all((r["usage"]["completion_tokens"] > 0) is usage for r in records)
     assert "nothing billed" not in result.out and "cost unknown" in result.out
     report = build_report(tmp_path / "r")
     assert report.totals.cost_usd is None
     assert not [note for note in report.notes if "nothing was billed" in note]
     assert "no record has a price: the cost is unknown, not zero" in report.notes
+    compared = cli("compare", "--run-a", tmp_path / "r", "--run-b", tmp_path / "r", "--format", "json")
+    overall = json.loads(compared.out)["overall"]
+    assert (overall["cost_mean_b"], overall["billed_nothing_b"]) == (None, False)
+    shown = cli("compare", "--run-a", tmp_path / "r", "--run-b", tmp_path / "r", "--format", "markdown").out
+    assert "| unknown | unknown | 100.0 | 100.0 |" in shown  # compare's cost columns, then its error rates
+
+
+def test_compare_shows_a_side_of_failed_calls_only_as_billing_nothing(cli: Cli, task_root: TaskRoot) -> None:
+    failed = make_run(cli, task_root, "f", "--model", "mock/m", "--model-arg", "error_rate=1", "--limit", "4")
+    compared = cli("compare", "--run-a", failed, "--run-b", failed, "--format", "json")
+    overall = json.loads(compared.out)["overall"]
+    assert (overall["cost_mean_a"], overall["billed_nothing_a"]) == (None, True)
 
 
 @pytest.mark.parametrize("temperature", ["0", "0.8"])
@@ -442,8 +458,10 @@ def test_a_judge_scorer_skipped_for_want_of_a_judge_model_is_noted(cli: Cli, tmp
     notes = build_report(tmp_path / "r").notes
     skipped = [note for note in notes if "skipped on every sample" in note]
     assert skipped == ["judge: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]
-    # adopt-s33 10: the run said nothing of it; its start says it now, in the report's words
-    assert f"note: {skipped[0]}" in result.err.splitlines()
+    # adopt-s33 10: the run said nothing of it; its start says it now
+    assert (
+        "note: judge: will be skipped on every sample: no --judge-model was given (pass one to score with this judge)"
+    ) in result.err.splitlines()
 
 
 def test_the_ci_note_names_one_continuous_axis_in_the_singular(cli: Cli, tmp_path: Path) -> None:

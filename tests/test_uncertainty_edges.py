@@ -135,7 +135,7 @@ def test_precision_advice_when_all_right_uses_the_interval_end_nearest_half(cli:
     samples = json.loads((run / "manifest.json").read_text())["dataset"]["sample_count"]
     assert note.dataset_samples == samples < 1046
     assert f"needs about 1,046 samples (at p = 56.6%, the interval's end nearest 50%; at most 1,064), more than the " \
-           f"dataset's {samples:,}" in shown  # fmt: skip
+           f"whole dataset's {samples:,}" in shown  # fmt: skip
     assert "±21.7" not in shown and "needs about 1 samples" not in shown
 
 

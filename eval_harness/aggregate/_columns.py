@@ -108,8 +108,9 @@ class _Rows:
     """1-based line number of the record."""
 
     def billed(self) -> Bool:
-        """Which rows were billed calls, as ``tally.was_billed`` says of a record."""
-        return ~self.error | ((self.prompt_tokens + self.completion_tokens) > 0)
+        """Which rows were billed calls, as ``tally.was_billed`` says of a record: no error, or an answer came (its
+        latency is known; a light read keeps latencies, not token counts)."""
+        return ~self.error | ~np.isnan(self.latency_ms)
 
 
 # The row columns that hold a code into a table of names: the table's attribute in RunColumns and in a chunk being

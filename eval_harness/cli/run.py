@@ -159,20 +159,19 @@ class _Interrupts:
             raise KeyboardInterrupt
 
     def say_run_dir(self) -> None:
-        """A quiet run's one line on stdout, its directory (once)."""
-        if self.quiet_run_dir is not None:
-            print(self.quiet_run_dir, flush=True)
-            self.quiet_run_dir = None
+        """A quiet run's one line on stdout, its directory (once: taken before it is written, so an interrupt that
+        lands while it is written does not write it again, nor into the same buffer)."""
+        run_dir, self.quiet_run_dir = self.quiet_run_dir, None
+        if run_dir is not None:
+            print(run_dir, flush=True)
 
     def _quit(self, signum: int, frame: object) -> None:
         result = self.result
-        if self.quiet_run_dir is not None and (result is not None or self.resume_hint is not None):
+        if result is not None or self.resume_hint is not None:
             # the run exists (stopping, stopped or complete): a script reading RUN=$(eval-harness run -q) needs it
             # most when the run was cut short
-            with contextlib.suppress(OSError, ValueError):
-                sys.stdout.flush()
-                os.write(1, f"{self.quiet_run_dir}\n".encode())
-            self.quiet_run_dir = None
+            with contextlib.suppress(OSError, ValueError, RuntimeError):  # stdout closed, or mid-write
+                self.say_run_dir()
         if result is not None and result.status == "complete":
             said = _interrupted_complete(result, "")
         elif self.resume_hint is not None:  # the run is stopping, or has stopped short of complete

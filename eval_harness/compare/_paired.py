@@ -89,6 +89,10 @@ class _Side:
             columns.billed()[rows],
         )  # fmt: skip
 
+    def billed_nothing(self) -> bool:
+        """Whether no row was a billed call (every one a failed call): its cost shows –, not an unknown price."""
+        return self.final.size > 0 and not bool(self.billed.any())
+
     def take(self, rows: NDArray[np.intp]) -> _Side:
         return _Side(self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows], self.billed[rows])
 
@@ -106,7 +110,7 @@ class _Side:
         if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & self.billed):
             return None
         total = math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
-        if total == 0 and not bool(self.billed.any()):
+        if total == 0 and self.billed_nothing():
             return None
         return total / self.final.size
 
@@ -272,6 +276,8 @@ def _axis(
         cost_mean_a=cost_a,
         cost_mean_b=cost_b,
         cost_mean_diff=_delta(cost_a, cost_b),
+        billed_nothing_a=a.billed_nothing(),
+        billed_nothing_b=b.billed_nothing(),
         only_a=only[0],
         only_b=only[1],
     )

@@ -95,11 +95,17 @@ class CompareAxis(BaseModel):
     latency_p95_ms_b: float | None
     latency_p95_diff_ms: float | None
     cost_mean_a: float | None = Field(
-        description="USD per record; None when a price is unknown, or when every record is an error that billed "
-        "nothing."
+        description="USD per record; None when a billed record's price is unknown, or when no record was billed "
+        "(billed_nothing_a)."
     )
     cost_mean_b: float | None
     cost_mean_diff: float | None
+    billed_nothing_a: bool = Field(
+        default=False,
+        description="No paired record of A was a billed call (each an error whose call failed): its cost is –, not "
+        "an unknown price.",
+    )
+    billed_nothing_b: bool = False
     only_a: int = Field(
         default=0,
         description="A's records on this axis with no pair in B, left out of the row: its A figures are over n of "

@@ -638,9 +638,10 @@ class ScoringPipeline:
         for _key, scorer in self.scorers:
             scorer.preflight(sample)
 
-    def notes(self) -> list[str]:
-        """Each scorer's ``notes``, once each (two scorers of one kind may say the same)."""
-        return list(dict.fromkeys(note for key, scorer in self.scorers for note in scorer.notes(key)))
+    def notes(self, prefix: str = "") -> list[str]:
+        """Each scorer's ``notes``, once each (two scorers of one kind may say the same); a composite's parts are
+        named ``prefix`` + their key (``quality.rj``), as the records name them."""
+        return list(dict.fromkeys(note for key, scorer in self.scorers for note in scorer.notes(prefix + key)))
 
     def fingerprints(self) -> dict[str, str]:
         """``{key: fingerprint}`` of the scorers that read outside material (e.g. a judge's rubric file), so a

@@ -52,7 +52,7 @@ class CompositeScorer(Scorer):
         self.pipeline.preflight(sample)
 
     def notes(self, key: str) -> list[str]:
-        return self.pipeline.notes()
+        return self.pipeline.notes(prefix=f"{key}.")
 
     async def score(self, output: str, sample: Sample, completion: Completion | None = None) -> Score:
         result = ScoringResult()

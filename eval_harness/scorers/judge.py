@@ -325,8 +325,11 @@ class _Judge(Scorer):
     def notes(self, key: str) -> list[str]:
         if self.settings.judge is not None:
             return []
-        # the words of the report's note, said before the run too: its table's empty row is the run's only other sign
-        return [f"note: {key}: skipped on every sample: no --judge-model was given (pass one to score with this judge)"]
+        # the report's note, said before the run too: its table's empty row is the run's only other sign
+        return [
+            f"note: {key}: will be skipped on every sample: no --judge-model was given (pass one to score with this "
+            "judge)"
+        ]
 
     def _available(self) -> CompletionClient:
         if self.settings.judge is None:

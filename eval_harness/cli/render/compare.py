@@ -106,17 +106,17 @@ def _trade_cells(a: CompareAxis) -> list[str]:
         millis(a.latency_p95_ms_a),
         millis(a.latency_p95_ms_b),
         _signed_ms(a.latency_p95_diff_ms),
-        _cost(a.cost_mean_a, a.error_rate_a),
-        _cost(a.cost_mean_b, a.error_rate_b),
+        _cost(a.cost_mean_a, a.billed_nothing_a),
+        _cost(a.cost_mean_b, a.billed_nothing_b),
         pct(a.error_rate_a),
         pct(a.error_rate_b),
         signed_points(a.error_rate_diff),
     ]
 
 
-def _cost(mean: float | None, error_rate: float | None) -> str:
-    """A run's cost per record; – where every record is an error that billed nothing (no price to show)."""
-    return "–" if mean is None and error_rate == 1.0 else money(mean)
+def _cost(mean: float | None, billed_nothing: bool) -> str:
+    """A run's cost per record; – where no record was billed (no price to show)."""
+    return "–" if mean is None and billed_nothing else money(mean)
 
 
 def _title(c: Comparison) -> str:

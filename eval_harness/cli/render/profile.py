@@ -356,7 +356,7 @@ def _precision_lines(report: ProfileReport) -> list[str]:
     lines = []
     for p in report.precision:
         samples = counted(p.n, "sample")
-        beyond = "" if p.dataset_samples is None else f", more than the dataset's {p.dataset_samples:,}"
+        beyond = "" if p.dataset_samples is None else f", more than the whole dataset's {p.dataset_samples:,}"
         if p.ci is None or p.width is None:
             lines.append(
                 f"{p.axis}: no interval from {samples}; ±3 points needs at most {p.needed_worst_case:,} samples "
