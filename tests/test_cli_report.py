@@ -369,7 +369,9 @@ def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
     skewed = cli("plan", "--margin", "0.03", "--p", "0.9")
     assert skewed.out.startswith("393 samples") and "plan for 1,064" in skewed.out
     bad = cli("plan", "--margin", "0")
-    assert bad.code == 2 and "margin must be in (0, 1]" in bad.err
+    # hostile-s33: "margin must be in (0, 1]" beside a refusal of 0.9 ("give at most 0.5")
+    assert (bad.code, bad.err) == (2, "error: plan: --margin 0: give a half-width above 0 and at most 0.5 (e.g. 0.03: "
+                                      "±3 points)\n")  # fmt: skip
     wide = cli("plan", "--margin", "1")  # api-s30 9: "at most 200 points wide (±100)"
     assert (wide.code, wide.err) == (2, "error: plan: --margin 1 is wider than the score's range; give at most 0.5 "
                                         "(±50 points)\n")  # fmt: skip

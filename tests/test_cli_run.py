@@ -1055,6 +1055,10 @@ def test_tasks_names_a_task_file_it_cannot_load_instead_of_hiding_it(
     assert result.code == 0 and "capability_profile" in result.out
     (line,) = result.err.strip().splitlines()
     assert line.startswith(f"left out: {broken}") and "line 2" in line, line
+    # hostile-s33: an escape sequence in a file's name reached the terminal raw (run -t shows it escaped)
+    broken.rename(broken.with_name("evil\x1b[31m.toml"))
+    (line,) = cli("tasks").err.strip().splitlines()
+    assert line.startswith(f"left out: {broken.parent}/evil\\x1b[31m.toml: invalid TOML"), line
 
 
 def test_tasks_lists_each_task_by_the_name_run_takes(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

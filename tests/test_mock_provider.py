@@ -118,6 +118,8 @@ async def test_jitter_adds_the_samples_own_share_of_it_to_the_latency() -> None:
         ({"seed": "3"}, "--model-arg seed: unknown option; the mock's draws are seeded with --seed"),
         ({"top_p": "0.5"}, r"--model-arg top_p: unknown option; set it in the task's \[generation\] top_p"),
         ({"latency_ms": "fast"}, "--model-arg latency_ms: Input should be a valid number"),
+        # hostile-s33: "dictionary update sequence element #0 has length 1; 2 is required"
+        ({"skill_by_axis": "a=0.5"}, "skill_by_axis takes one --model-arg skill.AXIS=VALUE per axis"),
     ],
 )
 def test_bad_model_args_are_config_errors_naming_the_key(args: dict[str, str], message: str) -> None:

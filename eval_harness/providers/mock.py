@@ -47,7 +47,10 @@ class MockOptions(ProviderOptions):
         if not isinstance(data, dict):
             return data
         folded: dict[str, Any] = {}
-        by_axis = dict(data.get("skill_by_axis") or {})
+        given = data.get("skill_by_axis") or {}
+        if not isinstance(given, dict):  # a flag's text: the per-axis skills are given one flag each
+            raise ValueError("skill_by_axis takes one --model-arg skill.AXIS=VALUE per axis, e.g. skill.arithmetic=0.9")
+        by_axis = dict(given)
         for key, value in data.items():
             if key.startswith("skill."):
                 by_axis[key.removeprefix("skill.")] = value
