@@ -40,6 +40,21 @@ def test_worst_samples_are_lowest_score_then_id(cli: Cli, task_root: TaskRoot) -
     assert first.latency_ms == record["latency_ms"] and first.cost_usd == record["cost_usd"]
 
 
+def test_a_record_edited_to_hold_a_byte_that_is_not_utf8_is_named_so(cli: Cli, task_root: TaskRoot) -> None:
+    # hostile-s33 6: "byte 0: not a sample record; the file changed", of a file that had not changed
+    run = make_run(cli, task_root, "--limit", "3")
+    samples = run / "samples.jsonl"
+    data = samples.read_bytes()
+    at = data.index(b'"input":"') + len(b'"input":"')
+    samples.write_bytes(data[:at] + b"\xff" + data[at + 1 :])
+    shown = cli("inspect", "--run", run)
+    assert (shown.code, shown.err) == (
+        2,
+        f"error: {samples}: byte 0: the record there holds a byte that is not UTF-8 (0xff, byte {at} of the line): "
+        "samples.jsonl was edited; no record eval-harness writes holds one\n",
+    )
+
+
 def test_failures_only_and_axis_filter(cli: Cli, task_root: TaskRoot) -> None:
     run = make_run(cli, task_root, "--model-arg", "skill=0.9")
     failed = sorted(r["sample_id"] for r in read_records(run) if r["axis"] == "beta" and not r["passed"])

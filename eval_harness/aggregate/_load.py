@@ -325,7 +325,20 @@ def iter_records_at(samples_path: Path, offsets: Sequence[int]) -> Iterator[dict
             try:
                 yield orjson.loads(line)
             except orjson.JSONDecodeError:
-                raise ArtifactError(f"{samples_path}: byte {offset}: not a sample record; the file changed") from None
+                raise ArtifactError(f"{samples_path}: byte {offset}: {_unreadable(line)}") from None
+
+
+def _unreadable(line: bytes) -> str:
+    """Why a record read back at its offset is none: bytes that are not UTF-8 (a hand edit: every record written is
+    UTF-8, and the columns read only its numbers), else the file changed under the reader."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"the record there holds a byte that is not UTF-8 (0x{line[exc.start]:02x}, byte {exc.start} of the "
+            "line): samples.jsonl was edited; no record eval-harness writes holds one"
+        )
+    return "not a sample record; the file changed"
 
 
 def scorer_keys(manifest: RunManifest) -> list[str]:
