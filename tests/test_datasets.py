@@ -69,8 +69,16 @@ def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
         ({"input": "  ", "target": "b"}, "input: is empty"),
         ({"input": "a", "target": {"x": 1}}, "target: expected a string or a list of strings, got an object"),
         ({"input": "a", "target": []}, "target: is an empty list"),
-        ({"input": "a", "target": "b", "id": 1.5}, "id: expected a string, got a number"),
-        ({"input": "a", "target": "b", "axis": 3}, "axis: expected a non-empty string, got an integer"),
+        (
+            {"input": "a", "target": "b", "id": 1.5},
+            "id: expected a string or a whole number within 64 bits, got another number: quote it as the id",
+        ),
+        ({"input": "a", "target": "b", "axis": 3}, "axis: expected a string, got an integer"),
+        (
+            {"input": "a", "target": "b", "axis": " "},
+            "axis: is empty",
+        ),  # hostile-s33: "expected a non-empty string, got a string"
+        ({"input": "a", "target": "b", "id": [1]}, "id: expected a string or a whole number, got an array"),
         ({"input": "a", "target": "b", "tags": "x"}, "tags: expected a list of strings, got a string"),
         ({"input": "a", "target": "b", "choices": [1, None]}, "choices: expected a list of strings"),
         ({"input": "a", "target": "b", "metadata": [1]}, "metadata: expected an object, got an array"),

@@ -202,7 +202,13 @@ def _check_id(value: Any, label: str = "id") -> str:
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _FieldProblem(label, f"expected a string, got {json_type_name(value)}")
+        # a whole number is taken (as its digits); JSON's reader gives 1.0, 1e3 and a whole number past 64 bits as
+        # floats, whose text is not the id's
+        if isinstance(value, float):
+            raise _FieldProblem(
+                label, "expected a string or a whole number within 64 bits, got another number: quote it as the id"
+            )
+        raise _FieldProblem(label, f"expected a string or a whole number, got {json_type_name(value)}")
     text = str(value)
     if not text.strip():
         raise _FieldProblem(label, "is empty")
@@ -393,8 +399,10 @@ def _check_axis(value: Any, spec: DatasetSpec, path: Path, label: str = "axis") 
             missed = f"axis_pattern {as_written(spec.axis_pattern)} does not match the file name {path.name!r}"
             raise _FieldProblem(label, f"missing (mapped to axis; {missed})")
         return "default"
-    if not isinstance(value, str) or not value.strip():
-        raise _FieldProblem(label, f"expected a non-empty string, got {json_type_name(value)}")
+    if isinstance(value, str) and not value.strip():
+        raise _FieldProblem(label, "is empty")
+    if not isinstance(value, str):
+        raise _FieldProblem(label, f"expected a string, got {json_type_name(value)}")
     if value == RESERVED_AXIS:
         raise _FieldProblem(label, RESERVED_AXIS_MESSAGE)
     return value
