@@ -230,17 +230,22 @@ def test_dry_run_prints_three_prompts_and_the_count_and_writes_nothing(cli: Cli,
 
 def test_a_run_paced_by_tpm_over_a_minute_or_more_says_how_long_before_it_starts(cli: Cli, task_root: TaskRoot) -> None:
     # resil-s31 7: --rpm said so, --tpm (83 s of pacing) said nothing
-    paced = cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "10", "--epochs", "2")
+    paced = cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "100", "--epochs", "2")
     assert paced.code == 0, paced.err
     found = re.search(r"Estimated prompt tokens ([\d,]+), ", paced.out)
     assert found is not None, paced.out
     estimated = int(found.group(1).replace(",", ""))
-    minutes = round((estimated - 10) / 10)  # the bucket starts full: one minute's 10 tokens go at once
+    assert estimated < 80 * 100  # no prompt is over the minute's budget
+    minutes = round((estimated - 100) / 100)  # the bucket starts full: one minute's 100 tokens go at once
     assert paced.err.splitlines() == [
-        f"note: --tpm 10 paces the run's ~{estimated:,} prompt tokens (estimated) over at least {minutes} minutes, "
+        f"note: --tpm 100 paces the run's ~{estimated:,} prompt tokens (estimated) over at least {minutes} minutes, "
         "its answers' tokens aside"
     ]
     assert cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "1000000").err == ""  # within a minute
+    # hostile-s33: a prompt over a minute's budget is booked as one minute's: 3 prompts at --tpm 0.5 take 2 minutes
+    # after the first (the bucket starts full), where tokens / tpm said hours (806 days at 0.0001)
+    over = cli("run", "--task", adder(task_root), "--dry-run", "--tpm", "0.5", "--limit", "3")
+    assert over.err.endswith("over at least 2 minutes, its answers' tokens aside\n"), over.err
 
 
 def test_a_run_paced_by_rpm_over_a_minute_or_more_says_how_long_before_it_starts(cli: Cli, task_root: TaskRoot) -> None:

@@ -186,6 +186,8 @@ class DryRun:
     """The sample id of that prompt."""
     max_tokens: int | None = None
     """Each answer's max_tokens; None when the run sets none."""
+    paced_prompt_tokens: float = 0.0
+    """The prompts' tokens as ``--tpm`` books them: none above a minute's budget (see ``dry_run``'s ``tpm``)."""
 
 
 def _scoring_setup(task: LoadedTask, config: RunConfig) -> ScoringSetup:
@@ -551,10 +553,13 @@ def _token_pacing_notes(plan: RunPlan) -> list[str]:
     if not tpm:
         return []
     try:
-        tokens = dry_run(plan, show=0).prompt_tokens
+        estimate = dry_run(plan, show=0, tpm=tpm)
     except TemplateError:
         return []  # the run stops at that sample, naming it, as it would without --tpm
-    seconds = 60 * (tokens - tpm) / tpm  # the bucket starts full: one minute's tokens go at once
+    tokens = estimate.prompt_tokens
+    # the bucket starts full: one minute's tokens go at once; a prompt over a minute's budget is booked as one
+    # minute's (hostile-s33: 3 prompts of ~80 tokens at --tpm 0.0001 were said to take 806 days; they took 2 min)
+    seconds = 60 * (estimate.paced_prompt_tokens - tpm) / tpm
     if seconds < 60:
         return []
     return [
@@ -982,11 +987,13 @@ def work_items(
             yield position, sample, epoch
 
 
-def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
-    """Render every prompt and estimate tokens and cost; calls nothing and writes nothing."""
+def dry_run(plan: RunPlan, *, show: int = 3, tpm: float | None = None) -> DryRun:
+    """Render every prompt and estimate tokens and cost; calls nothing and writes nothing. With ``tpm``, also the
+    tokens as that budget books them (``paced_prompt_tokens``: a request over a minute's budget takes a minute)."""
     first: list[list[ChatMessage]] = []
     count = 0
     prompt_tokens = 0
+    paced = 0.0
     longest, longest_sample = 0, None
     max_out = plan.provider.output_cap(plan.generation)  # thinking included, which is billed as output
     cost: float | None = 0.0
@@ -1001,6 +1008,7 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
         count += 1
         tokens = estimate_tokens(messages)
         prompt_tokens += tokens
+        paced += min(tokens, tpm) if tpm else 0.0
         if tokens > longest:
             longest, longest_sample = tokens, sample.id
         if cost is not None:  # priced one request at a time: a long prompt's request may cost more a token
@@ -1017,6 +1025,7 @@ def dry_run(plan: RunPlan, *, show: int = 3) -> DryRun:
         longest_prompt_tokens=longest,
         longest_prompt_sample=longest_sample,
         max_tokens=max_out,
+        paced_prompt_tokens=paced,
     )
 
 
