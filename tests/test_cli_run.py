@@ -549,6 +549,30 @@ def test_a_quiet_run_quit_by_a_second_signal_still_writes_its_directory_to_stdou
     assert f"interrupted; resume with: eval-harness resume {run_dir}" in err
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--task", "capability_profile", "--model", "mock/m", "--output-dir", ""],
+        ["run", "--task", "capability_profile", "--model", "mock/m", "--dataset="],
+        ["report", "--run", "results/x", "-o", ""],
+        ["cache", "info", "--cache-dir", ""],
+    ],
+)
+def test_an_option_given_an_empty_value_is_refused_not_read_as_the_working_directory(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    # hostile-s33: "--output-dir ''" (an unset shell variable) made a run directory in the working directory
+    monkeypatch.chdir(tmp_path)
+    result = cli(*args)
+    name = next(
+        a.removesuffix("=") for a in args if a.startswith("-") and (a.endswith("=") or args[args.index(a) + 1] == "")
+    )
+    assert (result.code, result.err) == (
+        2, f"error: {name} is given an empty path; give one ('.' for the working directory)\n"
+    )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
     process = start_slow_run(tmp_path, "busy")
     try:

@@ -119,7 +119,7 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     fixed: list[str] = []  # options the command does not take: for resume, maybe a new run's
     while index < len(args) and args[index] != "--":
         token = args[index]
-        name, equals, _ = token.partition("=") if token.startswith("--") else (token, "", "")
+        name, equals, attached = token.partition("=") if token.startswith("--") else (token, "", "")
         option = options.get(name)
         index += 1
         if option is None:
@@ -136,7 +136,11 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
                 _refuse_missing_value(command, " ".join(path), name)
             if option.multiple and index < len(args):
                 repeatable = (name, args[index])
+            attached = args[index]
             index += 1  # its value, whatever it looks like
+        if not option.is_flag and not attached and _takes_a_path(option):
+            # an unset shell variable ("--dataset $DS"): read as a path, "" is the working directory, silently
+            raise ConfigError(f"{name} is given an empty path; give one ('.' for the working directory)")
         # an on/off pair (--cache/--no-cache) is one setting too: "--cache --no-cache" left the last one standing
         if (option.secondary_opts or not option.is_flag) and not (option.multiple or option.count):
             given.setdefault(option.name, []).append(name)
@@ -147,6 +151,16 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
             pair = next(o for o in options.values() if o.name == option_name).is_flag
             what = "it is one on/off setting (give one of them once)" if pair else "it takes one value (give it once)"
             raise ConfigError(f"{spelt} given {len(names)} times; {what}")
+
+
+def _takes_a_path(option: Any) -> bool:
+    """Whether ``option``'s value is a path (``Path`` or ``Path | None``), by the annotation typer keeps for it
+    (another version of typer without it: no option is taken for one, and "" stays the working directory)."""
+    import pathlib
+    import typing
+
+    annotation = getattr(getattr(option, "type_descriptor", None), "annotation", None)
+    return annotation is pathlib.Path or pathlib.Path in typing.get_args(annotation)
 
 
 def _refuse_options_fixed_by_the_run(path: list[str], unknown: list[str]) -> None:
