@@ -375,6 +375,10 @@ def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
     wide = cli("plan", "--margin", "1")  # api-s30 9: "at most 200 points wide (±100)"
     assert (wide.code, wide.err) == (2, "error: plan: --margin 1 is wider than the score's range; give at most 0.5 "
                                         "(±50 points)\n")  # fmt: skip
+    # hostile-s33: "a 100% interval" of a confidence below 1
+    assert cli("plan", "--margin", "0.03", "--confidence", "0.999999999999").out.startswith(
+        "14,073 samples or more per axis give a 99.9999999999% interval"
+    )
     almost_one = cli("plan", "--margin", "0.03", "--confidence", "0.9999999999999999")
     assert almost_one.code == 2 and "confidence must be strictly between 0 and 1" in almost_one.err
 

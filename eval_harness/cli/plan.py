@@ -29,9 +29,9 @@ def plan_command(
         raise ConfigError(f"plan: {exc}") from None
     stdout.print(
         # "or more": from this size on every size fits, not only this one (whole counts move the width in steps)
-        f"{counted(needed, 'sample')} or more per axis give a {100 * confidence:g}% "
+        f"{counted(needed, 'sample')} or more per axis give a {_percent(confidence)}% "
         "interval at most "
-        f"{200 * margin:g} points wide (±{100 * margin:g}) when the score is near {100 * p:g}% (Wilson's "
+        f"{200 * margin:g} points wide (±{100 * margin:g}) when the score is near {_percent(p)}% (Wilson's "
         "interval).",
         markup=False,
     )
@@ -39,6 +39,11 @@ def plan_command(
         worst = wilson_sample_size(margin, p=0.5, confidence=confidence)
         stdout.print(f"If the score could be anywhere, plan for {worst:,} (the worst case, p = 50%).", markup=False)
     stdout.print("Each axis of a profile needs this many on its own; errors count as samples too.", markup=False)
+
+
+def _percent(share: float) -> str:
+    """``share`` as a percentage with the digits it was given to (0.999999999999 is 99.9999999999, never "100")."""
+    return f"{100 * share:.12g}"
 
 
 def register(app: typer.Typer) -> None:
