@@ -52,6 +52,16 @@ def test_an_unterminated_string_is_said_once(tmp_path: Path) -> None:
     ]
 
 
+def test_a_file_whose_lines_end_in_cr_alone_is_told_so(tmp_path: Path) -> None:
+    # hostile-s33: one line, "invalid JSON: Extra data at column 42", and no word of why
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"id": "a", "input": "x", "target": "1"}\r{"id": "b", "input": "y", "target": "2"}\r')
+    assert problems_of(path) == [
+        f"{path}:1: line: invalid JSON: Extra data at column 42; its lines end with a carriage return alone (CR, old "
+        "Mac line ends): convert them to LF"
+    ]
+
+
 def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", ['["input", "target"]', "42"])
     assert problems_of(path) == [

@@ -750,7 +750,10 @@ def _json_error(text: str, refused: orjson.JSONDecodeError) -> str:
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"  # "Unterminated string starting at"
+        said = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"  # "Unterminated string starting at"
+        if exc.msg == "Extra data" and "\r" in text[: exc.pos]:  # a file whose lines end in CR alone: one line
+            said += "; its lines end with a carriage return alone (CR, old Mac line ends): convert them to LF"
+        return said
     except (RecursionError, ValueError):
         pass
     return f"{_ORJSON_REASONS.get(refused.msg, refused.msg)} at column {refused.colno}"
