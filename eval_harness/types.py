@@ -16,7 +16,7 @@ from typing import Annotated, Any, Final, Literal, NamedTuple, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
-from eval_harness.errors import ArtifactError
+from eval_harness.errors import ArtifactError, json_type_name
 
 SCHEMA_VERSION = 1
 """Version of manifest.json, samples.jsonl and summary.json written by this build."""
@@ -953,7 +953,10 @@ def first_problem(error: ValidationError) -> tuple[str, str]:
 
 def problem_message(problem: Mapping[str, Any]) -> str:
     """One problem of a validation error in words: a validator's own read as written, without the "Value error, "
-    pydantic puts before them."""
+    pydantic puts before them; a table that is not one is said so, without pydantic's class name ("Input should be a
+    valid dictionary or instance of ModelInfo")."""
+    if problem.get("type") == "model_type":
+        return f"expected a table (a JSON object), got {json_type_name(problem.get('input'))}"
     return str(problem["msg"]).removeprefix("Value error, ")
 
 

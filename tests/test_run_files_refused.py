@@ -148,6 +148,19 @@ def test_a_resume_with_samples_left_refuses_a_bad_record_before_it_appends_any(r
     assert len(samples.read_bytes().splitlines()) == RECORDS // 2
 
 
+@pytest.mark.parametrize(("value", "kind"), [(5, "an integer"), ("mock/m", "a string")])
+def test_a_manifest_table_that_is_not_one_is_said_so_without_a_class_name(
+    run: Path, cli: Cli, value: object, kind: str
+) -> None:
+    # hostile-s33: "model: Input should be a valid dictionary or instance of ModelInfo"
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "model": value}))
+    result = cli("report", "--run", run)
+    assert (result.code, result.err) == (
+        2, f"error: {run / 'manifest.json'}: model: expected a table (a JSON object), got {kind}\n"
+    )  # fmt: skip
+
+
 def test_a_document_that_cannot_be_replaced_leaves_no_temporary_beside_it(run: Path, cli: Cli) -> None:
     # the resume point only saves time, so a directory in its place fails nothing; each refused rename took its
     # temporary back (they were left, one for each fsync of the session)
