@@ -417,9 +417,17 @@ def test_answers_generated_then_failed_in_scoring_were_billed_so_their_missing_p
     assert "| unknown | unknown | 100.0 | 100.0 |" in shown  # compare's cost columns, then its error rates
 
 
-def test_compare_shows_a_side_of_failed_calls_only_as_billing_nothing(cli: Cli, task_root: TaskRoot) -> None:
-    failed = make_run(cli, task_root, "f", "--model", "mock/m", "--model-arg", "error_rate=1", "--limit", "4")
-    compared = cli("compare", "--run-a", failed, "--run-b", failed, "--format", "json")
+@pytest.mark.parametrize("failing", ["model", "judge"])
+def test_compare_says_billed_nothing_of_the_records_the_report_says_it_of(
+    cli: Cli, tmp_path: Path, failing: str
+) -> None:
+    # review2-s33 B1: the report said "nothing billed" of a $0 mock whose judge always failed, compare "$0"
+    error = ["--model-arg", "error_rate=1"] if failing == "model" else ["--judge-arg", "error_rate=1"]
+    made = cli("run", "--task", "summarization", "--model", "mock/m", "--judge-model", "mock/judge", *error,
+               "--limit", "3", "--output-dir", tmp_path, "--run-id", "r", "-q")  # fmt: skip
+    assert made.code == 0, made.err
+    assert "nothing billed" in cli("report", "--run", tmp_path / "r").out
+    compared = cli("compare", "--run-a", tmp_path / "r", "--run-b", tmp_path / "r", "--format", "json")
     overall = json.loads(compared.out)["overall"]
     assert (overall["cost_mean_a"], overall["billed_nothing_a"]) == (None, True)
 

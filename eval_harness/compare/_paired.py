@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from eval_harness.aggregate import RunColumns, group_means, sample_index
 from eval_harness.compare._schema import ALPHA, CompareAxis, UnpairedAxis, Verdict
 from eval_harness.stats import holm, mean_ci, paired_comparison
+from eval_harness.tally import nothing_billed
 from eval_harness.types import PairedTest
 
 
@@ -80,21 +81,34 @@ class _Side:
     latency_ms: NDArray[np.float64]
     cost_usd: NDArray[np.float64]
     billed: NDArray[np.bool_]
-    """Which rows were billed calls (``RunColumns.billed``)."""
+    """Which rows were billed calls (``RunColumns.billed``): a null cost there is an unknown price."""
+    cached: NDArray[np.bool_]
 
     @classmethod
     def of(cls, columns: RunColumns, rows: NDArray[np.intp]) -> _Side:
         return cls(
             columns.final[rows], columns.error[rows], columns.latency_ms[rows], columns.cost_usd[rows],
-            columns.billed()[rows],
+            columns.billed()[rows], columns.cached[rows],
         )  # fmt: skip
 
     def billed_nothing(self) -> bool:
-        """Whether no row was a billed call (every one a failed call): its cost shows –, not an unknown price."""
-        return self.final.size > 0 and not bool(self.billed.any())
+        """Whether the rows billed nothing, as the report says it (``tally.nothing_billed``: every one an error or
+        a cache hit, their known costs summing to 0): their cost shows –, neither $0 nor an unknown price."""
+        total = self._known_cost()
+        errors, cached = int(np.count_nonzero(self.error)), int(np.count_nonzero(self.cached))
+        return total is not None and nothing_billed(int(self.final.size), errors, cached, total)
+
+    def _known_cost(self) -> float | None:
+        """The rows' cost; None when a billed row has no price (unknown, not zero)."""
+        if np.any(np.isnan(self.cost_usd) & self.billed):
+            return None
+        return math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
 
     def take(self, rows: NDArray[np.intp]) -> _Side:
-        return _Side(self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows], self.billed[rows])
+        return _Side(
+            self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows], self.billed[rows],
+            self.cached[rows],
+        )  # fmt: skip
 
     def percentiles(self) -> tuple[float | None, float | None]:
         known = self.latency_ms[~np.isnan(self.latency_ms)]
@@ -104,13 +118,10 @@ class _Side:
         return float(p50), float(p95)
 
     def cost_mean(self) -> float | None:
-        """Mean cost per record; None when a billed record has no price (unknown, not zero), or when no record
-        was billed (every one an error without tokens): its $0 would read as the model's price (the report shows –
-        too)."""
-        if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & self.billed):
-            return None
-        total = math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
-        if total == 0 and self.billed_nothing():
+        """Mean cost per record; None when a billed record has no price (unknown, not zero), or when the rows billed
+        nothing (``billed_nothing``): their $0 would read as the model's price (the report shows – too)."""
+        total = self._known_cost()
+        if self.final.size == 0 or total is None or self.billed_nothing():
             return None
         return total / self.final.size
 

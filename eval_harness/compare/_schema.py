@@ -102,8 +102,8 @@ class CompareAxis(BaseModel):
     cost_mean_diff: float | None
     billed_nothing_a: bool = Field(
         default=False,
-        description="No paired record of A was a billed call (each an error whose call failed): its cost is –, not "
-        "an unknown price.",
+        description="A's paired records billed nothing, as the report says it: every one an error or a cache hit, "
+        "their known costs summing to 0: its cost is –, neither $0 nor an unknown price.",
     )
     billed_nothing_b: bool = False
     only_a: int = Field(
