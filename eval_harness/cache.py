@@ -36,8 +36,17 @@ _SHARD = re.compile(r"[0-9a-f]{2}")
 
 
 def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/eval-harness/responses``, or ``~/.cache/eval-harness/responses``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """``$XDG_CACHE_HOME/eval-harness/responses``, or ``~/.cache/eval-harness/responses``; a ``ConfigError`` when
+    neither can be found (no HOME, and a user id without a home: a container's)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:
+            raise ConfigError(
+                "the response cache has no directory: no home directory is set (HOME) or known for this user; set "
+                "EVAL_HARNESS_CACHE_DIR (or, to cache info and clear, give --cache-dir)"
+            ) from None
     return Path(base) / "eval-harness" / "responses"
 
 

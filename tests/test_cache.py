@@ -228,6 +228,22 @@ def test_a_cache_dir_of_an_unknown_users_home_stays_as_written_as_a_shell_leaves
     assert (result.code, result.out) == (0, "~nosuchuser-s33/x: no cache yet (the directory does not exist)\n")
 
 
+def test_no_home_directory_asks_for_a_cache_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # review2-s33 B3: no HOME and a user id without a passwd entry (a container's): Path.home()'s traceback
+    import pwd
+
+    from eval_harness.cache import default_cache_dir
+
+    def unknown(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    for name in ("HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+    with pytest.raises(ConfigError, match=r"no home directory is set \(HOME\) or known for this user; set EVAL_HARNESS"):
+        default_cache_dir()
+
+
 def test_cache_info_counts_in_binary_units_and_says_one_unfinished_write(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
