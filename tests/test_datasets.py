@@ -62,6 +62,20 @@ def test_a_file_whose_lines_end_in_cr_alone_is_told_so(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(("levels", "refused"), [(199, False), (200, True), (1000, True)])
+def test_a_line_nested_past_what_the_records_writer_takes_is_a_problem(
+    tmp_path: Path, levels: int, refused: bool
+) -> None:
+    # review2-s33 B2: a few-shot example nested 1,000 deep (validate-dataset took it) was a traceback of the run,
+    # where the JSON writer of its fingerprint stops at 255 levels
+    # the line's object is one level more than ``levels``
+    text = '{"id": "x", "input": "q", "target": "t", "metadata": ' + '{"a": ' * levels + "1" + "}" * levels + "}"
+    path = tmp_path / "d.jsonl"
+    path.write_text(text + "\n")
+    expected = [f"{path}:1: line: arrays and objects nested more than 200 levels deep"] if refused else []
+    assert problems_of(path) == expected
+
+
 def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", ['["input", "target"]', "42"])
     assert problems_of(path) == [

@@ -553,9 +553,31 @@ def _scan_jsonl(path: Path, spec: DatasetSpec, scan: _ScanState, reader: _Hashin
         if not isinstance(obj, dict):
             report.add(Problem(where, lineno, "line", f"expected a JSON object, got {json_type_name(obj)}"))
             continue
+        if stripped.count(b"{") + stripped.count(b"[") > MAX_NESTING and _depth(obj) > MAX_NESTING:
+            report.add(Problem(where, lineno, "line", f"arrays and objects nested more than {MAX_NESTING} levels deep"))
+            continue
         sample = _checked_sample(obj, stripped, spec, scan, where, lineno, path)
         if sample is not None:
             yield sample
+
+
+MAX_NESTING = 200
+"""How deep a line's arrays and objects may nest: the JSON writer of records and fingerprints stops at 255 levels
+(a few-shot example nested deeper was a traceback of the run), and no dataset needs a tenth of it."""
+
+
+def _depth(value: object) -> int:
+    """How deep ``value``'s arrays and objects nest (a scalar: 0), by a walk of its own (not recursion: the value may
+    be nested past Python's recursion limit)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _not_json(text: str, refused: orjson.JSONDecodeError, scan: _ScanState, where: str, lineno: int) -> None:
