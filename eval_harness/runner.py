@@ -1007,11 +1007,9 @@ def _check_records(samples: Path, manifest: RunManifest) -> None:
     builds on: a stale one (samples.jsonl edited in place since) is read again now, not trusted after an append."""
     if not samples.exists():
         return
-    from eval_harness.aggregate import SMALL_BLOCK_BYTES, load_run_columns, save_columns_cache, scorer_keys
+    from eval_harness.aggregate import refresh_run_columns
 
-    save_columns_cache(
-        samples, load_run_columns(samples, manifest, block_bytes=SMALL_BLOCK_BYTES), scorer_keys(manifest)
-    )
+    refresh_run_columns(samples, manifest)
 
 
 def _record(

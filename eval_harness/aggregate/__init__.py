@@ -57,7 +57,13 @@ Imports flow one way, down these rows: a module imports only from rows below its
     _arrays
 """
 
-from eval_harness.aggregate._cache import COLUMNS_CACHE, load_columns_cached, load_run_columns, save_columns_cache
+from eval_harness.aggregate._cache import (
+    COLUMNS_CACHE,
+    load_columns_cached,
+    load_run_columns,
+    refresh_run_columns,
+    save_columns_cache,
+)
 
 # _ROW_COLUMNS and _Rows are private, re-exported (explicitly: "as" the same name) only for tests/test_aggregate.py,
 # which pins that the row columns' table and the dataclass's fields agree; nothing else should import them.
@@ -123,6 +129,7 @@ __all__ = [
     "per_sample_means",
     "per_tag",
     "read_records_at",
+    "refresh_run_columns",
     "sample_index",
     "save_columns_cache",
     "scorer_distribution",

@@ -25,7 +25,7 @@ from eval_harness.aggregate._columns import (
     _run_wide_codes,
     check_run_values,
 )
-from eval_harness.aggregate._load import _CHUNK_BYTES, load_columns, scorer_keys
+from eval_harness.aggregate._load import _CHUNK_BYTES, SMALL_BLOCK_BYTES, load_columns, scorer_keys
 from eval_harness.artifacts import COLUMNS_CACHE, tail_digest
 from eval_harness.durable import atomic_file
 from eval_harness.types import RunManifest
@@ -224,4 +224,12 @@ def load_run_columns(
     return columns
 
 
-__all__ = ["COLUMNS_CACHE", "load_columns_cached", "load_run_columns", "save_columns_cache"]
+def refresh_run_columns(samples_path: Path, manifest: RunManifest) -> RunColumns:
+    """``load_run_columns`` with the columns cache brought up to date, so the next read takes only what is appended
+    after it: for the run's writer, which holds the run's lock (a session's start and its summary)."""
+    columns = load_run_columns(samples_path, manifest, block_bytes=SMALL_BLOCK_BYTES)
+    save_columns_cache(samples_path, columns, scorer_keys(manifest))
+    return columns
+
+
+__all__ = ["COLUMNS_CACHE", "load_columns_cached", "load_run_columns", "refresh_run_columns", "save_columns_cache"]

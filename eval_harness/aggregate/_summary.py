@@ -11,9 +11,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from eval_harness.aggregate._arrays import F64, I64, U64, Bool
-from eval_harness.aggregate._cache import load_run_columns, save_columns_cache
+from eval_harness.aggregate._cache import refresh_run_columns
 from eval_harness.aggregate._columns import RunColumns, check_run_values
-from eval_harness.aggregate._load import SMALL_BLOCK_BYTES, load_columns, scorer_keys
+from eval_harness.aggregate._load import load_columns, scorer_keys
 from eval_harness.stats import NO_INTERVAL, mean_ci
 from eval_harness.tally import (
     CONTEXT_WINDOW_STOP,
@@ -334,9 +334,7 @@ def summarize(
         columns = load_columns(samples_path, keys)
         check_run_values(columns, samples_path, manifest.epochs)
         return summarize_columns(columns, manifest, ci_method)
-    columns = load_run_columns(samples_path, manifest, block_bytes=SMALL_BLOCK_BYTES)
-    save_columns_cache(samples_path, columns, keys)
-    return summarize_columns(columns, manifest, ci_method)
+    return summarize_columns(refresh_run_columns(samples_path, manifest), manifest, ci_method)
 
 
 __all__ = [
