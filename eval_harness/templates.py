@@ -337,6 +337,7 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
     )
     sources: dict[str, tuple[str, Path]] = {name: (source, path)}
     pending = [name]
+    where = path  # the file being parsed: the one a parse too deep for Python's recursion is in
     try:
         while pending:
             current = pending.pop()
@@ -357,6 +358,7 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
                         continue
                     sources[referenced] = (_read(directory, referenced, included_by=where), directory / referenced)
                     pending.append(referenced)
+        where = path  # parsed, each file on its own: compiling them together is the template's
         environment.loader = jinja2.FunctionLoader(
             lambda requested: (
                 (sources[requested][0], str(sources[requested][1]), lambda: True) if requested in sources else None
@@ -367,7 +369,7 @@ def _compile(directory: Path, name: str, path: Path, source: str) -> tuple[jinja
         raise TemplateError(f"{exc.filename or path}:{exc.lineno}: {exc.message}") from None
     except RecursionError:  # Jinja parses and compiles by recursion: 100 nested brackets pass Python's limit
         raise TemplateError(
-            f"{path}: nested too deeply for Jinja to compile (brackets, blocks or chained filters within one "
+            f"{where}: nested too deeply for Jinja to compile (brackets, blocks or chained filters within one "
             "another, past Python's recursion limit); flatten it, e.g. set parts with {% set %} first"
         ) from None
     return template, {included: text for included, (text, _) in sources.items() if included != name}

@@ -59,6 +59,14 @@ def test_a_template_nested_past_the_parsers_reach_is_a_template_error(tmp_path: 
         load_template(tmp_path, "t.jinja2")
 
 
+def test_a_template_nested_too_deeply_is_named_when_another_includes_it(tmp_path: Path) -> None:
+    # review2-s33 W1: the error named the including template
+    inner = write(tmp_path, "inner.jinja2", "{{" + "(" * 100 + "1" + ")" * 100 + "}}")
+    write(tmp_path, "t.jinja2", 'Q: {{ input }}\n{% include "inner.jinja2" %}\n')
+    with pytest.raises(TemplateError, match=f"^{inner}: nested too deeply for Jinja to compile"):
+        load_template(tmp_path, "t.jinja2")
+
+
 def test_a_value_nested_past_strs_reach_is_a_template_error_at_its_line(tmp_path: Path) -> None:
     # hostile-s33 2: "{{ metadata }}" of metadata 1,000 levels deep (which a dataset may hold) was a traceback
     path = write(tmp_path, "t.jinja2", "{{ input }}\n{{ metadata }}\n")
