@@ -368,6 +368,9 @@ def test_plan_answers_the_sample_size_question(cli: Cli) -> None:
     assert default.out.startswith("1,064 samples or more per axis give a 95% interval at most 6 points wide (±3)")
     skewed = cli("plan", "--margin", "0.03", "--p", "0.9")
     assert skewed.out.startswith("393 samples") and "plan for 1,064" in skewed.out
+    for outside in ("1.5", "inf", "nan", "-1"):  # review2-s33: still "must be in (0, 1]"
+        refused = cli("plan", "--margin", outside)
+        assert refused.err.endswith("give a half-width above 0 and at most 0.5 (e.g. 0.03: ±3 points)\n"), refused
     bad = cli("plan", "--margin", "0")
     # hostile-s33: "margin must be in (0, 1]" beside a refusal of 0.9 ("give at most 0.5")
     assert (bad.code, bad.err) == (2, "error: plan: --margin 0: give a half-width above 0 and at most 0.5 (e.g. 0.03: "

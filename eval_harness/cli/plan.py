@@ -19,7 +19,7 @@ def plan_command(
 
     if 0.5 < margin <= 1:  # ±50 points already spans every score from 0 to 1: one sample gives that
         raise ConfigError(f"plan: --margin {margin:g} is wider than the score's range; give at most 0.5 (±50 points)")
-    if margin <= 0:  # stats' own range, (0, 1], would offer what the line above refuses
+    if not 0 < margin <= 1:  # 0, negative, above 1, inf, nan: stats' own range, (0, 1], offers what is refused above
         raise ConfigError(
             f"plan: --margin {margin:g}: give a half-width above 0 and at most 0.5 (e.g. 0.03: ±3 points)"
         )
