@@ -93,7 +93,6 @@ def test_rescore_refuses_a_source_record_report_refuses_with_reports_message(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (("--timeout", "inf"), "--timeout: Input should be a finite number"),
         (("--concurrency", "1000001"), "--concurrency: Input should be less than or equal to 100000"),
     ],
 )

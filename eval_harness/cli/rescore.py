@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from eval_harness.cli.run import timeout_seconds
+
 
 def rescore_command(
     run: Annotated[Path, typer.Option("--run", "-r", help="The run whose outputs are re-scored.")],
@@ -24,7 +26,9 @@ def rescore_command(
     concurrency: Annotated[int, typer.Option(min=1, help="Samples scored at once (judges call models).")] = 16,
     timeout: Annotated[
         float,
-        typer.Option(min=0.001, help="Per-sample scoring timeout in seconds (a judge's calls included)."),
+        typer.Option(
+            callback=timeout_seconds, help="Per-sample scoring timeout in seconds (a judge's calls included)."
+        ),
     ] = 120.0,
     judge_model: Annotated[str | None, typer.Option(help="provider/model for judge scorers.")] = None,
     judge_arg: Annotated[

@@ -45,6 +45,14 @@ def _temperature(value: float | None) -> float | None:
     return value
 
 
+def timeout_seconds(value: float | None) -> float | None:
+    """A ``--timeout``: finite and at least a millisecond (typer's own bound said "greater than or equal to 0.001"
+    of a NaN)."""
+    if value is not None and not (math.isfinite(value) and value >= 0.001):
+        raise typer.BadParameter(f"must be a number of seconds of at least 0.001, got {value:g}")
+    return value
+
+
 MAX_CONCURRENCY = 100_000  # config.MAX_CONCURRENCY, written out: the CLI module is imported without pydantic
 MAX_EPOCHS = 1_000  # config.MAX_EPOCHS, likewise
 # 0 is "no limit" and --no-cache "no cache", so that a resume can switch off what the run recorded.
@@ -508,7 +516,7 @@ def run_command(
     timeout: Annotated[
         float,
         typer.Option(
-            min=0.001,
+            callback=timeout_seconds,
             help="Per-sample timeout in seconds, applied to generation (retries included; it starts when the "
             "sample's first request may be sent — waiting for --rpm/--tpm, or a run-wide pause after a 429, at most "
             "60 s, is not counted) and then, as a budget of its own, to scoring.",
@@ -757,7 +765,8 @@ def resume_command(
         int | None, typer.Option(min=1, max=MAX_CONCURRENCY, help="Samples in flight (default: as before).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(min=0.001, help="Per-sample timeout in seconds (generation, then scoring).")
+        float | None,
+        typer.Option(callback=timeout_seconds, help="Per-sample timeout in seconds (generation, then scoring)."),
     ] = None,
     retry_errors: RetryErrors = False,
     force: Force = False,
