@@ -827,4 +827,5 @@ __all__ = [
     "resume_command",
     "run_command",
     "start_run",
+    "timeout_seconds",
 ]
