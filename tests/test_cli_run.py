@@ -586,6 +586,22 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused_saying_what_it_takes(
     assert f"Invalid value for '--timeout': must be a number of seconds of at least 0.001, got {value}" in result.err
 
 
+def test_resume_of_an_empty_run_directory_path_is_refused_not_read_as_the_working_directory(
+    cli: Cli, task_root: TaskRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # review2-s33: resume "$RUN" with RUN unset, in a run's directory, resumed that run unasked
+    out_dir = task_root.root / "results"
+    made = cli("run", "--task", adder(task_root), "--limit", "2", "--output-dir", out_dir, "--run-id", "r", "-q")
+    assert made.code == 0, made.err
+    monkeypatch.chdir(out_dir / "r")
+    before = (out_dir / "r" / "manifest.json").read_bytes()
+    result = cli("resume", "", "-q")
+    assert (result.code, result.err) == (
+        2, "error: RUN_DIR is given an empty path; give one ('.' for the working directory)\n"
+    )  # fmt: skip
+    assert (out_dir / "r" / "manifest.json").read_bytes() == before
+
+
 def test_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
     process = start_slow_run(tmp_path, "busy")
     try:

@@ -123,6 +123,11 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
         option = options.get(name)
         index += 1
         if option is None:
+            paths = [p for p in command.params if p.param_type_name == "argument" and _takes_a_path(p)]
+            if not token and paths:
+                # resume "$RUN" with RUN unset: "" is the working directory, which may be a run, resumed unasked
+                argument = str(paths[0].name).upper()  # RUN_DIR, as the usage line names it
+                raise ConfigError(f"{argument} is given an empty path; give one ('.' for the working directory)")
             fixed.append(name)
             # "--model-arg a=1 b=2": click says only "unexpected extra argument", which does not say what to do
             if repeatable is not None and not positional and _KEY_VALUE.match(token):
