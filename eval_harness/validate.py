@@ -327,8 +327,7 @@ def _joined(reports: list[DatasetReport]) -> DatasetReport:
         joined.repeats += report.repeats
         joined.duplicate_ids += report.duplicate_ids
         joined.not_json_spans += report.not_json_spans
-        joined.problems += report.problems[: PROBLEMS_SHOWN - len(joined.problems)]
-        joined.problem_count += report.problem_count
+        joined.add_problems_of(report)
     return joined
 
 

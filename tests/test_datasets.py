@@ -13,6 +13,8 @@ from conftest import SHARED, TaskRoot, arithmetic_records, write_jsonl
 from eval_harness.datasets import (
     MAX_LINE_BYTES,
     PROBLEMS_SHOWN,
+    DatasetReport,
+    Problem,
     file_sha256,
     is_compressed,
     iter_positioned,
@@ -74,6 +76,27 @@ def test_a_line_nested_past_what_the_records_writer_takes_is_a_problem(
     path.write_text(text + "\n")
     expected = [f"{path}:1: line: arrays and objects nested more than 200 levels deep"] if refused else []
     assert problems_of(path) == expected
+
+
+def test_problems_of_reports_added_together_are_alike_only_when_all_of_them_are() -> None:
+    # re-read s33: validate-dataset's sum of few-shot files' reports kept "alike" from neither, so problems of two
+    # kinds read as the first one "and the same on 5 more lines"
+    def report_of(path: str, field: str) -> DatasetReport:
+        report = DatasetReport(path=path)
+        for line in (1, 2, 3):
+            report.add(Problem(path, line, field, "missing"))
+        return report
+
+    joined = DatasetReport(path="2 files")
+    for report in (report_of("a.jsonl", "input"), report_of("b.jsonl", "target")):
+        joined.add_problems_of(report)
+    assert joined.problem_count == 6
+    assert joined.problem_lines() == [f"{f}:{n}: {field}: missing" for f, field in (("a.jsonl", "input"),
+                                      ("b.jsonl", "target")) for n in (1, 2, 3)]  # fmt: skip
+    same = DatasetReport(path="2 files")
+    for path in ("a.jsonl", "b.jsonl"):
+        same.add_problems_of(report_of(path, "input"))
+    assert same.problem_lines() == ["a.jsonl:1: input: missing", "... and the same on 5 more lines"]
 
 
 def test_line_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:

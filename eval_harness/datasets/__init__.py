@@ -177,6 +177,16 @@ class DatasetReport:
         if len(self.problems) < PROBLEMS_SHOWN:
             self.problems.append(problem)
 
+    def add_problems_of(self, other: DatasetReport) -> None:
+        """``other``'s problems after this report's, as if added one by one (a sum of files' reports): whether
+        they are all alike takes both reports' in."""
+        if other.problems and (
+            not other.problems_alike or (self.problems and not self.problems[0].says_what(other.problems[0]))
+        ):
+            self.problems_alike = False
+        self.problems += other.problems[: PROBLEMS_SHOWN - len(self.problems)]
+        self.problem_count += other.problem_count
+
     def add_not_json(self, line: int) -> None:
         """Count a line that is not JSON, after the first line said what the file looks like."""
         self.problem_count += 1
