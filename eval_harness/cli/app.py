@@ -114,7 +114,9 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
     given: dict[str, list[str]] = {}
     index = 0
     # a command with a positional argument (resume RUN_DIR) may take a path that looks like KEY=VALUE
-    positional = any(param.param_type_name == "argument" for param in command.params)
+    arguments = [param for param in command.params if param.param_type_name == "argument"]
+    positional = bool(arguments)
+    path_arguments = [param for param in arguments if _takes_a_path(param)]
     repeatable: tuple[str, str] | None = None  # the repeatable KEY=VALUE option just read, and its value
     fixed: list[str] = []  # options the command does not take: for resume, maybe a new run's
     while index < len(args) and args[index] != "--":
@@ -123,10 +125,9 @@ def _refuse_repeated_options(command: Any, args: list[str]) -> None:
         option = options.get(name)
         index += 1
         if option is None:
-            paths = [p for p in command.params if p.param_type_name == "argument" and _takes_a_path(p)]
-            if not token and paths:
+            if not token and path_arguments:
                 # resume "$RUN" with RUN unset: "" is the working directory, which may be a run, resumed unasked
-                argument = str(paths[0].name).upper()  # RUN_DIR, as the usage line names it
+                argument = str(path_arguments[0].name).upper()  # RUN_DIR, as the usage line names it
                 raise ConfigError(f"{argument} is given an empty path; give one ('.' for the working directory)")
             fixed.append(name)
             # "--model-arg a=1 b=2": click says only "unexpected extra argument", which does not say what to do

@@ -91,19 +91,6 @@ class _Side:
             columns.billed()[rows], columns.cached[rows],
         )  # fmt: skip
 
-    def billed_nothing(self) -> bool:
-        """Whether the rows billed nothing, as the report says it (``tally.nothing_billed``: every one an error or
-        a cache hit, their known costs summing to 0): their cost shows –, neither $0 nor an unknown price."""
-        total = self._known_cost()
-        errors, cached = int(np.count_nonzero(self.error)), int(np.count_nonzero(self.cached))
-        return total is not None and nothing_billed(int(self.final.size), errors, cached, total)
-
-    def _known_cost(self) -> float | None:
-        """The rows' cost; None when a billed row has no price (unknown, not zero)."""
-        if np.any(np.isnan(self.cost_usd) & self.billed):
-            return None
-        return math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
-
     def take(self, rows: NDArray[np.intp]) -> _Side:
         return _Side(
             self.final[rows], self.error[rows], self.latency_ms[rows], self.cost_usd[rows], self.billed[rows],
@@ -117,13 +104,18 @@ class _Side:
         p50, p95 = np.percentile(known, [50, 95]).tolist()
         return float(p50), float(p95)
 
-    def cost_mean(self) -> float | None:
-        """Mean cost per record; None when a billed record has no price (unknown, not zero), or when the rows billed
-        nothing (``billed_nothing``): their $0 would read as the model's price (the report shows – too)."""
-        total = self._known_cost()
-        if self.final.size == 0 or total is None or self.billed_nothing():
-            return None
-        return total / self.final.size
+    def cost(self) -> tuple[float | None, bool]:
+        """The mean cost per record, and whether the rows billed nothing. The mean is None when a billed row has no
+        price (unknown, not zero), or when the rows billed nothing, as the report says it (``tally.nothing_billed``:
+        every one an error or a cache hit, their known costs summing to 0): their $0 would read as the model's
+        price, so their cost shows –, neither $0 nor an unknown price."""
+        if self.final.size == 0 or np.any(np.isnan(self.cost_usd) & self.billed):
+            return None, False
+        total = math.fsum(self.cost_usd[~np.isnan(self.cost_usd)].tolist())
+        errors, cached = int(np.count_nonzero(self.error)), int(np.count_nonzero(self.cached))
+        if nothing_billed(int(self.final.size), errors, cached, total):
+            return None, True
+        return total / self.final.size, False
 
 
 @dataclass(frozen=True)
@@ -252,7 +244,7 @@ def _axis(
     diff, diff_ci = paired.diff, _interval(paired.low, paired.high)
     p50_a, p95_a = a.percentiles()
     p50_b, p95_b = b.percentiles()
-    cost_a, cost_b = a.cost_mean(), b.cost_mean()
+    (cost_a, nothing_a), (cost_b, nothing_b) = a.cost(), b.cost()
     error_a, error_b = float(np.mean(a.error)), float(np.mean(b.error))
     overlap = None if ci_a is None or ci_b is None else ci_a[1] >= ci_b[0] and ci_b[1] >= ci_a[0]
     return CompareAxis(
@@ -287,8 +279,8 @@ def _axis(
         cost_mean_a=cost_a,
         cost_mean_b=cost_b,
         cost_mean_diff=_delta(cost_a, cost_b),
-        billed_nothing_a=a.billed_nothing(),
-        billed_nothing_b=b.billed_nothing(),
+        billed_nothing_a=nothing_a,
+        billed_nothing_b=nothing_b,
         only_a=only[0],
         only_b=only[1],
     )

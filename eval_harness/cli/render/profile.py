@@ -155,8 +155,9 @@ def _table(
     rows: Sequence[_Row], overall: _Row | None, title: str, with_excluding: bool, hint: str, name: str = "axis"
 ) -> FittedTable:
     """The rows, then the overall row under a rule (the tags' table has none: its rows overlap)."""
-    with_method = _with_method([*rows, *([overall] if overall is not None else [])])
-    columns = [*_columns(with_excluding, with_method, name, _per_record([*rows, *filter(None, [overall])])), _BAR]
+    every = [*rows, *([overall] if overall is not None else [])]
+    with_method = _with_method(every)
+    columns = [*_columns(with_excluding, with_method, name, _per_record(every)), _BAR]
     table = FittedTable(columns, title=title, title_justify="left", hint=hint)
     for row in rows:
         table.add_row(*row.cells(with_excluding, with_method), partial(bar, row.mean))
@@ -173,6 +174,13 @@ def _unbilled(summary: RunSummary) -> bool:
 
 UNBILLED_COST = "– (nothing billed: every record is an error or a cache hit)"
 """The cost of a run without a priced call: '$0' would read as the model's price, which it says nothing of."""
+
+
+def _total_cost(records: int, unbilled: bool, cost: float | None) -> str:
+    """A run's cost as its totals line says it: – with no record (no cost to know), ``UNBILLED_COST``, or the sum."""
+    if not records:
+        return "–"
+    return UNBILLED_COST if unbilled else money(cost)
 
 
 def profile_table(summary: RunSummary, title: str | None = None) -> FittedTable:
@@ -220,7 +228,7 @@ def print_profile(summary: RunSummary, title: str | None = None) -> None:
     stdout.print(profile_table(summary, title))
     stdout.print(headline(summary), markup=False)
     totals = summary.overall
-    cost = "–" if not summary.records else UNBILLED_COST if _unbilled(summary) else money(totals.cost_total_usd)
+    cost = _total_cost(summary.records, _unbilled(summary), totals.cost_total_usd)
     extra = f" · judge cost {money(summary.judge_cost_usd)}" if summary.judge_cost_usd is not None else ""
     stdout.print(
         f"tokens {totals.prompt_tokens:,} in / {totals.completion_tokens:,} out · cost {cost}{extra}"
@@ -377,8 +385,7 @@ def _totals_line(report: ProfileReport) -> str:
     parts = [f"tokens {t.prompt_tokens:,} in / {t.completion_tokens:,} out"]
     if t.judge_used:
         parts.append(f"judge tokens {t.judge_prompt_tokens:,} in / {t.judge_completion_tokens:,} out")
-    unbilled = UNBILLED_COST if _report_unbilled(report) else money(t.cost_usd)
-    parts.append(f"cost {'–' if not report.overall.n else unbilled}")  # no record: no cost to know
+    parts.append(f"cost {_total_cost(report.overall.n, _report_unbilled(report), t.cost_usd)}")
     if t.judge_used or t.judge_cost_usd is not None:
         parts.append(f"judge cost {money(t.judge_cost_usd)} (apart)")
     parts.append(f"wall {t.wall_time_s:,.1f}s" if t.wall_time_s is not None else "wall –")
